@@ -1,0 +1,28 @@
+"""newton_usd: simulate physics authored in USD, and write the motion back onto the prims.
+
+Typical use::
+
+    import newton_usd
+    sim = newton_usd.Simulation.open("stage.usda")
+    sim.run(120)
+    sim.save("stage.sim.usda")
+"""
+
+from .core import Contacts, Control, DriveMode, GeoType, JointType, Mesh, Model, ModelBuilder, State
+from .errors import NewtonUsdError, SimulationError, UsdInputError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Contacts", "Control", "DriveMode", "GeoType", "JointType", "Mesh", "Model", "ModelBuilder",
+    "NewtonUsdError", "Simulation", "SimulationError", "State", "UsdInputError", "__version__",
+]
+
+
+def __getattr__(name):
+    # Simulation pulls in USD and the solvers; import it on first use only.
+    if name == "Simulation":
+        from .sim import Simulation  # noqa: PLC0415
+
+        return Simulation
+    raise AttributeError(name)

@@ -1,0 +1,404 @@
+"""ModelBuilder: accumulates bodies, shapes and joints in Python lists, then finalizes a Model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+
+from . import inertia as mass_props
+from .model import Model
+from .quat import quat_rotate, transform_inverse, transform_multiply
+from .types import JOINT_COORD_COUNT, DriveMode, GeoType, JointType
+
+IDENTITY = (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))
+
+
+@dataclass
+class Mesh:
+    """A triangle mesh in its shape frame: ``vertices`` (N, 3) and ``indices`` (3 per triangle)."""
+
+    vertices: np.ndarray
+    indices: np.ndarray
+
+    def __post_init__(self):
+        self.vertices = np.asarray(self.vertices, dtype=np.float64).reshape(-1, 3)
+        self.indices = np.asarray(self.indices, dtype=np.int32).reshape(-1)
+
+
+def _xform(x):
+    """(pos, Warp quat) from None, a (pos, quat) pair or a ``wp.transform``."""
+    if x is None:
+        return IDENTITY[0].copy(), IDENTITY[1].copy()
+    if len(x) == 7:  # a wp.transform or a flat (px, py, pz, qx, qy, qz, qw)
+        x = np.asarray(x, dtype=np.float64)
+        return x[:3].copy(), x[3:] / np.linalg.norm(x[3:])
+    p, q = x
+    q = np.asarray(q, dtype=np.float64)
+    return np.asarray(p, dtype=np.float64).copy(), q / np.linalg.norm(q)
+
+
+class ModelBuilder:
+    """Builds a :class:`Model` one element at a time.
+
+    Bodies, shapes and joints are added with ``add_*`` methods that return their index; transforms
+    are ``(position, quaternion)`` pairs (Warp order) or ``wp.transform``. ``finalize(device)`` turns
+    everything into Warp arrays once.
+
+    Args:
+        gravity: gravity vector in m/s^2 (Z up by default).
+    """
+
+    def __init__(self, gravity=(0.0, 0.0, -9.81)):
+        self.gravity = np.asarray(gravity, dtype=np.float64)
+        self.source = None
+        self.mujoco = {}
+        # bodies
+        self.body_q, self.body_qd, self.body_label = [], [], []
+        self.body_mass, self.body_com, self.body_inertia = [], [], []
+        self._body_mass_explicit = []
+        # shapes
+        self.shape_body, self.shape_type, self.shape_transform, self.shape_scale = [], [], [], []
+        self.shape_source, self.shape_label, self.shape_collision_enabled = [], [], []
+        self.shape_material_mu, self.shape_material_restitution = [], []
+        # joints
+        self.joint_type, self.joint_parent, self.joint_child, self.joint_label = [], [], [], []
+        self.joint_X_p, self.joint_X_c, self.joint_q, self.joint_qd = [], [], [], []
+        self.joint_articulation = []
+        # per DOF
+        self.joint_axis, self.joint_limit_lower, self.joint_limit_upper, self.joint_limited = [], [], [], []
+        self.joint_target_ke, self.joint_target_kd, self.joint_target_mode = [], [], []
+        self.joint_target_pos, self.joint_target_vel = [], []
+        self.joint_effort_limit, self.joint_armature = [], []
+        # articulations
+        self.articulation_label = []
+
+    # ------------------------------------------------------------------ counts
+    @property
+    def body_count(self) -> int:
+        return len(self.body_q)
+
+    @property
+    def shape_count(self) -> int:
+        return len(self.shape_type)
+
+    @property
+    def joint_count(self) -> int:
+        return len(self.joint_type)
+
+    # ------------------------------------------------------------------ bodies
+    def add_body(self, xform=None, *, mass=None, com=None, inertia=None, velocity=None, label=None) -> int:
+        """Add a rigid body.
+
+        Args:
+            xform: body frame in world.
+            mass, com, inertia: explicit mass properties (kg; COM in the body frame; 3x3 about the COM).
+                When ``mass`` is None, the body's mass comes from the density of its shapes.
+            velocity: initial spatial velocity (linear velocity of the body origin, angular), world frame.
+            label: a unique name, by convention the prim path.
+        """
+        p, q = _xform(xform)
+        self.body_q.append((p, q))
+        self.body_qd.append(np.zeros(6) if velocity is None else np.asarray(velocity, dtype=np.float64))
+        self.body_label.append(label or f"body_{len(self.body_label)}")
+        explicit = mass is not None
+        self._body_mass_explicit.append(explicit)
+        self.body_mass.append(float(mass) if explicit else 0.0)
+        self.body_com.append(np.zeros(3) if com is None else np.asarray(com, dtype=np.float64))
+        self.body_inertia.append(np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=np.float64).reshape(3, 3))
+        return len(self.body_q) - 1
+
+    def set_body_mass(self, body: int, mass: float, com=None, inertia=None):
+        """Set a body's mass properties explicitly; shapes added later no longer add to them."""
+        self._body_mass_explicit[body] = True
+        self.body_mass[body] = float(mass)
+        if com is not None:
+            self.body_com[body] = np.asarray(com, dtype=np.float64)
+        if inertia is not None:
+            self.body_inertia[body] = np.asarray(inertia, dtype=np.float64).reshape(3, 3)
+
+    # ------------------------------------------------------------------ shapes
+    def add_shape(
+        self,
+        body: int,
+        geo_type: GeoType,
+        xform=None,
+        scale=(0.0, 0.0, 0.0),
+        *,
+        mesh: Mesh | None = None,
+        density: float = 0.0,
+        mu: float = 1.0,
+        restitution: float = 0.0,
+        collision_enabled: bool = True,
+        label: str | None = None,
+    ) -> int:
+        """Add a collision shape to ``body`` (-1: a static shape of the world).
+
+        With ``density > 0`` the shape's mass properties are added to its body (unless the body's mass
+        was set explicitly). See :class:`GeoType` for what ``scale`` holds per type.
+        """
+        p, q = _xform(xform)
+        geo_type = GeoType(geo_type)
+        if geo_type == GeoType.MESH and mesh is None:
+            raise ValueError("a mesh shape needs a Mesh")
+        self.shape_body.append(int(body))
+        self.shape_type.append(geo_type)
+        self.shape_transform.append((p, q))
+        self.shape_scale.append(np.asarray(scale, dtype=np.float64))
+        self.shape_source.append(mesh)
+        self.shape_collision_enabled.append(bool(collision_enabled))
+        self.shape_material_mu.append(float(mu))
+        self.shape_material_restitution.append(float(restitution))
+        self.shape_label.append(label or f"shape_{len(self.shape_label)}")
+        if body >= 0 and density > 0.0 and not self._body_mass_explicit[body]:
+            part = mass_props.shape_mass_properties(geo_type, scale, density, mesh)
+            part = mass_props.transform_inertia(*part, p, q)
+            current = (self.body_mass[body], self.body_com[body], self.body_inertia[body])
+            m, c, i = mass_props.combine([current, part] if current[0] > 0 else [part])
+            self.body_mass[body], self.body_com[body], self.body_inertia[body] = m, c, i
+        return len(self.shape_type) - 1
+
+    def add_shape_box(self, body, xform=None, hx=0.5, hy=0.5, hz=0.5, **kw) -> int:
+        return self.add_shape(body, GeoType.BOX, xform, (hx, hy, hz), **kw)
+
+    def add_shape_sphere(self, body, xform=None, radius=0.5, **kw) -> int:
+        return self.add_shape(body, GeoType.SPHERE, xform, (radius, 0.0, 0.0), **kw)
+
+    def add_shape_capsule(self, body, xform=None, radius=0.5, half_height=0.5, **kw) -> int:
+        return self.add_shape(body, GeoType.CAPSULE, xform, (radius, half_height, 0.0), **kw)
+
+    def add_shape_cylinder(self, body, xform=None, radius=0.5, half_height=0.5, **kw) -> int:
+        return self.add_shape(body, GeoType.CYLINDER, xform, (radius, half_height, 0.0), **kw)
+
+    def add_shape_plane(self, body=-1, xform=None, width=0.0, length=0.0, **kw) -> int:
+        """A plane whose normal is the shape frame's +Z; zero width/length: infinite."""
+        return self.add_shape(body, GeoType.PLANE, xform, (0.5 * width, 0.5 * length, 0.0), **kw)
+
+    def add_shape_mesh(self, body, xform=None, mesh: Mesh | None = None, scale=(1.0, 1.0, 1.0), **kw) -> int:
+        return self.add_shape(body, GeoType.MESH, xform, scale, mesh=mesh, **kw)
+
+    # ------------------------------------------------------------------ joints
+    def add_joint(
+        self,
+        joint_type: JointType,
+        parent: int,
+        child: int,
+        parent_xform=None,
+        child_xform=None,
+        *,
+        axis=(1.0, 0.0, 0.0),
+        limit_lower: float | None = None,
+        limit_upper: float | None = None,
+        target_ke: float = 0.0,
+        target_kd: float = 0.0,
+        target_pos: float = 0.0,
+        target_vel: float = 0.0,
+        target_mode: DriveMode | None = None,
+        effort_limit: float = math.inf,
+        armature: float = 0.0,
+        articulation: int = -1,
+        label: str | None = None,
+    ) -> int:
+        """Add a joint between ``parent`` (-1: world) and ``child``.
+
+        ``parent_xform`` and ``child_xform`` are the joint frame in each body's frame; ``axis`` (in the
+        joint frame) is used by revolute and prismatic joints. Limits (rad or m) are off when None.
+        Drive gains are SI (N/m, N*s/m, N*m/rad, N*m*s/rad); ``target_mode`` defaults to what the gains
+        imply. The initial coordinates are zero; see :meth:`joint_q_from_body_q` to take them from the
+        body poses instead.
+        """
+        joint_type = JointType(joint_type)
+        if child < 0 or child >= self.body_count:
+            raise ValueError(f"joint child body {child} does not exist")
+        nq, nd = JOINT_COORD_COUNT[joint_type]
+        self.joint_type.append(joint_type)
+        self.joint_parent.append(int(parent))
+        self.joint_child.append(int(child))
+        self.joint_X_p.append(_xform(parent_xform))
+        self.joint_X_c.append(_xform(child_xform))
+        q0 = np.zeros(nq)
+        if joint_type == JointType.BALL:
+            q0[3] = 1.0
+        elif joint_type == JointType.FREE:
+            q0[:3], q0[3:] = self.body_q[child]
+        self.joint_q.append(q0)
+        self.joint_qd.append(np.zeros(nd))
+        self.joint_articulation.append(int(articulation))
+        self.joint_label.append(label or f"joint_{len(self.joint_label)}")
+        if target_mode is None:
+            target_mode = DriveMode(int(target_ke > 0.0) | (int(target_kd > 0.0) << 1)) if nd == 1 else DriveMode.NONE
+        a = np.asarray(axis, dtype=np.float64)
+        a = a / np.linalg.norm(a)
+        for d in range(nd):
+            single = nd == 1
+            self.joint_axis.append(a if single else np.eye(3)[d % 3])
+            limited = single and (limit_lower is not None or limit_upper is not None)
+            self.joint_limited.append(limited)
+            self.joint_limit_lower.append(float(limit_lower) if single and limit_lower is not None else -math.inf)
+            self.joint_limit_upper.append(float(limit_upper) if single and limit_upper is not None else math.inf)
+            self.joint_target_ke.append(float(target_ke) if single else 0.0)
+            self.joint_target_kd.append(float(target_kd) if single else 0.0)
+            self.joint_target_mode.append(int(target_mode) if single else 0)
+            self.joint_target_pos.append(float(target_pos) if single else 0.0)
+            self.joint_target_vel.append(float(target_vel) if single else 0.0)
+            self.joint_effort_limit.append(float(effort_limit))
+            self.joint_armature.append(float(armature))
+        return len(self.joint_type) - 1
+
+    def add_joint_revolute(self, parent, child, parent_xform=None, child_xform=None, axis=(1.0, 0.0, 0.0), **kw):
+        return self.add_joint(JointType.REVOLUTE, parent, child, parent_xform, child_xform, axis=axis, **kw)
+
+    def add_joint_prismatic(self, parent, child, parent_xform=None, child_xform=None, axis=(1.0, 0.0, 0.0), **kw):
+        return self.add_joint(JointType.PRISMATIC, parent, child, parent_xform, child_xform, axis=axis, **kw)
+
+    def add_joint_ball(self, parent, child, parent_xform=None, child_xform=None, **kw):
+        return self.add_joint(JointType.BALL, parent, child, parent_xform, child_xform, **kw)
+
+    def add_joint_fixed(self, parent, child, parent_xform=None, child_xform=None, **kw):
+        return self.add_joint(JointType.FIXED, parent, child, parent_xform, child_xform, **kw)
+
+    def add_joint_free(self, child, label=None, **kw):
+        """A free joint from the world to ``child``; its coordinates are the body's pose and velocity."""
+        j = self.add_joint(JointType.FREE, -1, child, label=label, **kw)
+        v = self.body_qd[child]
+        self.joint_qd[j] = np.asarray(v, dtype=np.float64).copy()
+        return j
+
+    def add_articulation(self, joints, label: str | None = None) -> int:
+        """Group ``joints`` into one articulation (e.g. under an ArticulationRootAPI prim)."""
+        idx = len(self.articulation_label)
+        self.articulation_label.append(label or f"articulation_{idx}")
+        for j in joints:
+            self.joint_articulation[j] = idx
+        return idx
+
+    # ------------------------------------------------------------------ joint coordinates
+    def joint_q_from_body_q(self):
+        """Set every joint's coordinates from the current body poses (the authored configuration).
+
+        Revolute: the angle of the child joint frame about the axis relative to the parent joint frame;
+        prismatic: the offset along the axis; ball: the relative rotation; free: the body pose.
+        """
+        for j, jt in enumerate(self.joint_type):
+            parent, child = self.joint_parent[j], self.joint_child[j]
+            X_wp = transform_multiply(self.body_q[parent], self.joint_X_p[j]) if parent >= 0 else self.joint_X_p[j]
+            X_wc = transform_multiply(self.body_q[child], self.joint_X_c[j])
+            rel = transform_multiply(transform_inverse(X_wp), X_wc)
+            if jt == JointType.FREE:
+                p, q = self.body_q[child]
+                self.joint_q[j] = np.concatenate([p, q])
+            elif jt == JointType.BALL:
+                self.joint_q[j] = rel[1] if rel[1][3] >= 0 else -rel[1]
+            elif jt in (JointType.REVOLUTE, JointType.PRISMATIC):
+                axis = self.joint_axis[self._dof_start(j)]
+                if jt == JointType.PRISMATIC:
+                    self.joint_q[j] = np.array([np.dot(rel[0], axis)])
+                else:
+                    q = rel[1]
+                    self.joint_q[j] = np.array([2.0 * math.atan2(np.dot(q[:3], axis), q[3])])
+                    if self.joint_q[j][0] > math.pi:
+                        self.joint_q[j][0] -= 2.0 * math.pi
+                    elif self.joint_q[j][0] < -math.pi:
+                        self.joint_q[j][0] += 2.0 * math.pi
+
+    def _dof_start(self, joint: int) -> int:
+        return sum(JOINT_COORD_COUNT[t][1] for t in self.joint_type[:joint])
+
+    # ------------------------------------------------------------------ finalize
+    def finalize(self, device=None) -> Model:
+        """Turn the accumulated lists into a :class:`Model` of Warp arrays on ``device``."""
+        m = Model(device)
+        dev = m.device
+        m.source = self.source
+        m.gravity = wp.vec3(*self.gravity)
+        for k, v in self.mujoco.items():
+            setattr(m.mujoco, k, v)
+
+        def arr(values, dtype, shape_tail=()):
+            a = np.asarray(values, dtype=np.float64 if dtype not in (wp.int32, wp.bool) else None)
+            if a.size == 0:
+                a = np.zeros((0,) + shape_tail)
+            if dtype == wp.int32:
+                a = a.astype(np.int32)
+            elif dtype == wp.bool:
+                a = a.astype(np.bool_)
+            else:
+                a = a.astype(np.float32)
+            return wp.array(a, dtype=dtype, device=dev)
+
+        def xforms(pairs):
+            return arr([np.concatenate([p, q]) for p, q in pairs], wp.transform, (7,))
+
+        m.body_count = self.body_count
+        m.body_q = xforms(self.body_q)
+        # body_qd holds the COM velocity: shift the authored origin velocity to the COM.
+        qd = []
+        for b, v in enumerate(self.body_qd):
+            com_w = quat_rotate(self.body_q[b][1], self.body_com[b])
+            qd.append(np.concatenate([v[:3] + np.cross(v[3:], com_w), v[3:]]))
+        m.body_qd = arr(qd, wp.spatial_vector, (6,))
+        m.body_com = arr(self.body_com, wp.vec3, (3,))
+        mass = np.asarray(self.body_mass, dtype=np.float64)
+        m.body_mass = arr(mass, wp.float32)
+        m.body_inv_mass = arr(np.where(mass > 0, 1.0 / np.maximum(mass, 1e-30), 0.0), wp.float32)
+        inertia = np.asarray(self.body_inertia).reshape(-1, 3, 3)
+        m.body_inertia = arr(inertia, wp.mat33, (3, 3))
+        inv = [np.linalg.inv(i) if np.linalg.det(i) > 0 else np.zeros((3, 3)) for i in inertia]
+        m.body_inv_inertia = arr(inv, wp.mat33, (3, 3))
+        m.body_world = arr(np.zeros(self.body_count), wp.int32)
+        m.body_label = list(self.body_label)
+
+        m.shape_count = self.shape_count
+        m.shape_body = arr(self.shape_body, wp.int32)
+        m.shape_type = arr([int(t) for t in self.shape_type], wp.int32)
+        m.shape_transform = xforms(self.shape_transform)
+        m.shape_scale = arr(self.shape_scale, wp.vec3, (3,))
+        m.shape_source = list(self.shape_source)
+        m.shape_collision_enabled = arr(self.shape_collision_enabled, wp.bool)
+        m.shape_material_mu = arr(self.shape_material_mu, wp.float32)
+        m.shape_material_restitution = arr(self.shape_material_restitution, wp.float32)
+        m.shape_world = arr([-1 if b < 0 else 0 for b in self.shape_body], wp.int32)
+        m.shape_label = list(self.shape_label)
+
+        m.joint_count = self.joint_count
+        counts = np.array([JOINT_COORD_COUNT[t] for t in self.joint_type], dtype=np.int64).reshape(-1, 2)
+        q_start = np.concatenate([[0], np.cumsum(counts[:, 0])])
+        qd_start = np.concatenate([[0], np.cumsum(counts[:, 1])])
+        m.joint_coord_count = int(q_start[-1])
+        m.joint_dof_count = int(qd_start[-1])
+        m.joint_type = arr([int(t) for t in self.joint_type], wp.int32)
+        m.joint_parent = arr(self.joint_parent, wp.int32)
+        m.joint_child = arr(self.joint_child, wp.int32)
+        m.joint_X_p = xforms(self.joint_X_p)
+        m.joint_X_c = xforms(self.joint_X_c)
+        m.joint_q_start = arr(q_start, wp.int32)
+        m.joint_qd_start = arr(qd_start, wp.int32)
+        m.joint_q = arr(np.concatenate(self.joint_q) if self.joint_q else [], wp.float32)
+        m.joint_qd = arr(np.concatenate(self.joint_qd) if self.joint_qd else [], wp.float32)
+        m.joint_axis = arr(self.joint_axis, wp.vec3, (3,))
+        m.joint_limited = arr(self.joint_limited, wp.bool)
+        m.joint_limit_lower = arr(np.maximum(self.joint_limit_lower, -1e10), wp.float32)
+        m.joint_limit_upper = arr(np.minimum(self.joint_limit_upper, 1e10), wp.float32)
+        m.joint_target_ke = arr(self.joint_target_ke, wp.float32)
+        m.joint_target_kd = arr(self.joint_target_kd, wp.float32)
+        m.joint_target_mode = arr(self.joint_target_mode, wp.int32)
+        m.joint_target_pos = arr(self.joint_target_pos, wp.float32)
+        m.joint_target_vel = arr(self.joint_target_vel, wp.float32)
+        m.joint_effort_limit = arr(np.minimum(self.joint_effort_limit, 1e10), wp.float32)
+        m.joint_armature = arr(self.joint_armature, wp.float32)
+        m.joint_articulation = arr(self.joint_articulation, wp.int32)
+        m.joint_world = arr(np.zeros(self.joint_count), wp.int32)
+        m.joint_label = list(self.joint_label)
+
+        m.articulation_count = len(self.articulation_label)
+        m.articulation_label = list(self.articulation_label)
+        return m
+
+    # ------------------------------------------------------------------ importers
+    def add_usd(self, source, **kwargs):
+        """Import a UsdPhysics stage (a path or a ``Usd.Stage``). See :func:`newton_usd.usd.add_usd`."""
+        from ..usd.importer import add_usd  # noqa: PLC0415  (core must not import USD at module load)
+
+        return add_usd(self, source, **kwargs)

@@ -1,0 +1,127 @@
+"""Mass properties of solid shapes, and their combination into a body's.
+
+Every function returns ``(mass, com, inertia)``: mass in kg, the center of mass in the shape frame and
+the 3x3 inertia tensor about the center of mass in shape-frame axes. Capsules and cylinders lie
+along the shape's local Z.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .quat import quat_to_matrix
+from .types import GeoType
+
+
+def sphere(density: float, radius: float):
+    m = density * 4.0 / 3.0 * np.pi * radius**3
+    return m, np.zeros(3), np.eye(3) * (0.4 * m * radius**2)
+
+
+def box(density: float, hx: float, hy: float, hz: float):
+    m = density * 8.0 * hx * hy * hz
+    d = np.array([hy * hy + hz * hz, hx * hx + hz * hz, hx * hx + hy * hy]) * (m / 3.0)
+    return m, np.zeros(3), np.diag(d)
+
+
+def cylinder(density: float, radius: float, half_height: float):
+    h = 2.0 * half_height
+    m = density * np.pi * radius**2 * h
+    ixx = m * (3.0 * radius**2 + h * h) / 12.0
+    return m, np.zeros(3), np.diag([ixx, ixx, 0.5 * m * radius**2])
+
+
+def capsule(density: float, radius: float, half_height: float):
+    h = 2.0 * half_height
+    m_cyl = density * np.pi * radius**2 * h
+    m_hemi = density * 2.0 / 3.0 * np.pi * radius**3  # one hemisphere
+    izz = 0.5 * m_cyl * radius**2 + 2.0 * 0.4 * m_hemi * radius**2
+    # Each hemisphere: own inertia about its COM plus the shift to the capsule center.
+    c = 3.0 * radius / 8.0
+    i_hemi_own = 0.4 * m_hemi * radius**2 - m_hemi * c * c
+    d = half_height + c
+    ixx = m_cyl * (3.0 * radius**2 + h * h) / 12.0 + 2.0 * (i_hemi_own + m_hemi * d * d)
+    return m_cyl + 2.0 * m_hemi, np.zeros(3), np.diag([ixx, ixx, izz])
+
+
+def mesh(density: float, vertices: np.ndarray, indices: np.ndarray):
+    """Solid, closed triangle mesh (outward winding) by the divergence theorem over its tetrahedra.
+
+    An open or inside-out mesh gives a non-positive volume; then the mesh is treated as a thin shell of
+    its triangles' area instead, so that it still has a plausible mass.
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    tri = np.asarray(indices, dtype=np.int64).reshape(-1, 3)
+    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+    vol6 = np.einsum("ij,ij->i", a, np.cross(b, c))
+    volume = vol6.sum() / 6.0
+    if volume <= 1e-12:
+        return _mesh_shell(density, a, b, c)
+    com = ((a + b + c) * vol6[:, None]).sum(0) / (4.0 * vol6.sum())
+    # Second moments of each tetrahedron (origin, a, b, c): integral of x_i x_j over the volume.
+    s = a + b + c
+    cov = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            cov[i, j] = np.sum(
+                vol6 / 120.0 * (a[:, i] * a[:, j] + b[:, i] * b[:, j] + c[:, i] * c[:, j] + s[:, i] * s[:, j])
+            )
+    m = density * volume
+    cov = density * cov - m * np.outer(com, com)
+    inertia = np.eye(3) * np.trace(cov) - cov
+    return m, com, inertia
+
+
+def _mesh_shell(density, a, b, c):
+    # Area-weighted point masses at triangle centroids, with density per unit area scaled by a nominal
+    # 1 cm thickness: rough, but positive and centered where the surface is.
+    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    total = area.sum()
+    if total <= 0.0:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    centers = (a + b + c) / 3.0
+    m_tri = density * 0.01 * area
+    m = m_tri.sum()
+    com = (centers * m_tri[:, None]).sum(0) / m
+    r = centers - com
+    inertia = np.einsum("i,ij,ik->jk", m_tri, r, r)
+    inertia = np.eye(3) * np.trace(inertia) - inertia
+    return m, com, inertia
+
+
+def shape_mass_properties(geo_type: GeoType, scale, density: float, mesh_source=None):
+    """Mass properties of one shape of ``geo_type`` with size parameters ``scale``.
+
+    Planes have none (they are always static). Returns ``(0, 0, 0)`` for them.
+    """
+    sx, sy, sz = (float(x) for x in scale)
+    if geo_type == GeoType.SPHERE:
+        return sphere(density, sx)
+    if geo_type == GeoType.BOX:
+        return box(density, sx, sy, sz)
+    if geo_type == GeoType.CAPSULE:
+        return capsule(density, sx, sy)
+    if geo_type == GeoType.CYLINDER:
+        return cylinder(density, sx, sy)
+    if geo_type == GeoType.MESH and mesh_source is not None:
+        return mesh(density, mesh_source.vertices * np.array([sx, sy, sz]), mesh_source.indices)
+    return 0.0, np.zeros(3), np.zeros((3, 3))
+
+
+def transform_inertia(mass, com, inertia, pos, quat):
+    """Express shape-frame mass properties in the body frame, given the shape pose (pos, Warp quat)."""
+    r = quat_to_matrix(quat)
+    return mass, r @ com + np.asarray(pos, dtype=np.float64), r @ inertia @ r.T
+
+
+def combine(parts):
+    """Sum ``(mass, com, inertia)`` parts that share one frame into one (parallel axis theorem)."""
+    total = sum(p[0] for p in parts)
+    if total <= 0.0:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    com = sum(p[0] * np.asarray(p[1]) for p in parts) / total
+    inertia = np.zeros((3, 3))
+    for m, c, i in parts:
+        d = np.asarray(c) - com
+        inertia += i + m * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+    return total, com, inertia

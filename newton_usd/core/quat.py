@@ -1,0 +1,121 @@
+"""Quaternion order conversions, the only place they happen.
+
+Inside newton_usd quaternions are Warp's (x, y, z, w). ``Gf.Quat*`` is (real, imaginary) and MuJoCo
+is (w, x, y, z); convert at those boundaries only, with these functions. The numpy helpers work on
+single quaternions of shape (4,) and on batches of shape (..., 4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def wxyz_to_xyzw(q):
+    """MuJoCo order (w, x, y, z) to Warp order (x, y, z, w)."""
+    q = np.asarray(q)
+    return np.concatenate([q[..., 1:4], q[..., 0:1]], axis=-1)
+
+
+def xyzw_to_wxyz(q):
+    """Warp order (x, y, z, w) to MuJoCo order (w, x, y, z)."""
+    q = np.asarray(q)
+    return np.concatenate([q[..., 3:4], q[..., 0:3]], axis=-1)
+
+
+def gf_to_xyzw(q) -> np.ndarray:
+    """A ``Gf.Quatf``/``Gf.Quatd``/``Gf.Quath`` to a Warp-order numpy quaternion (float64)."""
+    im = q.GetImaginary()
+    return np.array([im[0], im[1], im[2], q.GetReal()], dtype=np.float64)
+
+
+def xyzw_to_gf(q, gf_type):
+    """A Warp-order quaternion to ``gf_type`` (``Gf.Quatf`` or ``Gf.Quatd``)."""
+    return gf_type(float(q[3]), float(q[0]), float(q[1]), float(q[2]))
+
+
+def quat_multiply(a, b) -> np.ndarray:
+    """Hamilton product a * b of Warp-order quaternions (batched)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    ax, ay, az, aw = np.moveaxis(a, -1, 0)
+    bx, by, bz, bw = np.moveaxis(b, -1, 0)
+    return np.stack(
+        [
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ],
+        axis=-1,
+    )
+
+
+def quat_conjugate(q) -> np.ndarray:
+    """Conjugate (the inverse of a unit quaternion), Warp order, batched."""
+    q = np.array(q, dtype=np.float64)
+    q[..., :3] *= -1.0
+    return q
+
+
+def quat_rotate(q, v) -> np.ndarray:
+    """Rotate vector(s) v by unit Warp-order quaternion(s) q."""
+    q = np.asarray(q, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    u = q[..., :3]
+    w = q[..., 3:4]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def quat_to_matrix(q) -> np.ndarray:
+    """Rotation matrix (3x3, column vectors rotated: R @ v) of unit Warp-order quaternion(s)."""
+    q = np.asarray(q, dtype=np.float64)
+    x, y, z, w = np.moveaxis(q, -1, 0)
+    m = np.stack(
+        [
+            1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+            2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+            2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y),
+        ],
+        axis=-1,
+    )
+    return m.reshape(q.shape[:-1] + (3, 3))
+
+
+def matrix_to_quat(m) -> np.ndarray:
+    """Unit Warp-order quaternion of a 3x3 rotation matrix (single matrix)."""
+    m = np.asarray(m, dtype=np.float64)
+    tr = m[0, 0] + m[1, 1] + m[2, 2]
+    if tr > 0.0:
+        s = np.sqrt(tr + 1.0) * 2.0
+        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s]
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2.0
+        q = [0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
+    elif m[1, 1] > m[2, 2]:
+        s = np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2.0
+        q = [(m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
+    else:
+        s = np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2.0
+        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s]
+    q = np.array(q)
+    q /= np.linalg.norm(q)
+    return q if q[3] >= 0.0 else -q
+
+
+def quat_from_axis_angle(axis, angle: float) -> np.ndarray:
+    """Warp-order quaternion rotating by ``angle`` radians about unit ``axis``."""
+    axis = np.asarray(axis, dtype=np.float64)
+    s = np.sin(0.5 * angle)
+    return np.array([axis[0] * s, axis[1] * s, axis[2] * s, np.cos(0.5 * angle)])
+
+
+def transform_multiply(a, b):
+    """Compose rigid transforms given as (position, Warp quat) pairs: the pose of b's frame in a's parent."""
+    return a[0] + quat_rotate(a[1], b[0]), quat_multiply(a[1], b[1])
+
+
+def transform_inverse(a):
+    """Inverse of a rigid transform given as a (position, Warp quat) pair."""
+    qi = quat_conjugate(a[1])
+    return -quat_rotate(qi, a[0]), qi

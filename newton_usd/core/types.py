@@ -1,0 +1,57 @@
+"""Enumerations shared by the builder, the importers and the solvers."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class JointType(IntEnum):
+    """Joint kinds, with Newton's numbering.
+
+    Coordinates (``joint_q`` / ``joint_qd`` sizes): FREE 7/6, BALL 4/3, PRISMATIC and REVOLUTE 1/1,
+    FIXED 0/0. A free joint's ``joint_q`` is the child body frame's world position and Warp-order
+    quaternion; its ``joint_qd`` is the linear velocity of the body origin and the angular velocity,
+    both in world coordinates. A ball joint's ``joint_q`` is the rotation of the child joint frame
+    relative to the parent joint frame, and ``joint_qd`` the angular velocity in the child joint frame.
+    """
+
+    PRISMATIC = 0
+    REVOLUTE = 1
+    BALL = 2
+    FIXED = 3
+    FREE = 4
+
+
+JOINT_COORD_COUNT = {
+    JointType.PRISMATIC: (1, 1),
+    JointType.REVOLUTE: (1, 1),
+    JointType.BALL: (4, 3),
+    JointType.FIXED: (0, 0),
+    JointType.FREE: (7, 6),
+}
+"""(joint_q size, joint_qd size) per joint type."""
+
+
+class GeoType(IntEnum):
+    """Shape kinds, with Newton's numbering.
+
+    ``shape_scale`` holds the size parameters: PLANE (half width, half length, 0; zeros: infinite),
+    SPHERE (radius, 0, 0), CAPSULE and CYLINDER (radius, half height, 0) along the shape's local Z,
+    BOX (half extents), MESH (scale applied to ``shape_source``'s vertices).
+    """
+
+    PLANE = 0
+    SPHERE = 2
+    CAPSULE = 3
+    BOX = 6
+    MESH = 7
+    CYLINDER = 10
+
+
+class DriveMode(IntEnum):
+    """What a joint drive acts on (``joint_target_mode`` per DOF)."""
+
+    NONE = 0
+    POSITION = 1
+    VELOCITY = 2
+    POSITION_VELOCITY = 3

@@ -1,0 +1,123 @@
+"""Model coordinates <-> MuJoCo qpos/qvel/ctrl/qfrc, vectorized with numpy.
+
+Arrays may carry leading world dimensions (``(..., n)``). Conventions converted here:
+
+- free joints: ``joint_q`` = (position, Warp quat), ``joint_qd`` = (origin linear velocity, angular
+  velocity) in world; MuJoCo's free qvel has its angular part in the body frame, and its quaternion
+  is (w, x, y, z);
+- ball joints: ``joint_q`` is the rotation between the joint frames, ``joint_qd`` the angular
+  velocity in the child joint frame; MuJoCo's ball is relative to the child body frame, so both are
+  conjugated by the child joint frame's rotation ``q_c``;
+- body velocities: MuJoCo's ``cvel`` (angular, linear at the subtree COM) to ``body_qd`` (linear
+  velocity of the body COM, angular), world frame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.quat import quat_conjugate, quat_multiply, quat_rotate, wxyz_to_xyzw, xyzw_to_wxyz
+from ...core.types import JointType
+
+
+class CoordinateMap:
+    """Index tables between one world of a Model and a compiled ``mujoco.MjModel``."""
+
+    def __init__(self, model, mj_model, spec_map):
+        jt = model.joint_type.numpy()
+        q_start = model.joint_q_start.numpy()
+        qd_start = model.joint_qd_start.numpy()
+        x_c = model.joint_X_c.numpy().astype(np.float64)
+        self.nq, self.nv = mj_model.nq, mj_model.nv
+        self.model_nq, self.model_nv = int(q_start[-1]), int(qd_start[-1])
+        scalar_q, scalar_qpos, scalar_qd, scalar_qvel = [], [], [], []
+        ball, free = [], []
+        for j, t in enumerate(jt):
+            mj_j = spec_map.joint_mj[j]
+            if mj_j < 0:
+                continue
+            adr, dadr = mj_model.jnt_qposadr[mj_j], mj_model.jnt_dofadr[mj_j]
+            if t in (JointType.REVOLUTE, JointType.PRISMATIC):
+                scalar_q.append(q_start[j])
+                scalar_qpos.append(adr)
+                scalar_qd.append(qd_start[j])
+                scalar_qvel.append(dadr)
+            elif t == JointType.BALL:
+                ball.append((q_start[j], adr, qd_start[j], dadr, x_c[j, 3:]))
+            elif t == JointType.FREE:
+                free.append((q_start[j], adr, qd_start[j], dadr))
+        self.scalar = [np.asarray(x, dtype=np.int64) for x in (scalar_q, scalar_qpos, scalar_qd, scalar_qvel)]
+        self.ball_q = np.array([b[0] for b in ball], dtype=np.int64)
+        self.ball_qpos = np.array([b[1] for b in ball], dtype=np.int64)
+        self.ball_qd = np.array([b[2] for b in ball], dtype=np.int64)
+        self.ball_qvel = np.array([b[3] for b in ball], dtype=np.int64)
+        self.ball_qc = np.array([b[4] for b in ball], dtype=np.float64).reshape(-1, 4)
+        self.free_q = np.array([f[0] for f in free], dtype=np.int64)
+        self.free_qpos = np.array([f[1] for f in free], dtype=np.int64)
+        self.free_qd = np.array([f[2] for f in free], dtype=np.int64)
+        self.free_qvel = np.array([f[3] for f in free], dtype=np.int64)
+        self.body_mj = np.asarray(spec_map.body_mj, dtype=np.int64)
+        self.body_root = mj_model.body_rootid[self.body_mj] if len(self.body_mj) else np.zeros(0, np.int64)
+        self.actuator_dof = np.asarray(spec_map.actuator_dof, dtype=np.int64)
+        self.dof_qvel = np.full(self.model_nv, -1, dtype=np.int64)  # scalar DOFs only, for joint_f
+        self.dof_qvel[self.scalar[2]] = self.scalar[3]
+
+    @staticmethod
+    def _seg(idx, n):
+        return (idx[:, None] + np.arange(n)[None, :]) if len(idx) else np.zeros((0, n), np.int64)
+
+    def to_mujoco(self, joint_q, joint_qd, qpos_out, qvel_out):
+        """Write model coordinates into MuJoCo ``qpos``/``qvel`` arrays (in place)."""
+        sq, sqp, sqd, sqv = self.scalar
+        qpos_out[..., sqp] = joint_q[..., sq]
+        qvel_out[..., sqv] = joint_qd[..., sqd]
+        if len(self.free_q):
+            fq = joint_q[..., self._seg(self.free_q, 7)]
+            qpos_out[..., self._seg(self.free_qpos, 3)] = fq[..., :3]
+            qpos_out[..., self._seg(self.free_qpos + 3, 4)] = xyzw_to_wxyz(fq[..., 3:])
+            fqd = joint_qd[..., self._seg(self.free_qd, 6)]
+            qvel_out[..., self._seg(self.free_qvel, 3)] = fqd[..., :3]
+            qvel_out[..., self._seg(self.free_qvel + 3, 3)] = quat_rotate(quat_conjugate(fq[..., 3:]), fqd[..., 3:])
+        if len(self.ball_q):
+            r = joint_q[..., self._seg(self.ball_q, 4)]
+            m = quat_multiply(quat_multiply(self.ball_qc, r), quat_conjugate(self.ball_qc))
+            qpos_out[..., self._seg(self.ball_qpos, 4)] = xyzw_to_wxyz(m)
+            w = joint_qd[..., self._seg(self.ball_qd, 3)]
+            qvel_out[..., self._seg(self.ball_qvel, 3)] = quat_rotate(self.ball_qc, w)
+
+    def from_mujoco(self, qpos, qvel, joint_q_out, joint_qd_out):
+        """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place)."""
+        sq, sqp, sqd, sqv = self.scalar
+        joint_q_out[..., sq] = qpos[..., sqp]
+        joint_qd_out[..., sqd] = qvel[..., sqv]
+        if len(self.free_q):
+            p = qpos[..., self._seg(self.free_qpos, 3)]
+            q = wxyz_to_xyzw(qpos[..., self._seg(self.free_qpos + 3, 4)])
+            joint_q_out[..., self._seg(self.free_q, 3)] = p
+            joint_q_out[..., self._seg(self.free_q + 3, 4)] = q
+            joint_qd_out[..., self._seg(self.free_qd, 3)] = qvel[..., self._seg(self.free_qvel, 3)]
+            joint_qd_out[..., self._seg(self.free_qd + 3, 3)] = quat_rotate(q, qvel[..., self._seg(self.free_qvel + 3, 3)])
+        if len(self.ball_q):
+            m = wxyz_to_xyzw(qpos[..., self._seg(self.ball_qpos, 4)])
+            r = quat_multiply(quat_multiply(quat_conjugate(self.ball_qc), m), self.ball_qc)
+            joint_q_out[..., self._seg(self.ball_q, 4)] = r
+            w = qvel[..., self._seg(self.ball_qvel, 3)]
+            joint_qd_out[..., self._seg(self.ball_qd, 3)] = quat_rotate(quat_conjugate(self.ball_qc), w)
+
+    def body_state(self, xpos, xquat, xipos, cvel, subtree_com):
+        """``body_q`` (..., n, 7) and ``body_qd`` (..., n, 6) from MuJoCo body arrays (wxyz quats)."""
+        b = self.body_mj
+        body_q = np.concatenate([xpos[..., b, :], wxyz_to_xyzw(xquat[..., b, :])], axis=-1)
+        ang = cvel[..., b, 0:3]
+        lin = cvel[..., b, 3:6] + np.cross(ang, xipos[..., b, :] - subtree_com[..., self.body_root, :])
+        return body_q, np.concatenate([lin, ang], axis=-1)
+
+    def ctrl(self, ke, kd, target_pos, target_vel):
+        """Actuator controls ``ke * target_pos + kd * target_vel`` for the driven DOFs."""
+        d = self.actuator_dof
+        return ke[d] * target_pos[..., d] + kd[d] * target_vel[..., d]
+
+    def qfrc(self, joint_f, qfrc_out):
+        """Generalized forces of scalar DOFs into MuJoCo ``qfrc_applied`` (in place)."""
+        sq, sqp, sqd, sqv = self.scalar
+        qfrc_out[..., sqv] = joint_f[..., sqd]

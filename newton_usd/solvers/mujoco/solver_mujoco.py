@@ -1,0 +1,172 @@
+"""SolverMuJoCo: steps a Model with C MuJoCo (``backend="cpu"``) or MuJoCo-Warp (``backend="warp"``).
+
+Both backends compile the same ``mujoco.MjSpec`` (see :mod:`.spec`). Every step pushes the model
+coordinates of ``state_in`` (skipped when ``state_in`` is the state this solver wrote last and is
+unchanged, so the engine keeps its own double-precision state), the drive controls and joint forces,
+steps the engine once, and pulls joint coordinates and body poses and velocities into ``state_out``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import mujoco
+import numpy as np
+import warp as wp
+
+from ...diagnostics import Diagnostics
+from ...errors import NewtonUsdError
+from ..solver import SolverBase
+from .convert import CoordinateMap
+from .spec import build_spec, compile_spec
+
+logger = logging.getLogger("newton_usd")
+
+BACKENDS = ("auto", "cpu", "warp")
+
+
+class SolverMuJoCo(SolverBase):
+    """MuJoCo backend.
+
+    Args:
+        model: the Model to simulate.
+        backend: ``"cpu"`` steps C MuJoCo (double precision); ``"warp"`` steps mujoco_warp on the
+            model's Warp device (also on Warp's CPU device, slowly); ``"auto"`` picks ``"warp"`` on a
+            CUDA device and ``"cpu"`` otherwise.
+        nconmax: contacts per world for the warp backend (default: from the geom count).
+        njmax: constraint rows per world for the warp backend (default: from nconmax and joints).
+        integrator: a ``mujoco.mjtIntegrator`` value (default implicitfast).
+        iterations: solver iterations (default MuJoCo's, 100).
+
+    The engine objects are reachable as ``mj_model``/``mj_data`` (both backends) and
+    ``mjw_model``/``mjw_data`` (warp backend).
+    """
+
+    def __init__(self, model, backend: str = "auto", *, nconmax: int | None = None, njmax: int | None = None,
+                 integrator=None, iterations: int | None = None):
+        super().__init__(model)
+        if backend not in BACKENDS:
+            raise NewtonUsdError(f"unknown MuJoCo backend {backend!r}; valid: {', '.join(BACKENDS)}")
+        if backend == "auto":
+            backend = "warp" if model.device.is_cuda else "cpu"
+        self.backend = backend
+        self.diagnostics = Diagnostics()
+        spec, handles = build_spec(model, self.diagnostics)
+        if integrator is not None:
+            spec.option.integrator = integrator
+        if iterations is not None:
+            spec.option.iterations = int(iterations)
+        self.mj_model, self.spec_map = compile_spec(spec, handles, model, file=model.source)
+        self.mj_data = mujoco.MjData(self.mj_model)
+        self.diagnostics.emit(model.source)
+        self.map = CoordinateMap(model, self.mj_model, self.spec_map)
+        self._ke = model.joint_target_ke.numpy().astype(np.float64)
+        self._kd = model.joint_target_kd.numpy().astype(np.float64)
+        self._dt = None
+        self._last_out = None  # (state, joint_q, joint_qd) as this solver wrote them
+        # Start from the model's initial state so that mj_data is valid before the first step.
+        self.map.to_mujoco(model.joint_q.numpy().astype(np.float64), model.joint_qd.numpy().astype(np.float64),
+                           self.mj_data.qpos, self.mj_data.qvel)
+        mujoco.mj_forward(self.mj_model, self.mj_data)
+        self.mjw_model = self.mjw_data = None
+        if backend == "warp":
+            self._init_warp(nconmax, njmax)
+
+    # ------------------------------------------------------------------ warp backend
+    def _init_warp(self, nconmax, njmax):
+        import mujoco_warp as mjw  # noqa: PLC0415  (heavy; only the warp backend needs it)
+
+        self._mjw = mjw
+        m = self.mj_model
+        if nconmax is None:
+            nconmax = max(64, 8 * m.ngeom)
+        if njmax is None:
+            njmax = max(128, 6 * nconmax + 2 * m.njnt + 6 * m.neq)
+        with wp.ScopedDevice(self.device):
+            self.mjw_model = mjw.put_model(m)
+            self.mjw_data = mjw.put_data(m, self.mj_data, nworld=1, nconmax=nconmax, njmax=njmax)
+
+    # ------------------------------------------------------------------ stepping
+    def _set_timestep(self, dt: float):
+        if dt == self._dt:
+            return
+        self._dt = dt
+        self.mj_model.opt.timestep = dt
+        if self.mjw_model is not None:
+            self.mjw_model.opt.timestep.fill_(dt)
+
+    def _needs_push(self, state_in) -> bool:
+        last = self._last_out
+        if last is None or last[0] is not state_in:
+            return True
+        return not (np.array_equal(state_in.joint_q.numpy(), last[1]) and np.array_equal(state_in.joint_qd.numpy(), last[2]))
+
+    def step(self, state_in, state_out, control, contacts, dt: float) -> None:
+        self._set_timestep(float(dt))
+        d = self.mj_data
+        push = self._needs_push(state_in)
+        if push:
+            self.map.to_mujoco(state_in.joint_q.numpy().astype(np.float64), state_in.joint_qd.numpy().astype(np.float64),
+                               d.qpos, d.qvel)
+        if control is not None:
+            if len(self.map.actuator_dof):
+                d.ctrl[:] = self.map.ctrl(self._ke, self._kd, control.joint_target_pos.numpy(), control.joint_target_vel.numpy())
+            self.map.qfrc(control.joint_f.numpy(), d.qfrc_applied)
+        if self.backend == "cpu":
+            mujoco.mj_step(self.mj_model, d)
+            qpos, qvel = d.qpos, d.qvel
+            body = (d.xpos, d.xquat, d.xipos, d.cvel, d.subtree_com)
+        else:
+            w = self.mjw_data
+            if push:
+                w.qpos.assign(d.qpos[None].astype(np.float32))
+                w.qvel.assign(d.qvel[None].astype(np.float32))
+            if control is not None:
+                if self.mj_model.nu:
+                    w.ctrl.assign(d.ctrl[None].astype(np.float32))
+                w.qfrc_applied.assign(d.qfrc_applied[None].astype(np.float32))
+            with wp.ScopedDevice(self.device):
+                self._mjw.step(self.mjw_model, w)
+            qpos, qvel = w.qpos.numpy()[0], w.qvel.numpy()[0]
+            body = tuple(a.numpy()[0] for a in (w.xpos, w.xquat, w.xipos, w.cvel, w.subtree_com))
+        self._pull(qpos, qvel, body, state_out)
+
+    def _pull(self, qpos, qvel, body, state_out):
+        jq = np.zeros(self.map.model_nq)
+        jqd = np.zeros(self.map.model_nv)
+        self.map.from_mujoco(np.asarray(qpos, dtype=np.float64), np.asarray(qvel, dtype=np.float64), jq, jqd)
+        body_q, body_qd = self.map.body_state(*(np.asarray(x, dtype=np.float64) for x in body))
+        jq32, jqd32 = jq.astype(np.float32), jqd.astype(np.float32)
+        state_out.joint_q.assign(jq32)
+        state_out.joint_qd.assign(jqd32)
+        state_out.body_q.assign(body_q.astype(np.float32))
+        state_out.body_qd.assign(body_qd.astype(np.float32))
+        self._last_out = (state_out, jq32, jqd32)
+
+    # ------------------------------------------------------------------ contacts
+    def update_contacts(self, contacts) -> None:
+        """Copy the engine's contacts of world 0 into ``contacts`` (up to its capacity)."""
+        if self.backend == "cpu":
+            c = self.mj_data.contact
+            n = self.mj_data.ncon
+            geom, pos, frame, dist = c.geom[:n], c.pos[:n], c.frame[:n], c.dist[:n]
+        else:
+            w = self.mjw_data
+            n_all = int(w.nacon.numpy()[0])
+            sel = np.nonzero(w.contact.worldid.numpy()[:n_all] == 0)[0]
+            geom = w.contact.geom.numpy()[sel]
+            pos = w.contact.pos.numpy()[sel]
+            frame = w.contact.frame.numpy()[sel].reshape(-1, 9)
+            dist = w.contact.dist.numpy()[sel]
+            n = len(sel)
+        n = min(n, contacts.capacity)
+        gs = self.spec_map.geom_shape
+        contacts.rigid_contact_count = n
+        if n == 0:
+            return
+        contacts.rigid_contact_shape0.assign(np.concatenate([gs[geom[:n, 0]], np.full(contacts.capacity - n, -1)]).astype(np.int32))
+        contacts.rigid_contact_shape1.assign(np.concatenate([gs[geom[:n, 1]], np.full(contacts.capacity - n, -1)]).astype(np.int32))
+        pad3 = np.zeros((contacts.capacity - n, 3))
+        contacts.rigid_contact_point.assign(np.concatenate([pos[:n], pad3]).astype(np.float32))
+        contacts.rigid_contact_normal.assign(np.concatenate([np.asarray(frame)[:n, :3], pad3]).astype(np.float32))
+        contacts.rigid_contact_depth.assign(np.concatenate([-np.asarray(dist[:n]), np.zeros(contacts.capacity - n)]).astype(np.float32))

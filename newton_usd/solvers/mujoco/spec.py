@@ -1,0 +1,256 @@
+"""Model to ``mujoco.MjSpec``: the MuJoCo model SolverMuJoCo compiles, and the index maps between them.
+
+Every model body becomes one MuJoCo body with the same frame (the prim's frame), its explicit
+inertial, and its geoms. A joint's child body is placed in its parent at ``X_p * inverse(X_c)`` (the
+configuration at zero joint coordinates); revolute and prismatic joints become hinge and slide joints
+at the child's joint frame, ball joints ball joints, free joints free joints, and fixed joints nest
+the child with no joint. A body without a joint is welded to the world. Joint drives become one
+``general`` actuator per driven DOF with force ``ctrl - ke * q - kd * qdot``, where the solver sets
+``ctrl = ke * target_pos + kd * target_vel``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from ...core.quat import matrix_to_quat, quat_rotate, transform_inverse, transform_multiply, xyzw_to_wxyz
+from ...core.types import DriveMode, GeoType, JointType
+from ...diagnostics import Diagnostics
+from ...errors import NewtonUsdError
+
+_GEOM = {
+    GeoType.PLANE: mujoco.mjtGeom.mjGEOM_PLANE,
+    GeoType.SPHERE: mujoco.mjtGeom.mjGEOM_SPHERE,
+    GeoType.CAPSULE: mujoco.mjtGeom.mjGEOM_CAPSULE,
+    GeoType.BOX: mujoco.mjtGeom.mjGEOM_BOX,
+    GeoType.MESH: mujoco.mjtGeom.mjGEOM_MESH,
+    GeoType.CYLINDER: mujoco.mjtGeom.mjGEOM_CYLINDER,
+}
+_JOINT = {
+    JointType.REVOLUTE: mujoco.mjtJoint.mjJNT_HINGE,
+    JointType.PRISMATIC: mujoco.mjtJoint.mjJNT_SLIDE,
+    JointType.BALL: mujoco.mjtJoint.mjJNT_BALL,
+    JointType.FREE: mujoco.mjtJoint.mjJNT_FREE,
+}
+
+
+class ModelArrays:
+    """The model's arrays as numpy (floats as float64), read once from the device."""
+
+    def __init__(self, model):
+        for name in (
+            "body_q", "body_com", "body_mass", "body_inertia", "shape_body", "shape_type", "shape_transform",
+            "shape_scale", "shape_collision_enabled", "shape_material_mu", "joint_type", "joint_parent",
+            "joint_child", "joint_X_p", "joint_X_c", "joint_q_start", "joint_qd_start", "joint_axis",
+            "joint_limited", "joint_limit_lower", "joint_limit_upper", "joint_target_ke", "joint_target_kd",
+            "joint_target_mode", "joint_effort_limit", "joint_armature",
+        ):
+            v = getattr(model, name).numpy()
+            setattr(self, name, v.astype(np.float64) if v.dtype == np.float32 else v)
+
+
+@dataclass
+class SpecMap:
+    """Index maps between the Model and the compiled MuJoCo model (filled after compiling)."""
+
+    body_mj: np.ndarray = None  # model body -> mj body id
+    shape_mj: np.ndarray = None  # model shape -> mj geom id (-1: not simulated)
+    geom_shape: np.ndarray = None  # mj geom id -> model shape (-1: none)
+    joint_mj: np.ndarray = None  # model joint -> mj joint id (-1: fixed)
+    actuator_dof: np.ndarray = None  # mj actuator -> model DOF it drives
+    joint_names: list = field(default_factory=list)
+
+
+class _Names:
+    """MuJoCo element names: the prim's leaf name, made unique per kind."""
+
+    def __init__(self):
+        self.used = set()
+
+    def __call__(self, label: str) -> str:
+        base = label.rstrip("/").rsplit("/", 1)[-1] or "world"
+        name, n = base, 1
+        while name in self.used:
+            n += 1
+            name = f"{base}_{n}"
+        self.used.add(name)
+        return name
+
+
+def _principal(inertia):
+    """Principal moments and Warp-order rotation of a symmetric 3x3 inertia tensor."""
+    w, v = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    if np.linalg.det(v) < 0:
+        v[:, 2] *= -1.0
+    return np.maximum(w, 0.0), matrix_to_quat(v)
+
+
+def build_spec(model, diagnostics: Diagnostics | None = None):
+    """Build the MjSpec of ``model``; returns ``(spec, handles)`` where handles keeps the spec elements
+    needed to fill a :class:`SpecMap` after compiling."""
+    diag = diagnostics if diagnostics is not None else Diagnostics()
+    a = ModelArrays(model)
+    spec = mujoco.MjSpec()
+    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
+    spec.compiler.autolimits = True
+    spec.compiler.degree = False  # every angle we write is in radians
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    spec.option.gravity = np.array(model.gravity, dtype=np.float64)
+    body_names, geom_names, joint_names, mesh_names = _Names(), _Names(), _Names(), _Names()
+
+    nb = model.body_count
+    joint_of_child = {}
+    for j in range(model.joint_count):
+        c = int(a.joint_child[j])
+        if c in joint_of_child:
+            raise NewtonUsdError(
+                f"body {model.body_label[c]} is the child of two joints ({model.joint_label[joint_of_child[c]]}, "
+                f"{model.joint_label[j]}): loop closures are not supported yet"
+            )
+        joint_of_child[c] = j
+    children = {b: [] for b in range(-1, nb)}
+    for b in range(nb):
+        j = joint_of_child.get(b)
+        children[int(a.joint_parent[j]) if j is not None else -1].append(b)
+
+    body_handles = [None] * nb
+    joint_handles = [None] * model.joint_count
+    shapes_of = {b: [] for b in range(-1, nb)}
+    for s in range(model.shape_count):
+        shapes_of[int(a.shape_body[s])].append(s)
+
+    def pose_in_parent(b):
+        j = joint_of_child.get(b)
+        q = a.body_q[b]
+        world = (q[:3], q[3:])
+        if j is None:
+            return world
+        jt = int(a.joint_type[j])
+        if jt == JointType.FREE:
+            return world
+        xp = (a.joint_X_p[j][:3], a.joint_X_p[j][3:])
+        xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
+        return transform_multiply(xp, transform_inverse(xc))
+
+    # Add bodies parents first (iterative DFS from the world).
+    order, stack = [], list(reversed(children[-1]))
+    while stack:
+        b = stack.pop()
+        order.append(b)
+        stack.extend(reversed(children[b]))
+    if len(order) != nb:
+        raise NewtonUsdError("the joints do not form trees rooted at the world (a cycle of joints)")
+    for b in order:
+        j = joint_of_child.get(b)
+        parent = int(a.joint_parent[j]) if j is not None else -1
+        parent_handle = spec.worldbody if parent < 0 else body_handles[parent]
+        pos, quat = pose_in_parent(b)
+        body = parent_handle.add_body(name=body_names(model.body_label[b]), pos=pos, quat=xyzw_to_wxyz(quat))
+        body_handles[b] = body
+        mass = float(a.body_mass[b])
+        moments, iquat = _principal(a.body_inertia[b])
+        body.explicitinertial = True
+        body.mass = mass
+        body.ipos = a.body_com[b]
+        body.iquat = xyzw_to_wxyz(iquat)
+        body.inertia = np.maximum(moments, 1e-9 if mass > 0 else 0.0)
+        if j is None:
+            continue
+        jt = int(a.joint_type[j])
+        if jt == JointType.FIXED:
+            continue
+        xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
+        dof = int(a.joint_qd_start[j])
+        mj_joint = body.add_joint(name=joint_names(model.joint_label[j]), type=_JOINT[jt])
+        if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
+            mj_joint.pos = xc[0]
+            mj_joint.axis = quat_rotate(xc[1], a.joint_axis[dof])
+            if a.joint_limited[dof]:
+                mj_joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
+                mj_joint.range = [a.joint_limit_lower[dof], a.joint_limit_upper[dof]]
+            mj_joint.armature = float(a.joint_armature[dof])
+        elif jt == JointType.BALL:
+            mj_joint.pos = xc[0]
+            mj_joint.armature = float(a.joint_armature[dof])
+        joint_handles[j] = mj_joint
+
+    # Geoms.
+    geom_handles = [None] * model.shape_count
+    for b in [-1] + order:
+        holder = spec.worldbody if b < 0 else body_handles[b]
+        for s in shapes_of[b]:
+            gt = GeoType(int(a.shape_type[s]))
+            if gt == GeoType.PLANE and b >= 0 and joint_of_child.get(b) is not None:
+                diag.add("planes on moving bodies are not supported by MuJoCo: ignored", model.shape_label[s])
+                continue
+            t = a.shape_transform[s]
+            g = holder.add_geom(name=geom_names(model.shape_label[s]), type=_GEOM[gt], pos=t[:3], quat=xyzw_to_wxyz(t[3:]))
+            sc = a.shape_scale[s]
+            if gt == GeoType.PLANE:
+                g.size = [sc[0], sc[1], 1.0]
+            elif gt == GeoType.SPHERE:
+                g.size = [sc[0], 0.0, 0.0]
+            elif gt in (GeoType.CAPSULE, GeoType.CYLINDER):
+                g.size = [sc[0], sc[1], 0.0]
+            elif gt == GeoType.BOX:
+                g.size = sc
+            elif gt == GeoType.MESH:
+                src = model.shape_source[s]
+                mesh = spec.add_mesh(name=mesh_names(model.shape_label[s]))
+                mesh.uservert = (src.vertices * sc).astype(np.float32).ravel()
+                mesh.userface = src.indices.astype(np.int32).ravel()
+                g.meshname = mesh.name
+            g.friction = [float(a.shape_material_mu[s]), 0.005, 0.0001]
+            if not a.shape_collision_enabled[s]:
+                g.contype = 0
+                g.conaffinity = 0
+            geom_handles[s] = g
+
+    # Drives.
+    actuators = []
+    for j in range(model.joint_count):
+        if joint_handles[j] is None:
+            continue
+        for dof in range(int(a.joint_qd_start[j]), int(a.joint_qd_start[j + 1])):
+            if int(a.joint_target_mode[dof]) == DriveMode.NONE:
+                continue
+            act = spec.add_actuator(name=joint_handles[j].name + "_drive", target=joint_handles[j].name)
+            act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+            act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+            act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+            gain = np.zeros(10)
+            gain[0] = 1.0
+            bias = np.zeros(10)
+            bias[1] = -float(a.joint_target_ke[dof])
+            bias[2] = -float(a.joint_target_kd[dof])
+            act.gainprm = gain
+            act.biasprm = bias
+            limit = float(a.joint_effort_limit[dof])
+            if limit < 1e9:
+                act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+                act.forcerange = [-limit, limit]
+            actuators.append((act, dof))
+    return spec, (body_handles, geom_handles, joint_handles, actuators)
+
+
+def compile_spec(spec, handles, model, file=None):
+    """Compile the spec; returns ``(mj_model, SpecMap)``."""
+    try:
+        mj_model = spec.compile()
+    except ValueError as e:  # MjSpec reports compile errors as ValueError
+        raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model: {e}") from None
+    body_handles, geom_handles, joint_handles, actuators = handles
+    m = SpecMap()
+    m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
+    m.shape_mj = np.array([h.id if h is not None else -1 for h in geom_handles], dtype=np.int32)
+    m.geom_shape = np.full(mj_model.ngeom, -1, dtype=np.int32)
+    for s, g in enumerate(m.shape_mj):
+        if g >= 0:
+            m.geom_shape[g] = s
+    m.joint_mj = np.array([h.id if h is not None else -1 for h in joint_handles], dtype=np.int32)
+    m.actuator_dof = np.array([dof for _, dof in actuators], dtype=np.int32)
+    m.joint_names = [h.name if h is not None else None for h in joint_handles]
+    return mj_model, m

@@ -1,0 +1,466 @@
+"""UsdPhysics stage to ModelBuilder.
+
+USD's own parser (``UsdPhysics.LoadUsdPhysicsFromRange``) reads the standard schemas into
+descriptors (bodies, shapes with their poses relative to their body, joints with local frames);
+this module turns those into builder calls, converting units and the up axis once, computing mass
+properties with the UsdPhysics precedence, and orienting joints into a tree rooted at the world.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+from pxr import Sdf, Usd, UsdGeom, UsdPhysics
+
+from ..core import inertia as mass_props
+from ..core.builder import Mesh, ModelBuilder
+from ..core.quat import gf_to_xyzw, quat_from_axis_angle, quat_multiply, quat_to_matrix, transform_multiply
+from ..core.types import DriveMode, GeoType, JointType
+from ..diagnostics import Diagnostics
+from ..errors import UsdInputError
+from .stage import StageFrame, open_stage
+
+DEFAULT_DENSITY = 1000.0  # kg/m^3, the UsdPhysics specification's default
+DEG = math.pi / 180.0
+
+OT = UsdPhysics.ObjectType
+_SHAPE_TYPES = (
+    OT.CubeShape, OT.SphereShape, OT.CapsuleShape, OT.Capsule1Shape, OT.CylinderShape,
+    OT.Cylinder1Shape, OT.ConeShape, OT.PlaneShape, OT.MeshShape, OT.SpherePointsShape, OT.CustomShape,
+)
+_JOINT_TYPES = {
+    OT.RevoluteJoint: JointType.REVOLUTE,
+    OT.PrismaticJoint: JointType.PRISMATIC,
+    OT.SphericalJoint: JointType.BALL,
+    OT.FixedJoint: JointType.FIXED,
+}
+_UNSUPPORTED_JOINTS = (OT.D6Joint, OT.DistanceJoint, OT.CustomJoint)
+
+# Rotation taking the shape's local +Z onto the authored axis token.
+_AXIS_TO_Z = {
+    "X": quat_from_axis_angle((0.0, 1.0, 0.0), 0.5 * math.pi),
+    "Y": quat_from_axis_angle((1.0, 0.0, 0.0), -0.5 * math.pi),
+    "Z": np.array([0.0, 0.0, 0.0, 1.0]),
+}
+_AXIS_VEC = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+
+
+@dataclass
+class UsdImport:
+    """What :func:`add_usd` imported, for the stage sync and for messages.
+
+    Attributes:
+        stage: the opened stage. file: its root layer path.
+        frame: units and up axis of the stage.
+        body_index: prim path -> builder body index (for the bodies added by this import).
+        shape_index, joint_index: prim path -> builder index.
+        diagnostics: what was ignored or approximated, per kind.
+    """
+
+    stage: Usd.Stage
+    file: str
+    frame: StageFrame
+    body_index: dict = field(default_factory=dict)
+    shape_index: dict = field(default_factory=dict)
+    joint_index: dict = field(default_factory=dict)
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
+
+
+def _load_descriptors(stage):
+    load = getattr(UsdPhysics, "UsdPhysicsLoadStageFromPrimRange", None) or UsdPhysics.LoadUsdPhysicsFromRange
+    result = load(stage, ["/"])
+    out = defaultdict(list)
+    for obj_type, (paths, descs) in result.items():
+        for path, desc in zip(paths, descs):
+            out[obj_type].append((path, desc))
+    return out
+
+
+def add_usd(builder: ModelBuilder, source, *, root_path: str = "/") -> UsdImport:
+    """Import the UsdPhysics content of ``source`` (a file path or ``Usd.Stage``) into ``builder``.
+
+    Bodies (PhysicsRigidBodyAPI) become builder bodies labelled by prim path, colliders become shapes,
+    revolute, prismatic, spherical and fixed joints become joints; a body that no joint connects to
+    the world gets a free joint. Initial joint coordinates follow the authored body poses.
+
+    Raises:
+        UsdInputError: the file cannot be read, or it has nothing to simulate.
+    """
+    stage, file = open_stage(source)
+    frame = StageFrame.of(stage)
+    result = UsdImport(stage=stage, file=file, frame=frame)
+    diag = result.diagnostics
+    descs = _load_descriptors(stage)
+    if builder.source is None:
+        builder.source = file
+
+    bodies = descs.get(OT.RigidBody, [])
+    if not bodies:
+        raise UsdInputError(
+            "no physics to simulate: no prim has PhysicsRigidBodyAPI applied (author UsdPhysics rigid bodies)",
+            file=file,
+        )
+
+    _import_scene(builder, descs.get(OT.Scene, []), frame, diag)
+    materials = {str(p): d for p, d in descs.get(OT.RigidBodyMaterial, [])}
+
+    # ---- bodies (disabled bodies are not simulated: their colliders become static)
+    body_pose = {}
+    for path, d in bodies:
+        pos, rot = frame.world_pose_to_sim(np.array(d.position, dtype=np.float64), gf_to_xyzw(d.rotation))
+        body_pose[str(path)] = (pos, rot)
+        if not d.rigidBodyEnabled:
+            diag.add("rigid body disabled (physics:rigidBodyEnabled = false): its colliders are static", path)
+            continue
+        if d.kinematicBody:
+            diag.add("kinematic bodies are held at their authored pose (animation is not followed yet)", path)
+        lin = frame.world_vector_to_sim(np.array(d.linearVelocity, dtype=np.float64))
+        ang = frame.world_vector_to_sim(np.array(d.angularVelocity, dtype=np.float64), length=False) * DEG
+        idx = builder.add_body((pos, rot), velocity=np.concatenate([lin, ang]), label=str(path))
+        result.body_index[str(path)] = idx
+
+    # ---- shapes
+    shape_parts = defaultdict(list)  # body index -> [(shape index, prim, volume-based props or None)]
+    for obj_type in _SHAPE_TYPES:
+        for path, d in descs.get(obj_type, []):
+            _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts)
+
+    # ---- mass properties, with the UsdPhysics precedence
+    for path, d in bodies:
+        b = result.body_index.get(str(path))
+        if b is not None:
+            _import_mass(builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file)
+
+    # ---- joints, oriented into trees rooted at the world
+    _import_joints(builder, stage, descs, frame, result)
+    builder.joint_q_from_body_q()
+    diag.emit(file)
+    return result
+
+
+def _import_scene(builder, scenes, frame, diag):
+    if not scenes:
+        builder.gravity = np.array([0.0, 0.0, -9.81])
+        return
+    if len(scenes) > 1:
+        diag.add("several PhysicsScenes: only the first is simulated", scenes[1][0])
+    _, d = scenes[0]
+    direction = np.array(d.gravityDirection, dtype=np.float64)
+    magnitude = float(d.gravityMagnitude)
+    if not np.isfinite(magnitude):
+        magnitude = 9.81 / frame.meters_per_unit
+    n = np.linalg.norm(direction)
+    direction = direction / n if n > 0 else -np.array(_AXIS_VEC[frame.up_axis])
+    builder.gravity = frame.world_vector_to_sim(direction * magnitude)
+
+
+def _material(d, materials):
+    for m in d.materials:
+        md = materials.get(str(m))
+        if md is not None:
+            return md
+    return None
+
+
+def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts):
+    diag = result.diagnostics
+    body_path = str(d.rigidBody) if d.rigidBody and not d.rigidBody.isEmpty else ""
+    body = result.body_index.get(body_path, -1)
+    s = frame.meters_per_unit
+    local_pos = np.array(d.localPos, dtype=np.float64) * s
+    local_rot = gf_to_xyzw(d.localRot)
+    if body < 0:
+        if body_path in body_pose:  # collider of a disabled body: static, at the body's pose
+            bp, bq = body_pose[body_path]
+            local_pos, local_rot = transform_multiply((bp, bq), (local_pos, local_rot))
+        else:  # a static collider: its pose is a world pose
+            local_pos, local_rot = frame.world_pose_to_sim(np.array(d.localPos, dtype=np.float64), local_rot)
+
+    mesh = None
+    if obj_type == OT.CubeShape:
+        geo, scale = GeoType.BOX, np.array(d.halfExtents, dtype=np.float64) * s
+    elif obj_type == OT.SphereShape:
+        geo, scale = GeoType.SPHERE, (d.radius * s, 0.0, 0.0)
+    elif obj_type in (OT.CapsuleShape, OT.CylinderShape, OT.Capsule1Shape, OT.Cylinder1Shape):
+        geo = GeoType.CAPSULE if obj_type in (OT.CapsuleShape, OT.Capsule1Shape) else GeoType.CYLINDER
+        if obj_type in (OT.Capsule1Shape, OT.Cylinder1Shape):
+            radius = max(d.topRadius, d.bottomRadius) if hasattr(d, "topRadius") else d.radius
+            diag.add("tapered capsule/cylinder approximated with its larger radius", path)
+        else:
+            radius = d.radius
+        scale = (radius * s, d.halfHeight * s, 0.0)
+        local_rot = quat_multiply(local_rot, _AXIS_TO_Z[_axis_token(d.axis)])
+    elif obj_type == OT.PlaneShape:
+        geo, scale = GeoType.PLANE, (0.0, 0.0, 0.0)
+        local_rot = quat_multiply(local_rot, _AXIS_TO_Z[_axis_token(d.axis)])
+    elif obj_type == OT.MeshShape:
+        mesh = _read_mesh(stage, path, np.array(d.meshScale, dtype=np.float64) * s, result.file)
+        if mesh is None:
+            diag.add("mesh collider without points or faces ignored", path)
+            return
+        approx = str(d.approximation) if d.approximation else "none"
+        if approx not in ("none", "convexHull", ""):
+            diag.add(f"mesh collision approximation '{approx}' simulated as the mesh's convex hull", path)
+        geo, scale = GeoType.MESH, (1.0, 1.0, 1.0)
+    else:
+        diag.add(f"{obj_type.name} colliders are not supported yet and were ignored", path)
+        return
+
+    md = _material(d, materials)
+    mu = float(md.dynamicFriction) if md is not None else 0.5
+    restitution = float(md.restitution) if md is not None else 0.0
+    if restitution > 0.0:
+        diag.add("restitution is not simulated by the MuJoCo solver", path)
+    idx = builder.add_shape(
+        body, geo, (local_pos, local_rot), scale, mesh=mesh, mu=mu, restitution=restitution,
+        collision_enabled=bool(d.collisionEnabled), label=str(path),
+    )
+    result.shape_index[str(path)] = idx
+    if body >= 0:
+        shape_parts[body].append((idx, stage.GetPrimAtPath(path), md))
+
+
+def _axis_token(axis) -> str:
+    name = str(axis).split(".")[-1]
+    return name if name in _AXIS_VEC else "Z"
+
+
+def _read_mesh(stage, path, scale, file):
+    prim = stage.GetPrimAtPath(path)
+    geom = UsdGeom.Mesh(prim)
+    points = geom.GetPointsAttr().Get()
+    counts = geom.GetFaceVertexCountsAttr().Get()
+    indices = geom.GetFaceVertexIndicesAttr().Get()
+    if not points or not counts or not indices:
+        return None
+    points = np.array(points, dtype=np.float64) * scale
+    counts = np.asarray(counts, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    if indices.max() >= len(points) or counts.sum() != len(indices):
+        raise UsdInputError(
+            "faceVertexIndices/faceVertexCounts do not match the points", file=file, prim=str(path),
+            attribute="faceVertexIndices",
+        )
+    tris = []
+    start = 0
+    for c in counts:  # fan-triangulate each polygon
+        for k in range(1, c - 1):
+            tris.append((indices[start], indices[start + k], indices[start + k + 1]))
+        start += c
+    if not tris:
+        return None
+    return Mesh(points, np.asarray(tris, dtype=np.int32))
+
+
+def _mass_api(prim):
+    """(mass, density, com or None, diagonal inertia or None, principal axes quat) authored on ``prim``."""
+    if not prim.HasAPI(UsdPhysics.MassAPI):
+        return 0.0, 0.0, None, None, None
+    api = UsdPhysics.MassAPI(prim)
+    mass = api.GetMassAttr().Get() or 0.0
+    density = api.GetDensityAttr().Get() or 0.0
+    com = api.GetCenterOfMassAttr().Get()
+    com = None if com is None or not all(math.isfinite(c) for c in com) else np.array(com, dtype=np.float64)
+    diag = api.GetDiagonalInertiaAttr().Get()
+    diag = None if diag is None or all(x == 0 for x in diag) else np.array(diag, dtype=np.float64)
+    axes = api.GetPrincipalAxesAttr().Get()
+    axes = None if axes is None else gf_to_xyzw(axes)
+    if axes is not None and np.linalg.norm(axes) < 1e-9:
+        axes = None
+    return float(mass), float(density), com, diag, axes
+
+
+def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file):
+    """Mass properties: body MassAPI mass > sum of collider masses (collider mass > collider density >
+    body density > material density > 1000 kg/m^3); COM and inertia from the colliders unless authored."""
+    s, k = frame.meters_per_unit, frame.kilograms_per_unit
+    density_scale = k / s**3
+    prim = stage.GetPrimAtPath(path)
+    b_mass, b_density, b_com, b_inertia, b_axes = _mass_api(prim)
+    collider_props = []
+    for shape, shape_prim, md in parts:
+        geo = builder.shape_type[shape]
+        if geo == GeoType.PLANE:
+            continue
+        c_mass, c_density, _, _, _ = _mass_api(shape_prim)
+        if c_density > 0:
+            density = c_density * density_scale
+        elif b_density > 0:
+            density = b_density * density_scale
+        elif md is not None and md.density > 0:
+            density = md.density * density_scale
+        else:
+            density = DEFAULT_DENSITY
+        props = mass_props.shape_mass_properties(geo, builder.shape_scale[shape], density, builder.shape_source[shape])
+        if c_mass > 0 and props[0] > 0:  # an authored collider mass scales its shape's distribution
+            f = c_mass * k / props[0]
+            props = (props[0] * f, props[1], props[2] * f)
+        p, q = builder.shape_transform[shape]
+        collider_props.append(mass_props.transform_inertia(*props, p, q))
+    mass, com, inertia = mass_props.combine(collider_props) if collider_props else (0.0, np.zeros(3), np.zeros((3, 3)))
+    if b_mass > 0:
+        if mass > 0:
+            inertia = inertia * (b_mass * k / mass)
+        mass = b_mass * k
+    if b_com is not None:
+        new_com = b_com * s
+        if mass > 0:  # move the inertia to the authored COM (parallel axis theorem)
+            d0 = com - new_com
+            inertia = inertia + mass * (np.dot(d0, d0) * np.eye(3) - np.outer(d0, d0))
+        com = new_com
+    if b_inertia is not None:
+        r = quat_to_matrix(b_axes) if b_axes is not None else np.eye(3)
+        inertia = r @ np.diag(b_inertia * k * s * s) @ r.T
+    if mass <= 0:
+        mass = 1.0
+        inertia = np.eye(3) * 0.01
+        diag.add("body without colliders or authored mass: given 1 kg and 0.01 kg*m^2 inertia", path)
+    elif np.linalg.det(inertia) <= 0:
+        inertia = np.eye(3) * max(1e-6, mass * 1e-4)
+        diag.add("body inertia not positive definite: replaced with a small isotropic inertia", path)
+    builder.set_body_mass(body, mass, com, inertia)
+
+
+def _import_joints(builder, stage, descs, frame, result):
+    diag = result.diagnostics
+    joints = []  # (path, desc, joint type)
+    for obj_type in _UNSUPPORTED_JOINTS:
+        for path, _ in descs.get(obj_type, []):
+            diag.add(f"{obj_type.name} joints are not supported yet and were ignored", path)
+    for obj_type, jt in _JOINT_TYPES.items():
+        for path, d in descs.get(obj_type, []):
+            if not d.jointEnabled:
+                diag.add("joint disabled (physics:jointEnabled = false): not simulated", path)
+                continue
+            joints.append((path, d, jt))
+    joints.sort(key=lambda j: str(j[0]))
+
+    def body_of(p):
+        return -1 if (not p or p.isEmpty) else result.body_index.get(str(p), None)
+
+    # Undirected graph of bodies (and the world, -1) connected by joints.
+    edges = defaultdict(list)
+    valid = []
+    for path, d, jt in joints:
+        b0, b1 = body_of(d.body0), body_of(d.body1)
+        if b0 is None or b1 is None:
+            diag.add("joint attached to a prim that is not a simulated rigid body: ignored", path)
+            continue
+        if b0 == b1:
+            diag.add("joint connects a body to itself: ignored", path)
+            continue
+        i = len(valid)
+        valid.append((path, d, jt, b0, b1))
+        edges[b0].append(i)
+        edges[b1].append(i)
+
+    articulation_of = {}
+    for path, d in descs.get(OT.Articulation, []):
+        for jp in d.articulatedJoints:
+            articulation_of[str(jp)] = path
+    art_index = {}
+
+    visited = set()
+    used = set()
+
+    def walk(root):
+        queue = deque([root])
+        visited.add(root)
+        while queue:
+            parent = queue.popleft()
+            for i in edges[parent]:
+                if i in used:
+                    continue
+                path, d, jt, b0, b1 = valid[i]
+                child = b1 if b0 == parent else b0
+                if child in visited:
+                    diag.add("loop-closing joint ignored (loop closures are not simulated yet)", path)
+                    used.add(i)
+                    continue
+                used.add(i)
+                visited.add(child)
+                _add_joint(builder, path, d, jt, reverse=(b0 != parent), frame=frame, result=result,
+                           articulation_of=articulation_of, art_index=art_index)
+                queue.append(child)
+
+    walk(-1)
+    for b in sorted(result.body_index.values()):
+        if b not in visited:  # a floating tree: its first body gets a free joint
+            root = _pick_root(b, edges, valid, descs, result)
+            j = builder.add_joint_free(root, label=builder.body_label[root])
+            result.joint_index.setdefault(builder.body_label[root], j)
+            walk(root)
+
+
+def _pick_root(b, edges, valid, descs, result):
+    """The articulation root body of ``b``'s connected component if one is marked, else ``b``."""
+    component, stack = {b}, [b]
+    while stack:
+        n = stack.pop()
+        for i in edges[n]:
+            _, _, _, b0, b1 = valid[i]
+            for o in (b0, b1):
+                if o >= 0 and o not in component:
+                    component.add(o)
+                    stack.append(o)
+    for _, d in descs.get(OT.Articulation, []):
+        for rp in d.rootPrims:
+            idx = result.body_index.get(str(rp))
+            if idx in component:
+                return idx
+    return min(component)
+
+
+def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, art_index):
+    s, k = frame.meters_per_unit, frame.kilograms_per_unit
+    diag = result.diagnostics
+    b0 = result.body_index.get(str(d.body0), -1) if not d.body0.isEmpty else -1
+    b1 = result.body_index.get(str(d.body1), -1) if not d.body1.isEmpty else -1
+    x0 = (np.array(d.localPose0Position, dtype=np.float64), gf_to_xyzw(d.localPose0Orientation))
+    x1 = (np.array(d.localPose1Position, dtype=np.float64), gf_to_xyzw(d.localPose1Orientation))
+    # A local frame relative to the world is a world pose; relative to a body it only scales.
+    x0 = frame.world_pose_to_sim(*x0) if b0 < 0 else (x0[0] * s, x0[1])
+    x1 = frame.world_pose_to_sim(*x1) if b1 < 0 else (x1[0] * s, x1[1])
+    parent, child, xp, xc = (b1, b0, x1, x0) if reverse else (b0, b1, x0, x1)
+    kw = {}
+    if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
+        angular = jt == JointType.REVOLUTE
+        axis = np.array(_AXIS_VEC[_axis_token(d.axis)])
+        kw["axis"] = -axis if reverse else axis  # the child moves the other way when roles swap
+        unit = DEG if angular else s
+        lim = d.limit
+        if lim.enabled and (math.isfinite(lim.lower) or math.isfinite(lim.upper)):
+            lo = lim.lower * unit if math.isfinite(lim.lower) else None
+            hi = lim.upper * unit if math.isfinite(lim.upper) else None
+            if lo is not None and hi is not None and lo > hi:
+                diag.add("joint limit with lower > upper: the joint is locked at its authored position", path)
+                lo = hi = None
+                kw["target_ke"] = 0.0
+            kw["limit_lower"], kw["limit_upper"] = lo, hi
+        drv = d.drive
+        if drv.enabled and (drv.stiffness > 0 or drv.damping > 0):
+            # Gains per degree for angular drives (UsdPhysics), per stage unit for linear ones.
+            gain_unit = (k * s * s / DEG) if angular else k
+            kw["target_ke"] = drv.stiffness * gain_unit
+            kw["target_kd"] = drv.damping * gain_unit
+            kw["target_pos"] = drv.targetPosition * unit
+            kw["target_vel"] = drv.targetVelocity * unit
+            if math.isfinite(drv.forceLimit) and drv.forceLimit < 1e30:
+                kw["effort_limit"] = drv.forceLimit * (k * s * s if angular else k * s)
+            if drv.acceleration:
+                diag.add("acceleration drives are simulated as force drives (gains not scaled by inertia)", path)
+            kw["target_mode"] = DriveMode(int(drv.stiffness > 0) | (int(drv.damping > 0) << 1))
+    elif jt == JointType.BALL:
+        lim = d.limit
+        if lim.enabled and (math.isfinite(lim.lower) or math.isfinite(lim.upper)):
+            diag.add("spherical joint cone limits are not simulated yet", path)
+    art = articulation_of.get(str(path))
+    if art is not None:
+        kw["articulation"] = art_index.setdefault(str(art), len(builder.articulation_label))
+        if kw["articulation"] == len(builder.articulation_label):
+            builder.articulation_label.append(str(art))
+    j = builder.add_joint(jt, parent, child, xp, xc, label=str(path), **kw)
+    result.joint_index[str(path)] = j

@@ -1,0 +1,77 @@
+"""Opening stages and reading their metrics (units and up axis), with errors that name the file."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from pxr import Tf, Usd, UsdGeom, UsdPhysics
+
+from ..core.quat import quat_multiply, quat_rotate
+from ..errors import UsdInputError
+
+
+def open_stage(source) -> tuple[Usd.Stage, str]:
+    """Open ``source`` (a path or a ``Usd.Stage``); returns the stage and a name for messages.
+
+    Raises:
+        UsdInputError: the file is missing or is not a USD file pxr can read.
+    """
+    if isinstance(source, Usd.Stage):
+        layer = source.GetRootLayer()
+        return source, layer.realPath or layer.identifier
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise UsdInputError("no such file", file=path)
+    if os.path.isdir(path):
+        raise UsdInputError("is a directory, not a USD file", file=path)
+    try:
+        stage = Usd.Stage.Open(path, Usd.Stage.LoadAll)
+    except Tf.ErrorException as e:
+        detail = str(e).strip().splitlines()
+        reason = next((ln.strip() for ln in detail if ln.strip() and "Error in" not in ln), "unreadable")
+        raise UsdInputError(f"not a USD file pxr can read ({reason[:200]})", file=path) from None
+    if stage is None:
+        raise UsdInputError("not a USD file pxr can read", file=path)
+    return stage, path
+
+
+@dataclass
+class StageFrame:
+    """How the stage's coordinates map to the simulation's (SI, Z up).
+
+    ``p_sim = meters_per_unit * R @ p_stage`` for world positions, where R turns the stage's up axis
+    into +Z (identity for a Z-up stage, +90 degrees about X for Y-up); masses scale by
+    ``kilograms_per_unit``.
+    """
+
+    meters_per_unit: float = 1.0
+    kilograms_per_unit: float = 1.0
+    up_axis: str = "Z"
+
+    @classmethod
+    def of(cls, stage: Usd.Stage) -> "StageFrame":
+        return cls(
+            meters_per_unit=float(UsdGeom.GetStageMetersPerUnit(stage)) or 1.0,
+            kilograms_per_unit=float(UsdPhysics.GetStageKilogramsPerUnit(stage)) or 1.0,
+            up_axis=str(UsdGeom.GetStageUpAxis(stage)),
+        )
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """Warp-order quaternion R taking stage axes to simulation axes."""
+        if self.up_axis == "Y":
+            s = np.sqrt(0.5)
+            return np.array([s, 0.0, 0.0, s])
+        return np.array([0.0, 0.0, 0.0, 1.0])
+
+    def world_pose_to_sim(self, pos, quat):
+        """A world pose in stage units and axes to SI and Z up."""
+        r = self.rotation
+        return self.meters_per_unit * quat_rotate(r, pos), quat_multiply(r, quat)
+
+    def world_vector_to_sim(self, v, length: bool = True):
+        """A world-frame vector (a length if ``length``, else a direction or angular quantity)."""
+        v = quat_rotate(self.rotation, v)
+        return v * self.meters_per_unit if length else v
