@@ -1,0 +1,142 @@
+"""``usdsim``: simulate a USD stage headless and write the motion to an output stage.
+
+    usdsim STAGE [-o OUT] [--num-frames N] [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp]
+
+(``usdsim run STAGE ...`` is the same.) Errors in the input print one line naming the file and what
+is wrong, and exit with status 2; ``--verbose`` adds the traceback and warnings' detail. A
+simulation that blows up saves what it recorded, names the frame and body, and exits with status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+
+EXIT_INPUT = 2
+EXIT_SIMULATION = 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="usdsim",
+        description="Simulate the physics authored in a USD stage and write the motion onto its prims, "
+        "in an output stage that sublayers the source (the source file is never modified).",
+    )
+    p.add_argument("stage", help="the USD stage to simulate (.usd, .usda, .usdc, .usdz)")
+    p.add_argument("-o", "--output", help="output stage (default: STAGE's name with .sim.usda, next to it)")
+    p.add_argument("-n", "--num-frames", type=int, help="frames to simulate (default: the stage's time range, else 120)")
+    p.add_argument("--device", default="cpu", help="Warp device for the model: cpu or cuda[:N] (default: cpu)")
+    p.add_argument("--solver", default="mujoco", help="solver (default: mujoco)")
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "warp"),
+                   help="MuJoCo backend: C MuJoCo (cpu) or MuJoCo-Warp (warp); auto picks warp on CUDA")
+    p.add_argument("--fps", type=float, help="frames per second (default: the stage's timeCodesPerSecond)")
+    p.add_argument("--substeps", type=int, help="physics steps per frame (default: a step of at most 1/480 s)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
+    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors, and informational logs")
+    return p
+
+
+def default_output(stage_path: str) -> str:
+    base = os.path.basename(stage_path)
+    stem = base.rsplit(".", 1)[0] if "." in base else base
+    return os.path.join(os.path.dirname(stage_path), f"{stem}.sim.usda")
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "run":
+        argv = argv[1:]
+    args = _parser().parse_args(argv)
+    logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.INFO if args.verbose else logging.WARNING)
+    if args.num_frames is not None and args.num_frames < 0:
+        return _fail(f"--num-frames must be >= 0, got {args.num_frames}", args)
+    if args.substeps is not None and args.substeps < 1:
+        return _fail(f"--substeps must be >= 1, got {args.substeps}", args)
+
+    _init_warp(args.verbose)
+    from .errors import NewtonUsdError, SimulationError  # noqa: PLC0415
+    from .sim import Simulation  # noqa: PLC0415
+
+    output = args.output or default_output(args.stage)
+    t_open = time.perf_counter()
+    try:
+        sim = Simulation.open(args.stage, solver=args.solver, device=args.device, backend=args.backend,
+                              fps=args.fps, substeps=args.substeps)
+    except NewtonUsdError as e:
+        return _fail(str(e), args)
+    t_setup = time.perf_counter() - t_open
+    frames = sim.default_frames() if args.num_frames is None else args.num_frames
+    bar = _progress(frames, args)
+    status = 0
+    try:
+        sim.run(frames, progress=bar.update if bar else None)
+    except SimulationError as e:
+        status = EXIT_SIMULATION
+        print(f"usdsim: {args.stage}: {e}", file=sys.stderr)
+    finally:
+        if bar:
+            bar.close()
+    try:
+        sim.save(output)
+    except NewtonUsdError as e:
+        return _fail(str(e), args)
+    if not args.quiet:
+        _summary(sim, output, t_setup)
+    return status
+
+
+def _init_warp(verbose: bool) -> None:
+    """Initialize Warp without its banner; without --verbose, also without the native CUDA driver
+    warning that every run on a machine without a GPU would otherwise print."""
+    import warp as wp  # noqa: PLC0415  (slow imports after argument checks, so --help is instant)
+
+    if verbose:
+        wp.init()
+        return
+    wp.config.log_level = wp.LOG_WARNING
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            wp.init()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _progress(frames, args):
+    if args.quiet or frames < 2 or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm  # noqa: PLC0415
+
+    return tqdm(total=frames, unit="frame", desc="usdsim", file=sys.stderr, delay=1.0, leave=False)
+
+
+def _summary(sim, output, t_setup):
+    wall = sim.wall_seconds
+    rate = sim.steps / wall if wall > 0 else float("inf")
+    realtime = sim.sim_seconds / wall if wall > 0 else float("inf")
+    solver = f"{type(sim.solver).__name__}({getattr(sim.solver, 'backend', '')})"
+    print(
+        f"usdsim: {sim.frame} frames, {sim.steps} steps of {sim.dt * 1000:.3f} ms ({sim.substeps}/frame at {sim.fps:g} fps), "
+        f"{sim.model.body_count} bodies, {sim.model.joint_count} joints, {solver} on {sim.model.device.alias}\n"
+        f"usdsim: {wall:.2f} s stepping ({rate:,.0f} steps/s, {realtime:.1f}x real time), {t_setup:.2f} s setup\n"
+        f"usdsim: wrote {output}"
+    )
+
+
+def _fail(message: str, args) -> int:
+    if args.verbose:
+        import traceback  # noqa: PLC0415
+
+        traceback.print_exc()
+    print(f"usdsim: error: {message}", file=sys.stderr)
+    return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""StageSync: writes simulated body poses back onto the user's prims, into a layer of its own.
+
+Each body prim gets, in the output layer only, the ops ``xformOp:translate:physics``,
+``xformOp:orient:physics`` and (when the prim is scaled) ``xformOp:scale:physics``, and an
+``xformOpOrder`` that lists them; the ops the user authored stay untouched in their own layer and
+come back when the output layer is removed (:meth:`restore`). Where a scaled parent would shear the
+local transform, the prim gets one ``xformOp:transform:physics`` matrix instead.
+
+The local transform is the body's simulated world pose relative to its parent prim: the parent's
+simulated pose when the parent is itself a body, otherwise the parent's world transform, read once.
+``!resetXformStack!`` is honoured. Poses are converted back to the stage's units and up axis.
+Writes happen at the Sdf level inside one ``Sdf.ChangeBlock`` per frame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pxr import Gf, Sdf, Usd, UsdGeom
+
+from ..core.quat import matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, quat_to_matrix
+
+OP_TRANSLATE = "xformOp:translate:physics"
+OP_ORIENT = "xformOp:orient:physics"
+OP_SCALE = "xformOp:scale:physics"
+OP_MATRIX = "xformOp:transform:physics"
+RESET = "!resetXformStack!"
+
+
+def _rigid_row_matrices(pos, quat):
+    """Row-vector (USD) 4x4 matrices of rigid poses: points map as p' = p @ M."""
+    n = len(pos)
+    m = np.zeros((n, 4, 4))
+    m[:, :3, :3] = np.swapaxes(quat_to_matrix(quat), -1, -2)
+    m[:, 3, :3] = pos
+    m[:, 3, 3] = 1.0
+    return m
+
+
+class StageSync:
+    """Writes a State's body poses onto the prims of ``stage``.
+
+    Args:
+        stage: the stage the model was imported from.
+        layer: the ``Sdf.Layer`` to write into (it must be part of the stage's layer stack, stronger
+            than the authored opinions, e.g. a sublayer of the session layer).
+        body_paths: the prim path of each model body, in body order.
+        frame: the :class:`~newton_usd.usd.StageFrame` of the stage (units and up axis).
+    """
+
+    def __init__(self, stage: Usd.Stage, layer: Sdf.Layer, body_paths, frame):
+        self.stage = stage
+        self.layer = layer
+        self.frame = frame
+        self.paths = [Sdf.Path(str(p)) for p in body_paths]
+        n = len(self.paths)
+        index = {p: i for i, p in enumerate(self.paths)}
+        cache = UsdGeom.XformCache(Usd.TimeCode.Default())
+        r_inv = quat_conjugate(frame.rotation)
+        self._r_inv = r_inv
+        # A body's parent prim transform is chain[i] @ world(parent_body[i]) when a body is among its
+        # ancestors, else the constant chain[i] (the static parent's world matrix).
+        self.parent_body = np.full(n, -1, dtype=np.int64)
+        self.chain = np.tile(np.eye(4), (n, 1, 1))
+        self.world_scale = np.ones((n, 3))
+        self.local_scale = np.ones((n, 3))
+        self.reset_stack = np.zeros(n, dtype=bool)
+        for i, path in enumerate(self.paths):
+            prim = stage.GetPrimAtPath(path)
+            xf = UsdGeom.Xformable(prim)
+            self.reset_stack[i] = bool(xf) and xf.GetResetXformStack()
+            world = cache.GetLocalToWorldTransform(prim)
+            self.world_scale[i] = _row_scales(world)
+            self.local_scale[i] = _row_scales(cache.GetLocalTransformation(prim)[0])
+            if self.reset_stack[i]:
+                continue
+            parent = prim.GetParent()
+            if not parent or parent.GetPath() == Sdf.Path.absoluteRootPath:
+                continue
+            parent_world = np.array(cache.GetLocalToWorldTransform(parent))
+            ancestor = parent
+            while ancestor and ancestor.GetPath() != Sdf.Path.absoluteRootPath and ancestor.GetPath() not in index:
+                ancestor = ancestor.GetParent()
+            if ancestor and ancestor.GetPath() in index:
+                self.parent_body[i] = index[ancestor.GetPath()]
+                ancestor_world = np.array(cache.GetLocalToWorldTransform(ancestor))
+                self.chain[i] = parent_world @ np.linalg.inv(ancestor_world)
+            else:
+                self.chain[i] = parent_world
+        self.scaled = ~np.all(np.isclose(self.local_scale, 1.0, atol=1e-6), axis=1)
+        self._specs = [None] * n
+        self._mode = [None] * n  # "trs" or "matrix", decided on first write
+        self.frames_written = 0
+
+    # ------------------------------------------------------------------ pose math
+    def local_transforms(self, body_q: np.ndarray) -> np.ndarray:
+        """Row-vector local 4x4 matrices (stage units) of every body prim for simulated ``body_q``."""
+        body_q = np.asarray(body_q, dtype=np.float64)
+        pos = quat_rotate(self._r_inv, body_q[:, :3]) / self.frame.meters_per_unit
+        quat = quat_multiply(np.broadcast_to(self._r_inv, body_q[:, 3:].shape), body_q[:, 3:])
+        world = _rigid_row_matrices(pos, quat)
+        world[:, :3, :3] *= self.world_scale[:, :, None]  # scale rows: S @ X in row-vector form
+        parent = self.chain.copy()
+        nested = self.parent_body >= 0
+        if nested.any():
+            parent[nested] = self.chain[nested] @ world[self.parent_body[nested]]
+        return world @ np.linalg.inv(parent)
+
+    # ------------------------------------------------------------------ writing
+    def _prepare(self, i: int, mode: str):
+        path = self.paths[i]
+        prim_spec = Sdf.CreatePrimInLayer(self.layer, path)
+        if prim_spec.specifier != Sdf.SpecifierDef:
+            prim_spec.specifier = Sdf.SpecifierOver
+        names = [OP_MATRIX] if mode == "matrix" else [OP_TRANSLATE, OP_ORIENT] + ([OP_SCALE] if self.scaled[i] else [])
+        types = {OP_TRANSLATE: Sdf.ValueTypeNames.Double3, OP_ORIENT: Sdf.ValueTypeNames.Quatf,
+                 OP_SCALE: Sdf.ValueTypeNames.Float3, OP_MATRIX: Sdf.ValueTypeNames.Matrix4d}
+        specs = {}
+        for name in names:
+            spec = prim_spec.attributes.get(name) or Sdf.AttributeSpec(prim_spec, name, types[name])
+            specs[name] = spec
+        order = prim_spec.attributes.get("xformOpOrder") or Sdf.AttributeSpec(
+            prim_spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray, variability=Sdf.VariabilityUniform
+        )
+        order.default = ([RESET] if self.reset_stack[i] else []) + names
+        if OP_SCALE in specs:
+            specs[OP_SCALE].default = Gf.Vec3f(*self.local_scale[i])
+        self._specs[i] = specs
+        self._mode[i] = mode
+
+    def write(self, body_q: np.ndarray, time: float | None = None) -> None:
+        """Write the poses ``body_q`` (simulation frame, (n, 7)) at time code ``time`` (None: default value)."""
+        local = self.local_transforms(body_q)
+        t = local[:, 3, :3]
+        rows = local[:, :3, :3]
+        scale = np.linalg.norm(rows, axis=2)
+        rot_t = rows / np.maximum(scale[:, :, None], 1e-12)  # rows of R^T
+        ortho = np.abs(np.einsum("nij,nkj->nik", rot_t, rot_t) - np.eye(3)).max(axis=(1, 2)) < 1e-4
+        ortho &= np.linalg.det(rot_t) > 0
+        with Sdf.ChangeBlock():
+            for i in range(len(self.paths)):
+                mode = "trs" if ortho[i] else "matrix"
+                if self._mode[i] != mode:
+                    self._prepare(i, mode)
+                specs = self._specs[i]
+                if mode == "trs":
+                    q = _matrix_rows_to_gf_quat(rot_t[i])
+                    values = [(specs[OP_TRANSLATE], Gf.Vec3d(*t[i])), (specs[OP_ORIENT], q)]
+                else:
+                    values = [(specs[OP_MATRIX], Gf.Matrix4d(*local[i].ravel()))]
+                for spec, value in values:
+                    if time is None:
+                        spec.default = value
+                    else:
+                        self.layer.SetTimeSample(spec.path, float(time), value)
+        self.frames_written += 1
+
+    def restore(self) -> None:
+        """Remove everything this sync wrote: the stage shows the authored poses again."""
+        with Sdf.ChangeBlock():
+            for i, path in enumerate(self.paths):
+                prim_spec = self.layer.GetPrimAtPath(path)
+                if prim_spec is None:
+                    continue
+                for name in (OP_TRANSLATE, OP_ORIENT, OP_SCALE, OP_MATRIX, "xformOpOrder"):
+                    if name in prim_spec.attributes:
+                        prim_spec.RemoveProperty(prim_spec.attributes[name])
+                self._specs[i] = None
+                self._mode[i] = None
+            _remove_empty_overs(self.layer)
+        self.frames_written = 0
+
+
+def _row_scales(matrix) -> np.ndarray:
+    m = np.array(matrix)
+    return np.linalg.norm(m[:3, :3], axis=1)
+
+
+def _matrix_rows_to_gf_quat(rot_t: np.ndarray) -> Gf.Quatf:
+    """``Gf.Quatf`` of a rotation given as the rows of R^T (USD row-vector layout)."""
+    x, y, z, w = matrix_to_quat(rot_t.T)
+    return Gf.Quatf(float(w), float(x), float(y), float(z))
+
+
+def _remove_empty_overs(layer: Sdf.Layer) -> None:
+    """Delete ``over`` prim specs left with no properties and no children."""
+
+    def prune(spec):
+        for child in list(spec.nameChildren):
+            prune(child)
+        if spec.specifier == Sdf.SpecifierOver and not spec.properties and not spec.nameChildren:
+            parent = spec.nameParent if spec.nameParent else None
+            if parent is not None:
+                del parent.nameChildren[spec.name]
+            else:
+                del layer.rootPrims[spec.name]
+
+    for root in list(layer.rootPrims):
+        prune(root)
