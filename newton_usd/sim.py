@@ -57,6 +57,8 @@ class Simulation:
         self.record = record
         self.start_time = stage.GetStartTimeCode() if stage.HasAuthoredTimeCodeRange() else 0.0
         self.output_layer = Sdf.Layer.CreateAnonymous("newton_usd_output.usda")
+        # Same time-code rate as the stage, or USD rescales the output's time samples.
+        self.output_layer.timeCodesPerSecond = stage.GetTimeCodesPerSecond()
         stage.GetSessionLayer().subLayerPaths.insert(0, self.output_layer.identifier)
         self.sync = StageSync(stage, self.output_layer, model.body_label, imported.frame)
         self.state = model.state()

@@ -1,0 +1,86 @@
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from pxr import Usd, UsdGeom
+
+from conftest import SAMPLE_STAGES, SAMPLES
+
+USDSIM = shutil.which("usdsim") or ""
+
+
+def usdsim(*args):
+    # Run the installed console script when there is one, else the module (same code path).
+    cmd = [USDSIM] if USDSIM else [sys.executable, "-m", "newton_usd.cli"]
+    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("name", SAMPLE_STAGES)
+def test_usdsim_writes_time_sampled_motion_and_leaves_the_source_alone(name, tmp_path):
+    src = tmp_path / name
+    shutil.copy(SAMPLES / name, src)
+    before = hashlib.sha256(src.read_bytes()).hexdigest()
+    r = usdsim(src, "--num-frames", 30)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / name.replace(".usda", ".sim.usda")
+    assert f"wrote {out}" in r.stdout
+    assert "30 frames" in r.stdout and "steps/s" in r.stdout
+    assert hashlib.sha256(src.read_bytes()).hexdigest() == before
+    stage = Usd.Stage.Open(str(out))
+    moved = 0
+    for prim in stage.Traverse():
+        attr = prim.GetAttribute("xformOp:translate:physics")
+        if not attr:
+            continue
+        assert attr.GetNumTimeSamples() == 31
+        xf = UsdGeom.Xformable(prim)
+        m0 = xf.ComputeLocalToWorldTransform(0)
+        m1 = xf.ComputeLocalToWorldTransform(30)
+        moved += any(abs(m1[i][j] - m0[i][j]) > 1e-3 for i in range(4) for j in range(4))
+    assert moved >= 1
+    assert stage.GetEndTimeCode() == 30
+
+
+def test_output_path_and_run_subcommand(tmp_path):
+    out = tmp_path / "sub" / "result.usda"
+    os.makedirs(out.parent)
+    r = usdsim("run", SAMPLES / "pendulum.usda", "-o", out, "-n", "5", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""
+    stage = Usd.Stage.Open(str(out))
+    layer = stage.GetRootLayer()
+    assert layer.subLayerPaths[0].endswith("sample_stages/pendulum.usda")
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [(None, "no such file"), ("not usd at all\n", "not a USD file"), ("#usda 1.0\ndef Xform \"A\"\n{\n}\n", "no physics to simulate")],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, content, expected):
+    path = tmp_path / "input.usda"
+    if content is not None:
+        path.write_text(content)
+    r = usdsim(path)
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("usdsim: error: ") and str(path) in lines[0] and expected in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_verbose_shows_the_traceback(tmp_path):
+    r = usdsim(tmp_path / "missing.usda", "--verbose")
+    assert r.returncode == 2
+    assert "Traceback" in r.stderr and "no such file" in r.stderr
+
+
+def test_refuses_to_overwrite_the_source(tmp_path):
+    src = tmp_path / "cube.usda"
+    shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
+    before = src.read_bytes()
+    r = usdsim(src, "-o", src, "-n", "2")
+    assert r.returncode == 2 and "refusing to overwrite the source" in r.stderr
+    assert src.read_bytes() == before

@@ -1,0 +1,103 @@
+import hashlib
+
+import numpy as np
+import pytest
+from pxr import Gf, Usd, UsdGeom, UsdPhysics
+
+from conftest import SAMPLES
+from newton_usd import Simulation
+from newton_usd.core.quat import gf_to_xyzw, quat_rotate
+from stages import add_box, add_ground, falling_cube, new_stage
+
+
+def world_pos(stage, path, time):
+    m = UsdGeom.Xformable(stage.GetPrimAtPath(path)).ComputeLocalToWorldTransform(time)
+    return np.array(m.ExtractTranslation())
+
+
+def test_prims_follow_the_simulated_bodies_every_frame():
+    sim = Simulation.open(str(SAMPLES / "boxes_on_ground.usda"))
+    history = []
+    for _ in range(30):
+        sim.step_frame()
+        history.append(sim.state.body_q.numpy().copy())
+    for frame in (1, 15, 30):
+        for b, path in enumerate(sim.model.body_label):
+            np.testing.assert_allclose(world_pos(sim.stage, path, frame), history[frame - 1][b][:3], atol=1e-5)
+    # The tilted box keeps its authored rotation at frame 0 and rotates with the body afterwards.
+    m = UsdGeom.Xformable(sim.stage.GetPrimAtPath("/World/TiltedBox")).ComputeLocalToWorldTransform(30)
+    q = gf_to_xyzw(m.ExtractRotationQuat())
+    np.testing.assert_allclose(np.abs(np.dot(q, history[29][1][3:])), 1.0, atol=1e-5)
+
+
+def test_restore_brings_back_the_authored_poses_and_source_is_untouched(tmp_path):
+    src = tmp_path / "cube.usda"
+    authored = falling_cube(src)
+    authored.Save()
+    before = hashlib.sha256(src.read_bytes()).hexdigest()
+    sim = Simulation.open(str(src))
+    sim.run(20)
+    assert world_pos(sim.stage, "/Cube", 20)[2] < 0.5
+    out = sim.save(tmp_path / "cube.sim.usda")
+    sim.reset()
+    assert world_pos(sim.stage, "/Cube", 20)[2] == pytest.approx(1.0)
+    assert not sim.output_layer.rootPrims
+    sim.close()
+    assert hashlib.sha256(src.read_bytes()).hexdigest() == before
+    output = Usd.Stage.Open(out)
+    attr = output.GetPrimAtPath("/Cube").GetAttribute("xformOp:translate:physics")
+    assert attr.GetNumTimeSamples() == 21  # frame 0 (authored pose) and 20 simulated frames
+    assert world_pos(output, "/Cube", 0)[2] == pytest.approx(1.0)
+    assert world_pos(output, "/Cube", 20)[2] < 0.5
+    assert (output.GetStartTimeCode(), output.GetEndTimeCode()) == (0, 20)
+
+
+def test_body_under_scaled_parent_and_body_nested_in_body():
+    stage = new_stage()
+    add_ground(stage)
+    group = UsdGeom.Xform.Define(stage, "/Group")
+    group.AddTranslateOp().Set(Gf.Vec3d(1, 2, 0))
+    group.AddRotateZOp().Set(30.0)
+    group.AddScaleOp().Set(Gf.Vec3f(2, 2, 2))
+    add_box(stage, "/Group/Box", 0.1, (0, 0, 1), mass=1.0)
+    add_box(stage, "/Group/Box/Inner", 0.5, (1, 0, 0), mass=1.0)  # a body nested in a body
+    before = {p: world_pos(stage, p, 0) for p in ("/Group/Box", "/Group/Box/Inner")}
+    sim = Simulation.open(stage)
+    assert sim.model.body_label == ["/Group/Box", "/Group/Box/Inner"]
+    assert sim.model.body_q.numpy()[1][2] == pytest.approx(before["/Group/Box/Inner"][2])
+    sim.run(10)
+    body_q = sim.state.body_q.numpy()
+    for b, path in enumerate(sim.model.body_label):
+        np.testing.assert_allclose(world_pos(stage, path, 10), body_q[b][:3], atol=1e-5)
+    # The box keeps its world scale (the parent's 2x) on the stage.
+    m = UsdGeom.Xformable(stage.GetPrimAtPath("/Group/Box")).ComputeLocalToWorldTransform(10)
+    assert Gf.Transform(m).GetScale()[0] == pytest.approx(2.0, rel=1e-5)
+
+
+def test_centimeter_y_up_stage_written_back_in_stage_units():
+    stage = new_stage(up="Y", meters_per_unit=0.01)
+    add_ground(stage, axis="Y")
+    add_box(stage, "/Cube", 20.0, (10, 100, 0), mass=1.0)
+    sim = Simulation.open(stage)
+    sim.run(120)  # 2 s at 60 fps: fallen and at rest
+    p = world_pos(stage, "/Cube", 120)
+    np.testing.assert_allclose(p, [10, 10, 0], atol=0.25)  # centimeters, Y up
+
+
+def test_reset_xform_stack_is_kept():
+    stage = falling_cube()
+    parent = UsdGeom.Xform.Define(stage, "/Offset")
+    parent.AddTranslateOp().Set(Gf.Vec3d(5, 0, 0))
+    cube = UsdGeom.Cube.Define(stage, "/Offset/Cube")
+    cube.CreateSizeAttr(0.2)
+    cube.SetResetXformStack(True)
+    cube.AddTranslateOp().Set(Gf.Vec3d(0, 1, 1))
+    UsdPhysics.RigidBodyAPI.Apply(cube.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
+    sim = Simulation.open(stage)
+    sim.run(5)
+    ops = stage.GetPrimAtPath("/Offset/Cube").GetAttribute("xformOpOrder").Get()
+    assert list(ops)[0] == "!resetXformStack!"
+    b = sim.model.body_label.index("/Offset/Cube")
+    np.testing.assert_allclose(world_pos(stage, "/Offset/Cube", 5), sim.state.body_q.numpy()[b][:3], atol=1e-5)
+    np.testing.assert_allclose(quat_rotate([0, 0, 0, 1], [1, 0, 0]), [1, 0, 0])
