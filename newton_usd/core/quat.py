@@ -57,14 +57,21 @@ def quat_conjugate(q) -> np.ndarray:
     return q
 
 
+def cross(a, b) -> np.ndarray:
+    """Cross product over the last axis (batched); much cheaper than ``np.cross`` on small arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
 def quat_rotate(q, v) -> np.ndarray:
     """Rotate vector(s) v by unit Warp-order quaternion(s) q."""
     q = np.asarray(q, dtype=np.float64)
     v = np.asarray(v, dtype=np.float64)
     u = q[..., :3]
     w = q[..., 3:4]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
 
 
 def quat_to_matrix(q) -> np.ndarray:
@@ -83,24 +90,33 @@ def quat_to_matrix(q) -> np.ndarray:
 
 
 def matrix_to_quat(m) -> np.ndarray:
-    """Unit Warp-order quaternion of a 3x3 rotation matrix (single matrix)."""
+    """Unit Warp-order quaternion(s) of 3x3 rotation matrices (batched, w >= 0)."""
     m = np.asarray(m, dtype=np.float64)
-    tr = m[0, 0] + m[1, 1] + m[2, 2]
-    if tr > 0.0:
-        s = np.sqrt(tr + 1.0) * 2.0
-        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s]
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2.0
-        q = [0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
-    elif m[1, 1] > m[2, 2]:
-        s = np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2.0
-        q = [(m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
-    else:
-        s = np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2.0
-        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s]
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    return q if q[3] >= 0.0 else -q
+    shape = m.shape[:-2]
+    m = m.reshape(-1, 3, 3)
+    m00, m11, m22 = m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]
+    # Shepperd's method: for each matrix, use the largest of the four candidate pivots.
+    pivots = np.stack([m00 + m11 + m22, m00 - m11 - m22, m11 - m00 - m22, m22 - m00 - m11], axis=1)
+    k = np.argmax(pivots, axis=1)
+    s = np.sqrt(np.maximum(pivots[np.arange(len(m)), k] + 1.0, 1e-300)) * 2.0
+    q = np.empty((len(m), 4))
+    cases = [
+        lambda i: [m[i, 2, 1] - m[i, 1, 2], m[i, 0, 2] - m[i, 2, 0], m[i, 1, 0] - m[i, 0, 1], None],
+        lambda i: [None, m[i, 0, 1] + m[i, 1, 0], m[i, 0, 2] + m[i, 2, 0], m[i, 2, 1] - m[i, 1, 2]],
+        lambda i: [m[i, 0, 1] + m[i, 1, 0], None, m[i, 1, 2] + m[i, 2, 1], m[i, 0, 2] - m[i, 2, 0]],
+        lambda i: [m[i, 0, 2] + m[i, 2, 0], m[i, 1, 2] + m[i, 2, 1], None, m[i, 1, 0] - m[i, 0, 1]],
+    ]
+    pivot_slot = [3, 0, 1, 2]  # the component the pivot determines, in (x, y, z, w) order
+    for case in range(4):
+        i = np.nonzero(k == case)[0]
+        if not len(i):
+            continue
+        comps = cases[case](i)
+        for c in range(4):
+            q[i, c] = 0.25 * s[i] if c == pivot_slot[case] else comps[c] / s[i]
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    q *= np.where(q[:, 3:4] < 0.0, -1.0, 1.0)
+    return q.reshape(shape + (4,))
 
 
 def quat_from_axis_angle(axis, angle: float) -> np.ndarray:

@@ -124,11 +124,13 @@ class StageSync:
         order.default = ([RESET] if self.reset_stack[i] else []) + names
         if OP_SCALE in specs:
             specs[OP_SCALE].default = Gf.Vec3f(*self.local_scale[i])
-        self._specs[i] = specs
+        # (path, spec) of the animated ops: translate and orient, or the matrix.
+        self._specs[i] = [(specs[n].path, specs[n]) for n in names if n != OP_SCALE]
         self._mode[i] = mode
 
     def write(self, body_q: np.ndarray, time: float | None = None) -> None:
         """Write the poses ``body_q`` (simulation frame, (n, 7)) at time code ``time`` (None: default value)."""
+        time = None if time is None else float(time)
         local = self.local_transforms(body_q)
         t = local[:, 3, :3]
         rows = local[:, :3, :3]
@@ -136,6 +138,9 @@ class StageSync:
         rot_t = rows / np.maximum(scale[:, :, None], 1e-12)  # rows of R^T
         ortho = np.abs(np.einsum("nij,nkj->nik", rot_t, rot_t) - np.eye(3)).max(axis=(1, 2)) < 1e-4
         ortho &= np.linalg.det(rot_t) > 0
+        quats = matrix_to_quat(np.swapaxes(rot_t, -1, -2)).tolist()
+        translations = t.tolist()
+        set_sample = self.layer.SetTimeSample
         with Sdf.ChangeBlock():
             for i in range(len(self.paths)):
                 mode = "trs" if ortho[i] else "matrix"
@@ -143,15 +148,15 @@ class StageSync:
                     self._prepare(i, mode)
                 specs = self._specs[i]
                 if mode == "trs":
-                    q = _matrix_rows_to_gf_quat(rot_t[i])
-                    values = [(specs[OP_TRANSLATE], Gf.Vec3d(*t[i])), (specs[OP_ORIENT], q)]
+                    x, y, z, w = quats[i]
+                    values = ((specs[0], Gf.Vec3d(*translations[i])), (specs[1], Gf.Quatf(w, x, y, z)))
                 else:
-                    values = [(specs[OP_MATRIX], Gf.Matrix4d(*local[i].ravel()))]
-                for spec, value in values:
+                    values = ((specs[0], Gf.Matrix4d(*local[i].ravel().tolist())),)
+                for (path, spec), value in values:
                     if time is None:
                         spec.default = value
                     else:
-                        self.layer.SetTimeSample(spec.path, float(time), value)
+                        set_sample(path, time, value)
         self.frames_written += 1
 
     def restore(self) -> None:
@@ -173,12 +178,6 @@ class StageSync:
 def _row_scales(matrix) -> np.ndarray:
     m = np.array(matrix)
     return np.linalg.norm(m[:3, :3], axis=1)
-
-
-def _matrix_rows_to_gf_quat(rot_t: np.ndarray) -> Gf.Quatf:
-    """``Gf.Quatf`` of a rotation given as the rows of R^T (USD row-vector layout)."""
-    x, y, z, w = matrix_to_quat(rot_t.T)
-    return Gf.Quatf(float(w), float(x), float(y), float(z))
 
 
 def _remove_empty_overs(layer: Sdf.Layer) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.quat import quat_conjugate, quat_multiply, quat_rotate, wxyz_to_xyzw, xyzw_to_wxyz
+from ...core.quat import cross, quat_conjugate, quat_multiply, quat_rotate, wxyz_to_xyzw, xyzw_to_wxyz
 from ...core.types import JointType
 
 
@@ -56,6 +56,11 @@ class CoordinateMap:
         self.free_qpos = np.array([f[1] for f in free], dtype=np.int64)
         self.free_qd = np.array([f[2] for f in free], dtype=np.int64)
         self.free_qvel = np.array([f[3] for f in free], dtype=np.int64)
+        seg = self._seg
+        self.free_seg = (seg(self.free_q, 7), seg(self.free_qpos, 3), seg(self.free_qpos + 3, 4), seg(self.free_qd, 6),
+                         seg(self.free_qvel, 3), seg(self.free_qvel + 3, 3), seg(self.free_q, 3), seg(self.free_q + 3, 4),
+                         seg(self.free_qd, 3), seg(self.free_qd + 3, 3))
+        self.ball_seg = (seg(self.ball_q, 4), seg(self.ball_qpos, 4), seg(self.ball_qd, 3), seg(self.ball_qvel, 3))
         self.body_mj = np.asarray(spec_map.body_mj, dtype=np.int64)
         self.body_root = mj_model.body_rootid[self.body_mj] if len(self.body_mj) else np.zeros(0, np.int64)
         self.actuator_dof = np.asarray(spec_map.actuator_dof, dtype=np.int64)
@@ -72,18 +77,18 @@ class CoordinateMap:
         qpos_out[..., sqp] = joint_q[..., sq]
         qvel_out[..., sqv] = joint_qd[..., sqd]
         if len(self.free_q):
-            fq = joint_q[..., self._seg(self.free_q, 7)]
-            qpos_out[..., self._seg(self.free_qpos, 3)] = fq[..., :3]
-            qpos_out[..., self._seg(self.free_qpos + 3, 4)] = xyzw_to_wxyz(fq[..., 3:])
-            fqd = joint_qd[..., self._seg(self.free_qd, 6)]
-            qvel_out[..., self._seg(self.free_qvel, 3)] = fqd[..., :3]
-            qvel_out[..., self._seg(self.free_qvel + 3, 3)] = quat_rotate(quat_conjugate(fq[..., 3:]), fqd[..., 3:])
+            q7, pos3, quat4, qd6, lin3, ang3 = self.free_seg[:6]
+            fq = joint_q[..., q7]
+            qpos_out[..., pos3] = fq[..., :3]
+            qpos_out[..., quat4] = xyzw_to_wxyz(fq[..., 3:])
+            fqd = joint_qd[..., qd6]
+            qvel_out[..., lin3] = fqd[..., :3]
+            qvel_out[..., ang3] = quat_rotate(quat_conjugate(fq[..., 3:]), fqd[..., 3:])
         if len(self.ball_q):
-            r = joint_q[..., self._seg(self.ball_q, 4)]
-            m = quat_multiply(quat_multiply(self.ball_qc, r), quat_conjugate(self.ball_qc))
-            qpos_out[..., self._seg(self.ball_qpos, 4)] = xyzw_to_wxyz(m)
-            w = joint_qd[..., self._seg(self.ball_qd, 3)]
-            qvel_out[..., self._seg(self.ball_qvel, 3)] = quat_rotate(self.ball_qc, w)
+            q4, qpos4, qd3, qvel3 = self.ball_seg
+            m = quat_multiply(quat_multiply(self.ball_qc, joint_q[..., q4]), quat_conjugate(self.ball_qc))
+            qpos_out[..., qpos4] = xyzw_to_wxyz(m)
+            qvel_out[..., qvel3] = quat_rotate(self.ball_qc, joint_qd[..., qd3])
 
     def from_mujoco(self, qpos, qvel, joint_q_out, joint_qd_out):
         """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place)."""
@@ -91,25 +96,24 @@ class CoordinateMap:
         joint_q_out[..., sq] = qpos[..., sqp]
         joint_qd_out[..., sqd] = qvel[..., sqv]
         if len(self.free_q):
-            p = qpos[..., self._seg(self.free_qpos, 3)]
-            q = wxyz_to_xyzw(qpos[..., self._seg(self.free_qpos + 3, 4)])
-            joint_q_out[..., self._seg(self.free_q, 3)] = p
-            joint_q_out[..., self._seg(self.free_q + 3, 4)] = q
-            joint_qd_out[..., self._seg(self.free_qd, 3)] = qvel[..., self._seg(self.free_qvel, 3)]
-            joint_qd_out[..., self._seg(self.free_qd + 3, 3)] = quat_rotate(q, qvel[..., self._seg(self.free_qvel + 3, 3)])
+            _, pos3, quat4, _, lin3, ang3, q_pos3, q_quat4, qd_lin3, qd_ang3 = self.free_seg
+            q = wxyz_to_xyzw(qpos[..., quat4])
+            joint_q_out[..., q_pos3] = qpos[..., pos3]
+            joint_q_out[..., q_quat4] = q
+            joint_qd_out[..., qd_lin3] = qvel[..., lin3]
+            joint_qd_out[..., qd_ang3] = quat_rotate(q, qvel[..., ang3])
         if len(self.ball_q):
-            m = wxyz_to_xyzw(qpos[..., self._seg(self.ball_qpos, 4)])
-            r = quat_multiply(quat_multiply(quat_conjugate(self.ball_qc), m), self.ball_qc)
-            joint_q_out[..., self._seg(self.ball_q, 4)] = r
-            w = qvel[..., self._seg(self.ball_qvel, 3)]
-            joint_qd_out[..., self._seg(self.ball_qd, 3)] = quat_rotate(quat_conjugate(self.ball_qc), w)
+            q4, qpos4, qd3, qvel3 = self.ball_seg
+            m = wxyz_to_xyzw(qpos[..., qpos4])
+            joint_q_out[..., q4] = quat_multiply(quat_multiply(quat_conjugate(self.ball_qc), m), self.ball_qc)
+            joint_qd_out[..., qd3] = quat_rotate(quat_conjugate(self.ball_qc), qvel[..., qvel3])
 
     def body_state(self, xpos, xquat, xipos, cvel, subtree_com):
         """``body_q`` (..., n, 7) and ``body_qd`` (..., n, 6) from MuJoCo body arrays (wxyz quats)."""
         b = self.body_mj
         body_q = np.concatenate([xpos[..., b, :], wxyz_to_xyzw(xquat[..., b, :])], axis=-1)
         ang = cvel[..., b, 0:3]
-        lin = cvel[..., b, 3:6] + np.cross(ang, xipos[..., b, :] - subtree_com[..., self.body_root, :])
+        lin = cvel[..., b, 3:6] + cross(ang, xipos[..., b, :] - subtree_com[..., self.body_root, :])
         return body_q, np.concatenate([lin, ang], axis=-1)
 
     def ctrl(self, ke, kd, target_pos, target_vel):

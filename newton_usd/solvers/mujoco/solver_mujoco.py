@@ -137,10 +137,10 @@ class SolverMuJoCo(SolverBase):
         self.map.from_mujoco(np.asarray(qpos, dtype=np.float64), np.asarray(qvel, dtype=np.float64), jq, jqd)
         body_q, body_qd = self.map.body_state(*(np.asarray(x, dtype=np.float64) for x in body))
         jq32, jqd32 = jq.astype(np.float32), jqd.astype(np.float32)
-        state_out.joint_q.assign(jq32)
-        state_out.joint_qd.assign(jqd32)
-        state_out.body_q.assign(body_q.astype(np.float32))
-        state_out.body_qd.assign(body_qd.astype(np.float32))
+        _store(state_out.joint_q, jq32)
+        _store(state_out.joint_qd, jqd32)
+        _store(state_out.body_q, body_q)
+        _store(state_out.body_qd, body_qd)
         self._last_out = (state_out, jq32, jqd32)
 
     # ------------------------------------------------------------------ contacts
@@ -170,3 +170,11 @@ class SolverMuJoCo(SolverBase):
         contacts.rigid_contact_point.assign(np.concatenate([pos[:n], pad3]).astype(np.float32))
         contacts.rigid_contact_normal.assign(np.concatenate([np.asarray(frame)[:n, :3], pad3]).astype(np.float32))
         contacts.rigid_contact_depth.assign(np.concatenate([-np.asarray(dist[:n]), np.zeros(contacts.capacity - n)]).astype(np.float32))
+
+
+def _store(array: wp.array, values: np.ndarray) -> None:
+    """Copy ``values`` into a Warp array: in place through a numpy view on the CPU, else a transfer."""
+    if array.device.is_cpu:
+        array.numpy().reshape(values.shape)[...] = values
+    else:
+        array.assign(values.astype(np.float32))

@@ -1,0 +1,135 @@
+"""Costs of the walking skeleton's layers, as ratios against baselines measured in the same run.
+
+    python benchmarks/bench_walking_skeleton.py [--bodies 10 100 1000] [--frames 60]
+
+Rows:
+- import: ``builder.add_usd`` + ``finalize`` vs USD's own UsdPhysics parse of the same stage (the
+  part of the import newton_usd cannot avoid).
+- step (cpu): ``SolverMuJoCo.step`` (state push/pull included) vs bare ``mujoco.mj_step`` on the same
+  compiled model.
+- write-back: ``StageSync.write`` (Sdf level, one change block per frame) vs writing the same time
+  samples through the ordinary USD API (``UsdGeom.XformOp.Set`` per body).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import mujoco
+import numpy as np
+import warp as wp
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+from newton_usd import ModelBuilder
+from newton_usd.solvers import SolverMuJoCo
+from newton_usd.sync import StageSync
+from newton_usd.usd import StageFrame
+
+wp.config.log_level = wp.LOG_WARNING
+
+
+def boxes_stage(n: int) -> Usd.Stage:
+    stage = Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageUpAxis(stage, "Z")
+    UsdPhysics.Scene.Define(stage, "/Scene")
+    ground = UsdGeom.Plane.Define(stage, "/Ground")
+    UsdPhysics.CollisionAPI.Apply(ground.GetPrim())
+    side = int(np.ceil(np.sqrt(n)))
+    for i in range(n):
+        cube = UsdGeom.Cube.Define(stage, f"/Boxes/Box_{i}")
+        cube.CreateSizeAttr(0.2)
+        cube.AddTranslateOp().Set(Gf.Vec3d(0.5 * (i % side), 0.5 * (i // side), 0.5 + 0.01 * (i % 7)))
+        UsdPhysics.RigidBodyAPI.Apply(cube.GetPrim())
+        UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
+    return stage
+
+
+def best(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def bench(n: int, frames: int, substeps: int = 8):
+    stage = boxes_stage(n)
+    rows = []
+
+    # import
+    load = getattr(UsdPhysics, "UsdPhysicsLoadStageFromPrimRange", None) or UsdPhysics.LoadUsdPhysicsFromRange
+    t_parse = best(lambda: load(stage, ["/"]))
+
+    def do_import():
+        b = ModelBuilder()
+        b.add_usd(stage)
+        return b.finalize("cpu")
+
+    t_import = best(do_import)
+    rows.append(("import", n, t_import, t_parse, "UsdPhysics parse"))
+
+    # step
+    model = do_import()
+    solver = SolverMuJoCo(model, backend="cpu")
+    dt = 1.0 / 480.0
+    steps = frames * substeps
+    s0, s1, control = model.state(), model.state(), model.control()
+
+    def ours():
+        nonlocal s0, s1
+        for _ in range(steps):
+            solver.step(s0, s1, control, None, dt)
+            s0, s1 = s1, s0
+
+    mj_model = solver.mj_model
+    mj_data = mujoco.MjData(mj_model)
+    mj_data.qpos[:] = solver.mj_data.qpos
+
+    def native():
+        for _ in range(steps):
+            mujoco.mj_step(mj_model, mj_data)
+
+    rows.append(("step (cpu)", n, best(ours, 1), best(native, 1), "mujoco.mj_step"))
+
+    # write-back
+    body_q = s0.body_q.numpy()
+    layer = Sdf.Layer.CreateAnonymous()
+    stage.GetSessionLayer().subLayerPaths.append(layer.identifier)
+    sync = StageSync(stage, layer, model.body_label, StageFrame.of(stage))
+
+    def ours_write():
+        for f in range(frames):
+            sync.write(body_q, float(f))
+
+    base_stage = boxes_stage(n)
+    ops = []
+    for path in model.body_label:
+        xf = UsdGeom.Xformable(base_stage.GetPrimAtPath(path))
+        ops.append((xf.AddTranslateOp(opSuffix="sim"), xf.AddOrientOp(opSuffix="sim")))
+
+    def usd_write():
+        for f in range(frames):
+            for b, (t_op, r_op) in enumerate(ops):
+                p = body_q[b]
+                t_op.Set(Gf.Vec3d(*map(float, p[:3])), f)
+                r_op.Set(Gf.Quatf(float(p[6]), float(p[3]), float(p[4]), float(p[5])), f)
+
+    rows.append(("write-back", n, best(ours_write, 1), best(usd_write, 1), "UsdGeom.XformOp.Set"))
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bodies", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--frames", type=int, default=60)
+    args = parser.parse_args()
+    print(f"{'what':<12} {'bodies':>6} {'newton_usd':>12} {'baseline':>12} {'ratio':>7}  baseline is")
+    for n in args.bodies:
+        for what, count, ours, base, name in bench(n, args.frames):
+            print(f"{what:<12} {count:>6} {ours * 1e3:>10.2f}ms {base * 1e3:>10.2f}ms {ours / base:>7.2f}  {name}")
+
+
+if __name__ == "__main__":
+    main()
