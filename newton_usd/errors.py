@@ -49,6 +49,7 @@ class SimulationError(NewtonUsdError):
     def __init__(self, message: str, *, frame: int | None = None, label: str | None = None):
         self.frame = frame
         self.label = label
+        self.reason = message
         parts = []
         if frame is not None:
             parts.append(f"frame {frame}")

@@ -116,10 +116,13 @@ class Simulation:
         if self.frame == 0 and self.sync.frames_written == 0:
             self._write()
         t0 = time.perf_counter()
-        for _ in range(self.substeps):
-            self.solver.step(self.state, self._next, self.control, None, self.dt)
-            self.state, self._next = self._next, self.state
-            self.steps += 1
+        try:
+            for _ in range(self.substeps):
+                self.solver.step(self.state, self._next, self.control, None, self.dt)
+                self.state, self._next = self._next, self.state
+                self.steps += 1
+        except SimulationError as e:
+            raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
         self.frame += 1
         self.sim_seconds += self.substeps * self.dt
         body_q = self.state.body_q.numpy()

@@ -84,3 +84,20 @@ def test_refuses_to_overwrite_the_source(tmp_path):
     r = usdsim(src, "-o", src, "-n", "2")
     assert r.returncode == 2 and "refusing to overwrite the source" in r.stderr
     assert src.read_bytes() == before
+
+
+def test_blow_up_names_frame_and_body_saves_and_exits_3(tmp_path):
+    from pxr import Gf, UsdPhysics
+
+    from stages import falling_cube
+
+    src = tmp_path / "fast.usda"
+    stage = falling_cube(src)
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Cube")).CreateVelocityAttr(Gf.Vec3f(1e12, 0, 0))
+    stage.Save()
+    out = tmp_path / "fast.sim.usda"
+    r = usdsim(src, "-o", out, "-n", "10")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "frame 1: /Cube" in r.stderr and "blew up" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert out.exists()

@@ -15,7 +15,7 @@ import numpy as np
 import warp as wp
 
 from ...diagnostics import Diagnostics
-from ...errors import NewtonUsdError
+from ...errors import NewtonUsdError, SimulationError
 from ..solver import SolverBase
 from .convert import CoordinateMap
 from .spec import build_spec, compile_spec
@@ -114,6 +114,7 @@ class SolverMuJoCo(SolverBase):
             self.map.qfrc(control.joint_f.numpy(), d.qfrc_applied)
         if self.backend == "cpu":
             mujoco.mj_step(self.mj_model, d)
+            self._check_warnings()
             qpos, qvel = d.qpos, d.qvel
             body = (d.xpos, d.xquat, d.xipos, d.cvel, d.subtree_com)
         else:
@@ -130,6 +131,26 @@ class SolverMuJoCo(SolverBase):
             qpos, qvel = w.qpos.numpy()[0], w.qvel.numpy()[0]
             body = tuple(a.numpy()[0] for a in (w.xpos, w.xquat, w.xipos, w.cvel, w.subtree_com))
         self._pull(qpos, qvel, body, state_out)
+
+    _BAD_STATE = (
+        (mujoco.mjtWarning.mjWARN_BADQPOS, "position"),
+        (mujoco.mjtWarning.mjWARN_BADQVEL, "velocity"),
+        (mujoco.mjtWarning.mjWARN_BADQACC, "acceleration"),
+    )
+
+    def _check_warnings(self):
+        """C MuJoCo silently resets the state when it goes NaN/Inf/huge; report that as a blow-up instead."""
+        for warning, what in self._BAD_STATE:
+            info = self.mj_data.warning[warning]
+            if info.number > 0:
+                dof = int(info.lastinfo)
+                label = None
+                if 0 <= dof < self.mj_model.nv:
+                    mj_joint = int(self.mj_model.dof_jntid[dof])
+                    hits = np.nonzero(self.spec_map.joint_mj == mj_joint)[0]
+                    label = self.model.joint_label[int(hits[0])] if len(hits) else None
+                info.number = 0
+                raise SimulationError(f"the {what} became NaN, infinite or huge (the simulation blew up)", label=label)
 
     def _pull(self, qpos, qvel, body, state_out):
         jq = np.zeros(self.map.model_nq)
