@@ -24,6 +24,9 @@ _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 
 def resolve_device(device):
     """A ``wp.context.Device`` for ``device`` ("cpu", "cuda", "cuda:N" or None: Warp's default)."""
+    if str(device).startswith("cuda") and not wp.is_cuda_available():
+        raise NewtonUsdError(f"device {device!r} is not available: Warp finds no CUDA device or driver "
+                             f"(devices: {', '.join(d.alias for d in wp.get_devices())})")
     try:
         return wp.get_device(device)
     except (RuntimeError, ValueError) as e:

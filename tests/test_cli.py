@@ -7,7 +7,7 @@ import sys
 import pytest
 from pxr import Usd, UsdGeom
 
-from conftest import SAMPLE_STAGES, SAMPLES
+from conftest import SAMPLE_STAGES, SAMPLES, has_cuda
 
 USDSIM = shutil.which("usdsim") or ""
 
@@ -57,7 +57,7 @@ def test_output_path_and_run_subcommand(tmp_path):
 
 @pytest.mark.parametrize(
     "content,expected",
-    [(None, "no such file"), ("not usd at all\n", "not a USD file"), ("#usda 1.0\ndef Xform \"A\"\n{\n}\n", "no physics to simulate")],
+    [(None, "no such file"), ("not usd at all\n", "not a USD file pxr can read (<"), ("#usda 1.0\ndef Xform \"A\"\n{\n}\n", "no physics to simulate")],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, content, expected):
     path = tmp_path / "input.usda"
@@ -101,3 +101,10 @@ def test_blow_up_names_frame_and_body_saves_and_exits_3(tmp_path):
     assert "frame 1: /Cube" in r.stderr and "blew up" in r.stderr
     assert "Traceback" not in r.stderr
     assert out.exists()
+
+
+@pytest.mark.skipif(has_cuda(), reason="checks the message on a machine without CUDA")
+def test_cuda_device_without_cuda_is_a_clear_error():
+    r = usdsim(SAMPLES / "pendulum.usda", "--device", "cuda", "-n", "1")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1].startswith("usdsim: error: device 'cuda' is not available")

@@ -9,10 +9,10 @@ from newton_usd.solvers import SolverMuJoCo
 from stages import falling_cube, pendulum
 
 
-def simulate(stage, seconds, dt=1.0 / 480.0, backend="cpu", record=None):
+def simulate(stage, seconds, dt=1.0 / 480.0, backend="cpu", record=None, device="cpu"):
     b = ModelBuilder()
     b.add_usd(stage)
-    model = b.finalize("cpu")
+    model = b.finalize(device)
     solver = SolverMuJoCo(model, backend=backend)
     s0, s1, control = model.state(), model.state(), model.control()
     samples = []
@@ -94,3 +94,12 @@ def test_cpu_and_warp_backends_agree_for_one_second(name):
     _, _, solver, warp = simulate(str(SAMPLES / name), 1.0, backend="warp", record="body_q")
     assert solver.mjw_data is not None
     assert np.abs(cpu - warp).max() < 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", SAMPLE_STAGES)
+def test_warp_backend_on_cuda_agrees_with_cpu(name):
+    _, _, _, cpu = simulate(str(SAMPLES / name), 1.0, backend="cpu", record="body_q")
+    _, _, solver, gpu = simulate(str(SAMPLES / name), 1.0, backend="auto", record="body_q", device="cuda")
+    assert solver.backend == "warp" and solver.device.is_cuda
+    assert np.abs(cpu - gpu).max() < 1e-4

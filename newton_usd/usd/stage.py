@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,12 +30,19 @@ def open_stage(source) -> tuple[Usd.Stage, str]:
     try:
         stage = Usd.Stage.Open(path, Usd.Stage.LoadAll)
     except Tf.ErrorException as e:
-        detail = str(e).strip().splitlines()
-        reason = next((ln.strip() for ln in detail if ln.strip() and "Error in" not in ln), "unreadable")
-        raise UsdInputError(f"not a USD file pxr can read ({reason[:200]})", file=path) from None
+        raise UsdInputError(f"not a USD file pxr can read ({_tf_reason(e)})", file=path) from None
     if stage is None:
         raise UsdInputError("not a USD file pxr can read", file=path)
     return stage, path
+
+
+def _tf_reason(error: Exception) -> str:
+    """The first message of a ``Tf.ErrorException``, without the C++ function and source location."""
+    for line in str(error).splitlines():
+        match = re.search(r" : '(.*)'\s*$", line)
+        if match:
+            return match.group(1)[:300]
+    return str(error).strip()[:300] or "unreadable"
 
 
 @dataclass
