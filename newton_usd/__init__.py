@@ -14,8 +14,20 @@ from .errors import NewtonUsdError, SimulationError, UsdInputError
 __version__ = "0.1.0"
 
 __all__ = [
-    "Contacts", "Control", "DriveMode", "GeoType", "JointType", "Mesh", "Model", "ModelBuilder",
-    "NewtonUsdError", "Simulation", "SimulationError", "State", "UsdInputError", "__version__",
+    "Contacts",
+    "Control",
+    "DriveMode",
+    "GeoType",
+    "JointType",
+    "Mesh",
+    "Model",
+    "ModelBuilder",
+    "NewtonUsdError",
+    "Simulation",
+    "SimulationError",
+    "State",
+    "UsdInputError",
+    "__version__",
 ]
 
 

@@ -27,11 +27,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("stage", help="the USD stage to simulate (.usd, .usda, .usdc, .usdz)")
     p.add_argument("-o", "--output", help="output stage (default: STAGE's name with .sim.usda, next to it)")
-    p.add_argument("-n", "--num-frames", type=int, help="frames to simulate (default: the stage's time range, else 120)")
+    p.add_argument(
+        "-n", "--num-frames", type=int, help="frames to simulate (default: the stage's time range, else 120)"
+    )
     p.add_argument("--device", default="cpu", help="Warp device for the model: cpu or cuda[:N] (default: cpu)")
     p.add_argument("--solver", default="mujoco", help="solver (default: mujoco)")
-    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "warp"),
-                   help="MuJoCo backend: C MuJoCo (cpu) or MuJoCo-Warp (warp); auto picks warp on CUDA")
+    p.add_argument(
+        "--backend",
+        default="auto",
+        choices=("auto", "cpu", "warp"),
+        help="MuJoCo backend: C MuJoCo (cpu) or MuJoCo-Warp (warp); auto picks warp on CUDA",
+    )
     p.add_argument("--fps", type=float, help="frames per second (default: the stage's timeCodesPerSecond)")
     p.add_argument("--substeps", type=int, help="physics steps per frame (default: a step of at most 1/480 s)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
@@ -63,8 +69,14 @@ def main(argv=None) -> int:
     output = args.output or default_output(args.stage)
     t_open = time.perf_counter()
     try:
-        sim = Simulation.open(args.stage, solver=args.solver, device=args.device, backend=args.backend,
-                              fps=args.fps, substeps=args.substeps)
+        sim = Simulation.open(
+            args.stage,
+            solver=args.solver,
+            device=args.device,
+            backend=args.backend,
+            fps=args.fps,
+            substeps=args.substeps,
+        )
     except NewtonUsdError as e:
         return _fail(str(e), args)
     t_setup = time.perf_counter() - t_open
@@ -122,7 +134,8 @@ def _summary(sim, output, t_setup):
     realtime = sim.sim_seconds / wall if wall > 0 else float("inf")
     solver = f"{type(sim.solver).__name__}({getattr(sim.solver, 'backend', '')})"
     print(
-        f"usdsim: {sim.frame} frames, {sim.steps} steps of {sim.dt * 1000:.3f} ms ({sim.substeps}/frame at {sim.fps:g} fps), "
+        f"usdsim: {sim.frame} frames, {sim.steps} steps of {sim.dt * 1000:.3f} ms "
+        f"({sim.substeps}/frame at {sim.fps:g} fps), "
         f"{sim.model.body_count} bodies, {sim.model.joint_count} joints, {solver} on {sim.model.device.alias}\n"
         f"usdsim: {wall:.2f} s stepping ({rate:,.0f} steps/s, {realtime:.1f}x real time), {t_setup:.2f} s setup\n"
         f"usdsim: wrote {output}"

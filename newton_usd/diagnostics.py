@@ -26,7 +26,9 @@ class Diagnostics:
 
     def emit(self, source: str | None = None, max_paths: int = 5) -> None:
         for kind, paths in self.kinds.items():
-            shown = ", ".join(paths[:max_paths]) + (f" and {len(paths) - max_paths} more" if len(paths) > max_paths else "")
+            shown = ", ".join(paths[:max_paths]) + (
+                f" and {len(paths) - max_paths} more" if len(paths) > max_paths else ""
+            )
             prefix = f"{source}: " if source else ""
             logger.warning("%s%s (%d prim%s: %s)", prefix, kind, len(paths), "" if len(paths) == 1 else "s", shown)
 

@@ -25,13 +25,16 @@ _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 def resolve_device(device):
     """A ``wp.context.Device`` for ``device`` ("cpu", "cuda", "cuda:N" or None: Warp's default)."""
     if str(device).startswith("cuda") and not wp.is_cuda_available():
-        raise NewtonUsdError(f"device {device!r} is not available: Warp finds no CUDA device or driver "
-                             f"(devices: {', '.join(d.alias for d in wp.get_devices())})")
+        raise NewtonUsdError(
+            f"device {device!r} is not available: Warp finds no CUDA device or driver "
+            f"(devices: {', '.join(d.alias for d in wp.get_devices())})"
+        )
     try:
         return wp.get_device(device)
     except (RuntimeError, ValueError) as e:
-        raise NewtonUsdError(f"device {device!r} is not available ({e}); Warp sees: "
-                             f"{', '.join(d.alias for d in wp.get_devices())}") from None
+        raise NewtonUsdError(
+            f"device {device!r} is not available ({e}); Warp sees: {', '.join(d.alias for d in wp.get_devices())}"
+        ) from None
 
 
 class Simulation:
@@ -73,8 +76,17 @@ class Simulation:
         self.wall_seconds = 0.0
 
     @classmethod
-    def open(cls, source, *, solver: str = "mujoco", device=None, backend: str = "auto", fps: float | None = None,
-             substeps: int | None = None, record: bool = True) -> "Simulation":
+    def open(
+        cls,
+        source,
+        *,
+        solver: str = "mujoco",
+        device=None,
+        backend: str = "auto",
+        fps: float | None = None,
+        substeps: int | None = None,
+        record: bool = True,
+    ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
         Args:
@@ -133,7 +145,9 @@ class Simulation:
         bad = ~np.isfinite(body_q).all(axis=1)
         if bad.any():
             label = self.model.body_label[int(np.argmax(bad))]
-            raise SimulationError("body pose became NaN or infinite (the simulation blew up)", frame=self.frame, label=label)
+            raise SimulationError(
+                "body pose became NaN or infinite (the simulation blew up)", frame=self.frame, label=label
+            )
         self._write(body_q)
 
     def _write(self, body_q=None):

@@ -57,7 +57,11 @@ def test_output_path_and_run_subcommand(tmp_path):
 
 @pytest.mark.parametrize(
     "content,expected",
-    [(None, "no such file"), ("not usd at all\n", "not a USD file pxr can read (<"), ("#usda 1.0\ndef Xform \"A\"\n{\n}\n", "no physics to simulate")],
+    [
+        (None, "no such file"),
+        ("not usd at all\n", "not a USD file pxr can read (<"),
+        ('#usda 1.0\ndef Xform "A"\n{\n}\n', "no physics to simulate"),
+    ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, content, expected):
     path = tmp_path / "input.usda"

@@ -10,8 +10,20 @@ from newton_usd.core import inertia
 def unit_cube_mesh(h=0.5):
     v = np.array([[x, y, z] for x in (-h, h) for y in (-h, h) for z in (-h, h)])
     # 12 outward-facing triangles of the cube with corners indexed by (x, y, z) bits.
-    f = [(0, 1, 3), (0, 3, 2), (4, 6, 7), (4, 7, 5), (0, 4, 5), (0, 5, 1),
-         (2, 3, 7), (2, 7, 6), (0, 2, 6), (0, 6, 4), (1, 5, 7), (1, 7, 3)]
+    f = [
+        (0, 1, 3),
+        (0, 3, 2),
+        (4, 6, 7),
+        (4, 7, 5),
+        (0, 4, 5),
+        (0, 5, 1),
+        (2, 3, 7),
+        (2, 7, 6),
+        (0, 2, 6),
+        (0, 6, 4),
+        (1, 5, 7),
+        (1, 7, 3),
+    ]
     return Mesh(v, np.array(f))
 
 
@@ -56,8 +68,17 @@ def test_finalize_lays_out_joint_coordinates_like_newton():
     c = b.add_body(((0, 0, 2), (0, 0, 0, 1)), mass=1.0, inertia=np.eye(3), label="/c")
     d = b.add_body(((0, 0, 3), (0, 0, 0, 1)), mass=1.0, inertia=np.eye(3), label="/d")
     b.add_joint_free(a, label="/free")
-    b.add_joint_revolute(a, c, ((0, 0, 0.5), (0, 0, 0, 1)), ((0, 0, -0.5), (0, 0, 0, 1)), axis=(0, 1, 0),
-                         limit_lower=-1.0, limit_upper=1.0, target_ke=10.0, label="/rev")
+    b.add_joint_revolute(
+        a,
+        c,
+        ((0, 0, 0.5), (0, 0, 0, 1)),
+        ((0, 0, -0.5), (0, 0, 0, 1)),
+        axis=(0, 1, 0),
+        limit_lower=-1.0,
+        limit_upper=1.0,
+        target_ke=10.0,
+        label="/rev",
+    )
     b.add_joint_ball(c, d, ((0, 0, 0.5), (0, 0, 0, 1)), ((0, 0, -0.5), (0, 0, 0, 1)), label="/ball")
     b.add_shape_box(a, hx=0.1, hy=0.1, hz=0.1)
     m = b.finalize("cpu")

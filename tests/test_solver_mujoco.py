@@ -3,9 +3,10 @@ import math
 import numpy as np
 import pytest
 
-from conftest import SAMPLE_STAGES, SAMPLES
 from newton_usd import ModelBuilder, NewtonUsdError
 from newton_usd.solvers import SolverMuJoCo
+
+from conftest import SAMPLE_STAGES, SAMPLES
 from stages import falling_cube, pendulum
 
 

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
-from conftest import SAMPLES
 from newton_usd import Simulation
 from newton_usd.core.quat import gf_to_xyzw, quat_rotate
+
+from conftest import SAMPLES
 from stages import add_box, add_ground, falling_cube, new_stage
 
 

@@ -5,6 +5,7 @@ import pytest
 from pxr import Gf, Sdf, UsdGeom, UsdPhysics
 
 from newton_usd import GeoType, JointType, ModelBuilder, UsdInputError
+
 from stages import add_box, add_ground, falling_cube, new_stage, pendulum
 
 
@@ -17,7 +18,13 @@ def load(stage):
 def test_boxes_sample(samples):
     m, imp = load(str(samples / "boxes_on_ground.usda"))
     assert m.body_label == ["/World/Box", "/World/TiltedBox", "/World/Crate"]
-    assert set(m.shape_label) == {"/World/Ground", "/World/Box", "/World/TiltedBox", "/World/Crate/Base", "/World/Crate/Ball"}
+    assert set(m.shape_label) == {
+        "/World/Ground",
+        "/World/Box",
+        "/World/TiltedBox",
+        "/World/Crate/Base",
+        "/World/Crate/Ball",
+    }
     masses = m.body_mass.numpy()
     assert masses[0] == pytest.approx(1.0)  # MassAPI mass
     assert masses[1] == pytest.approx(1000.0 * 0.2**3, rel=1e-5)  # default density

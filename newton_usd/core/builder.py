@@ -107,7 +107,9 @@ class ModelBuilder:
         self._body_mass_explicit.append(explicit)
         self.body_mass.append(float(mass) if explicit else 0.0)
         self.body_com.append(np.zeros(3) if com is None else np.asarray(com, dtype=np.float64))
-        self.body_inertia.append(np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=np.float64).reshape(3, 3))
+        self.body_inertia.append(
+            np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=np.float64).reshape(3, 3)
+        )
         return len(self.body_q) - 1
 
     def set_body_mass(self, body: int, mass: float, com=None, inertia=None):

@@ -112,8 +112,12 @@ class StageSync:
         if prim_spec.specifier != Sdf.SpecifierDef:
             prim_spec.specifier = Sdf.SpecifierOver
         names = [OP_MATRIX] if mode == "matrix" else [OP_TRANSLATE, OP_ORIENT] + ([OP_SCALE] if self.scaled[i] else [])
-        types = {OP_TRANSLATE: Sdf.ValueTypeNames.Double3, OP_ORIENT: Sdf.ValueTypeNames.Quatf,
-                 OP_SCALE: Sdf.ValueTypeNames.Float3, OP_MATRIX: Sdf.ValueTypeNames.Matrix4d}
+        types = {
+            OP_TRANSLATE: Sdf.ValueTypeNames.Double3,
+            OP_ORIENT: Sdf.ValueTypeNames.Quatf,
+            OP_SCALE: Sdf.ValueTypeNames.Float3,
+            OP_MATRIX: Sdf.ValueTypeNames.Matrix4d,
+        }
         specs = {}
         for name in names:
             spec = prim_spec.attributes.get(name) or Sdf.AttributeSpec(prim_spec, name, types[name])

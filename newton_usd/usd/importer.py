@@ -13,7 +13,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from pxr import Sdf, Usd, UsdGeom, UsdPhysics
+from pxr import Usd, UsdGeom, UsdPhysics
 
 from ..core import inertia as mass_props
 from ..core.builder import Mesh, ModelBuilder
@@ -28,8 +28,17 @@ DEG = math.pi / 180.0
 
 OT = UsdPhysics.ObjectType
 _SHAPE_TYPES = (
-    OT.CubeShape, OT.SphereShape, OT.CapsuleShape, OT.Capsule1Shape, OT.CylinderShape,
-    OT.Cylinder1Shape, OT.ConeShape, OT.PlaneShape, OT.MeshShape, OT.SpherePointsShape, OT.CustomShape,
+    OT.CubeShape,
+    OT.SphereShape,
+    OT.CapsuleShape,
+    OT.Capsule1Shape,
+    OT.CylinderShape,
+    OT.Cylinder1Shape,
+    OT.ConeShape,
+    OT.PlaneShape,
+    OT.MeshShape,
+    OT.SpherePointsShape,
+    OT.CustomShape,
 )
 _JOINT_TYPES = {
     OT.RevoluteJoint: JointType.REVOLUTE,
@@ -74,7 +83,7 @@ def _load_descriptors(stage):
     result = load(stage, ["/"])
     out = defaultdict(list)
     for obj_type, (paths, descs) in result.items():
-        for path, desc in zip(paths, descs):
+        for path, desc in zip(paths, descs, strict=True):
             out[obj_type].append((path, desc))
     return out
 
@@ -129,7 +138,7 @@ def add_usd(builder: ModelBuilder, source, *, root_path: str = "/") -> UsdImport
             _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts)
 
     # ---- mass properties, with the UsdPhysics precedence
-    for path, d in bodies:
+    for path, _ in bodies:
         b = result.body_index.get(str(path))
         if b is not None:
             _import_mass(builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file)
@@ -215,8 +224,15 @@ def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose
     if restitution > 0.0:
         diag.add("restitution is not simulated by the MuJoCo solver", path)
     idx = builder.add_shape(
-        body, geo, (local_pos, local_rot), scale, mesh=mesh, mu=mu, restitution=restitution,
-        collision_enabled=bool(d.collisionEnabled), label=str(path),
+        body,
+        geo,
+        (local_pos, local_rot),
+        scale,
+        mesh=mesh,
+        mu=mu,
+        restitution=restitution,
+        collision_enabled=bool(d.collisionEnabled),
+        label=str(path),
     )
     result.shape_index[str(path)] = idx
     if body >= 0:
@@ -241,7 +257,9 @@ def _read_mesh(stage, path, scale, file):
     indices = np.asarray(indices, dtype=np.int64)
     if indices.max() >= len(points) or counts.sum() != len(indices):
         raise UsdInputError(
-            "faceVertexIndices/faceVertexCounts do not match the points", file=file, prim=str(path),
+            "faceVertexIndices/faceVertexCounts do not match the points",
+            file=file,
+            prim=str(path),
             attribute="faceVertexIndices",
         )
     tris = []
@@ -382,8 +400,17 @@ def _import_joints(builder, stage, descs, frame, result):
                     continue
                 used.add(i)
                 visited.add(child)
-                _add_joint(builder, path, d, jt, reverse=(b0 != parent), frame=frame, result=result,
-                           articulation_of=articulation_of, art_index=art_index)
+                _add_joint(
+                    builder,
+                    path,
+                    d,
+                    jt,
+                    reverse=(b0 != parent),
+                    frame=frame,
+                    result=result,
+                    articulation_of=articulation_of,
+                    art_index=art_index,
+                )
                 queue.append(child)
 
     walk(-1)

@@ -57,9 +57,18 @@ class CoordinateMap:
         self.free_qd = np.array([f[2] for f in free], dtype=np.int64)
         self.free_qvel = np.array([f[3] for f in free], dtype=np.int64)
         seg = self._seg
-        self.free_seg = (seg(self.free_q, 7), seg(self.free_qpos, 3), seg(self.free_qpos + 3, 4), seg(self.free_qd, 6),
-                         seg(self.free_qvel, 3), seg(self.free_qvel + 3, 3), seg(self.free_q, 3), seg(self.free_q + 3, 4),
-                         seg(self.free_qd, 3), seg(self.free_qd + 3, 3))
+        self.free_seg = (
+            seg(self.free_q, 7),
+            seg(self.free_qpos, 3),
+            seg(self.free_qpos + 3, 4),
+            seg(self.free_qd, 6),
+            seg(self.free_qvel, 3),
+            seg(self.free_qvel + 3, 3),
+            seg(self.free_q, 3),
+            seg(self.free_q + 3, 4),
+            seg(self.free_qd, 3),
+            seg(self.free_qd + 3, 3),
+        )
         self.ball_seg = (seg(self.ball_q, 4), seg(self.ball_qpos, 4), seg(self.ball_qd, 3), seg(self.ball_qvel, 3))
         self.body_mj = np.asarray(spec_map.body_mj, dtype=np.int64)
         self.body_root = mj_model.body_rootid[self.body_mj] if len(self.body_mj) else np.zeros(0, np.int64)

@@ -42,8 +42,16 @@ class SolverMuJoCo(SolverBase):
     ``mjw_model``/``mjw_data`` (warp backend).
     """
 
-    def __init__(self, model, backend: str = "auto", *, nconmax: int | None = None, njmax: int | None = None,
-                 integrator=None, iterations: int | None = None):
+    def __init__(
+        self,
+        model,
+        backend: str = "auto",
+        *,
+        nconmax: int | None = None,
+        njmax: int | None = None,
+        integrator=None,
+        iterations: int | None = None,
+    ):
         super().__init__(model)
         if backend not in BACKENDS:
             raise NewtonUsdError(f"unknown MuJoCo backend {backend!r}; valid: {', '.join(BACKENDS)}")
@@ -65,8 +73,12 @@ class SolverMuJoCo(SolverBase):
         self._dt = None
         self._last_out = None  # (state, joint_q, joint_qd) as this solver wrote them
         # Start from the model's initial state so that mj_data is valid before the first step.
-        self.map.to_mujoco(model.joint_q.numpy().astype(np.float64), model.joint_qd.numpy().astype(np.float64),
-                           self.mj_data.qpos, self.mj_data.qvel)
+        self.map.to_mujoco(
+            model.joint_q.numpy().astype(np.float64),
+            model.joint_qd.numpy().astype(np.float64),
+            self.mj_data.qpos,
+            self.mj_data.qvel,
+        )
         mujoco.mj_forward(self.mj_model, self.mj_data)
         self.mjw_model = self.mjw_data = None
         if backend == "warp":
@@ -99,18 +111,26 @@ class SolverMuJoCo(SolverBase):
         last = self._last_out
         if last is None or last[0] is not state_in:
             return True
-        return not (np.array_equal(state_in.joint_q.numpy(), last[1]) and np.array_equal(state_in.joint_qd.numpy(), last[2]))
+        return not (
+            np.array_equal(state_in.joint_q.numpy(), last[1]) and np.array_equal(state_in.joint_qd.numpy(), last[2])
+        )
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         self._set_timestep(float(dt))
         d = self.mj_data
         push = self._needs_push(state_in)
         if push:
-            self.map.to_mujoco(state_in.joint_q.numpy().astype(np.float64), state_in.joint_qd.numpy().astype(np.float64),
-                               d.qpos, d.qvel)
+            self.map.to_mujoco(
+                state_in.joint_q.numpy().astype(np.float64),
+                state_in.joint_qd.numpy().astype(np.float64),
+                d.qpos,
+                d.qvel,
+            )
         if control is not None:
             if len(self.map.actuator_dof):
-                d.ctrl[:] = self.map.ctrl(self._ke, self._kd, control.joint_target_pos.numpy(), control.joint_target_vel.numpy())
+                d.ctrl[:] = self.map.ctrl(
+                    self._ke, self._kd, control.joint_target_pos.numpy(), control.joint_target_vel.numpy()
+                )
             self.map.qfrc(control.joint_f.numpy(), d.qfrc_applied)
         if self.backend == "cpu":
             mujoco.mj_step(self.mj_model, d)
@@ -185,12 +205,18 @@ class SolverMuJoCo(SolverBase):
         contacts.rigid_contact_count = n
         if n == 0:
             return
-        contacts.rigid_contact_shape0.assign(np.concatenate([gs[geom[:n, 0]], np.full(contacts.capacity - n, -1)]).astype(np.int32))
-        contacts.rigid_contact_shape1.assign(np.concatenate([gs[geom[:n, 1]], np.full(contacts.capacity - n, -1)]).astype(np.int32))
+        contacts.rigid_contact_shape0.assign(
+            np.concatenate([gs[geom[:n, 0]], np.full(contacts.capacity - n, -1)]).astype(np.int32)
+        )
+        contacts.rigid_contact_shape1.assign(
+            np.concatenate([gs[geom[:n, 1]], np.full(contacts.capacity - n, -1)]).astype(np.int32)
+        )
         pad3 = np.zeros((contacts.capacity - n, 3))
         contacts.rigid_contact_point.assign(np.concatenate([pos[:n], pad3]).astype(np.float32))
         contacts.rigid_contact_normal.assign(np.concatenate([np.asarray(frame)[:n, :3], pad3]).astype(np.float32))
-        contacts.rigid_contact_depth.assign(np.concatenate([-np.asarray(dist[:n]), np.zeros(contacts.capacity - n)]).astype(np.float32))
+        contacts.rigid_contact_depth.assign(
+            np.concatenate([-np.asarray(dist[:n]), np.zeros(contacts.capacity - n)]).astype(np.float32)
+        )
 
 
 def _store(array: wp.array, values: np.ndarray) -> None:

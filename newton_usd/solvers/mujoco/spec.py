@@ -42,11 +42,32 @@ class ModelArrays:
 
     def __init__(self, model):
         for name in (
-            "body_q", "body_com", "body_mass", "body_inertia", "shape_body", "shape_type", "shape_transform",
-            "shape_scale", "shape_collision_enabled", "shape_material_mu", "joint_type", "joint_parent",
-            "joint_child", "joint_X_p", "joint_X_c", "joint_q_start", "joint_qd_start", "joint_axis",
-            "joint_limited", "joint_limit_lower", "joint_limit_upper", "joint_target_ke", "joint_target_kd",
-            "joint_target_mode", "joint_effort_limit", "joint_armature",
+            "body_q",
+            "body_com",
+            "body_mass",
+            "body_inertia",
+            "shape_body",
+            "shape_type",
+            "shape_transform",
+            "shape_scale",
+            "shape_collision_enabled",
+            "shape_material_mu",
+            "joint_type",
+            "joint_parent",
+            "joint_child",
+            "joint_X_p",
+            "joint_X_c",
+            "joint_q_start",
+            "joint_qd_start",
+            "joint_axis",
+            "joint_limited",
+            "joint_limit_lower",
+            "joint_limit_upper",
+            "joint_target_ke",
+            "joint_target_kd",
+            "joint_target_mode",
+            "joint_effort_limit",
+            "joint_armature",
         ):
             v = getattr(model, name).numpy()
             setattr(self, name, v.astype(np.float64) if v.dtype == np.float32 else v)
@@ -187,7 +208,9 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
                 diag.add("planes on moving bodies are not supported by MuJoCo: ignored", model.shape_label[s])
                 continue
             t = a.shape_transform[s]
-            g = holder.add_geom(name=geom_names(model.shape_label[s]), type=_GEOM[gt], pos=t[:3], quat=xyzw_to_wxyz(t[3:]))
+            g = holder.add_geom(
+                name=geom_names(model.shape_label[s]), type=_GEOM[gt], pos=t[:3], quat=xyzw_to_wxyz(t[3:])
+            )
             sc = a.shape_scale[s]
             if gt == GeoType.PLANE:
                 g.size = [sc[0], sc[1], 1.0]
