@@ -104,3 +104,68 @@ def test_warp_backend_on_cuda_agrees_with_cpu(name):
     _, _, solver, gpu = simulate(str(SAMPLES / name), 1.0, backend="auto", record="body_q", device="cuda")
     assert solver.backend == "warp" and solver.device.is_cuda
     assert np.abs(cpu - gpu).max() < 1e-4
+
+
+def planar_box_stage(x=0.3, z=1.2, pitch_deg=10.0):
+    """A box on three stacked joints to the world (slide x, slide z, hinge y), as MJCF converters write."""
+    from pxr import Gf, Sdf, UsdPhysics
+
+    from stages import add_box, add_ground, new_stage
+
+    stage = new_stage()
+    add_ground(stage)
+    add_box(stage, "/Robot/Torso", 0.2, (x, 0, z), mass=1.0, rotate_xyz=(0, pitch_deg, 0))
+    for name, kind, axis in (("rootx", "Prismatic", "X"), ("rootz", "Prismatic", "Z"), ("rooty", "Revolute", "Y")):
+        joint = getattr(UsdPhysics, f"{kind}Joint").Define(stage, f"/Robot/{name}")
+        joint.CreateBody1Rel().SetTargets([Sdf.Path("/Robot/Torso")])
+        joint.CreateAxisAttr(axis)
+        joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1))
+    return stage
+
+
+def test_stacked_joints_between_two_bodies_match_native_mujoco():
+    import mujoco
+
+    dt = 1.0 / 480.0
+    model, state, solver, traj = simulate(planar_box_stage(), 1.0, dt, record="body_q")
+    assert model.joint_label == ["/Robot/rootx", "/Robot/rootz", "/Robot/rooty"]  # authored order kept
+    np.testing.assert_allclose(model.joint_q.numpy(), [0.3, 0.2, math.radians(10)], atol=1e-6)
+    assert solver.mj_model.njnt == 3 and solver.mj_model.nbody == 2
+    xml = f"""<mujoco><option timestep="{dt!r}" integrator="implicitfast"/><worldbody>
+      <geom type="plane" size="0 0 1" friction="0.5 0.005 0.0001"/><!-- UsdPhysics default: 0.5 -->
+      <body pos="0 0 1"><joint type="slide" axis="1 0 0"/><joint type="slide" axis="0 0 1"/>
+        <joint type="hinge" axis="0 1 0"/><geom type="box" size=".1 .1 .1" mass="1" friction="0.5 0.005 0.0001"/></body>
+    </worldbody></mujoco>"""
+    ref = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(ref)
+    data.qpos[:] = [0.3, 0.2, math.radians(10)]
+    expected = []
+    for _ in range(len(traj)):
+        mujoco.mj_step(ref, data)
+        expected.append(data.xpos[1].copy())
+    np.testing.assert_allclose(traj[:, 0, :3], np.array(expected), atol=1e-5)
+    assert traj[-1, 0, 2] == pytest.approx(0.1, abs=0.003)  # fell and rests on the ground
+
+
+def test_joint_excluded_from_articulation_does_not_become_a_tree_joint(caplog):
+    from pxr import Gf, Sdf, UsdPhysics
+
+    stage = pendulum(angle_deg=10.0)
+    weld = UsdPhysics.FixedJoint.Define(stage, "/AWeld")  # sorts first, but is a loop closure
+    weld.CreateBody1Rel().SetTargets([Sdf.Path("/Pendulum")])
+    weld.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
+    weld.CreateExcludeFromArticulationAttr(True)
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        model, state, _, q = simulate(stage, 0.5, record="joint_q")
+    assert model.joint_label == ["/Hinge"]
+    assert abs(q[-1, 0] - q[0, 0]) > 0.05  # still swings
+    assert any("excludeFromArticulation" in r.getMessage() and "/AWeld" in r.getMessage() for r in caplog.records)
+
+
+def test_kinematic_root_is_held_in_place():
+    from pxr import UsdPhysics
+
+    stage = falling_cube()
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Cube")).CreateKinematicEnabledAttr(True)
+    _, state, _, _ = simulate(stage, 0.5)
+    np.testing.assert_allclose(state.body_q.numpy()[0][:3], [0, 0, 1], atol=1e-6)

@@ -102,3 +102,11 @@ def test_reset_xform_stack_is_kept():
     b = sim.model.body_label.index("/Offset/Cube")
     np.testing.assert_allclose(world_pos(stage, "/Offset/Cube", 5), sim.state.body_q.numpy()[b][:3], atol=1e-5)
     np.testing.assert_allclose(quat_rotate([0, 0, 0, 1], [1, 0, 0]), [1, 0, 0])
+
+
+def test_default_time_shows_the_authored_pose():
+    stage = falling_cube()
+    sim = Simulation.open(stage)
+    sim.run(30)
+    assert world_pos(stage, "/Cube", Usd.TimeCode.Default())[2] == pytest.approx(1.0)
+    assert world_pos(stage, "/Cube", 30)[2] < 1.0

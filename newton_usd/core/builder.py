@@ -10,7 +10,7 @@ import warp as wp
 
 from . import inertia as mass_props
 from .model import Model
-from .quat import quat_rotate, transform_inverse, transform_multiply
+from .quat import quat_from_axis_angle, quat_rotate, transform_inverse, transform_multiply
 from .types import JOINT_COORD_COUNT, DriveMode, GeoType, JointType
 
 IDENTITY = (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))
@@ -282,31 +282,51 @@ class ModelBuilder:
 
         Revolute: the angle of the child joint frame about the axis relative to the parent joint frame;
         prismatic: the offset along the axis; ball: the relative rotation; free: the body pose.
+        Several joints between the same two bodies (a stack, e.g. slide x, slide z, hinge y of a planar
+        robot) compose in the order they were added; each takes its share of the relative motion.
         """
-        for j, jt in enumerate(self.joint_type):
-            parent, child = self.joint_parent[j], self.joint_child[j]
-            X_wp = transform_multiply(self.body_q[parent], self.joint_X_p[j]) if parent >= 0 else self.joint_X_p[j]
-            X_wc = transform_multiply(self.body_q[child], self.joint_X_c[j])
+        dof_start = np.concatenate([[0], np.cumsum([JOINT_COORD_COUNT[t][1] for t in self.joint_type])])
+        stacks = {}
+        for j, child in enumerate(self.joint_child):
+            stacks.setdefault(child, []).append(j)
+        for child, joints in stacks.items():
+            j0 = joints[0]
+            parent = self.joint_parent[j0]
+            X_wp = transform_multiply(self.body_q[parent], self.joint_X_p[j0]) if parent >= 0 else self.joint_X_p[j0]
+            X_wc = transform_multiply(self.body_q[child], self.joint_X_c[j0])
             rel = transform_multiply(transform_inverse(X_wp), X_wc)
-            if jt == JointType.FREE:
-                p, q = self.body_q[child]
-                self.joint_q[j] = np.concatenate([p, q])
-            elif jt == JointType.BALL:
-                self.joint_q[j] = rel[1] if rel[1][3] >= 0 else -rel[1]
-            elif jt in (JointType.REVOLUTE, JointType.PRISMATIC):
-                axis = self.joint_axis[self._dof_start(j)]
-                if jt == JointType.PRISMATIC:
-                    self.joint_q[j] = np.array([np.dot(rel[0], axis)])
+            # The stack's motion in the child body frame, about each joint's anchor.
+            x_c0 = self.joint_X_c[j0]
+            motion = transform_multiply(transform_multiply(x_c0, rel), transform_inverse(x_c0))
+            for j in joints:
+                jt = self.joint_type[j]
+                if jt == JointType.FREE:
+                    p, q = self.body_q[child]
+                    self.joint_q[j] = np.concatenate([p, q])
+                    continue
+                x_c = self.joint_X_c[j]
+                local = transform_multiply(transform_multiply(transform_inverse(x_c), motion), x_c)
+                if jt == JointType.BALL:
+                    q = local[1] if local[1][3] >= 0 else -local[1]
+                    self.joint_q[j] = q
+                    own = (np.zeros(3), q)
+                elif jt == JointType.PRISMATIC:
+                    axis = self.joint_axis[dof_start[j]]
+                    d = float(np.dot(local[0], axis))
+                    self.joint_q[j] = np.array([d])
+                    own = (axis * d, np.array([0.0, 0.0, 0.0, 1.0]))
+                elif jt == JointType.REVOLUTE:
+                    axis = self.joint_axis[dof_start[j]]
+                    q = local[1]
+                    angle = 2.0 * math.atan2(np.dot(q[:3], axis), q[3])
+                    angle = (angle + math.pi) % (2.0 * math.pi) - math.pi
+                    self.joint_q[j] = np.array([angle])
+                    own = (np.zeros(3), quat_from_axis_angle(axis, angle))
                 else:
-                    q = rel[1]
-                    self.joint_q[j] = np.array([2.0 * math.atan2(np.dot(q[:3], axis), q[3])])
-                    if self.joint_q[j][0] > math.pi:
-                        self.joint_q[j][0] -= 2.0 * math.pi
-                    elif self.joint_q[j][0] < -math.pi:
-                        self.joint_q[j][0] += 2.0 * math.pi
-
-    def _dof_start(self, joint: int) -> int:
-        return sum(JOINT_COORD_COUNT[t][1] for t in self.joint_type[:joint])
+                    continue
+                # Remove this joint's motion (in the body frame) before reading the next joint's.
+                own_body = transform_multiply(transform_multiply(x_c, own), transform_inverse(x_c))
+                motion = transform_multiply(transform_inverse(own_body), motion)
 
     # ------------------------------------------------------------------ finalize
     def finalize(self, device=None) -> Model:

@@ -157,9 +157,11 @@ class StageSync:
                 else:
                     values = ((specs[0], Gf.Matrix4d(*local[i].ravel().tolist())),)
                 for (path, spec), value in values:
-                    if time is None:
+                    if time is None or not spec.HasDefaultValue():
+                        # With time samples, the first pose (the authored one) is also the default, so
+                        # that a query at the default time finds the body where it was authored.
                         spec.default = value
-                    else:
+                    if time is not None:
                         set_sample(path, time, value)
         self.frames_written += 1
 

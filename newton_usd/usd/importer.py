@@ -118,6 +118,7 @@ def add_usd(builder: ModelBuilder, source, *, root_path: str = "/") -> UsdImport
 
     # ---- bodies (disabled bodies are not simulated: their colliders become static)
     body_pose = {}
+    kinematic = set()
     for path, d in bodies:
         pos, rot = frame.world_pose_to_sim(np.array(d.position, dtype=np.float64), gf_to_xyzw(d.rotation))
         body_pose[str(path)] = (pos, rot)
@@ -125,6 +126,7 @@ def add_usd(builder: ModelBuilder, source, *, root_path: str = "/") -> UsdImport
             diag.add("rigid body disabled (physics:rigidBodyEnabled = false): its colliders are static", path)
             continue
         if d.kinematicBody:
+            kinematic.add(str(path))
             diag.add("kinematic bodies are held at their authored pose (animation is not followed yet)", path)
         lin = frame.world_vector_to_sim(np.array(d.linearVelocity, dtype=np.float64))
         ang = frame.world_vector_to_sim(np.array(d.angularVelocity, dtype=np.float64), length=False) * DEG
@@ -144,7 +146,7 @@ def add_usd(builder: ModelBuilder, source, *, root_path: str = "/") -> UsdImport
             _import_mass(builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file)
 
     # ---- joints, oriented into trees rooted at the world
-    _import_joints(builder, stage, descs, frame, result)
+    _import_joints(builder, stage, descs, frame, result, kinematic)
     builder.joint_q_from_body_q()
     diag.emit(file)
     return result
@@ -342,7 +344,7 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
     builder.set_body_mass(body, mass, com, inertia)
 
 
-def _import_joints(builder, stage, descs, frame, result):
+def _import_joints(builder, stage, descs, frame, result, kinematic=()):
     diag = result.diagnostics
     joints = []  # (path, desc, joint type)
     for obj_type in _UNSUPPORTED_JOINTS:
@@ -354,7 +356,9 @@ def _import_joints(builder, stage, descs, frame, result):
                 diag.add("joint disabled (physics:jointEnabled = false): not simulated", path)
                 continue
             joints.append((path, d, jt))
-    joints.sort(key=lambda j: str(j[0]))
+    # Authored (traversal) order: stacked joints between two bodies compose in this order, as in MJCF.
+    order = _traversal_order(stage, {str(j[0]) for j in joints})
+    joints.sort(key=lambda j: order.get(str(j[0]), len(order)))
 
     def body_of(p):
         return -1 if (not p or p.isEmpty) else result.body_index.get(str(p), None)
@@ -370,6 +374,9 @@ def _import_joints(builder, stage, descs, frame, result):
         if b0 == b1:
             diag.add("joint connects a body to itself: ignored", path)
             continue
+        if d.excludeFromArticulation:
+            diag.add("loop-closing joint (excludeFromArticulation) not simulated yet", path)
+            continue
         i = len(valid)
         valid.append((path, d, jt, b0, b1))
         edges[b0].append(i)
@@ -383,6 +390,7 @@ def _import_joints(builder, stage, descs, frame, result):
 
     visited = set()
     used = set()
+    tree_parent = {}
 
     def walk(root):
         queue = deque([root])
@@ -394,12 +402,13 @@ def _import_joints(builder, stage, descs, frame, result):
                     continue
                 path, d, jt, b0, b1 = valid[i]
                 child = b1 if b0 == parent else b0
-                if child in visited:
-                    diag.add("loop-closing joint ignored (loop closures are not simulated yet)", path)
-                    used.add(i)
-                    continue
                 used.add(i)
+                if child in visited and tree_parent.get(child) != parent:
+                    diag.add("loop-closing joint not simulated yet (it closes a cycle of joints)", path)
+                    continue
+                stacked = child in visited  # another joint between the same two bodies
                 visited.add(child)
+                tree_parent[child] = parent
                 _add_joint(
                     builder,
                     path,
@@ -411,15 +420,35 @@ def _import_joints(builder, stage, descs, frame, result):
                     articulation_of=articulation_of,
                     art_index=art_index,
                 )
-                queue.append(child)
+                if not stacked:
+                    queue.append(child)
 
     walk(-1)
     for b in sorted(result.body_index.values()):
-        if b not in visited:  # a floating tree: its first body gets a free joint
+        if b not in visited:  # a floating tree: its root gets a free joint (a kinematic root is welded)
             root = _pick_root(b, edges, valid, descs, result)
-            j = builder.add_joint_free(root, label=builder.body_label[root])
-            result.joint_index.setdefault(builder.body_label[root], j)
+            label = builder.body_label[root]
+            if label in kinematic:
+                j = builder.add_joint_fixed(-1, root, builder.body_q[root], None, label=label)
+            else:
+                j = builder.add_joint_free(root, label=label)
+            result.joint_index.setdefault(label, j)
+            tree_parent[root] = -1
             walk(root)
+
+
+def _traversal_order(stage, paths):
+    """Index of each of ``paths`` in a depth-first traversal of ``stage`` (the authored prim order)."""
+    order = {}
+    if not paths:
+        return order
+    for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
+        key = str(prim.GetPath())
+        if key in paths:
+            order[key] = len(order)
+            if len(order) == len(paths):
+                break
+    return order
 
 
 def _pick_root(b, edges, valid, descs, result):

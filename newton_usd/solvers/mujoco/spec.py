@@ -123,19 +123,20 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
     body_names, geom_names, joint_names, mesh_names = _Names(), _Names(), _Names(), _Names()
 
     nb = model.body_count
-    joint_of_child = {}
+    joints_of_child = {}  # child body -> its joints, in order (several: a stack of MuJoCo joints)
     for j in range(model.joint_count):
         c = int(a.joint_child[j])
-        if c in joint_of_child:
+        stack = joints_of_child.setdefault(c, [])
+        if stack and int(a.joint_parent[stack[0]]) != int(a.joint_parent[j]):
             raise NewtonUsdError(
-                f"body {model.body_label[c]} is the child of two joints ({model.joint_label[joint_of_child[c]]}, "
-                f"{model.joint_label[j]}): loop closures are not supported yet"
+                f"body {model.body_label[c]} is the child of joints from two different parents "
+                f"({model.joint_label[stack[0]]}, {model.joint_label[j]}): loop closures are not supported yet"
             )
-        joint_of_child[c] = j
+        stack.append(j)
     children = {b: [] for b in range(-1, nb)}
     for b in range(nb):
-        j = joint_of_child.get(b)
-        children[int(a.joint_parent[j]) if j is not None else -1].append(b)
+        stack = joints_of_child.get(b)
+        children[int(a.joint_parent[stack[0]]) if stack else -1].append(b)
 
     body_handles = [None] * nb
     joint_handles = [None] * model.joint_count
@@ -144,7 +145,8 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
         shapes_of[int(a.shape_body[s])].append(s)
 
     def pose_in_parent(b):
-        j = joint_of_child.get(b)
+        stack = joints_of_child.get(b)
+        j = stack[0] if stack else None
         q = a.body_q[b]
         world = (q[:3], q[3:])
         if j is None:
@@ -165,8 +167,8 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
     if len(order) != nb:
         raise NewtonUsdError("the joints do not form trees rooted at the world (a cycle of joints)")
     for b in order:
-        j = joint_of_child.get(b)
-        parent = int(a.joint_parent[j]) if j is not None else -1
+        stack = joints_of_child.get(b, [])
+        parent = int(a.joint_parent[stack[0]]) if stack else -1
         parent_handle = spec.worldbody if parent < 0 else body_handles[parent]
         pos, quat = pose_in_parent(b)
         body = parent_handle.add_body(name=body_names(model.body_label[b]), pos=pos, quat=xyzw_to_wxyz(quat))
@@ -178,25 +180,8 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
         body.ipos = a.body_com[b]
         body.iquat = xyzw_to_wxyz(iquat)
         body.inertia = np.maximum(moments, 1e-9 if mass > 0 else 0.0)
-        if j is None:
-            continue
-        jt = int(a.joint_type[j])
-        if jt == JointType.FIXED:
-            continue
-        xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
-        dof = int(a.joint_qd_start[j])
-        mj_joint = body.add_joint(name=joint_names(model.joint_label[j]), type=_JOINT[jt])
-        if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
-            mj_joint.pos = xc[0]
-            mj_joint.axis = quat_rotate(xc[1], a.joint_axis[dof])
-            if a.joint_limited[dof]:
-                mj_joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
-                mj_joint.range = [a.joint_limit_lower[dof], a.joint_limit_upper[dof]]
-            mj_joint.armature = float(a.joint_armature[dof])
-        elif jt == JointType.BALL:
-            mj_joint.pos = xc[0]
-            mj_joint.armature = float(a.joint_armature[dof])
-        joint_handles[j] = mj_joint
+        for j in stack:
+            joint_handles[j] = _add_mj_joint(body, j, a, model, joint_names)
 
     # Geoms.
     geom_handles = [None] * model.shape_count
@@ -204,7 +189,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
         holder = spec.worldbody if b < 0 else body_handles[b]
         for s in shapes_of[b]:
             gt = GeoType(int(a.shape_type[s]))
-            if gt == GeoType.PLANE and b >= 0 and joint_of_child.get(b) is not None:
+            if gt == GeoType.PLANE and b >= 0 and joints_of_child.get(b):
                 diag.add("planes on moving bodies are not supported by MuJoCo: ignored", model.shape_label[s])
                 continue
             t = a.shape_transform[s]
@@ -257,6 +242,27 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
     return spec, (body_handles, geom_handles, joint_handles, actuators)
+
+
+def _add_mj_joint(body, j, a, model, names):
+    """The MuJoCo joint of model joint ``j`` on ``body`` (None for a fixed joint)."""
+    jt = int(a.joint_type[j])
+    if jt == JointType.FIXED:
+        return None
+    xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
+    dof = int(a.joint_qd_start[j])
+    mj_joint = body.add_joint(name=names(model.joint_label[j]), type=_JOINT[jt])
+    if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
+        mj_joint.pos = xc[0]
+        mj_joint.axis = quat_rotate(xc[1], a.joint_axis[dof])
+        if a.joint_limited[dof]:
+            mj_joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
+            mj_joint.range = [a.joint_limit_lower[dof], a.joint_limit_upper[dof]]
+        mj_joint.armature = float(a.joint_armature[dof])
+    elif jt == JointType.BALL:
+        mj_joint.pos = xc[0]
+        mj_joint.armature = float(a.joint_armature[dof])
+    return mj_joint
 
 
 def compile_spec(spec, handles, model, file=None):
