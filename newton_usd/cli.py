@@ -31,15 +31,16 @@ def _parser() -> argparse.ArgumentParser:
         "-n", "--num-frames", type=int, help="frames to simulate (default: the stage's time range, else 120)"
     )
     p.add_argument("--device", default="cpu", help="Warp device for the model: cpu or cuda[:N] (default: cpu)")
-    p.add_argument("--solver", default="mujoco", help="solver (default: mujoco)")
+    p.add_argument("--solver", help="solver (default: the stage's newton:usd:solver, else mujoco)")
     p.add_argument(
         "--backend",
-        default="auto",
         choices=("auto", "cpu", "warp"),
         help="MuJoCo backend: C MuJoCo (cpu) or MuJoCo-Warp (warp); auto picks warp on CUDA",
     )
     p.add_argument("--fps", type=float, help="frames per second (default: the stage's timeCodesPerSecond)")
-    p.add_argument("--substeps", type=int, help="physics steps per frame (default: a step of at most 1/480 s)")
+    p.add_argument(
+        "--substeps", type=int, help="physics steps per frame (default: the stage's time step, else one of at most 1/480 s)"
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors, and informational logs")
     return p

@@ -80,34 +80,52 @@ class Simulation:
         cls,
         source,
         *,
-        solver: str = "mujoco",
+        solver: str | None = None,
         device=None,
-        backend: str = "auto",
+        backend: str | None = None,
         fps: float | None = None,
         substeps: int | None = None,
         record: bool = True,
+        order=None,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
+        Each setting comes from its argument, else from the stage's PhysicsScene (NewtonUsdSceneAPI,
+        and the physics time step from ``mjc:option:timestep``, ``newton:timeStepsPerSecond`` or
+        ``physxScene:timeStepsPerSecond``), else from the default.
+
         Args:
-            solver: a name from ``newton_usd.solvers.SOLVERS``.
+            solver: a name from ``newton_usd.solvers.SOLVERS`` (default "mujoco").
             device: Warp device for the model ("cpu", "cuda", ...; None: Warp's default).
             backend: solver backend (for "mujoco": "auto", "cpu" or "warp").
             fps: frames per second (default: the stage's timeCodesPerSecond).
-            substeps: physics steps per frame (default: enough for a step of at most 1/480 s).
+            substeps: physics steps per frame (default: the stage's time step, else enough for a step
+                of at most 1/480 s).
             record: write one time sample per frame (else overwrite the default pose).
+            order: the resolver's dialect order (default newton > mjc > physx > physics).
         """
-        if solver not in SOLVERS:
-            raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         dev = resolve_device(device)
         stage, file = open_stage(source)
         builder = ModelBuilder()
-        imported = add_usd(builder, stage)
+        imported = add_usd(builder, stage, **({"order": tuple(order)} if order else {}))
+        scene = {k: r.value for k, r in imported.scene.items()}
+        solver = solver or scene.get("solver") or "mujoco"
+        if solver not in SOLVERS:
+            raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(dev)
-        solver_obj = SOLVERS[solver](model, backend=backend)
-        fps = float(fps or stage.GetTimeCodesPerSecond() or 24.0)
+        solver_obj = SOLVERS[solver](model, backend=backend or scene.get("mujoco_backend") or "auto")
+        fps = float(fps or scene.get("frames_per_second") or stage.GetTimeCodesPerSecond() or 24.0)
         if fps <= 0:
             raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")
+        substeps = substeps or scene.get("substeps") or None
+        timestep = scene.get("timestep")
+        if substeps is None and timestep:
+            # The stage's own step, exactly: frames advance by whole steps (time codes follow the
+            # simulated time, so a step that does not divide the frame time is still recorded truly).
+            substeps = max(1, round(1.0 / fps / timestep))
+            sim = cls(stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, record=record)
+            sim.dt = float(timestep)
+            return sim
         if substeps is None:
             substeps = max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9))
         return cls(stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, record=record)
@@ -115,8 +133,8 @@ class Simulation:
     # ------------------------------------------------------------------ stepping
     @property
     def time_code(self) -> float:
-        """The time code of the current frame."""
-        return self.start_time + self.frame
+        """The time code of the current frame: the simulated time in frames since the start."""
+        return self.start_time + round(self.sim_seconds * self.fps, 6)
 
     def default_frames(self) -> int:
         """The stage's authored frame range, or 120 frames when it has none."""
@@ -139,7 +157,7 @@ class Simulation:
         except SimulationError as e:
             raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
         self.frame += 1
-        self.sim_seconds += self.substeps * self.dt
+        self.sim_seconds = self.steps * self.dt
         body_q = self.state.body_q.numpy()
         self.wall_seconds += time.perf_counter() - t0
         bad = ~np.isfinite(body_q).all(axis=1)

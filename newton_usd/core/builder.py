@@ -54,7 +54,10 @@ class ModelBuilder:
     def __init__(self, gravity=(0.0, 0.0, -9.81)):
         self.gravity = np.asarray(gravity, dtype=np.float64)
         self.source = None
+        # MuJoCo-only values: model-wide ones by name (e.g. "option", "flag"), and per-element ones
+        # by (kind, name) -> {index: value}; see set_mujoco().
         self.mujoco = {}
+        self._mujoco_elements = {}
         # bodies
         self.body_q, self.body_qd, self.body_label = [], [], []
         self.body_mass, self.body_com, self.body_inertia = [], [], []
@@ -63,6 +66,8 @@ class ModelBuilder:
         self.shape_body, self.shape_type, self.shape_transform, self.shape_scale = [], [], [], []
         self.shape_source, self.shape_label, self.shape_collision_enabled = [], [], []
         self.shape_material_mu, self.shape_material_restitution = [], []
+        self.shape_material_mu_torsional, self.shape_material_mu_rolling = [], []
+        self.shape_margin, self.shape_gap = [], []
         # joints
         self.joint_type, self.joint_parent, self.joint_child, self.joint_label = [], [], [], []
         self.joint_X_p, self.joint_X_c, self.joint_q, self.joint_qd = [], [], [], []
@@ -71,7 +76,7 @@ class ModelBuilder:
         self.joint_axis, self.joint_limit_lower, self.joint_limit_upper, self.joint_limited = [], [], [], []
         self.joint_target_ke, self.joint_target_kd, self.joint_target_mode = [], [], []
         self.joint_target_pos, self.joint_target_vel = [], []
-        self.joint_effort_limit, self.joint_armature = [], []
+        self.joint_effort_limit, self.joint_armature, self.joint_friction = [], [], []
         # articulations
         self.articulation_label = []
 
@@ -133,13 +138,19 @@ class ModelBuilder:
         density: float = 0.0,
         mu: float = 1.0,
         restitution: float = 0.0,
+        mu_torsional: float = 0.005,
+        mu_rolling: float = 0.0001,
+        margin: float = 0.0,
+        gap: float = 0.0,
         collision_enabled: bool = True,
         label: str | None = None,
     ) -> int:
         """Add a collision shape to ``body`` (-1: a static shape of the world).
 
         With ``density > 0`` the shape's mass properties are added to its body (unless the body's mass
-        was set explicitly). See :class:`GeoType` for what ``scale`` holds per type.
+        was set explicitly). See :class:`GeoType` for what ``scale`` holds per type. ``mu`` is the
+        sliding friction coefficient, ``mu_torsional`` and ``mu_rolling`` are in meters (MuJoCo's
+        convention); contacts are detected within ``margin + gap`` and active within ``margin``.
         """
         p, q = _xform(xform)
         geo_type = GeoType(geo_type)
@@ -153,6 +164,10 @@ class ModelBuilder:
         self.shape_collision_enabled.append(bool(collision_enabled))
         self.shape_material_mu.append(float(mu))
         self.shape_material_restitution.append(float(restitution))
+        self.shape_material_mu_torsional.append(float(mu_torsional))
+        self.shape_material_mu_rolling.append(float(mu_rolling))
+        self.shape_margin.append(float(margin))
+        self.shape_gap.append(float(gap))
         self.shape_label.append(label or f"shape_{len(self.shape_label)}")
         if body >= 0 and density > 0.0 and not self._body_mass_explicit[body]:
             part = mass_props.shape_mass_properties(geo_type, scale, density, mesh)
@@ -200,6 +215,7 @@ class ModelBuilder:
         target_mode: DriveMode | None = None,
         effort_limit: float = math.inf,
         armature: float = 0.0,
+        friction: float = 0.0,
         articulation: int = -1,
         label: str | None = None,
     ) -> int:
@@ -208,7 +224,8 @@ class ModelBuilder:
         ``parent_xform`` and ``child_xform`` are the joint frame in each body's frame; ``axis`` (in the
         joint frame) is used by revolute and prismatic joints. Limits (rad or m) are off when None.
         Drive gains are SI (N/m, N*s/m, N*m/rad, N*m*s/rad); ``target_mode`` defaults to what the gains
-        imply. The initial coordinates are zero; see :meth:`joint_q_from_body_q` to take them from the
+        imply. ``armature`` (kg*m^2 or kg) and ``friction`` (dry friction loss, N*m or N) apply to
+        every DOF of the joint. The initial coordinates are zero; see :meth:`joint_q_from_body_q` to take them from the
         body poses instead.
         """
         joint_type = JointType(joint_type)
@@ -247,6 +264,7 @@ class ModelBuilder:
             self.joint_target_vel.append(float(target_vel) if single else 0.0)
             self.joint_effort_limit.append(float(effort_limit))
             self.joint_armature.append(float(armature))
+            self.joint_friction.append(float(friction))
         return len(self.joint_type) - 1
 
     def add_joint_revolute(self, parent, child, parent_xform=None, child_xform=None, axis=(1.0, 0.0, 0.0), **kw):
@@ -275,6 +293,27 @@ class ModelBuilder:
         for j in joints:
             self.joint_articulation[j] = idx
         return idx
+
+    # ------------------------------------------------------------------ solver-specific values
+    def set_mujoco(self, kind: str, name: str, index: int, value) -> None:
+        """Record a MuJoCo-only value of element ``index`` of ``kind`` ("body", "shape", "joint", "dof").
+
+        ``finalize`` turns each name into ``model.mujoco.<name>``: a float64 numpy array over all
+        elements of that kind (trailing dimension for vector values), NaN where nothing was set.
+        """
+        if kind not in ("body", "shape", "joint", "dof"):
+            raise ValueError(f"unknown element kind {kind!r}")
+        self._mujoco_elements.setdefault((kind, name), {})[index] = value
+
+    def _mujoco_arrays(self, counts: dict) -> dict:
+        out = {}
+        for (kind, name), values in self._mujoco_elements.items():
+            width = max((np.size(v) for v in values.values()), default=1)
+            arr = np.full((counts[kind], width) if width > 1 else counts[kind], np.nan)
+            for i, v in values.items():
+                arr[i] = v
+            out[name] = arr
+        return out
 
     # ------------------------------------------------------------------ joint coordinates
     def joint_q_from_body_q(self):
@@ -337,6 +376,10 @@ class ModelBuilder:
         m.gravity = wp.vec3(*self.gravity)
         for k, v in self.mujoco.items():
             setattr(m.mujoco, k, v)
+        dof_count = sum(JOINT_COORD_COUNT[t][1] for t in self.joint_type)
+        counts = {"body": self.body_count, "shape": self.shape_count, "joint": self.joint_count, "dof": dof_count}
+        for k, v in self._mujoco_arrays(counts).items():
+            setattr(m.mujoco, k, v)
 
         def arr(values, dtype, shape_tail=()):
             a = np.asarray(values, dtype=np.float64 if dtype not in (wp.int32, wp.bool) else None)
@@ -381,6 +424,10 @@ class ModelBuilder:
         m.shape_collision_enabled = arr(self.shape_collision_enabled, wp.bool)
         m.shape_material_mu = arr(self.shape_material_mu, wp.float32)
         m.shape_material_restitution = arr(self.shape_material_restitution, wp.float32)
+        m.shape_material_mu_torsional = arr(self.shape_material_mu_torsional, wp.float32)
+        m.shape_material_mu_rolling = arr(self.shape_material_mu_rolling, wp.float32)
+        m.shape_margin = arr(self.shape_margin, wp.float32)
+        m.shape_gap = arr(self.shape_gap, wp.float32)
         m.shape_world = arr([-1 if b < 0 else 0 for b in self.shape_body], wp.int32)
         m.shape_label = list(self.shape_label)
 
@@ -410,6 +457,7 @@ class ModelBuilder:
         m.joint_target_vel = arr(self.joint_target_vel, wp.float32)
         m.joint_effort_limit = arr(np.minimum(self.joint_effort_limit, 1e10), wp.float32)
         m.joint_armature = arr(self.joint_armature, wp.float32)
+        m.joint_friction = arr(self.joint_friction, wp.float32)
         m.joint_articulation = arr(self.joint_articulation, wp.int32)
         m.joint_world = arr(np.zeros(self.joint_count), wp.int32)
         m.joint_label = list(self.joint_label)

@@ -29,17 +29,20 @@ class Model:
         shape_body (-1: static, attached to the world), shape_type (:class:`GeoType`),
         shape_transform (shape frame in its body frame), shape_scale (size parameters),
         shape_source (list: a :class:`Mesh` or None), shape_material_mu, shape_material_restitution,
+        shape_material_mu_torsional, shape_material_mu_rolling (m), shape_margin, shape_gap (m),
         shape_collision_enabled, shape_world, shape_label.
         joint_type (:class:`JointType`), joint_parent (-1: world), joint_child, joint_X_p (joint
             frame in the parent body frame), joint_X_c (joint frame in the child body frame),
             joint_q_start, joint_qd_start (length joint_count + 1), joint_q, joint_qd (initial),
             joint_axis, joint_limit_lower, joint_limit_upper, joint_limited, joint_target_ke,
-            joint_target_kd, joint_target_mode, joint_effort_limit, joint_armature (per DOF),
+            joint_target_kd, joint_target_mode, joint_effort_limit, joint_armature, joint_friction (per DOF),
             joint_articulation (-1: none), joint_world, joint_label.
         articulation_start (first joint of each articulation, plus the joint count),
             articulation_label.
         gravity: ``wp.vec3`` in m/s^2.
-        mujoco: namespace for MuJoCo-only values (filled by importers; read by SolverMuJoCo).
+        mujoco: namespace for MuJoCo-only values (filled by importers; read by SolverMuJoCo):
+            ``option`` and ``flag`` dicts (``mjc:option:*``, ``mjc:flag:*`` by MuJoCo name) and per-element
+            float64 arrays with NaN where unset (``dof_damping``, ``geom_solref``, ...).
         source: where the model came from (e.g. a USD file path), for messages.
     """
 

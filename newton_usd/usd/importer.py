@@ -21,6 +21,8 @@ from ..core.quat import gf_to_xyzw, quat_from_axis_angle, quat_multiply, quat_to
 from ..core.types import DriveMode, GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
+from . import properties as props
+from .resolver import DIALECTS, Context, Resolver
 from .stage import StageFrame, open_stage
 
 DEFAULT_DENSITY = 1000.0  # kg/m^3, the UsdPhysics specification's default
@@ -67,6 +69,9 @@ class UsdImport:
         body_index: prim path -> builder body index (for the bodies added by this import).
         shape_index, joint_index: prim path -> builder index.
         diagnostics: what was ignored or approximated, per kind.
+        resolver: the :class:`Resolver` used, with the provenance of every resolved property.
+        scene: the scene's resolved runtime settings (name -> Resolved): timestep, solver,
+            mujoco_backend, substeps, frames_per_second, collide_on_substeps.
     """
 
     stage: Usd.Stage
@@ -76,6 +81,8 @@ class UsdImport:
     shape_index: dict = field(default_factory=dict)
     joint_index: dict = field(default_factory=dict)
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
+    resolver: Resolver | None = None
+    scene: dict = field(default_factory=dict)
 
 
 def _load_descriptors(stage):
@@ -88,19 +95,21 @@ def _load_descriptors(stage):
     return out
 
 
-def add_usd(builder: ModelBuilder, source, *, root_path: str = "/") -> UsdImport:
+def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     """Import the UsdPhysics content of ``source`` (a file path or ``Usd.Stage``) into ``builder``.
 
     Bodies (PhysicsRigidBodyAPI) become builder bodies labelled by prim path, colliders become shapes,
     revolute, prismatic, spherical and fixed joints become joints; a body that no joint connects to
     the world gets a free joint. Initial joint coordinates follow the authored body poses.
+    Properties that several dialects can author (``newton:*``, ``mjc:*``, ``physx*``, ``physics:*``)
+    are resolved in ``order``, highest priority first (see :mod:`newton_usd.usd.resolver`).
 
     Raises:
         UsdInputError: the file cannot be read, or it has nothing to simulate.
     """
     stage, file = open_stage(source)
     frame = StageFrame.of(stage)
-    result = UsdImport(stage=stage, file=file, frame=frame)
+    result = UsdImport(stage=stage, file=file, frame=frame, resolver=Resolver(order=tuple(order), file=file))
     diag = result.diagnostics
     descs = _load_descriptors(stage)
     if builder.source is None:
@@ -113,7 +122,7 @@ def add_usd(builder: ModelBuilder, source, *, root_path: str = "/") -> UsdImport
             file=file,
         )
 
-    _import_scene(builder, descs.get(OT.Scene, []), frame, diag)
+    ctx = _import_scene(builder, stage, descs.get(OT.Scene, []), frame, result)
     materials = {str(p): d for p, d in descs.get(OT.RigidBodyMaterial, [])}
 
     # ---- bodies (disabled bodies are not simulated: their colliders become static)
@@ -137,7 +146,7 @@ def add_usd(builder: ModelBuilder, source, *, root_path: str = "/") -> UsdImport
     shape_parts = defaultdict(list)  # body index -> [(shape index, prim, volume-based props or None)]
     for obj_type in _SHAPE_TYPES:
         for path, d in descs.get(obj_type, []):
-            _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts)
+            _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx)
 
     # ---- mass properties, with the UsdPhysics precedence
     for path, _ in bodies:
@@ -146,19 +155,22 @@ def add_usd(builder: ModelBuilder, source, *, root_path: str = "/") -> UsdImport
             _import_mass(builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file)
 
     # ---- joints, oriented into trees rooted at the world
-    _import_joints(builder, stage, descs, frame, result, kinematic)
+    _import_joints(builder, stage, descs, frame, result, kinematic, ctx)
     builder.joint_q_from_body_q()
     diag.emit(file)
     return result
 
 
-def _import_scene(builder, scenes, frame, diag):
+def _import_scene(builder, stage, scenes, frame, result):
+    """Gravity and the scene's runtime and MuJoCo settings; returns the Context for the other prims."""
+    diag = result.diagnostics
+    ctx = Context(meters_per_unit=frame.meters_per_unit, kilograms_per_unit=frame.kilograms_per_unit)
     if not scenes:
         builder.gravity = np.array([0.0, 0.0, -9.81])
-        return
+        return ctx
     if len(scenes) > 1:
         diag.add("several PhysicsScenes: only the first is simulated", scenes[1][0])
-    _, d = scenes[0]
+    path, d = scenes[0]
     direction = np.array(d.gravityDirection, dtype=np.float64)
     magnitude = float(d.gravityMagnitude)
     if not np.isfinite(magnitude):
@@ -166,6 +178,28 @@ def _import_scene(builder, scenes, frame, diag):
     n = np.linalg.norm(direction)
     direction = direction / n if n > 0 else -np.array(_AXIS_VEC[frame.up_axis])
     builder.gravity = frame.world_vector_to_sim(direction * magnitude)
+
+    prim = stage.GetPrimAtPath(path)
+    resolver = result.resolver
+    for prop in (props.SCENE_SOLVER, props.SCENE_BACKEND, props.SCENE_SUBSTEPS, props.SCENE_FPS,
+                 props.SCENE_COLLIDE_ON_SUBSTEPS, props.SCENE_TIMESTEP):  # fmt: skip
+        result.scene[prop.name] = resolver.resolve(prim, prop, ctx)
+    if not resolver.resolve(prim, props.SCENE_GRAVITY_ENABLED, ctx).value:
+        builder.gravity = np.zeros(3)
+    angle = resolver.resolve(prim, props.SCENE_COMPILER_ANGLE, ctx).value
+    ctx.angle_unit = DEG if angle == "degree" else 1.0
+    option, flag = {}, {}
+    for name, prop in props.SCENE_OPTIONS.items():
+        r = resolver.resolve(prim, prop, ctx)
+        if r.kind != "default":
+            option[name] = r.value
+    for name, prop in props.SCENE_FLAGS.items():
+        r = resolver.resolve(prim, prop, ctx)
+        if r.kind != "default":
+            flag[name] = r.value
+    builder.mujoco["option"] = option
+    builder.mujoco["flag"] = flag
+    return ctx
 
 
 def _material(d, materials):
@@ -176,7 +210,7 @@ def _material(d, materials):
     return None
 
 
-def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts):
+def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx):
     diag = result.diagnostics
     body_path = str(d.rigidBody) if d.rigidBody and not d.rigidBody.isEmpty else ""
     body = result.body_index.get(body_path, -1)
@@ -225,6 +259,15 @@ def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose
     restitution = float(md.restitution) if md is not None else 0.0
     if restitution > 0.0:
         diag.add("restitution is not simulated by the MuJoCo solver", path)
+    resolver = result.resolver
+    if md is not None:
+        material_prim = stage.GetPrimAtPath(md.primPath)
+        mu_torsional = resolver.value(material_prim, props.MATERIAL_TORSIONAL, ctx)
+        mu_rolling = resolver.value(material_prim, props.MATERIAL_ROLLING, ctx)
+    else:
+        mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
+    prim = stage.GetPrimAtPath(path)
+    resolved = {p.name: resolver.resolve(prim, p, ctx) for p in props.SHAPE_PROPERTIES}
     idx = builder.add_shape(
         body,
         geo,
@@ -233,9 +276,16 @@ def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose
         mesh=mesh,
         mu=mu,
         restitution=restitution,
+        mu_torsional=mu_torsional,
+        mu_rolling=mu_rolling,
+        margin=resolved["margin"].value,
+        gap=resolved["gap"].value,
         collision_enabled=bool(d.collisionEnabled),
         label=str(path),
     )
+    for name in ("condim", "priority", "solmix", "solref", "solimp", "group"):
+        if resolved[name].kind != "default":
+            builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
     result.shape_index[str(path)] = idx
     if body >= 0:
         shape_parts[body].append((idx, stage.GetPrimAtPath(path), md))
@@ -344,7 +394,7 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
     builder.set_body_mass(body, mass, com, inertia)
 
 
-def _import_joints(builder, stage, descs, frame, result, kinematic=()):
+def _import_joints(builder, stage, descs, frame, result, kinematic, ctx):
     diag = result.diagnostics
     joints = []  # (path, desc, joint type)
     for obj_type in _UNSUPPORTED_JOINTS:
@@ -419,6 +469,8 @@ def _import_joints(builder, stage, descs, frame, result, kinematic=()):
                     result=result,
                     articulation_of=articulation_of,
                     art_index=art_index,
+                    stage=stage,
+                    ctx=ctx,
                 )
                 if not stacked:
                     queue.append(child)
@@ -470,7 +522,19 @@ def _pick_root(b, edges, valid, descs, result):
     return min(component)
 
 
-def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, art_index):
+_MUJOCO_DOF_VALUES = {
+    "damping": "dof_damping",
+    "stiffness": "dof_stiffness",
+    "springref": "dof_springref",
+    "limit_margin": "dof_limit_margin",
+    "solref_limit": "dof_solref_limit",
+    "solimp_limit": "dof_solimp_limit",
+    "solref_friction": "dof_solref_friction",
+    "solimp_friction": "dof_solimp_friction",
+}
+
+
+def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, art_index, stage, ctx):
     s, k = frame.meters_per_unit, frame.kilograms_per_unit
     diag = result.diagnostics
     b0 = result.body_index.get(str(d.body0), -1) if not d.body0.isEmpty else -1
@@ -518,5 +582,18 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
         kw["articulation"] = art_index.setdefault(str(art), len(builder.articulation_label))
         if kw["articulation"] == len(builder.articulation_label):
             builder.articulation_label.append(str(art))
+    resolved = {}
+    if jt != JointType.FIXED:
+        joint_ctx = Context(ctx.meters_per_unit, ctx.kilograms_per_unit, jt != JointType.PRISMATIC, ctx.angle_unit)
+        prim = stage.GetPrimAtPath(path)
+        resolved = {p.name: result.resolver.resolve(prim, p, joint_ctx) for p in props.JOINT_PROPERTIES}
+        kw["armature"] = resolved["armature"].value
+        kw["friction"] = resolved["frictionloss"].value
+    first_dof = len(builder.joint_armature)
     j = builder.add_joint(jt, parent, child, xp, xc, label=str(path), **kw)
+    for name, key in _MUJOCO_DOF_VALUES.items():
+        r = resolved.get(name)
+        if r is not None and r.kind != "default":
+            for dof in range(first_dof, len(builder.joint_armature)):
+                builder.set_mujoco("dof", key, dof, r.value)
     result.joint_index[str(path)] = j

@@ -35,23 +35,16 @@ class SolverMuJoCo(SolverBase):
             CUDA device and ``"cpu"`` otherwise.
         nconmax: contacts per world for the warp backend (default: from the geom count).
         njmax: constraint rows per world for the warp backend (default: from nconmax and joints).
-        integrator: a ``mujoco.mjtIntegrator`` value (default implicitfast).
-        iterations: solver iterations (default MuJoCo's, 100).
+        **options: MuJoCo options by MuJoCo's name (``integrator="euler"``, ``iterations=50``,
+            ``cone="elliptic"``, ``o_solref=(0.02, 1)``, ...; tokens or enum values). They override the
+            model's ``mjc:option:*`` values, which override the defaults (implicitfast integrator,
+            MuJoCo's defaults otherwise). See ``spec.OPTION_NAMES``.
 
     The engine objects are reachable as ``mj_model``/``mj_data`` (both backends) and
     ``mjw_model``/``mjw_data`` (warp backend).
     """
 
-    def __init__(
-        self,
-        model,
-        backend: str = "auto",
-        *,
-        nconmax: int | None = None,
-        njmax: int | None = None,
-        integrator=None,
-        iterations: int | None = None,
-    ):
+    def __init__(self, model, backend: str = "auto", *, nconmax: int | None = None, njmax: int | None = None, **options):
         super().__init__(model)
         if backend not in BACKENDS:
             raise NewtonUsdError(f"unknown MuJoCo backend {backend!r}; valid: {', '.join(BACKENDS)}")
@@ -59,11 +52,7 @@ class SolverMuJoCo(SolverBase):
             backend = "warp" if model.device.is_cuda else "cpu"
         self.backend = backend
         self.diagnostics = Diagnostics()
-        spec, handles = build_spec(model, self.diagnostics)
-        if integrator is not None:
-            spec.option.integrator = integrator
-        if iterations is not None:
-            spec.option.iterations = int(iterations)
+        spec, handles = build_spec(model, self.diagnostics, options)
         self.mj_model, self.spec_map = compile_spec(spec, handles, model, file=model.source)
         self.mj_data = mujoco.MjData(self.mj_model)
         self.diagnostics.emit(model.source)

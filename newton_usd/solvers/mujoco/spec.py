@@ -40,35 +40,17 @@ _JOINT = {
 class ModelArrays:
     """The model's arrays as numpy (floats as float64), read once from the device."""
 
+    NAMES = (
+        "body_q", "body_com", "body_mass", "body_inertia", "shape_body", "shape_type", "shape_transform",
+        "shape_scale", "shape_collision_enabled", "shape_material_mu", "shape_material_mu_torsional",
+        "shape_material_mu_rolling", "shape_margin", "shape_gap", "joint_type", "joint_parent", "joint_child",
+        "joint_X_p", "joint_X_c", "joint_q_start", "joint_qd_start", "joint_axis", "joint_limited",
+        "joint_limit_lower", "joint_limit_upper", "joint_target_ke", "joint_target_kd", "joint_target_mode",
+        "joint_effort_limit", "joint_armature", "joint_friction",
+    )  # fmt: skip
+
     def __init__(self, model):
-        for name in (
-            "body_q",
-            "body_com",
-            "body_mass",
-            "body_inertia",
-            "shape_body",
-            "shape_type",
-            "shape_transform",
-            "shape_scale",
-            "shape_collision_enabled",
-            "shape_material_mu",
-            "joint_type",
-            "joint_parent",
-            "joint_child",
-            "joint_X_p",
-            "joint_X_c",
-            "joint_q_start",
-            "joint_qd_start",
-            "joint_axis",
-            "joint_limited",
-            "joint_limit_lower",
-            "joint_limit_upper",
-            "joint_target_ke",
-            "joint_target_kd",
-            "joint_target_mode",
-            "joint_effort_limit",
-            "joint_armature",
-        ):
+        for name in self.NAMES:
             v = getattr(model, name).numpy()
             setattr(self, name, v.astype(np.float64) if v.dtype == np.float32 else v)
 
@@ -109,9 +91,57 @@ def _principal(inertia):
     return np.maximum(w, 0.0), matrix_to_quat(v)
 
 
-def build_spec(model, diagnostics: Diagnostics | None = None):
+_ENUM_OPTIONS = {
+    "integrator": (mujoco.mjtIntegrator, "mjINT_"),
+    "cone": (mujoco.mjtCone, "mjCONE_"),
+    "solver": (mujoco.mjtSolver, "mjSOL_"),
+    "jacobian": (mujoco.mjtJacobian, "mjJAC_"),
+}
+_VALUE_OPTIONS = (
+    "impratio", "tolerance", "ls_tolerance", "noslip_tolerance", "ccd_tolerance", "density", "viscosity", "wind",
+    "magnetic", "o_margin", "o_solref", "o_solimp", "o_friction", "iterations", "ls_iterations",
+    "noslip_iterations", "ccd_iterations", "sdf_iterations", "sdf_initpoints",
+)  # fmt: skip
+OPTION_NAMES = tuple(_ENUM_OPTIONS) + _VALUE_OPTIONS + ("timestep",)
+"""Every option SolverMuJoCo accepts, by MuJoCo's name (``mjc:option:<name>``)."""
+
+
+def apply_options(spec, options: dict, flags: dict) -> None:
+    """Set MuJoCo options (tokens or enum values, MuJoCo names) and flags (``mjc:flag:*`` names)."""
+    for name, value in options.items():
+        if name in _ENUM_OPTIONS:
+            enum, prefix = _ENUM_OPTIONS[name]
+            if isinstance(value, str):
+                member = getattr(enum, prefix + value.upper(), None)
+                if member is None:
+                    valid = ", ".join(m[len(prefix):].lower() for m in enum.__members__ if m.startswith(prefix))
+                    raise NewtonUsdError(f"unknown MuJoCo {name} {value!r}; valid: {valid}")
+                value = member
+            setattr(spec.option, name, value)
+        elif name in _VALUE_OPTIONS:
+            setattr(spec.option, name, value)
+        elif name == "timestep":
+            spec.option.timestep = float(value)
+        else:
+            raise NewtonUsdError(f"unknown MuJoCo option {name!r}; valid: {', '.join(OPTION_NAMES)}")
+    for name, on in flags.items():
+        disable = getattr(mujoco.mjtDisableBit, f"mjDSBL_{name.upper()}", None)
+        enable = getattr(mujoco.mjtEnableBit, f"mjENBL_{name.upper()}", None)
+        if disable is not None:  # a disable flag: the mjc:flag is "enabled", so off sets the bit
+            spec.option.disableflags = (spec.option.disableflags | int(disable)) if not on else (spec.option.disableflags & ~int(disable))
+        elif enable is not None:
+            spec.option.enableflags = (spec.option.enableflags | int(enable)) if on else (spec.option.enableflags & ~int(enable))
+        # flags MuJoCo no longer has (e.g. fwdinv handled elsewhere) are ignored
+
+
+def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | None = None):
     """Build the MjSpec of ``model``; returns ``(spec, handles)`` where handles keeps the spec elements
-    needed to fill a :class:`SpecMap` after compiling."""
+    needed to fill a :class:`SpecMap` after compiling.
+
+    Options: ``options`` (constructor arguments) > ``model.mujoco.option``/``flag`` (from ``mjc:option:*``
+    and ``mjc:flag:*``, or MjcSceneAPI's fallbacks when it is applied) > implicitfast integrator and
+    MuJoCo's defaults.
+    """
     diag = diagnostics if diagnostics is not None else Diagnostics()
     a = ModelArrays(model)
     spec = mujoco.MjSpec()
@@ -120,6 +150,8 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
     spec.compiler.degree = False  # every angle we write is in radians
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     spec.option.gravity = np.array(model.gravity, dtype=np.float64)
+    apply_options(spec, dict(getattr(model.mujoco, "option", {}) or {}), dict(getattr(model.mujoco, "flag", {}) or {}))
+    apply_options(spec, dict(options or {}), {})
     body_names, geom_names, joint_names, mesh_names = _Names(), _Names(), _Names(), _Names()
 
     nb = model.body_count
@@ -211,7 +243,10 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
                 mesh.uservert = (src.vertices * sc).astype(np.float32).ravel()
                 mesh.userface = src.indices.astype(np.int32).ravel()
                 g.meshname = mesh.name
-            g.friction = [float(a.shape_material_mu[s]), 0.005, 0.0001]
+            g.friction = [float(a.shape_material_mu[s]), float(a.shape_material_mu_torsional[s]), float(a.shape_material_mu_rolling[s])]
+            g.margin = float(a.shape_margin[s])
+            g.gap = float(a.shape_gap[s])
+            _set_from(g, model, s, GEOM_VALUES)
             if not a.shape_collision_enabled[s]:
                 g.contype = 0
                 g.conaffinity = 0
@@ -244,6 +279,41 @@ def build_spec(model, diagnostics: Diagnostics | None = None):
     return spec, (body_handles, geom_handles, joint_handles, actuators)
 
 
+# model.mujoco array -> MjSpec attribute (per DOF for joints, per shape for geoms); NaN: MuJoCo's default.
+JOINT_VALUES = {
+    "dof_damping": ("damping", "poly"),  # MuJoCo 4: polynomial coefficients, the first is the linear one
+    "dof_stiffness": ("stiffness", "poly"),
+    "dof_springref": ("springref", float),
+    "dof_limit_margin": ("margin", float),
+    "dof_solref_limit": ("solref_limit", list),
+    "dof_solimp_limit": ("solimp_limit", list),
+    "dof_solref_friction": ("solref_friction", list),
+    "dof_solimp_friction": ("solimp_friction", list),
+}
+GEOM_VALUES = {
+    "geom_condim": ("condim", int),
+    "geom_priority": ("priority", int),
+    "geom_solmix": ("solmix", float),
+    "geom_solref": ("solref", list),
+    "geom_solimp": ("solimp", list),
+    "geom_group": ("group", int),
+}
+
+
+def _set_from(element, model, index, table):
+    for key, (attr, kind) in table.items():
+        values = getattr(model.mujoco, key, None)
+        if values is None:
+            continue
+        v = values[index]
+        if np.any(np.isnan(v)):
+            continue
+        if kind == "poly":
+            setattr(element, attr, [float(v), 0.0, 0.0])
+        else:
+            setattr(element, attr, kind(v) if kind is not list else [float(x) for x in v])
+
+
 def _add_mj_joint(body, j, a, model, names):
     """The MuJoCo joint of model joint ``j`` on ``body`` (None for a fixed joint)."""
     jt = int(a.joint_type[j])
@@ -252,6 +322,8 @@ def _add_mj_joint(body, j, a, model, names):
     xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
     dof = int(a.joint_qd_start[j])
     mj_joint = body.add_joint(name=names(model.joint_label[j]), type=_JOINT[jt])
+    mj_joint.frictionloss = float(a.joint_friction[dof])
+    _set_from(mj_joint, model, dof, JOINT_VALUES)
     if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
         mj_joint.pos = xc[0]
         mj_joint.axis = quat_rotate(xc[1], a.joint_axis[dof])

@@ -1,0 +1,250 @@
+"""The catalog of properties newton_usd resolves, per prim kind, with their attributes in each dialect.
+
+Each entry is a :class:`~newton_usd.usd.resolver.Property`; the importer resolves them through a
+:class:`~newton_usd.usd.resolver.Resolver`. Conventions of the sources, converted here:
+
+- ``newton:*`` values are in stage units; NewtonJointAPI's angular damping is per degree.
+- ``mjc:*`` values are MuJoCo's own (SI, radians), except joint ``mjc:ref``/``mjc:springref``, which
+  follow the scene's ``mjc:compiler:angle`` (degree by default), as MJCF does.
+- ``physx*`` values are in stage units.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .resolver import RAD_PER_DEG, Candidate, Property
+
+_INF_UNSET = lambda v: v is None or (isinstance(v, float) and math.isinf(v))  # noqa: E731
+_NEG_UNSET = lambda v: v is None or v < 0  # noqa: E731
+
+
+# ---------------------------------------------------------------- conversions (value, Context) -> SI
+def _float(v, ctx):
+    return float(v)
+
+
+def _int(v, ctx):
+    return int(v)
+
+
+def _bool(v, ctx):
+    return bool(v)
+
+
+def _dt_from_rate(v, ctx):
+    v = float(v)
+    if v <= 0:
+        raise ValueError("time steps per second must be positive")
+    return 1.0 / v
+
+
+def _length(v, ctx):
+    return float(v) * ctx.meters_per_unit
+
+
+def _inertia_like(v, ctx):
+    """Armature: kg*m^2 for angular DOFs, kg for linear ones (stage units in)."""
+    k, s = ctx.kilograms_per_unit, ctx.meters_per_unit
+    return float(v) * (k * s * s if ctx.angular else k)
+
+
+def _effort(v, ctx):
+    """Torque (angular) or force (linear) in stage units."""
+    k, s = ctx.kilograms_per_unit, ctx.meters_per_unit
+    return float(v) * (k * s * s if ctx.angular else k * s)
+
+
+def _newton_damping(v, ctx):
+    """NewtonJointAPI damping: per degree (angular) in stage units -> per radian, SI."""
+    k, s = ctx.kilograms_per_unit, ctx.meters_per_unit
+    return float(v) * (k * s * s / RAD_PER_DEG if ctx.angular else k)
+
+
+def _mjc_angle(v, ctx):
+    return float(v) * (ctx.angle_unit if ctx.angular else 1.0)
+
+
+def _vec(n):
+    def convert(v, ctx):
+        values = tuple(float(x) for x in v)
+        if len(values) != n:
+            raise ValueError(f"expected {n} numbers, got {len(values)}")
+        return values
+
+    return convert
+
+
+def _positive(v):
+    return None if v > 0 else "must be positive"
+
+
+def _non_negative(v):
+    return None if v >= 0 else "must be >= 0"
+
+
+def _solref(v):
+    return None if v[0] != 0 or v[1] != 0 else "solref (0, 0) is not valid"
+
+
+def _solimp(v):
+    return None if 0 < v[0] < 1 and 0 < v[1] < 1 else "solimp dmin and dmax must lie in (0, 1)"
+
+
+def C(dialect, attribute, convert=None, unset=None):
+    return Candidate(dialect, attribute, convert, unset)
+
+
+# ---------------------------------------------------------------- PhysicsScene
+SCENE_TIMESTEP = Property(
+    "timestep",
+    (
+        C("newton", "newton:timeStepsPerSecond", _dt_from_rate),
+        C("mjc", "mjc:option:timestep", _float),
+        C("physx", "physxScene:timeStepsPerSecond", _dt_from_rate),
+    ),
+    default=None,
+    unit="s",
+    check=_positive,
+)
+SCENE_ITERATIONS = Property(
+    "iterations",
+    (C("newton", "newton:maxSolverIterations", _int, _NEG_UNSET), C("mjc", "mjc:option:iterations", _int)),
+    default=None,
+    check=_non_negative,
+)
+SCENE_GRAVITY_ENABLED = Property(
+    "gravity_enabled", (C("newton", "newton:gravityEnabled", _bool), C("mjc", "mjc:flag:gravity", _bool)), default=True
+)
+# Our own NewtonUsdSceneAPI (runtime settings no upstream schema has).
+SCENE_SOLVER = Property("solver", (C("newton", "newton:usd:solver"),), default="mujoco", allowed=("mujoco",))
+SCENE_BACKEND = Property(
+    "mujoco_backend", (C("newton", "newton:usd:mujocoBackend"),), default="auto", allowed=("auto", "cpu", "warp")
+)
+SCENE_SUBSTEPS = Property("substeps", (C("newton", "newton:usd:substeps", _int),), default=0, check=_non_negative)
+SCENE_FPS = Property("frames_per_second", (C("newton", "newton:usd:framesPerSecond", _float),), default=0.0, unit="1/s")
+SCENE_COLLIDE_ON_SUBSTEPS = Property("collide_on_substeps", (C("newton", "newton:usd:collideOnSubsteps", _bool),), default=True)
+
+# MuJoCo options (mjc:option:*) and flags (mjc:flag:*): MuJoCo's names, values as MuJoCo takes them.
+_OPTION_TYPES = {
+    "integrator": ("token", ("euler", "rk4", "implicit", "implicitfast")),
+    "cone": ("token", ("pyramidal", "elliptic")),
+    "solver": ("token", ("pgs", "cg", "newton")),
+    "jacobian": ("token", ("auto", "dense", "sparse")),
+    "impratio": ("float", _positive),
+    "tolerance": ("float", _non_negative),
+    "ls_iterations": ("int", _non_negative),
+    "ls_tolerance": ("float", _non_negative),
+    "noslip_iterations": ("int", _non_negative),
+    "noslip_tolerance": ("float", _non_negative),
+    "ccd_iterations": ("int", _non_negative),
+    "ccd_tolerance": ("float", _non_negative),
+    "density": ("float", _non_negative),
+    "viscosity": ("float", _non_negative),
+    "wind": ("vec3", None),
+    "magnetic": ("vec3", None),
+    "o_margin": ("float", None),
+    "o_solref": ("vec2", _solref),
+    "o_solimp": ("vec5", _solimp),
+    "o_friction": ("vec5", None),
+    "sdf_iterations": ("int", _non_negative),
+    "sdf_initpoints": ("int", _non_negative),
+}
+_CONVERT = {"float": _float, "int": _int, "vec2": _vec(2), "vec3": _vec(3), "vec5": _vec(5)}
+SCENE_OPTIONS = {}
+for _name, (_kind, _extra) in _OPTION_TYPES.items():
+    if _kind == "token":
+        SCENE_OPTIONS[_name] = Property(f"option.{_name}", (C("mjc", f"mjc:option:{_name}"),), allowed=_extra)
+    else:
+        SCENE_OPTIONS[_name] = Property(f"option.{_name}", (C("mjc", f"mjc:option:{_name}", _CONVERT[_kind]),), check=_extra)
+SCENE_OPTIONS["iterations"] = SCENE_ITERATIONS
+SCENE_OPTIONS["timestep"] = SCENE_TIMESTEP
+
+MUJOCO_FLAGS = (
+    "actuation", "autoreset", "clampctrl", "constraint", "contact", "damper", "energy", "equality", "eulerdamp",
+    "filterparent", "frictionloss", "fwdinv", "gravity", "invdiscrete", "island", "limit", "midphase", "multiccd",
+    "nativeccd", "override", "refsafe", "sensor", "spring", "warmstart",
+)  # fmt: skip
+SCENE_FLAGS = {f: Property(f"flag.{f}", (C("mjc", f"mjc:flag:{f}", _bool),)) for f in MUJOCO_FLAGS}
+SCENE_COMPILER_ANGLE = Property(
+    "compiler.angle", (C("mjc", "mjc:compiler:angle"),), default="degree", allowed=("degree", "radian")
+)
+
+# ---------------------------------------------------------------- joints (per DOF of a 1-DOF joint)
+JOINT_ARMATURE = Property(
+    "armature",
+    (C("newton", "newton:armature", _inertia_like), C("mjc", "mjc:armature", _float), C("physx", "physxJoint:armature", _inertia_like)),
+    default=0.0,
+    unit="kg*m^2 | kg",
+    check=_non_negative,
+)
+JOINT_FRICTION = Property(
+    "frictionloss",
+    (C("newton", "newton:friction", _effort), C("mjc", "mjc:frictionloss", _float)),
+    default=0.0,
+    unit="N*m | N",
+    check=_non_negative,
+)
+JOINT_DAMPING = Property(
+    "damping",
+    (C("newton", "newton:damping", _newton_damping), C("mjc", "mjc:damping", _float)),
+    default=0.0,
+    unit="N*m*s/rad | N*s/m",
+    check=_non_negative,
+)
+JOINT_STIFFNESS = Property("stiffness", (C("mjc", "mjc:stiffness", _float),), default=0.0, unit="N*m/rad | N/m", check=_non_negative)
+JOINT_SPRINGREF = Property("springref", (C("mjc", "mjc:springref", _mjc_angle),), default=0.0, unit="rad | m")
+JOINT_REF = Property("ref", (C("mjc", "mjc:ref", _mjc_angle),), default=0.0, unit="rad | m")
+JOINT_MARGIN = Property("limit_margin", (C("mjc", "mjc:margin", _float),), default=0.0, unit="rad | m")
+JOINT_SOLREF_LIMIT = Property("solref_limit", (C("mjc", "mjc:solreflimit", _vec(2)),), default=None, check=_solref)
+JOINT_SOLIMP_LIMIT = Property("solimp_limit", (C("mjc", "mjc:solimplimit", _vec(5)),), default=None, check=_solimp)
+JOINT_SOLREF_FRICTION = Property("solref_friction", (C("mjc", "mjc:solreffriction", _vec(2)),), default=None, check=_solref)
+JOINT_SOLIMP_FRICTION = Property("solimp_friction", (C("mjc", "mjc:solimpfriction", _vec(5)),), default=None, check=_solimp)
+# mjc:ref is not applied yet: MuJoCo's qpos0 offset would shift every coordinate (reported by usdsim check).
+JOINT_PROPERTIES = (
+    JOINT_ARMATURE, JOINT_FRICTION, JOINT_DAMPING, JOINT_STIFFNESS, JOINT_SPRINGREF, JOINT_MARGIN,
+    JOINT_SOLREF_LIMIT, JOINT_SOLIMP_LIMIT, JOINT_SOLREF_FRICTION, JOINT_SOLIMP_FRICTION,
+)  # fmt: skip
+
+# ---------------------------------------------------------------- colliders
+SHAPE_MARGIN = Property(
+    "margin",
+    (
+        C("newton", "newton:contactMargin", _length, _INF_UNSET),
+        C("mjc", "mjc:margin", _float),
+        C("physx", "physxCollision:contactOffset", _length, _NEG_UNSET),
+    ),
+    default=0.0,
+    unit="m",
+    check=_non_negative,
+)
+SHAPE_GAP = Property(
+    "gap",
+    (C("newton", "newton:contactGap", _length, _INF_UNSET), C("mjc", "mjc:gap", _float)),
+    default=0.0,
+    unit="m",
+    check=_non_negative,
+)
+SHAPE_CONDIM = Property("condim", (C("mjc", "mjc:condim", _int),), default=3, check=lambda v: None if v in (1, 3, 4, 6) else "condim must be 1, 3, 4 or 6")
+SHAPE_PRIORITY = Property("priority", (C("mjc", "mjc:priority", _int),), default=0)
+SHAPE_SOLMIX = Property("solmix", (C("mjc", "mjc:solmix", _float),), default=1.0, check=_non_negative)
+SHAPE_SOLREF = Property("solref", (C("mjc", "mjc:solref", _vec(2)),), default=None, check=_solref)
+SHAPE_SOLIMP = Property("solimp", (C("mjc", "mjc:solimp", _vec(5)),), default=None, check=_solimp)
+SHAPE_GROUP = Property("group", (C("mjc", "mjc:group", _int),), default=0)
+SHAPE_PROPERTIES = (SHAPE_MARGIN, SHAPE_GAP, SHAPE_CONDIM, SHAPE_PRIORITY, SHAPE_SOLMIX, SHAPE_SOLREF, SHAPE_SOLIMP, SHAPE_GROUP)
+
+# ---------------------------------------------------------------- physics materials
+MATERIAL_TORSIONAL = Property(
+    "torsional_friction",
+    (C("newton", "newton:torsionalFriction", _length), C("mjc", "mjc:torsionalfriction", _float)),
+    default=0.005,
+    unit="m",
+    check=_non_negative,
+)
+MATERIAL_ROLLING = Property(
+    "rolling_friction",
+    (C("newton", "newton:rollingFriction", _length), C("mjc", "mjc:rollingfriction", _float)),
+    default=0.0001,
+    unit="m",
+    check=_non_negative,
+)
