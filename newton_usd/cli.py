@@ -39,7 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--fps", type=float, help="frames per second (default: the stage's timeCodesPerSecond)")
     p.add_argument(
-        "--substeps", type=int, help="physics steps per frame (default: the stage's time step, else one of at most 1/480 s)"
+        "--substeps",
+        type=int,
+        help="physics steps per frame (default: the stage's time step, else one of at most 1/480 s)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors, and informational logs")

@@ -7,6 +7,7 @@ from pxr import Gf, Sdf, UsdPhysics
 
 from newton_usd import ModelBuilder, Simulation, UsdInputError
 from newton_usd.solvers import SolverMuJoCo
+
 from stages import add_box, falling_cube, pendulum
 
 T = Sdf.ValueTypeNames
@@ -148,7 +149,9 @@ def test_bad_values_name_prim_attribute_and_what_is_valid(name, type_name, value
 def test_token_outside_the_allowed_set_lists_the_allowed_values():
     stage = falling_cube()
     author(stage.GetPrimAtPath("/PhysicsScene"), "mjc:option:integrator", T.Token, "verlet")
-    with pytest.raises(UsdInputError, match=r"/PhysicsScene.mjc:option:integrator: 'verlet' is not one of .*euler, rk4"):
+    with pytest.raises(
+        UsdInputError, match=r"/PhysicsScene.mjc:option:integrator: 'verlet' is not one of .*euler, rk4"
+    ):
         load(stage)
 
 

@@ -123,7 +123,9 @@ SCENE_BACKEND = Property(
 )
 SCENE_SUBSTEPS = Property("substeps", (C("newton", "newton:usd:substeps", _int),), default=0, check=_non_negative)
 SCENE_FPS = Property("frames_per_second", (C("newton", "newton:usd:framesPerSecond", _float),), default=0.0, unit="1/s")
-SCENE_COLLIDE_ON_SUBSTEPS = Property("collide_on_substeps", (C("newton", "newton:usd:collideOnSubsteps", _bool),), default=True)
+SCENE_COLLIDE_ON_SUBSTEPS = Property(
+    "collide_on_substeps", (C("newton", "newton:usd:collideOnSubsteps", _bool),), default=True
+)
 
 # MuJoCo options (mjc:option:*) and flags (mjc:flag:*): MuJoCo's names, values as MuJoCo takes them.
 _OPTION_TYPES = {
@@ -156,7 +158,9 @@ for _name, (_kind, _extra) in _OPTION_TYPES.items():
     if _kind == "token":
         SCENE_OPTIONS[_name] = Property(f"option.{_name}", (C("mjc", f"mjc:option:{_name}"),), allowed=_extra)
     else:
-        SCENE_OPTIONS[_name] = Property(f"option.{_name}", (C("mjc", f"mjc:option:{_name}", _CONVERT[_kind]),), check=_extra)
+        SCENE_OPTIONS[_name] = Property(
+            f"option.{_name}", (C("mjc", f"mjc:option:{_name}", _CONVERT[_kind]),), check=_extra
+        )
 SCENE_OPTIONS["iterations"] = SCENE_ITERATIONS
 SCENE_OPTIONS["timestep"] = SCENE_TIMESTEP
 
@@ -173,7 +177,11 @@ SCENE_COMPILER_ANGLE = Property(
 # ---------------------------------------------------------------- joints (per DOF of a 1-DOF joint)
 JOINT_ARMATURE = Property(
     "armature",
-    (C("newton", "newton:armature", _inertia_like), C("mjc", "mjc:armature", _float), C("physx", "physxJoint:armature", _inertia_like)),
+    (
+        C("newton", "newton:armature", _inertia_like),
+        C("mjc", "mjc:armature", _float),
+        C("physx", "physxJoint:armature", _inertia_like),
+    ),
     default=0.0,
     unit="kg*m^2 | kg",
     check=_non_negative,
@@ -192,14 +200,20 @@ JOINT_DAMPING = Property(
     unit="N*m*s/rad | N*s/m",
     check=_non_negative,
 )
-JOINT_STIFFNESS = Property("stiffness", (C("mjc", "mjc:stiffness", _float),), default=0.0, unit="N*m/rad | N/m", check=_non_negative)
+JOINT_STIFFNESS = Property(
+    "stiffness", (C("mjc", "mjc:stiffness", _float),), default=0.0, unit="N*m/rad | N/m", check=_non_negative
+)
 JOINT_SPRINGREF = Property("springref", (C("mjc", "mjc:springref", _mjc_angle),), default=0.0, unit="rad | m")
 JOINT_REF = Property("ref", (C("mjc", "mjc:ref", _mjc_angle),), default=0.0, unit="rad | m")
 JOINT_MARGIN = Property("limit_margin", (C("mjc", "mjc:margin", _float),), default=0.0, unit="rad | m")
 JOINT_SOLREF_LIMIT = Property("solref_limit", (C("mjc", "mjc:solreflimit", _vec(2)),), default=None, check=_solref)
 JOINT_SOLIMP_LIMIT = Property("solimp_limit", (C("mjc", "mjc:solimplimit", _vec(5)),), default=None, check=_solimp)
-JOINT_SOLREF_FRICTION = Property("solref_friction", (C("mjc", "mjc:solreffriction", _vec(2)),), default=None, check=_solref)
-JOINT_SOLIMP_FRICTION = Property("solimp_friction", (C("mjc", "mjc:solimpfriction", _vec(5)),), default=None, check=_solimp)
+JOINT_SOLREF_FRICTION = Property(
+    "solref_friction", (C("mjc", "mjc:solreffriction", _vec(2)),), default=None, check=_solref
+)
+JOINT_SOLIMP_FRICTION = Property(
+    "solimp_friction", (C("mjc", "mjc:solimpfriction", _vec(5)),), default=None, check=_solimp
+)
 # mjc:ref is not applied yet: MuJoCo's qpos0 offset would shift every coordinate (reported by usdsim check).
 JOINT_PROPERTIES = (
     JOINT_ARMATURE, JOINT_FRICTION, JOINT_DAMPING, JOINT_STIFFNESS, JOINT_SPRINGREF, JOINT_MARGIN,
@@ -225,13 +239,27 @@ SHAPE_GAP = Property(
     unit="m",
     check=_non_negative,
 )
-SHAPE_CONDIM = Property("condim", (C("mjc", "mjc:condim", _int),), default=3, check=lambda v: None if v in (1, 3, 4, 6) else "condim must be 1, 3, 4 or 6")
+SHAPE_CONDIM = Property(
+    "condim",
+    (C("mjc", "mjc:condim", _int),),
+    default=3,
+    check=lambda v: None if v in (1, 3, 4, 6) else "condim must be 1, 3, 4 or 6",
+)
 SHAPE_PRIORITY = Property("priority", (C("mjc", "mjc:priority", _int),), default=0)
 SHAPE_SOLMIX = Property("solmix", (C("mjc", "mjc:solmix", _float),), default=1.0, check=_non_negative)
 SHAPE_SOLREF = Property("solref", (C("mjc", "mjc:solref", _vec(2)),), default=None, check=_solref)
 SHAPE_SOLIMP = Property("solimp", (C("mjc", "mjc:solimp", _vec(5)),), default=None, check=_solimp)
 SHAPE_GROUP = Property("group", (C("mjc", "mjc:group", _int),), default=0)
-SHAPE_PROPERTIES = (SHAPE_MARGIN, SHAPE_GAP, SHAPE_CONDIM, SHAPE_PRIORITY, SHAPE_SOLMIX, SHAPE_SOLREF, SHAPE_SOLIMP, SHAPE_GROUP)
+SHAPE_PROPERTIES = (
+    SHAPE_MARGIN,
+    SHAPE_GAP,
+    SHAPE_CONDIM,
+    SHAPE_PRIORITY,
+    SHAPE_SOLMIX,
+    SHAPE_SOLREF,
+    SHAPE_SOLIMP,
+    SHAPE_GROUP,
+)
 
 # ---------------------------------------------------------------- physics materials
 MATERIAL_TORSIONAL = Property(

@@ -172,7 +172,9 @@ class Resolver:
                     value = attr.Get(samples[0])
                 if c.unset is not None and c.unset(value):
                     continue
-                result = Resolved(self._convert(prim, prop, c, value, ctx), "authored", c.attribute, str(prim.GetPath()))
+                result = Resolved(
+                    self._convert(prim, prop, c, value, ctx), "authored", c.attribute, str(prim.GetPath())
+                )
                 self.used.add((str(prim.GetPath()), c.attribute))
                 break
         if result is None and view.applied:
@@ -203,7 +205,9 @@ class Resolver:
             if token not in prop.allowed:
                 raise UsdInputError(
                     f"{token!r} is not one of the allowed values ({', '.join(prop.allowed)})",
-                    file=self.file, prim=str(prim.GetPath()), attribute=candidate.attribute,
+                    file=self.file,
+                    prim=str(prim.GetPath()),
+                    attribute=candidate.attribute,
                 )
             value = token
         try:
@@ -211,13 +215,18 @@ class Resolver:
         except (TypeError, ValueError) as e:
             raise UsdInputError(
                 f"value {value!r} cannot be read as {prop.name} ({e})",
-                file=self.file, prim=str(prim.GetPath()), attribute=candidate.attribute,
+                file=self.file,
+                prim=str(prim.GetPath()),
+                attribute=candidate.attribute,
             ) from None
         if prop.check is not None:
             problem = prop.check(converted)
             if problem:
                 raise UsdInputError(
-                    f"{problem} (got {value!r})", file=self.file, prim=str(prim.GetPath()), attribute=candidate.attribute
+                    f"{problem} (got {value!r})",
+                    file=self.file,
+                    prim=str(prim.GetPath()),
+                    attribute=candidate.attribute,
                 )
         return converted
 

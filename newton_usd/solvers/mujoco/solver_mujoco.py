@@ -44,7 +44,9 @@ class SolverMuJoCo(SolverBase):
     ``mjw_model``/``mjw_data`` (warp backend).
     """
 
-    def __init__(self, model, backend: str = "auto", *, nconmax: int | None = None, njmax: int | None = None, **options):
+    def __init__(
+        self, model, backend: str = "auto", *, nconmax: int | None = None, njmax: int | None = None, **options
+    ):
         super().__init__(model)
         if backend not in BACKENDS:
             raise NewtonUsdError(f"unknown MuJoCo backend {backend!r}; valid: {', '.join(BACKENDS)}")

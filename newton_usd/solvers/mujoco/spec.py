@@ -114,7 +114,7 @@ def apply_options(spec, options: dict, flags: dict) -> None:
             if isinstance(value, str):
                 member = getattr(enum, prefix + value.upper(), None)
                 if member is None:
-                    valid = ", ".join(m[len(prefix):].lower() for m in enum.__members__ if m.startswith(prefix))
+                    valid = ", ".join(m[len(prefix) :].lower() for m in enum.__members__ if m.startswith(prefix))
                     raise NewtonUsdError(f"unknown MuJoCo {name} {value!r}; valid: {valid}")
                 value = member
             setattr(spec.option, name, value)
@@ -128,9 +128,13 @@ def apply_options(spec, options: dict, flags: dict) -> None:
         disable = getattr(mujoco.mjtDisableBit, f"mjDSBL_{name.upper()}", None)
         enable = getattr(mujoco.mjtEnableBit, f"mjENBL_{name.upper()}", None)
         if disable is not None:  # a disable flag: the mjc:flag is "enabled", so off sets the bit
-            spec.option.disableflags = (spec.option.disableflags | int(disable)) if not on else (spec.option.disableflags & ~int(disable))
+            spec.option.disableflags = (
+                (spec.option.disableflags | int(disable)) if not on else (spec.option.disableflags & ~int(disable))
+            )
         elif enable is not None:
-            spec.option.enableflags = (spec.option.enableflags | int(enable)) if on else (spec.option.enableflags & ~int(enable))
+            spec.option.enableflags = (
+                (spec.option.enableflags | int(enable)) if on else (spec.option.enableflags & ~int(enable))
+            )
         # flags MuJoCo no longer has (e.g. fwdinv handled elsewhere) are ignored
 
 
@@ -243,7 +247,11 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 mesh.uservert = (src.vertices * sc).astype(np.float32).ravel()
                 mesh.userface = src.indices.astype(np.int32).ravel()
                 g.meshname = mesh.name
-            g.friction = [float(a.shape_material_mu[s]), float(a.shape_material_mu_torsional[s]), float(a.shape_material_mu_rolling[s])]
+            g.friction = [
+                float(a.shape_material_mu[s]),
+                float(a.shape_material_mu_torsional[s]),
+                float(a.shape_material_mu_rolling[s]),
+            ]
             g.margin = float(a.shape_margin[s])
             g.gap = float(a.shape_gap[s])
             _set_from(g, model, s, GEOM_VALUES)
