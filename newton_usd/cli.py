@@ -1,10 +1,13 @@
 """``usdsim``: simulate a USD stage headless and write the motion to an output stage.
 
     usdsim STAGE [-o OUT] [--num-frames N] [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp]
+    usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
+    usdsim check STAGE                  what is ignored or approximated, and authored values not used
 
-(``usdsim run STAGE ...`` is the same.) Errors in the input print one line naming the file and what
-is wrong, and exit with status 2; ``--verbose`` adds the traceback and warnings' detail. A
-simulation that blows up saves what it recorded, names the frame and body, and exits with status 3.
+(``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
+naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
+warnings' detail. A simulation that blows up saves what it recorded, names the frame and body, and
+exits with status 3.
 """
 
 from __future__ import annotations
@@ -54,8 +57,31 @@ def default_output(stage_path: str) -> str:
     return os.path.join(os.path.dirname(stage_path), f"{stem}.sim.usda")
 
 
+def _inspect_parser(command: str) -> argparse.ArgumentParser:
+    if command == "explain":
+        p = argparse.ArgumentParser(
+            prog="usdsim explain",
+            description="List every property newton_usd resolves from the stage, its value in SI units and the "
+            "attribute it came from (or the fallback of an applied schema, or the default).",
+        )
+        p.add_argument("stage", help="the USD stage")
+        p.add_argument("prims", nargs="*", help="only these prims and their descendants")
+    else:
+        p = argparse.ArgumentParser(
+            prog="usdsim check",
+            description="Import the stage and build the solver's model without simulating; list what is ignored "
+            "or approximated and the authored newton/mjc/physx attributes the runtime does not use.",
+        )
+        p.add_argument("stage", help="the USD stage")
+    p.add_argument("--order", help="resolver order, comma separated (default: newton,mjc,physx,physics)")
+    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    return p
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("explain", "check"):
+        return _inspect(argv[0], _inspect_parser(argv[0]).parse_args(argv[1:]))
     if argv and argv[0] == "run":
         argv = argv[1:]
     args = _parser().parse_args(argv)
@@ -101,6 +127,45 @@ def main(argv=None) -> int:
     if not args.quiet:
         _summary(sim, output, t_setup)
     return status
+
+
+def _inspect(command: str, args) -> int:
+    """``usdsim explain`` and ``usdsim check``."""
+    logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.ERROR)
+    _init_warp(args.verbose)
+    from . import inspect  # noqa: PLC0415
+    from .core import ModelBuilder  # noqa: PLC0415
+    from .errors import NewtonUsdError  # noqa: PLC0415
+    from .usd import add_usd  # noqa: PLC0415
+
+    order = {"order": tuple(x.strip() for x in args.order.split(","))} if args.order else {}
+    try:
+        builder = ModelBuilder()
+        imported = add_usd(builder, args.stage, **order)
+        if command == "explain":
+            rows = inspect.explain_rows(imported, args.prims)
+            print(inspect.table(rows, ("prim", "property", "value", "unit", "source")))
+            return 0
+        from .solvers import SolverMuJoCo  # noqa: PLC0415
+
+        model = builder.finalize("cpu")
+        solver = SolverMuJoCo(model, backend="cpu")
+    except (NewtonUsdError, ValueError) as e:
+        return _fail(str(e), args)
+    kinds = list(imported.diagnostics.kinds.items()) + list(solver.diagnostics.kinds.items())
+    print(f"{args.stage}: {model.body_count} bodies, {model.shape_count} shapes, {model.joint_count} joints; "
+          f"MuJoCo model: nbody {solver.mj_model.nbody}, njnt {solver.mj_model.njnt}, ngeom {solver.mj_model.ngeom}, "
+          f"nu {solver.mj_model.nu}")  # fmt: skip
+    print(f"\nignored or approximated ({len(kinds)} kinds):" if kinds else "\nnothing ignored or approximated")
+    for kind, paths in kinds:
+        more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+        print(f"  - {kind}: {', '.join(paths[:5])}{more}")
+    unused = inspect.unused_attributes(imported)
+    print(f"\nauthored but not used ({len(unused)} attributes):" if unused else "\nevery authored value is used")
+    for name, paths in unused.items():
+        more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+        print(f"  - {name} ({len(paths)} prim{'s' if len(paths) > 1 else ''}: {', '.join(paths[:3])}{more})")
+    return 0
 
 
 def _init_warp(verbose: bool) -> None:

@@ -112,3 +112,47 @@ def test_cuda_device_without_cuda_is_a_clear_error():
     r = usdsim(SAMPLES / "pendulum.usda", "--device", "cuda", "-n", "1")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines()[-1].startswith("usdsim: error: device 'cuda' is not available")
+
+
+def test_explain_shows_value_unit_and_source(tmp_path):
+    from pxr import Sdf
+
+    from stages import pendulum
+
+    src = tmp_path / "p.usda"
+    stage = pendulum(src)
+    hinge = stage.GetPrimAtPath("/Hinge")
+    hinge.CreateAttribute("newton:damping", Sdf.ValueTypeNames.Float).Set(1.0)
+    hinge.CreateAttribute("mjc:damping", Sdf.ValueTypeNames.Double).Set(9.0)
+    stage.GetPrimAtPath("/PhysicsScene").CreateAttribute("mjc:option:timestep", Sdf.ValueTypeNames.Double).Set(0.004)
+    stage.Save()
+    r = usdsim("explain", src, "/Hinge", "/PhysicsScene")
+    assert r.returncode == 0, r.stderr
+    rows = {tuple(line.split()[:2]): line for line in r.stdout.splitlines()[2:]}
+    assert "57.2958" in rows[("/Hinge", "damping")] and "newton:damping" in rows[("/Hinge", "damping")]
+    assert rows[("/Hinge", "armature")].rstrip().endswith("default")
+    assert (
+        "0.004" in rows[("/PhysicsScene", "timestep")] and "mjc:option:timestep" in rows[("/PhysicsScene", "timestep")]
+    )
+    assert not any(line.startswith("/Pendulum/Ball") for line in r.stdout.splitlines())
+    r = usdsim("explain", src, "/Hinge", "--order", "mjc,newton")
+    assert "mjc:damping" in r.stdout and " 9 " in r.stdout
+
+
+def test_check_lists_approximations_and_unused_values(tmp_path):
+    from pxr import Sdf, UsdPhysics
+
+    from stages import add_box, falling_cube
+
+    src = tmp_path / "c.usda"
+    stage = falling_cube(src)
+    add_box(stage, "/Other", 0.2, (1, 0, 1), mass=1.0)
+    UsdPhysics.DistanceJoint.Define(stage, "/Dist").CreateBody1Rel().SetTargets([Sdf.Path("/Other")])
+    stage.GetPrimAtPath("/Cube").CreateAttribute("mjc:unknownThing", Sdf.ValueTypeNames.Double).Set(1.0)
+    stage.GetPrimAtPath("/Cube").CreateAttribute("mjc:condim", Sdf.ValueTypeNames.Int).Set(1)
+    stage.Save()
+    r = usdsim("check", src)
+    assert r.returncode == 0, r.stderr
+    assert "DistanceJoint joints are not supported yet and were ignored: /Dist" in r.stdout
+    assert "mjc:unknownThing (1 prim: /Cube)" in r.stdout
+    assert "mjc:condim" not in r.stdout  # read and used
