@@ -8,8 +8,13 @@ Typical use::
     sim.save("stage.sim.usda")
 """
 
-from .core import Contacts, Control, DriveMode, GeoType, JointType, Mesh, Model, ModelBuilder, State
-from .errors import NewtonUsdError, SimulationError, UsdInputError
+# The newton:*, newton:usd:* and mjc:* schemas must be known to USD before the first stage opens.
+from .usd.schemas import register_schemas
+
+register_schemas()
+
+from .core import Contacts, Control, DriveMode, GeoType, JointType, Mesh, Model, ModelBuilder, State  # noqa: E402
+from .errors import NewtonUsdError, SimulationError, UsdInputError  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -135,7 +135,7 @@ def test_stage_timestep_is_used_exactly():
     [
         ("mjc:solreflimit", T.DoubleArray, [0.02, 1, 3], "expected 2 numbers, got 3"),
         ("mjc:armature", T.Double, -1.0, "must be >= 0"),
-        ("mjc:solimplimit", T.DoubleArray, [1.5, 0.95, 0.001, 0.5, 2], "solimp dmin and dmax"),
+        ("mjc:solimplimit", T.DoubleArray, [1.5, 0.95, 0.001, 0.5, 2], "solimp dmin and dmax must lie in [0, 1]"),
     ],
 )
 def test_bad_values_name_prim_attribute_and_what_is_valid(name, type_name, value, expected):
@@ -184,3 +184,39 @@ def test_unused_gf_value_types_convert():
     model, _ = load(stage)
     assert model.mujoco.option["wind"] == (1.0, 2.0, 3.0)
     np.testing.assert_allclose(SolverMuJoCo(model).mj_model.opt.wind, [1, 2, 3])
+
+
+def test_applied_mjc_scene_schema_gives_mujoco_defaults_not_newton_opinion():
+    stage = falling_cube()
+    model, imp = load(stage)
+    assert SolverMuJoCo(model).mj_model.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    stage.GetPrimAtPath("/PhysicsScene").ApplyAPI("MjcSceneAPI")
+    model, imp = load(stage)
+    assert SolverMuJoCo(model).mj_model.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
+    r = imp.resolver.provenance[("/PhysicsScene", "option.integrator")]
+    assert (r.kind, r.schema, r.attribute) == ("fallback", "MjcSceneAPI", "mjc:option:integrator")
+    assert r.source == "fallback of MjcSceneAPI (mjc:option:integrator)"
+    # MjcSceneAPI has NewtonSceneAPI built in, whose fallback rate (1000 steps/s) outranks
+    # mjc:option:timestep's fallback in the default order; mujoco-usd-converter relies on it (it authors
+    # newton:timeStepsPerSecond unless the MJCF step was 0.001 s).
+    assert imp.scene["timestep"].value == pytest.approx(0.001)
+    assert imp.scene["timestep"].attribute == "newton:timeStepsPerSecond"
+    sim = Simulation.open(stage, order=("mjc", "newton", "physx", "physics"))
+    assert sim.dt == pytest.approx(0.002)  # MuJoCo's own default when mjc comes first
+
+
+def test_newton_scene_fallback_rate_and_authored_values_outrank_fallbacks():
+    stage = pendulum()
+    stage.GetPrimAtPath("/PhysicsScene").ApplyAPI("NewtonSceneAPI")
+    prim = hinge(stage)
+    prim.ApplyAPI("NewtonJointAPI")
+    prim.ApplyAPI("MjcJointAPI")
+    author(prim, "mjc:armature", T.Double, 0.25)
+    model, imp = load(stage)
+    assert imp.scene["timestep"].value == pytest.approx(0.001)  # NewtonSceneAPI: 1000 steps per second
+    assert imp.scene["timestep"].schema == "NewtonSceneAPI"
+    # An authored mjc value outranks the newton schema's fallback.
+    assert model.joint_armature.numpy()[0] == pytest.approx(0.25)
+    assert imp.resolver.provenance[("/Hinge", "armature")].kind == "authored"
+    damping = imp.resolver.provenance[("/Hinge", "damping")]
+    assert (damping.kind, damping.schema) == ("fallback", "NewtonJointAPI")

@@ -88,7 +88,8 @@ def _solref(v):
 
 
 def _solimp(v):
-    return None if 0 < v[0] < 1 and 0 < v[1] < 1 else "solimp dmin and dmax must lie in (0, 1)"
+    # MuJoCo clamps dmin and dmax into [0.0001, 0.9999]; values outside [0, 1] are authoring mistakes.
+    return None if 0 <= v[0] <= 1 and 0 <= v[1] <= 1 else "solimp dmin and dmax must lie in [0, 1]"
 
 
 def C(dialect, attribute, convert=None, unset=None):
