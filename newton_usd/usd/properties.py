@@ -3,10 +3,11 @@
 Each entry is a :class:`~newton_usd.usd.resolver.Property`; the importer resolves them through a
 :class:`~newton_usd.usd.resolver.Resolver`. Conventions of the sources, converted here:
 
-- ``newton:*`` values are in stage units; NewtonJointAPI's angular damping is per degree.
-- ``mjc:*`` values are MuJoCo's own (SI, radians), except joint ``mjc:ref``/``mjc:springref``, which
-  follow the scene's ``mjc:compiler:angle`` (degree by default), as MJCF does.
-- ``physx*`` values are in stage units.
+- Every dialect's lengths, masses and efforts are in stage units (``metersPerUnit``,
+  ``kilogramsPerUnit``; mujoco-usd-converter writes meters and kilograms).
+- NewtonJointAPI's angular damping is per degree; ``mjc:damping`` is per radian, as in MuJoCo.
+- Joint ``mjc:ref``/``mjc:springref`` follow the scene's ``mjc:compiler:angle`` (degree by default),
+  as MJCF does; other ``mjc:*`` angles (limit margins) are radians.
 """
 
 from __future__ import annotations
@@ -61,8 +62,25 @@ def _newton_damping(v, ctx):
     return float(v) * (k * s * s / RAD_PER_DEG if ctx.angular else k)
 
 
-def _mjc_angle(v, ctx):
-    return float(v) * (ctx.angle_unit if ctx.angular else 1.0)
+def _mjc_damping(v, ctx):
+    """mjc:damping: per radian (angular) in stage units -> SI."""
+    k, s = ctx.kilograms_per_unit, ctx.meters_per_unit
+    return float(v) * (k * s * s if ctx.angular else k)
+
+
+def _mjc_stiffness(v, ctx):
+    """mjc:stiffness: effort per radian (angular) or per distance (linear) in stage units -> SI."""
+    k, s = ctx.kilograms_per_unit, ctx.meters_per_unit
+    return float(v) * (k * s * s if ctx.angular else k)
+
+
+def _mjc_position(v, ctx):
+    """A joint position in MJCF units: the compiler's angle unit for angular joints, distance otherwise."""
+    return float(v) * (ctx.angle_unit if ctx.angular else ctx.meters_per_unit)
+
+
+def _joint_margin(v, ctx):
+    return float(v) * (1.0 if ctx.angular else ctx.meters_per_unit)
 
 
 def _vec(n):
@@ -180,7 +198,7 @@ JOINT_ARMATURE = Property(
     "armature",
     (
         C("newton", "newton:armature", _inertia_like),
-        C("mjc", "mjc:armature", _float),
+        C("mjc", "mjc:armature", _inertia_like),
         C("physx", "physxJoint:armature", _inertia_like),
     ),
     default=0.0,
@@ -189,24 +207,24 @@ JOINT_ARMATURE = Property(
 )
 JOINT_FRICTION = Property(
     "frictionloss",
-    (C("newton", "newton:friction", _effort), C("mjc", "mjc:frictionloss", _float)),
+    (C("newton", "newton:friction", _effort), C("mjc", "mjc:frictionloss", _effort)),
     default=0.0,
     unit="N*m | N",
     check=_non_negative,
 )
 JOINT_DAMPING = Property(
     "damping",
-    (C("newton", "newton:damping", _newton_damping), C("mjc", "mjc:damping", _float)),
+    (C("newton", "newton:damping", _newton_damping), C("mjc", "mjc:damping", _mjc_damping)),
     default=0.0,
     unit="N*m*s/rad | N*s/m",
     check=_non_negative,
 )
 JOINT_STIFFNESS = Property(
-    "stiffness", (C("mjc", "mjc:stiffness", _float),), default=0.0, unit="N*m/rad | N/m", check=_non_negative
+    "stiffness", (C("mjc", "mjc:stiffness", _mjc_stiffness),), default=0.0, unit="N*m/rad | N/m", check=_non_negative
 )
-JOINT_SPRINGREF = Property("springref", (C("mjc", "mjc:springref", _mjc_angle),), default=0.0, unit="rad | m")
-JOINT_REF = Property("ref", (C("mjc", "mjc:ref", _mjc_angle),), default=0.0, unit="rad | m")
-JOINT_MARGIN = Property("limit_margin", (C("mjc", "mjc:margin", _float),), default=0.0, unit="rad | m")
+JOINT_SPRINGREF = Property("springref", (C("mjc", "mjc:springref", _mjc_position),), default=0.0, unit="rad | m")
+JOINT_REF = Property("ref", (C("mjc", "mjc:ref", _mjc_position),), default=0.0, unit="rad | m")
+JOINT_MARGIN = Property("limit_margin", (C("mjc", "mjc:margin", _joint_margin),), default=0.0, unit="rad | m")
 JOINT_SOLREF_LIMIT = Property("solref_limit", (C("mjc", "mjc:solreflimit", _vec(2)),), default=None, check=_solref)
 JOINT_SOLIMP_LIMIT = Property("solimp_limit", (C("mjc", "mjc:solimplimit", _vec(5)),), default=None, check=_solimp)
 JOINT_SOLREF_FRICTION = Property(
@@ -226,7 +244,7 @@ SHAPE_MARGIN = Property(
     "margin",
     (
         C("newton", "newton:contactMargin", _length, _INF_UNSET),
-        C("mjc", "mjc:margin", _float),
+        C("mjc", "mjc:margin", _length),
         C("physx", "physxCollision:contactOffset", _length, _NEG_UNSET),
     ),
     default=0.0,
@@ -235,7 +253,7 @@ SHAPE_MARGIN = Property(
 )
 SHAPE_GAP = Property(
     "gap",
-    (C("newton", "newton:contactGap", _length, _INF_UNSET), C("mjc", "mjc:gap", _float)),
+    (C("newton", "newton:contactGap", _length, _INF_UNSET), C("mjc", "mjc:gap", _length)),
     default=0.0,
     unit="m",
     check=_non_negative,
@@ -265,14 +283,14 @@ SHAPE_PROPERTIES = (
 # ---------------------------------------------------------------- physics materials
 MATERIAL_TORSIONAL = Property(
     "torsional_friction",
-    (C("newton", "newton:torsionalFriction", _length), C("mjc", "mjc:torsionalfriction", _float)),
+    (C("newton", "newton:torsionalFriction", _length), C("mjc", "mjc:torsionalfriction", _length)),
     default=0.005,
     unit="m",
     check=_non_negative,
 )
 MATERIAL_ROLLING = Property(
     "rolling_friction",
-    (C("newton", "newton:rollingFriction", _length), C("mjc", "mjc:rollingfriction", _float)),
+    (C("newton", "newton:rollingFriction", _length), C("mjc", "mjc:rollingfriction", _length)),
     default=0.0001,
     unit="m",
     check=_non_negative,
