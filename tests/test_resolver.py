@@ -220,3 +220,49 @@ def test_newton_scene_fallback_rate_and_authored_values_outrank_fallbacks():
     assert imp.resolver.provenance[("/Hinge", "armature")].kind == "authored"
     damping = imp.resolver.provenance[("/Hinge", "damping")]
     assert (damping.kind, damping.schema) == ("fallback", "NewtonJointAPI")
+
+
+def test_mjc_actuator_on_a_joint_matches_native_mujoco():
+    stage = pendulum(angle_deg=0.0, length=0.5, inertia=0.004)
+    act = stage.DefinePrim("/Motor", "MjcActuator")
+    act.CreateRelationship("mjc:target").SetTargets([Sdf.Path("/Hinge")])
+    author(act, "mjc:gear", T.DoubleArray, [3, 0, 0, 0, 0, 0])
+    author(act, "mjc:ctrlLimited", T.Token, "true")
+    author(act, "mjc:ctrlRange:min", T.Double, -1.0)
+    author(act, "mjc:ctrlRange:max", T.Double, 1.0)
+    model, imp = load(stage)
+    assert len(model.mujoco.actuator) == 1
+    assert model.mujoco.actuator[0]["values"]["gainType"] == "fixed"  # MjcActuator's fallback
+    solver = SolverMuJoCo(model, backend="cpu")
+    s0, s1, control = model.state(), model.state(), model.control()
+    control.mujoco.ctrl.assign(np.array([2.0], dtype=np.float32))  # clamped to 1 by ctrlrange
+    dt = 1.0 / 480.0
+    ours = []
+    for _ in range(240):
+        solver.step(s0, s1, control, None, dt)
+        s0, s1 = s1, s0
+        ours.append(float(s0.joint_q.numpy()[0]))
+    xml = f"""<mujoco><option timestep="{dt!r}" integrator="implicitfast"/><worldbody>
+      <body pos="0 0 2"><joint name="h" type="hinge" axis="0 1 0"/>
+        <inertial pos="0 0 -0.5" mass="1" diaginertia="0.004 0.004 0.004"/></body></worldbody>
+      <actuator><motor joint="h" gear="3" ctrllimited="true" ctrlrange="-1 1"/></actuator></mujoco>"""
+    ref = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(ref)
+    data.ctrl[0] = 2.0
+    expected = []
+    for _ in range(240):
+        mujoco.mj_step(ref, data)
+        expected.append(data.qpos[0])
+    np.testing.assert_allclose(ours, expected, atol=1e-5)
+    assert abs(ours[-1]) > 0.1  # the motor lifted the pendulum
+
+
+def test_actuator_with_unsupported_target_is_reported(caplog):
+    stage = pendulum()
+    act = stage.DefinePrim("/SiteMotor", "MjcActuator")
+    act.CreateRelationship("mjc:target").SetTargets([Sdf.Path("/Pendulum/Ball")])
+    model, _ = load(stage)
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        solver = SolverMuJoCo(model, backend="cpu")
+    assert solver.mj_model.nu == 0
+    assert any("MjcActuator with a site, tendon or fixed-joint target" in r.getMessage() for r in caplog.records)

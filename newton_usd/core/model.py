@@ -69,6 +69,9 @@ class Model:
         c.joint_target_pos = wp.clone(self.joint_target_pos)
         c.joint_target_vel = wp.clone(self.joint_target_vel)
         c.joint_f = wp.zeros(self.joint_dof_count, dtype=wp.float32, device=self.device)
+        c.mujoco = _Namespace()
+        # One control per MjcActuator prim (model.mujoco.actuator), in its own units.
+        c.mujoco.ctrl = wp.zeros(len(getattr(self.mujoco, "actuator", ())), dtype=wp.float32, device=self.device)
         return c
 
     def contacts(self, capacity: int = 1024) -> "Contacts":
@@ -87,7 +90,8 @@ class State:
 
 
 class Control:
-    """Inputs: ``joint_target_pos``, ``joint_target_vel`` (per DOF, SI), ``joint_f`` (generalized forces)."""
+    """Inputs: ``joint_target_pos``, ``joint_target_vel`` (per DOF, SI), ``joint_f`` (generalized forces),
+    and ``mujoco.ctrl`` (one value per MjcActuator prim, as MuJoCo's ctrl)."""
 
     joint_target_pos: wp.array
     joint_target_vel: wp.array

@@ -155,8 +155,11 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
             _import_mass(builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file)
 
     # ---- joints, oriented into trees rooted at the world
-    _import_joints(builder, stage, descs, frame, result, kinematic, ctx)
+    joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
+    order, typed = _scan(stage, joint_paths, _MJC_TYPED)
+    _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order)
     builder.joint_q_from_body_q()
+    _import_mjc_typed(builder, typed, result, ctx)
     diag.emit(file)
     return result
 
@@ -394,7 +397,7 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
     builder.set_body_mass(body, mass, com, inertia)
 
 
-def _import_joints(builder, stage, descs, frame, result, kinematic, ctx):
+def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
     diag = result.diagnostics
     joints = []  # (path, desc, joint type)
     for obj_type in _UNSUPPORTED_JOINTS:
@@ -407,7 +410,6 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx):
                 continue
             joints.append((path, d, jt))
     # Authored (traversal) order: stacked joints between two bodies compose in this order, as in MJCF.
-    order = _traversal_order(stage, {str(j[0]) for j in joints})
     joints.sort(key=lambda j: order.get(str(j[0]), len(order)))
 
     def body_of(p):
@@ -489,18 +491,49 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx):
             walk(root)
 
 
-def _traversal_order(stage, paths):
-    """Index of each of ``paths`` in a depth-first traversal of ``stage`` (the authored prim order)."""
-    order = {}
-    if not paths:
-        return order
+_MJC_TYPED = ("MjcActuator", "MjcTendon")
+
+
+def _scan(stage, paths, type_names):
+    """One traversal: the authored order of ``paths`` (prim path -> index), and the prims of each of
+    ``type_names`` (type name -> prims, in order)."""
+    order, typed = {}, {t: [] for t in type_names}
     for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
         key = str(prim.GetPath())
         if key in paths:
             order[key] = len(order)
-            if len(order) == len(paths):
-                break
-    return order
+        type_name = str(prim.GetTypeName())
+        if type_name in typed:
+            typed[type_name].append(prim)
+    return order, typed
+
+
+def _import_mjc_typed(builder, typed, result, ctx):
+    """MjcActuator and MjcTendon prims: every value resolved (authored, else the schema's fallback) into
+    ``model.mujoco.actuator`` / ``model.mujoco.tendon``, lists of dicts with "path", "values" and the
+    relationship targets (prim paths)."""
+    for type_name, key, rels in (
+        ("MjcActuator", "actuator", ("mjc:target", "mjc:refSite", "mjc:sliderSite")),
+        ("MjcTendon", "tendon", ("mjc:path", "mjc:sideSites")),
+    ):
+        entries = []
+        table = props.schema_properties(type_name)
+        for prim in typed.get(type_name, []):
+            values = {p.name: result.resolver.resolve(prim, p, ctx).value for p in table.values()}
+            targets = {}
+            for rel_name in rels:
+                rel = prim.GetRelationship(rel_name)
+                targets[rel_name.split(":", 1)[1]] = [str(t) for t in rel.GetTargets()] if rel else []
+                if rel and rel.HasAuthoredTargets():
+                    result.resolver.used.add((str(prim.GetPath()), rel_name))
+            entries.append({"path": str(prim.GetPath()), "values": values, **targets})
+        if entries:
+            builder.mujoco[key] = entries
+    if typed.get("MjcTendon"):
+        for prim in typed["MjcTendon"]:
+            result.diagnostics.add(
+                "MjcTendon prims are read into model.mujoco.tendon but not simulated yet", prim.GetPath()
+            )
 
 
 def _pick_root(b, edges, valid, descs, result):

@@ -295,3 +295,43 @@ MATERIAL_ROLLING = Property(
     unit="m",
     check=_non_negative,
 )
+
+
+# ---------------------------------------------------------------- typed mjc prims (MjcActuator, MjcTendon)
+_BY_TYPE = {"int": _int, "bool": _bool, "double": _float, "float": _float, "token": None}
+_schema_properties_cache: dict = {}
+
+
+def schema_properties(schema: str) -> dict:
+    """Every attribute of a typed schema (e.g. "MjcActuator") as a Property, by attribute name.
+
+    Values are taken as MuJoCo takes them (the actuator and tendon parameters have no stage-unit
+    conversion); tokens are checked against the schema's allowed tokens. Needs the schema registered.
+    """
+    table = _schema_properties_cache.get(schema)
+    if table is not None:
+        return table
+    from pxr import Usd  # noqa: PLC0415
+
+    table = {}
+    definition = Usd.SchemaRegistry().FindConcretePrimDefinition(schema)
+    if definition is not None:
+        for name in definition.GetPropertyNames():
+            attr = definition.GetAttributeDefinition(name)
+            if not attr:
+                continue
+            type_name = str(attr.GetTypeName())
+            allowed = attr.GetMetadata("allowedTokens")
+            if type_name.endswith("[]"):
+                convert = lambda v, ctx: tuple(float(x) for x in v)  # noqa: E731
+            else:
+                convert = _BY_TYPE.get(type_name, lambda v, ctx: v)
+            short = name.split(":", 1)[1] if ":" in name else name
+            table[name] = Property(
+                short,
+                (C("mjc", name, convert),),
+                default=attr.GetFallbackValue(),
+                allowed=tuple(str(t) for t in allowed) if allowed else (),
+            )
+    _schema_properties_cache[schema] = table
+    return table

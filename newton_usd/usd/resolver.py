@@ -104,7 +104,9 @@ class _PrimView:
 
     def __init__(self, prim: Usd.Prim):
         self.authored = set(prim.GetAuthoredPropertyNames())
-        self.applied = list(prim.GetAppliedSchemas())
+        # Schemas whose fallbacks count: the prim's typed schema (e.g. MjcActuator), then applied APIs.
+        type_name = str(prim.GetTypeName())
+        self.applied = ([type_name] if type_name else []) + list(prim.GetAppliedSchemas())
 
 
 @dataclass
@@ -136,7 +138,9 @@ class Resolver:
         table = self._fallbacks.get(schema)
         if table is None:
             table = {}
-            definition = Usd.SchemaRegistry().FindAppliedAPIPrimDefinition(schema.split(":")[0])
+            registry = Usd.SchemaRegistry()
+            name = schema.split(":")[0]
+            definition = registry.FindAppliedAPIPrimDefinition(name) or registry.FindConcretePrimDefinition(name)
             if definition is not None:
                 for name in definition.GetPropertyNames():
                     value = definition.GetAttributeFallbackValue(name)

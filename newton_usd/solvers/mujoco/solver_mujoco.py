@@ -59,6 +59,7 @@ class SolverMuJoCo(SolverBase):
         self.mj_data = mujoco.MjData(self.mj_model)
         self.diagnostics.emit(model.source)
         self.map = CoordinateMap(model, self.mj_model, self.spec_map)
+        self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
         self._ke = model.joint_target_ke.numpy().astype(np.float64)
         self._kd = model.joint_target_kd.numpy().astype(np.float64)
         self._dt = None
@@ -72,6 +73,10 @@ class SolverMuJoCo(SolverBase):
         )
         mujoco.mj_forward(self.mj_model, self.mj_data)
         self.mjw_model = self.mjw_data = None
+        if self.mj_model.opt.solver == mujoco.mjtSolver.mjSOL_PGS and backend == "warp":
+            self.diagnostics.add("MuJoCo-Warp has no PGS solver: the warp backend uses Newton", "PhysicsScene")
+            self.diagnostics.emit(model.source)
+            self.mj_model.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
         if backend == "warp":
             self._init_warp(nconmax, njmax)
 
@@ -123,6 +128,10 @@ class SolverMuJoCo(SolverBase):
                     self._ke, self._kd, control.joint_target_pos.numpy(), control.joint_target_vel.numpy()
                 )
             self.map.qfrc(control.joint_f.numpy(), d.qfrc_applied)
+            ctrl = getattr(getattr(control, "mujoco", None), "ctrl", None)
+            if ctrl is not None and len(self._mjc_ctrl):
+                built = self._mjc_ctrl >= 0
+                d.ctrl[self._mjc_ctrl[built]] = ctrl.numpy()[built]
         if self.backend == "cpu":
             mujoco.mj_step(self.mj_model, d)
             self._check_warnings()

@@ -63,7 +63,8 @@ class SpecMap:
     shape_mj: np.ndarray = None  # model shape -> mj geom id (-1: not simulated)
     geom_shape: np.ndarray = None  # mj geom id -> model shape (-1: none)
     joint_mj: np.ndarray = None  # model joint -> mj joint id (-1: fixed)
-    actuator_dof: np.ndarray = None  # mj actuator -> model DOF it drives
+    actuator_dof: np.ndarray = None  # mj actuator -> model DOF it drives (the drive actuators come first)
+    mjc_actuator_ctrl: np.ndarray = None  # MjcActuator prim -> mj actuator id (-1: not built)
     joint_names: list = field(default_factory=list)
 
 
@@ -284,7 +285,58 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
-    return spec, (body_handles, geom_handles, joint_handles, actuators)
+    mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag)
+    return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators)
+
+
+def _limited(token) -> int:
+    return getattr(mujoco.mjtLimited, f"mjLIMITED_{str(token).upper()}")
+
+
+def _params(values, n=10):
+    out = np.zeros(n)
+    values = list(values)[:n]
+    out[: len(values)] = values
+    return out
+
+
+def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag):
+    """MuJoCo actuators for the MjcActuator prims (``model.mujoco.actuator``) whose target is a simulated
+    joint or body; returns their handles, in the order of ``model.mujoco.actuator`` (None: skipped)."""
+    entries = getattr(model.mujoco, "actuator", None) or []
+    joint_of = {label: j for j, label in enumerate(model.joint_label)}
+    body_of = {label: b for b, label in enumerate(model.body_label)}
+    handles = []
+    for entry in entries:
+        v = entry["values"]
+        target = entry["target"][0] if entry["target"] else None
+        act = None
+        if target in joint_of and joint_handles[joint_of[target]] is not None:
+            act = spec.add_actuator(target=joint_handles[joint_of[target]].name)
+            act.trntype = mujoco.mjtTrn.mjTRN_JOINTINPARENT if v["jointInParent"] else mujoco.mjtTrn.mjTRN_JOINT
+        elif target in body_of:
+            act = spec.add_actuator(target=body_handles[body_of[target]].name)
+            act.trntype = mujoco.mjtTrn.mjTRN_BODY
+        else:
+            why = "no target" if target is None else "a site, tendon or fixed-joint target"
+            diag.add(f"MjcActuator with {why} is not simulated yet", entry["path"])
+            handles.append(None)
+            continue
+        act.name = entry["path"].rsplit("/", 1)[-1]
+        act.gaintype = getattr(mujoco.mjtGain, f"mjGAIN_{v['gainType'].upper()}")
+        act.biastype = getattr(mujoco.mjtBias, f"mjBIAS_{v['biasType'].upper()}")
+        act.dyntype = getattr(mujoco.mjtDyn, f"mjDYN_{v['dynType'].upper()}")
+        act.gainprm, act.biasprm, act.dynprm = _params(v["gainPrm"]), _params(v["biasPrm"]), _params(v["dynPrm"])
+        act.gear = _params(v["gear"], 6)
+        act.ctrllimited, act.ctrlrange = _limited(v["ctrlLimited"]), [v["ctrlRange:min"], v["ctrlRange:max"]]
+        act.forcelimited, act.forcerange = _limited(v["forceLimited"]), [v["forceRange:min"], v["forceRange:max"]]
+        act.actlimited, act.actrange = _limited(v["actLimited"]), [v["actRange:min"], v["actRange:max"]]
+        act.actdim = int(v["actDim"])
+        act.actearly = int(bool(v["actEarly"]))
+        act.group = int(v["group"])
+        act.lengthrange = [v["lengthRange:min"], v["lengthRange:max"]]
+        handles.append(act)
+    return handles
 
 
 # model.mujoco array -> MjSpec attribute (per DOF for joints, per shape for geoms); NaN: MuJoCo's default.
@@ -351,7 +403,7 @@ def compile_spec(spec, handles, model, file=None):
         mj_model = spec.compile()
     except ValueError as e:  # MjSpec reports compile errors as ValueError
         raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model: {e}") from None
-    body_handles, geom_handles, joint_handles, actuators = handles
+    body_handles, geom_handles, joint_handles, actuators, mjc_actuators = handles
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
     m.shape_mj = np.array([h.id if h is not None else -1 for h in geom_handles], dtype=np.int32)
@@ -361,5 +413,7 @@ def compile_spec(spec, handles, model, file=None):
             m.geom_shape[g] = s
     m.joint_mj = np.array([h.id if h is not None else -1 for h in joint_handles], dtype=np.int32)
     m.actuator_dof = np.array([dof for _, dof in actuators], dtype=np.int32)
+    # ctrl index of each MjcActuator prim (model.mujoco.actuator order), -1 where it was not built
+    m.mjc_actuator_ctrl = np.array([h.id if h is not None else -1 for h in mjc_actuators], dtype=np.int32)
     m.joint_names = [h.name if h is not None else None for h in joint_handles]
     return mj_model, m
