@@ -6,8 +6,9 @@ Rows:
 - import: ``builder.add_usd`` + ``finalize`` vs USD's own UsdPhysics parse of the same stage (the
   part of the import newton_usd cannot avoid).
 - resolve: time spent in the schema resolver (newton/mjc/physx/physics values with provenance) vs the
-  rest of the import; the issue's target is under 20 %. The stage authors a few newton and mjc
-  values on every body, collider and joint so that the resolver has real work.
+  rest of the import; the target is under 20 %. "boxes" are free bodies whose colliders author newton
+  and mjc values; "chains" are articulated chains whose joints apply NewtonJointAPI and MjcJointAPI
+  and author values in both, as converted MJCF robots do.
 - step (cpu): ``SolverMuJoCo.step`` (state push/pull included) vs bare ``mujoco.mj_step`` on the same
   compiled model.
 - write-back: ``StageSync.write`` (Sdf level, one change block per frame) vs writing the same time
@@ -50,6 +51,62 @@ def boxes_stage(n: int) -> Usd.Stage:
     return stage
 
 
+def chains_stage(n: int, links: int = 8) -> Usd.Stage:
+    """Articulated chains of ``links`` capsules on revolute joints that author newton and mjc values
+    (as converted MJCF robots do): the resolver's heavy case."""
+    stage = Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageUpAxis(stage, "Z")
+    UsdPhysics.Scene.Define(stage, "/Scene")
+    for c in range(max(1, n // links)):
+        root = UsdGeom.Xform.Define(stage, f"/Chains/Chain_{c}")
+        UsdPhysics.ArticulationRootAPI.Apply(root.GetPrim())
+        parent = None
+        for k in range(links):
+            link = UsdGeom.Capsule.Define(stage, f"/Chains/Chain_{c}/Link_{k}")
+            link.CreateRadiusAttr(0.02)
+            link.CreateHeightAttr(0.1)
+            link.AddTranslateOp().Set(Gf.Vec3d(c * 0.5, 0, 1.0 - 0.15 * k))
+            prim = link.GetPrim()
+            UsdPhysics.RigidBodyAPI.Apply(prim)
+            UsdPhysics.CollisionAPI.Apply(prim)
+            prim.ApplyAPI("MjcCollisionAPI")
+            joint = UsdPhysics.RevoluteJoint.Define(stage, f"/Chains/Chain_{c}/Joint_{k}")
+            if parent is not None:
+                joint.CreateBody0Rel().SetTargets([parent])
+                joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, -0.075))
+            else:
+                joint.CreateLocalPos0Attr(Gf.Vec3f(c * 0.5, 0, 1.075))
+            joint.CreateBody1Rel().SetTargets([prim.GetPath()])
+            joint.CreateLocalPos1Attr(Gf.Vec3f(0, 0, 0.075))
+            joint.CreateAxisAttr("Y")
+            jp = joint.GetPrim()
+            jp.ApplyAPI("NewtonJointAPI")
+            jp.ApplyAPI("MjcJointAPI")
+            jp.CreateAttribute("newton:armature", Sdf.ValueTypeNames.Float).Set(0.01)
+            jp.CreateAttribute("mjc:damping", Sdf.ValueTypeNames.Double).Set(0.1)
+            parent = prim.GetPath()
+    return stage
+
+
+def import_rows(name: str, stage: Usd.Stage, n: int):
+    load = getattr(UsdPhysics, "UsdPhysicsLoadStageFromPrimRange", None) or UsdPhysics.LoadUsdPhysicsFromRange
+    t_parse = best(lambda: load(stage, ["/"]))
+
+    def do_import():
+        b = ModelBuilder()
+        b.add_usd(stage)
+        return b.finalize("cpu")
+
+    rows = [(f"import {name}", n, best(do_import), t_parse, "UsdPhysics parse")]
+    b = ModelBuilder()
+    t0 = time.perf_counter()
+    imported = b.add_usd(stage)
+    total = time.perf_counter() - t0
+    resolving = imported.resolver.seconds
+    rows.append((f"resolve {name}", n, resolving, total - resolving, "rest of add_usd"))
+    return rows
+
+
 def best(fn, repeat=3):
     times = []
     for _ in range(repeat):
@@ -61,28 +118,12 @@ def best(fn, repeat=3):
 
 def bench(n: int, frames: int, substeps: int = 8):
     stage = boxes_stage(n)
-    rows = []
-
-    # import
-    load = getattr(UsdPhysics, "UsdPhysicsLoadStageFromPrimRange", None) or UsdPhysics.LoadUsdPhysicsFromRange
-    t_parse = best(lambda: load(stage, ["/"]))
-
-    def do_import():
-        b = ModelBuilder()
-        b.add_usd(stage)
-        return b.finalize("cpu")
-
-    t_import = best(do_import)
-    rows.append(("import", n, t_import, t_parse, "UsdPhysics parse"))
-    b = ModelBuilder()
-    t0 = time.perf_counter()
-    imported = b.add_usd(stage)
-    total = time.perf_counter() - t0
-    resolving = imported.resolver.seconds
-    rows.append(("resolve", n, resolving, total - resolving, "rest of add_usd"))
+    rows = import_rows("boxes", stage, n) + import_rows("chains", chains_stage(n), n)
 
     # step
-    model = do_import()
+    b = ModelBuilder()
+    b.add_usd(stage)
+    model = b.finalize("cpu")
     solver = SolverMuJoCo(model, backend="cpu")
     dt = 1.0 / 480.0
     steps = frames * substeps
@@ -136,10 +177,10 @@ def main():
     parser.add_argument("--bodies", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--frames", type=int, default=60)
     args = parser.parse_args()
-    print(f"{'what':<12} {'bodies':>6} {'newton_usd':>12} {'baseline':>12} {'ratio':>7}  baseline is")
+    print(f"{'what':<15} {'bodies':>6} {'newton_usd':>12} {'baseline':>12} {'ratio':>7}  baseline is")
     for n in args.bodies:
         for what, count, ours, base, name in bench(n, args.frames):
-            print(f"{what:<12} {count:>6} {ours * 1e3:>10.2f}ms {base * 1e3:>10.2f}ms {ours / base:>7.2f}  {name}")
+            print(f"{what:<15} {count:>6} {ours * 1e3:>10.2f}ms {base * 1e3:>10.2f}ms {ours / base:>7.2f}  {name}")
 
 
 if __name__ == "__main__":

@@ -131,3 +131,10 @@ def test_unsupported_joint_is_reported_once_per_kind(caplog):
         load(stage)
     msgs = [r.getMessage() for r in caplog.records if "DistanceJoint" in r.getMessage()]
     assert len(msgs) == 1 and "/Dist" in msgs[0]
+
+
+def test_negative_mass_names_prim_and_attribute():
+    stage = falling_cube()
+    UsdPhysics.MassAPI(stage.GetPrimAtPath("/Cube")).GetMassAttr().Set(-2.0)
+    with pytest.raises(UsdInputError, match=r"/Cube.physics:mass: must be a finite number >= 0"):
+        load(stage)

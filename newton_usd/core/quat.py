@@ -37,6 +37,17 @@ def quat_multiply(a, b) -> np.ndarray:
     """Hamilton product a * b of Warp-order quaternions (batched)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
+    if a.ndim == 1 and b.ndim == 1:  # one pair: plain floats are much faster than stacking arrays
+        ax, ay, az, aw = a.tolist()
+        bx, by, bz, bw = b.tolist()
+        return np.array(
+            [
+                aw * bx + ax * bw + ay * bz - az * by,
+                aw * by - ax * bz + ay * bw + az * bx,
+                aw * bz + ax * by - ay * bx + az * bw,
+                aw * bw - ax * bx - ay * by - az * bz,
+            ]
+        )
     ax, ay, az, aw = np.moveaxis(a, -1, 0)
     bx, by, bz, bw = np.moveaxis(b, -1, 0)
     return np.stack(
@@ -68,6 +79,11 @@ def quat_rotate(q, v) -> np.ndarray:
     """Rotate vector(s) v by unit Warp-order quaternion(s) q."""
     q = np.asarray(q, dtype=np.float64)
     v = np.asarray(v, dtype=np.float64)
+    if q.ndim == 1 and v.ndim == 1:  # one vector: plain floats
+        x, y, z, w = q.tolist()
+        vx, vy, vz = v.tolist()
+        tx, ty, tz = 2.0 * (y * vz - z * vy), 2.0 * (z * vx - x * vz), 2.0 * (x * vy - y * vx)
+        return np.array([vx + w * tx + y * tz - z * ty, vy + w * ty + z * tx - x * tz, vz + w * tz + x * ty - y * tx])
     u = q[..., :3]
     w = q[..., 3:4]
     t = 2.0 * cross(u, v)

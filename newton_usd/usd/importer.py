@@ -192,14 +192,11 @@ def _import_scene(builder, stage, scenes, frame, result):
     angle = resolver.resolve(prim, props.SCENE_COMPILER_ANGLE, ctx).value
     ctx.angle_unit = DEG if angle == "degree" else 1.0
     option, flag = {}, {}
-    for name, prop in props.SCENE_OPTIONS.items():
-        r = resolver.resolve(prim, prop, ctx)
-        if r.kind != "default":
-            option[name] = r.value
-    for name, prop in props.SCENE_FLAGS.items():
-        r = resolver.resolve(prim, prop, ctx)
-        if r.kind != "default":
-            flag[name] = r.value
+    for out, table in ((option, props.SCENE_OPTIONS), (flag, props.SCENE_FLAGS)):
+        resolved = resolver.resolve_all(prim, table.values(), ctx)
+        for name, prop in table.items():
+            if resolved[prop.name].kind != "default":
+                out[name] = resolved[prop.name].value
     builder.mujoco["option"] = option
     builder.mujoco["flag"] = flag
     return ctx
@@ -270,7 +267,7 @@ def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose
     else:
         mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
     prim = stage.GetPrimAtPath(path)
-    resolved = {p.name: resolver.resolve(prim, p, ctx) for p in props.SHAPE_PROPERTIES}
+    resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx)
     idx = builder.add_shape(
         body,
         geo,
@@ -328,16 +325,23 @@ def _read_mesh(stage, path, scale, file):
     return Mesh(points, np.asarray(tris, dtype=np.int32))
 
 
-def _mass_api(prim):
+def _mass_api(prim, file=None):
     """(mass, density, com or None, diagonal inertia or None, principal axes quat) authored on ``prim``."""
     if not prim.HasAPI(UsdPhysics.MassAPI):
         return 0.0, 0.0, None, None, None
     api = UsdPhysics.MassAPI(prim)
     mass = api.GetMassAttr().Get() or 0.0
     density = api.GetDensityAttr().Get() or 0.0
+    for name, value in (("physics:mass", mass), ("physics:density", density)):
+        if value < 0 or not math.isfinite(value):
+            raise UsdInputError(f"must be a finite number >= 0 (0: not set), got {value}", file=file,
+                                prim=str(prim.GetPath()), attribute=name)  # fmt: skip
     com = api.GetCenterOfMassAttr().Get()
     com = None if com is None or not all(math.isfinite(c) for c in com) else np.array(com, dtype=np.float64)
     diag = api.GetDiagonalInertiaAttr().Get()
+    if diag is not None and any(x < 0 for x in diag):
+        raise UsdInputError(f"must be >= 0 in every component, got {tuple(diag)}", file=file,
+                            prim=str(prim.GetPath()), attribute="physics:diagonalInertia")  # fmt: skip
     diag = None if diag is None or all(x == 0 for x in diag) else np.array(diag, dtype=np.float64)
     axes = api.GetPrincipalAxesAttr().Get()
     axes = None if axes is None else gf_to_xyzw(axes)
@@ -352,13 +356,13 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
     s, k = frame.meters_per_unit, frame.kilograms_per_unit
     density_scale = k / s**3
     prim = stage.GetPrimAtPath(path)
-    b_mass, b_density, b_com, b_inertia, b_axes = _mass_api(prim)
+    b_mass, b_density, b_com, b_inertia, b_axes = _mass_api(prim, file)
     collider_props = []
     for shape, shape_prim, md in parts:
         geo = builder.shape_type[shape]
         if geo == GeoType.PLANE:
             continue
-        c_mass, c_density, _, _, _ = _mass_api(shape_prim)
+        c_mass, c_density, _, _, _ = _mass_api(shape_prim, file)
         if c_density > 0:
             density = c_density * density_scale
         elif b_density > 0:
@@ -519,7 +523,7 @@ def _import_mjc_typed(builder, typed, result, ctx):
         entries = []
         table = props.schema_properties(type_name)
         for prim in typed.get(type_name, []):
-            values = {p.name: result.resolver.resolve(prim, p, ctx).value for p in table.values()}
+            values = {k: r.value for k, r in result.resolver.resolve_all(prim, table.values(), ctx).items()}
             targets = {}
             for rel_name in rels:
                 rel = prim.GetRelationship(rel_name)
@@ -619,7 +623,7 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
     if jt != JointType.FIXED:
         joint_ctx = Context(ctx.meters_per_unit, ctx.kilograms_per_unit, jt != JointType.PRISMATIC, ctx.angle_unit)
         prim = stage.GetPrimAtPath(path)
-        resolved = {p.name: result.resolver.resolve(prim, p, joint_ctx) for p in props.JOINT_PROPERTIES}
+        resolved = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, joint_ctx)
         kw["armature"] = resolved["armature"].value
         kw["friction"] = resolved["frictionloss"].value
     first_dof = len(builder.joint_armature)

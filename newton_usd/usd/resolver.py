@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from pxr import Sdf, Usd
 
@@ -63,8 +63,7 @@ class Property:
     allowed: tuple = ()
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     """A resolved value (SI units) and its provenance.
 
     ``kind`` is "authored", "fallback" or "default"; ``attribute`` and ``prim`` name the source
@@ -97,16 +96,18 @@ class Context:
 
 
 _DEFAULT_CONTEXT = Context()
+_MISSING = object()
 
 
 class _PrimView:
-    __slots__ = ("authored", "applied")
+    __slots__ = ("authored", "applied", "path")
 
-    def __init__(self, prim: Usd.Prim):
+    def __init__(self, prim: Usd.Prim, path: str):
+        self.path = path
         self.authored = set(prim.GetAuthoredPropertyNames())
         # Schemas whose fallbacks count: the prim's typed schema (e.g. MjcActuator), then applied APIs.
         type_name = str(prim.GetTypeName())
-        self.applied = ([type_name] if type_name else []) + list(prim.GetAppliedSchemas())
+        self.applied = tuple(([type_name] if type_name else []) + list(prim.GetAppliedSchemas()))
 
 
 @dataclass
@@ -126,6 +127,9 @@ class Resolver:
     _fallbacks: dict = field(default_factory=dict)  # schema name -> {attribute: fallback}
     _ordered: dict = field(default_factory=dict)  # property name -> its candidates in resolution order
     seconds: float = 0.0  # time spent resolving, for benchmarks/
+    _defaults: dict = field(default_factory=dict)  # property name -> its shared "default" Resolved
+    _fallback_cache: dict = field(default_factory=dict)  # (applied schemas, context) -> {property: fallback}
+    _attributes: dict = field(default_factory=dict)  # property name -> its candidate attribute names
 
     def __post_init__(self):
         unknown = [d for d in self.order if d not in DIALECTS]
@@ -153,53 +157,81 @@ class Resolver:
         key = prim.GetPath()
         v = self._views.get(key)
         if v is None:
-            v = self._views[key] = _PrimView(prim)
+            v = self._views[key] = _PrimView(prim, str(key))
         return v
 
     # ------------------------------------------------------------------ resolving
-    def resolve(self, prim: Usd.Prim, prop: Property, ctx: Context | None = None, *, record: bool = True) -> Resolved:
+    def resolve(self, prim: Usd.Prim, prop: Property, ctx: Context | None = None) -> Resolved:
         """Resolve ``prop`` on ``prim``; see the module docstring for the order."""
+        return self.resolve_all(prim, (prop,), ctx)[prop.name]
+
+    def resolve_all(self, prim: Usd.Prim, properties, ctx: Context | None = None) -> dict:
+        """Resolve several properties of one prim: property name -> :class:`Resolved`."""
         t0 = time.perf_counter()
-        ctx = ctx or _DEFAULT_CONTEXT
-        view = self.view(prim)
-        candidates = self._ordered.get(prop.name)
-        if candidates is None:
-            candidates = self._ordered[prop.name] = sorted(
-                (c for c in prop.candidates if c.dialect in self._rank), key=lambda c: self._rank[c.dialect]
-            )
-        result = None
-        for c in candidates:
-            if c.attribute in view.authored:
-                value = prim.GetAttribute(c.attribute).Get()
-                if value is None:  # authored with time samples only, or blocked: read the first sample
-                    attr = prim.GetAttribute(c.attribute)
-                    samples = attr.GetTimeSamples()
-                    if not samples:
-                        continue
-                    value = attr.Get(samples[0])
-                if c.unset is not None and c.unset(value):
-                    continue
-                result = Resolved(
-                    self._convert(prim, prop, c, value, ctx), "authored", c.attribute, str(prim.GetPath())
-                )
-                self.used.add((str(prim.GetPath()), c.attribute))
-                break
-        if result is None and view.applied:
-            for c in candidates:
-                for schema in view.applied:
-                    table = self._schema_fallbacks(schema)
-                    if c.attribute in table and not (c.unset is not None and c.unset(table[c.attribute])):
-                        value = self._convert(prim, prop, c, table[c.attribute], ctx)
-                        result = Resolved(value, "fallback", c.attribute, str(prim.GetPath()), schema)
-                        break
-                if result is not None:
-                    break
-        if result is None:
-            result = Resolved(prop.default, "default")
-        if record:
-            self.provenance[(str(prim.GetPath()), prop.name)] = result
+        view, ctx = self.view(prim), ctx or _DEFAULT_CONTEXT
+        path, authored = view.path, view.authored
+        # Fallbacks depend only on the applied schemas and the conversion context: cached per both.
+        fallbacks = None
+        if view.applied:
+            key = (view.applied, ctx.angular, ctx.meters_per_unit, ctx.kilograms_per_unit, ctx.angle_unit)
+            fallbacks = self._fallback_cache.setdefault(key, {})
+        out = {}
+        provenance = self.provenance
+        for prop in properties:
+            name = prop.name
+            candidates = self._ordered.get(name)
+            if candidates is None:
+                candidates = self._order_candidates(prop)
+            result = None
+            if not authored.isdisjoint(self._attributes[name]):
+                result = self._authored(prim, path, prop, candidates, authored, ctx)
+            if result is None and fallbacks is not None:
+                found = fallbacks.get(name, _MISSING)
+                if found is _MISSING:
+                    found = fallbacks[name] = self._fallback(prim, prop, candidates, view.applied, ctx)
+                if found is not None:
+                    result = Resolved(found[0], "fallback", found[1], path, found[2])
+            if result is None:
+                result = self._defaults.get(name)
+                if result is None:
+                    result = self._defaults[name] = Resolved(prop.default, "default")
+            provenance[(path, name)] = out[name] = result
         self.seconds += time.perf_counter() - t0
-        return result
+        return out
+
+    def _order_candidates(self, prop):
+        candidates = sorted(
+            (c for c in prop.candidates if c.dialect in self._rank), key=lambda c: self._rank[c.dialect]
+        )
+        self._ordered[prop.name] = candidates
+        self._attributes[prop.name] = frozenset(c.attribute for c in candidates)
+        return candidates
+
+    def _authored(self, prim, path, prop, candidates, authored, ctx):
+        for c in candidates:
+            if c.attribute not in authored:
+                continue
+            attr = prim.GetAttribute(c.attribute)
+            value = attr.Get()
+            if value is None:  # authored with time samples only, or blocked: read the first sample
+                samples = attr.GetTimeSamples()
+                if not samples:
+                    continue
+                value = attr.Get(samples[0])
+            if c.unset is not None and c.unset(value):
+                continue
+            self.used.add((path, c.attribute))
+            return Resolved(self._convert(prim, prop, c, value, ctx), "authored", c.attribute, path)
+        return None
+
+    def _fallback(self, prim, prop, candidates, applied, ctx):
+        """(value, attribute, schema) of the first candidate an applied schema has a fallback for."""
+        for c in candidates:
+            for schema in applied:
+                table = self._schema_fallbacks(schema)
+                if c.attribute in table and not (c.unset is not None and c.unset(table[c.attribute])):
+                    return self._convert(prim, prop, c, table[c.attribute], ctx), c.attribute, schema
+        return None
 
     def value(self, prim: Usd.Prim, prop: Property, ctx: Context | None = None):
         """Shorthand for ``resolve(...).value``."""
