@@ -153,9 +153,11 @@ def _inspect(command: str, args) -> int:
     except (NewtonUsdError, ValueError) as e:
         return _fail(str(e), args)
     kinds = list(imported.diagnostics.kinds.items()) + list(solver.diagnostics.kinds.items())
-    print(f"{args.stage}: {model.body_count} bodies, {model.shape_count} shapes, {model.joint_count} joints; "
-          f"MuJoCo model: nbody {solver.mj_model.nbody}, njnt {solver.mj_model.njnt}, ngeom {solver.mj_model.ngeom}, "
-          f"nu {solver.mj_model.nu}")  # fmt: skip
+    print(
+        f"{args.stage}: {model.body_count} bodies, {model.shape_count} shapes, {model.joint_count} joints; "
+        f"MuJoCo model: nbody {solver.mj_model.nbody}, njnt {solver.mj_model.njnt}, ngeom {solver.mj_model.ngeom}, "
+        f"nu {solver.mj_model.nu}"
+    )
     print(f"\nignored or approximated ({len(kinds)} kinds):" if kinds else "\nnothing ignored or approximated")
     for kind, paths in kinds:
         more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""

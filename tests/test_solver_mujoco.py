@@ -169,3 +169,57 @@ def test_kinematic_root_is_held_in_place():
     UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Cube")).CreateKinematicEnabledAttr(True)
     _, state, _, _ = simulate(stage, 0.5)
     np.testing.assert_allclose(state.body_q.numpy()[0][:3], [0, 0, 1], atol=1e-6)
+
+
+def d6_pendulum_stage(lock_translations=True, free_rot=("rotY",), limit_rot=None):
+    """The pendulum() stage with its revolute hinge replaced by a generic PhysicsJoint (D6): axes in
+    ``free_rot`` have no limit (free), the others are locked (low > high), as the UsdPhysics spec says."""
+    from pxr import Gf, Sdf, UsdPhysics
+
+    stage = pendulum(angle_deg=5.0)
+    stage.RemovePrim("/Hinge")
+    joint = UsdPhysics.Joint.Define(stage, "/D6")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Pendulum")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2.0))
+    for dof in ("transX", "transY", "transZ", "rotX", "rotY", "rotZ"):
+        free = dof in free_rot or (dof.startswith("trans") and not lock_translations)
+        if limit_rot and dof == limit_rot[0]:
+            lim = UsdPhysics.LimitAPI.Apply(joint.GetPrim(), dof)
+            lim.CreateLowAttr(limit_rot[1])
+            lim.CreateHighAttr(limit_rot[2])
+        elif not free:
+            lim = UsdPhysics.LimitAPI.Apply(joint.GetPrim(), dof)
+            lim.CreateLowAttr(1.0)
+            lim.CreateHighAttr(-1.0)
+    return stage
+
+
+def test_d6_with_one_free_rotation_swings_like_the_revolute_pendulum():
+    from newton_usd import JointType
+
+    dt = 1.0 / 480.0
+    model, _, solver, q = simulate(d6_pendulum_stage(), 2.0, dt, record="body_q")
+    assert model.joint_type.numpy().tolist() == [JointType.D6]
+    assert model.joint_dof_dim.numpy().tolist() == [[0, 1]]
+    assert model.joint_q.numpy()[0] == pytest.approx(math.radians(5.0), abs=1e-5)
+    assert solver.mj_model.njnt == 1
+    _, _, _, ref = simulate(pendulum(angle_deg=5.0), 2.0, dt, record="body_q")
+    np.testing.assert_allclose(q, ref, atol=1e-6)
+
+
+def test_d6_axes_without_limits_are_free_and_limits_hold():
+    # Translations free (no limit: free, as the spec says), rotations locked: the body falls freely.
+    model, state, solver, _ = simulate(d6_pendulum_stage(lock_translations=False, free_rot=()), 0.5)
+    assert model.joint_dof_dim.numpy().tolist() == [[3, 0]] and solver.mj_model.njnt == 3
+    assert state.body_q.numpy()[0][2] == pytest.approx(2.0 - 0.5 * 9.81 * 0.25, abs=0.01)
+    # Rotations are locked to the joint frames (aligned with the world here), whatever the authored tilt.
+    np.testing.assert_allclose(state.body_q.numpy()[0][3:], [0, 0, 0, 1], atol=1e-5)
+    # One limited rotation: the 5-degree start swings back but stays within -3..+6 degrees.
+    _, _, _, q = simulate(d6_pendulum_stage(free_rot=(), limit_rot=("rotY", -3.0, 6.0)), 2.0, record="joint_q")
+    assert q[:, 0].min() >= math.radians(-3.0) - 0.01
+    # Every axis locked: a fixed joint.
+    model, state, _, _ = simulate(d6_pendulum_stage(free_rot=()), 0.2)
+    from newton_usd import JointType
+
+    assert model.joint_type.numpy().tolist() == [JointType.FIXED]
+    np.testing.assert_allclose(state.body_q.numpy()[0], [0, 0, 2, 0, 0, 0, 1], atol=1e-6)  # held at the joint frame

@@ -28,6 +28,21 @@ class Mesh:
         self.indices = np.asarray(self.indices, dtype=np.int32).reshape(-1)
 
 
+@dataclass
+class JointAxis:
+    """One DOF of a joint: its axis (in the joint frame), limits (None: off), drive and effort limit."""
+
+    axis: tuple = (1.0, 0.0, 0.0)
+    limit_lower: float | None = None
+    limit_upper: float | None = None
+    target_ke: float = 0.0
+    target_kd: float = 0.0
+    target_pos: float = 0.0
+    target_vel: float = 0.0
+    target_mode: DriveMode | None = None
+    effort_limit: float = math.inf
+
+
 def _xform(x):
     """(pos, Warp quat) from None, a (pos, quat) pair or a ``wp.transform``."""
     if x is None:
@@ -71,6 +86,7 @@ class ModelBuilder:
         # joints
         self.joint_type, self.joint_parent, self.joint_child, self.joint_label = [], [], [], []
         self.joint_X_p, self.joint_X_c, self.joint_q, self.joint_qd = [], [], [], []
+        self.joint_dof_dim = []  # (linear DOFs, angular DOFs) per joint
         self.joint_articulation = []
         # per DOF
         self.joint_axis, self.joint_limit_lower, self.joint_limit_upper, self.joint_limited = [], [], [], []
@@ -225,18 +241,111 @@ class ModelBuilder:
         joint frame) is used by revolute and prismatic joints. Limits (rad or m) are off when None.
         Drive gains are SI (N/m, N*s/m, N*m/rad, N*m*s/rad); ``target_mode`` defaults to what the gains
         imply. ``armature`` (kg*m^2 or kg) and ``friction`` (dry friction loss, N*m or N) apply to
-        every DOF of the joint. The initial coordinates are zero; see :meth:`joint_q_from_body_q` to take them from the
-        body poses instead.
+        every DOF of the joint. The initial coordinates are zero; see :meth:`joint_q_from_body_q` to
+        take them from the body poses instead. D6 joints: :meth:`add_joint_d6`.
         """
         joint_type = JointType(joint_type)
+        if joint_type == JointType.D6:
+            raise ValueError("use add_joint_d6 for D6 joints")
+        scalar = joint_type in (JointType.PRISMATIC, JointType.REVOLUTE)
+        dofs = []
+        if scalar:
+            dofs.append(
+                JointAxis(
+                    axis,
+                    limit_lower,
+                    limit_upper,
+                    target_ke,
+                    target_kd,
+                    target_pos,
+                    target_vel,
+                    target_mode,
+                    effort_limit,
+                )
+            )
+        else:
+            nd = JOINT_COORD_COUNT[joint_type][1]
+            dofs = [JointAxis(np.eye(3)[d % 3], effort_limit=effort_limit) for d in range(nd)]
+        dim = {
+            JointType.PRISMATIC: (1, 0),
+            JointType.REVOLUTE: (0, 1),
+            JointType.BALL: (0, 3),
+            JointType.FIXED: (0, 0),
+            JointType.FREE: (3, 3),
+        }[joint_type]
+        return self._add_joint(
+            joint_type,
+            parent,
+            child,
+            parent_xform,
+            child_xform,
+            dofs,
+            dim,
+            JOINT_COORD_COUNT[joint_type][0],
+            armature,
+            friction,
+            articulation,
+            label,
+        )
+
+    def add_joint_d6(
+        self,
+        parent: int,
+        child: int,
+        parent_xform=None,
+        child_xform=None,
+        *,
+        linear_axes=(),
+        angular_axes=(),
+        armature: float | tuple = 0.0,
+        friction: float | tuple = 0.0,
+        articulation: int = -1,
+        label: str | None = None,
+    ) -> int:
+        """A generic joint: translations along ``linear_axes`` then rotations about ``angular_axes``
+        (each a :class:`JointAxis`, axes in the joint frame), one coordinate each. With no axis it is
+        a fixed joint. ``armature`` and ``friction`` may be given per DOF (linear first)."""
+        dofs = [JointAxis(*a) if not isinstance(a, JointAxis) else a for a in list(linear_axes) + list(angular_axes)]
+        n = len(dofs)
+        return self._add_joint(
+            JointType.D6,
+            parent,
+            child,
+            parent_xform,
+            child_xform,
+            dofs,
+            (len(linear_axes), len(angular_axes)),
+            n,
+            armature,
+            friction,
+            articulation,
+            label,
+        )
+
+    def _add_joint(
+        self,
+        joint_type,
+        parent,
+        child,
+        parent_xform,
+        child_xform,
+        dofs,
+        dim,
+        nq,
+        armature,
+        friction,
+        articulation,
+        label,
+    ) -> int:
         if child < 0 or child >= self.body_count:
             raise ValueError(f"joint child body {child} does not exist")
-        nq, nd = JOINT_COORD_COUNT[joint_type]
+        nd = len(dofs)
         self.joint_type.append(joint_type)
         self.joint_parent.append(int(parent))
         self.joint_child.append(int(child))
         self.joint_X_p.append(_xform(parent_xform))
         self.joint_X_c.append(_xform(child_xform))
+        self.joint_dof_dim.append(dim)
         q0 = np.zeros(nq)
         if joint_type == JointType.BALL:
             q0[3] = 1.0
@@ -246,25 +355,31 @@ class ModelBuilder:
         self.joint_qd.append(np.zeros(nd))
         self.joint_articulation.append(int(articulation))
         self.joint_label.append(label or f"joint_{len(self.joint_label)}")
-        if target_mode is None:
-            target_mode = DriveMode(int(target_ke > 0.0) | (int(target_kd > 0.0) << 1)) if nd == 1 else DriveMode.NONE
-        a = np.asarray(axis, dtype=np.float64)
-        a = a / np.linalg.norm(a)
-        for d in range(nd):
-            single = nd == 1
-            self.joint_axis.append(a if single else np.eye(3)[d % 3])
-            limited = single and (limit_lower is not None or limit_upper is not None)
+        per_dof = joint_type in (JointType.PRISMATIC, JointType.REVOLUTE, JointType.D6)
+        arm = np.broadcast_to(np.asarray(armature, dtype=np.float64), (nd,)) if nd else []
+        fri = np.broadcast_to(np.asarray(friction, dtype=np.float64), (nd,)) if nd else []
+        for d, ax in enumerate(dofs):
+            a = np.asarray(ax.axis, dtype=np.float64)
+            self.joint_axis.append(a / np.linalg.norm(a))
+            limited = per_dof and (ax.limit_lower is not None or ax.limit_upper is not None)
             self.joint_limited.append(limited)
-            self.joint_limit_lower.append(float(limit_lower) if single and limit_lower is not None else -math.inf)
-            self.joint_limit_upper.append(float(limit_upper) if single and limit_upper is not None else math.inf)
-            self.joint_target_ke.append(float(target_ke) if single else 0.0)
-            self.joint_target_kd.append(float(target_kd) if single else 0.0)
-            self.joint_target_mode.append(int(target_mode) if single else 0)
-            self.joint_target_pos.append(float(target_pos) if single else 0.0)
-            self.joint_target_vel.append(float(target_vel) if single else 0.0)
-            self.joint_effort_limit.append(float(effort_limit))
-            self.joint_armature.append(float(armature))
-            self.joint_friction.append(float(friction))
+            self.joint_limit_lower.append(
+                float(ax.limit_lower) if limited and ax.limit_lower is not None else -math.inf
+            )
+            self.joint_limit_upper.append(float(ax.limit_upper) if limited and ax.limit_upper is not None else math.inf)
+            mode = ax.target_mode
+            if mode is None:
+                mode = (
+                    DriveMode(int(ax.target_ke > 0.0) | (int(ax.target_kd > 0.0) << 1)) if per_dof else DriveMode.NONE
+                )
+            self.joint_target_ke.append(float(ax.target_ke) if per_dof else 0.0)
+            self.joint_target_kd.append(float(ax.target_kd) if per_dof else 0.0)
+            self.joint_target_mode.append(int(mode) if per_dof else 0)
+            self.joint_target_pos.append(float(ax.target_pos) if per_dof else 0.0)
+            self.joint_target_vel.append(float(ax.target_vel) if per_dof else 0.0)
+            self.joint_effort_limit.append(float(ax.effort_limit))
+            self.joint_armature.append(float(arm[d]))
+            self.joint_friction.append(float(fri[d]))
         return len(self.joint_type) - 1
 
     def add_joint_revolute(self, parent, child, parent_xform=None, child_xform=None, axis=(1.0, 0.0, 0.0), **kw):
@@ -324,7 +439,7 @@ class ModelBuilder:
         Several joints between the same two bodies (a stack, e.g. slide x, slide z, hinge y of a planar
         robot) compose in the order they were added; each takes its share of the relative motion.
         """
-        dof_start = np.concatenate([[0], np.cumsum([JOINT_COORD_COUNT[t][1] for t in self.joint_type])])
+        dof_start = np.concatenate([[0], np.cumsum([len(qd) for qd in self.joint_qd])]).astype(np.int64)
         stacks = {}
         for j, child in enumerate(self.joint_child):
             stacks.setdefault(child, []).append(j)
@@ -344,28 +459,32 @@ class ModelBuilder:
                     self.joint_q[j] = np.concatenate([p, q])
                     continue
                 x_c = self.joint_X_c[j]
-                local = transform_multiply(transform_multiply(transform_inverse(x_c), motion), x_c)
                 if jt == JointType.BALL:
+                    local = transform_multiply(transform_multiply(transform_inverse(x_c), motion), x_c)
                     q = local[1] if local[1][3] >= 0 else -local[1]
                     self.joint_q[j] = q
-                    own = (np.zeros(3), q)
-                elif jt == JointType.PRISMATIC:
-                    axis = self.joint_axis[dof_start[j]]
-                    d = float(np.dot(local[0], axis))
-                    self.joint_q[j] = np.array([d])
-                    own = (axis * d, np.array([0.0, 0.0, 0.0, 1.0]))
-                elif jt == JointType.REVOLUTE:
-                    axis = self.joint_axis[dof_start[j]]
-                    q = local[1]
-                    angle = 2.0 * math.atan2(np.dot(q[:3], axis), q[3])
-                    angle = (angle + math.pi) % (2.0 * math.pi) - math.pi
-                    self.joint_q[j] = np.array([angle])
-                    own = (np.zeros(3), quat_from_axis_angle(axis, angle))
-                else:
-                    continue
-                # Remove this joint's motion (in the body frame) before reading the next joint's.
-                own_body = transform_multiply(transform_multiply(x_c, own), transform_inverse(x_c))
-                motion = transform_multiply(transform_inverse(own_body), motion)
+                    own_body = transform_multiply(transform_multiply(x_c, (np.zeros(3), q)), transform_inverse(x_c))
+                    motion = transform_multiply(transform_inverse(own_body), motion)
+                elif jt in (JointType.PRISMATIC, JointType.REVOLUTE, JointType.D6):
+                    n_lin = self.joint_dof_dim[j][0]
+                    coords = []
+                    for k in range(len(self.joint_qd[j])):
+                        axis = self.joint_axis[dof_start[j] + k]
+                        local = transform_multiply(transform_multiply(transform_inverse(x_c), motion), x_c)
+                        if k < n_lin:
+                            d = float(np.dot(local[0], axis))
+                            coords.append(d)
+                            own = (axis * d, np.array([0.0, 0.0, 0.0, 1.0]))
+                        else:
+                            q = local[1]
+                            angle = 2.0 * math.atan2(np.dot(q[:3], axis), q[3])
+                            angle = (angle + math.pi) % (2.0 * math.pi) - math.pi
+                            coords.append(angle)
+                            own = (np.zeros(3), quat_from_axis_angle(axis, angle))
+                        # Remove this DOF's motion (in the body frame) before reading the next one's.
+                        own_body = transform_multiply(transform_multiply(x_c, own), transform_inverse(x_c))
+                        motion = transform_multiply(transform_inverse(own_body), motion)
+                    self.joint_q[j] = np.array(coords)
 
     # ------------------------------------------------------------------ finalize
     def finalize(self, device=None) -> Model:
@@ -376,7 +495,7 @@ class ModelBuilder:
         m.gravity = wp.vec3(*self.gravity)
         for k, v in self.mujoco.items():
             setattr(m.mujoco, k, v)
-        dof_count = sum(JOINT_COORD_COUNT[t][1] for t in self.joint_type)
+        dof_count = sum(len(qd) for qd in self.joint_qd)
         counts = {"body": self.body_count, "shape": self.shape_count, "joint": self.joint_count, "dof": dof_count}
         for k, v in self._mujoco_arrays(counts).items():
             setattr(m.mujoco, k, v)
@@ -432,7 +551,10 @@ class ModelBuilder:
         m.shape_label = list(self.shape_label)
 
         m.joint_count = self.joint_count
-        counts = np.array([JOINT_COORD_COUNT[t] for t in self.joint_type], dtype=np.int64).reshape(-1, 2)
+        counts = np.array(
+            [(len(q), len(qd)) for q, qd in zip(self.joint_q, self.joint_qd, strict=True)], dtype=np.int64
+        )
+        counts = counts.reshape(-1, 2)
         q_start = np.concatenate([[0], np.cumsum(counts[:, 0])])
         qd_start = np.concatenate([[0], np.cumsum(counts[:, 1])])
         m.joint_coord_count = int(q_start[-1])
@@ -442,6 +564,7 @@ class ModelBuilder:
         m.joint_child = arr(self.joint_child, wp.int32)
         m.joint_X_p = xforms(self.joint_X_p)
         m.joint_X_c = xforms(self.joint_X_c)
+        m.joint_dof_dim = arr(np.asarray(self.joint_dof_dim, dtype=np.int64).reshape(-1, 2), wp.int32, (2,))
         m.joint_q_start = arr(q_start, wp.int32)
         m.joint_qd_start = arr(qd_start, wp.int32)
         m.joint_q = arr(np.concatenate(self.joint_q) if self.joint_q else [], wp.float32)

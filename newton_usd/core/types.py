@@ -8,6 +8,10 @@ from enum import IntEnum
 class JointType(IntEnum):
     """Joint kinds, with Newton's numbering.
 
+    A D6 joint has any number of linear then angular DOFs along axes of its joint frame
+    (``joint_dof_dim`` = (linear, angular)); one coordinate per DOF. Its axes compose in that order:
+    translations first, then rotations, each about the axis as rotated by the ones before.
+
     Coordinates (``joint_q`` / ``joint_qd`` sizes): FREE 7/6, BALL 4/3, PRISMATIC and REVOLUTE 1/1,
     FIXED 0/0. A free joint's ``joint_q`` is the child body frame's world position and Warp-order
     quaternion; its ``joint_qd`` is the linear velocity of the body origin and the angular velocity,
@@ -20,9 +24,11 @@ class JointType(IntEnum):
     BALL = 2
     FIXED = 3
     FREE = 4
+    D6 = 6
 
 
 JOINT_COORD_COUNT = {
+    JointType.D6: (None, None),  # per joint: one coordinate per DOF
     JointType.PRISMATIC: (1, 1),
     JointType.REVOLUTE: (1, 1),
     JointType.BALL: (4, 3),

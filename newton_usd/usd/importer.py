@@ -16,7 +16,7 @@ import numpy as np
 from pxr import Usd, UsdGeom, UsdPhysics
 
 from ..core import inertia as mass_props
-from ..core.builder import Mesh, ModelBuilder
+from ..core.builder import JointAxis, Mesh, ModelBuilder
 from ..core.quat import gf_to_xyzw, quat_from_axis_angle, quat_multiply, quat_to_matrix, transform_multiply
 from ..core.types import DriveMode, GeoType, JointType
 from ..diagnostics import Diagnostics
@@ -47,8 +47,9 @@ _JOINT_TYPES = {
     OT.PrismaticJoint: JointType.PRISMATIC,
     OT.SphericalJoint: JointType.BALL,
     OT.FixedJoint: JointType.FIXED,
+    OT.D6Joint: JointType.D6,
 }
-_UNSUPPORTED_JOINTS = (OT.D6Joint, OT.DistanceJoint, OT.CustomJoint)
+_UNSUPPORTED_JOINTS = (OT.DistanceJoint, OT.CustomJoint)
 
 # Rotation taking the shape's local +Z onto the authored axis token.
 _AXIS_TO_Z = {
@@ -184,8 +185,14 @@ def _import_scene(builder, stage, scenes, frame, result):
 
     prim = stage.GetPrimAtPath(path)
     resolver = result.resolver
-    for prop in (props.SCENE_SOLVER, props.SCENE_BACKEND, props.SCENE_SUBSTEPS, props.SCENE_FPS,
-                 props.SCENE_COLLIDE_ON_SUBSTEPS, props.SCENE_TIMESTEP):  # fmt: skip
+    for prop in (
+        props.SCENE_SOLVER,
+        props.SCENE_BACKEND,
+        props.SCENE_SUBSTEPS,
+        props.SCENE_FPS,
+        props.SCENE_COLLIDE_ON_SUBSTEPS,
+        props.SCENE_TIMESTEP,
+    ):
         result.scene[prop.name] = resolver.resolve(prim, prop, ctx)
     if not resolver.resolve(prim, props.SCENE_GRAVITY_ENABLED, ctx).value:
         builder.gravity = np.zeros(3)
@@ -334,14 +341,22 @@ def _mass_api(prim, file=None):
     density = api.GetDensityAttr().Get() or 0.0
     for name, value in (("physics:mass", mass), ("physics:density", density)):
         if value < 0 or not math.isfinite(value):
-            raise UsdInputError(f"must be a finite number >= 0 (0: not set), got {value}", file=file,
-                                prim=str(prim.GetPath()), attribute=name)  # fmt: skip
+            raise UsdInputError(
+                f"must be a finite number >= 0 (0: not set), got {value}",
+                file=file,
+                prim=str(prim.GetPath()),
+                attribute=name,
+            )
     com = api.GetCenterOfMassAttr().Get()
     com = None if com is None or not all(math.isfinite(c) for c in com) else np.array(com, dtype=np.float64)
     diag = api.GetDiagonalInertiaAttr().Get()
     if diag is not None and any(x < 0 for x in diag):
-        raise UsdInputError(f"must be >= 0 in every component, got {tuple(diag)}", file=file,
-                            prim=str(prim.GetPath()), attribute="physics:diagonalInertia")  # fmt: skip
+        raise UsdInputError(
+            f"must be >= 0 in every component, got {tuple(diag)}",
+            file=file,
+            prim=str(prim.GetPath()),
+            attribute="physics:diagonalInertia",
+        )
     diag = None if diag is None or all(x == 0 for x in diag) else np.array(diag, dtype=np.float64)
     axes = api.GetPrincipalAxesAttr().Get()
     axes = None if axes is None else gf_to_xyzw(axes)
@@ -572,7 +587,7 @@ _MUJOCO_DOF_VALUES = {
 
 
 def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, art_index, stage, ctx):
-    s, k = frame.meters_per_unit, frame.kilograms_per_unit
+    s = frame.meters_per_unit
     diag = result.diagnostics
     b0 = result.body_index.get(str(d.body0), -1) if not d.body0.isEmpty else -1
     b1 = result.body_index.get(str(d.body1), -1) if not d.body1.isEmpty else -1
@@ -583,33 +598,18 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
     x1 = frame.world_pose_to_sim(*x1) if b1 < 0 else (x1[0] * s, x1[1])
     parent, child, xp, xc = (b1, b0, x1, x0) if reverse else (b0, b1, x0, x1)
     kw = {}
+    d6_axes = None
     if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
-        angular = jt == JointType.REVOLUTE
         axis = np.array(_AXIS_VEC[_axis_token(d.axis)])
-        kw["axis"] = -axis if reverse else axis  # the child moves the other way when roles swap
-        unit = DEG if angular else s
-        lim = d.limit
-        if lim.enabled and (math.isfinite(lim.lower) or math.isfinite(lim.upper)):
-            lo = lim.lower * unit if math.isfinite(lim.lower) else None
-            hi = lim.upper * unit if math.isfinite(lim.upper) else None
-            if lo is not None and hi is not None and lo > hi:
-                diag.add("joint limit with lower > upper: the joint is locked at its authored position", path)
-                lo = hi = None
-                kw["target_ke"] = 0.0
-            kw["limit_lower"], kw["limit_upper"] = lo, hi
-        drv = d.drive
-        if drv.enabled and (drv.stiffness > 0 or drv.damping > 0):
-            # Gains per degree for angular drives (UsdPhysics), per stage unit for linear ones.
-            gain_unit = (k * s * s / DEG) if angular else k
-            kw["target_ke"] = drv.stiffness * gain_unit
-            kw["target_kd"] = drv.damping * gain_unit
-            kw["target_pos"] = drv.targetPosition * unit
-            kw["target_vel"] = drv.targetVelocity * unit
-            if math.isfinite(drv.forceLimit) and drv.forceLimit < 1e30:
-                kw["effort_limit"] = drv.forceLimit * (k * s * s if angular else k * s)
-            if drv.acceleration:
-                diag.add("acceleration drives are simulated as force drives (gains not scaled by inertia)", path)
-            kw["target_mode"] = DriveMode(int(drv.stiffness > 0) | (int(drv.damping > 0) << 1))
+        ax = _joint_axis(-axis if reverse else axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag)
+        if ax is None:  # locked
+            jt = JointType.FIXED
+        else:
+            kw.update(vars(ax))
+    elif jt == JointType.D6:
+        d6_axes = _d6_axes(d, reverse, frame, path, diag)
+        if not d6_axes[0] and not d6_axes[1]:
+            jt = JointType.FIXED
     elif jt == JointType.BALL:
         lim = d.limit
         if lim.enabled and (math.isfinite(lim.lower) or math.isfinite(lim.upper)):
@@ -619,18 +619,100 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
         kw["articulation"] = art_index.setdefault(str(art), len(builder.articulation_label))
         if kw["articulation"] == len(builder.articulation_label):
             builder.articulation_label.append(str(art))
-    resolved = {}
-    if jt != JointType.FIXED:
-        joint_ctx = Context(ctx.meters_per_unit, ctx.kilograms_per_unit, jt != JointType.PRISMATIC, ctx.angle_unit)
+    # Per-DOF values (armature, damping, ...): unit conversions differ for linear and angular DOFs.
+    if jt == JointType.FIXED:
+        kinds = []
+    elif jt == JointType.D6:
+        kinds = [False] * len(d6_axes[0]) + [True] * len(d6_axes[1])
+    else:
+        kinds = [jt != JointType.PRISMATIC] * (3 if jt == JointType.BALL else 1)
+    per_kind = {}
+    if kinds:
         prim = stage.GetPrimAtPath(path)
-        resolved = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, joint_ctx)
-        kw["armature"] = resolved["armature"].value
-        kw["friction"] = resolved["frictionloss"].value
+        for angular in sorted(set(kinds)):
+            joint_ctx = Context(ctx.meters_per_unit, ctx.kilograms_per_unit, angular, ctx.angle_unit)
+            per_kind[angular] = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, joint_ctx)
+    armature = tuple(per_kind[a]["armature"].value for a in kinds) or 0.0
+    friction = tuple(per_kind[a]["frictionloss"].value for a in kinds) or 0.0
     first_dof = len(builder.joint_armature)
-    j = builder.add_joint(jt, parent, child, xp, xc, label=str(path), **kw)
+    if jt == JointType.D6:
+        j = builder.add_joint_d6(
+            parent,
+            child,
+            xp,
+            xc,
+            linear_axes=d6_axes[0],
+            angular_axes=d6_axes[1],
+            armature=armature,
+            friction=friction,
+            label=str(path),
+            articulation=kw.get("articulation", -1),
+        )
+    else:
+        if jt == JointType.FIXED:  # a locked axis: only the articulation is left to pass on
+            kw = {key: v for key, v in kw.items() if key == "articulation"}
+        j = builder.add_joint(jt, parent, child, xp, xc, label=str(path), armature=armature, friction=friction, **kw)
     for name, key in _MUJOCO_DOF_VALUES.items():
-        r = resolved.get(name)
-        if r is not None and r.kind != "default":
-            for dof in range(first_dof, len(builder.joint_armature)):
-                builder.set_mujoco("dof", key, dof, r.value)
+        for k_dof, angular in enumerate(kinds):
+            r = per_kind[angular][name]
+            if r.kind != "default":
+                builder.set_mujoco("dof", key, first_dof + k_dof, r.value)
     result.joint_index[str(path)] = j
+
+
+_D6_AXES = (
+    (UsdPhysics.JointDOF.TransX, False, (1.0, 0.0, 0.0)),
+    (UsdPhysics.JointDOF.TransY, False, (0.0, 1.0, 0.0)),
+    (UsdPhysics.JointDOF.TransZ, False, (0.0, 0.0, 1.0)),
+    (UsdPhysics.JointDOF.RotX, True, (1.0, 0.0, 0.0)),
+    (UsdPhysics.JointDOF.RotY, True, (0.0, 1.0, 0.0)),
+    (UsdPhysics.JointDOF.RotZ, True, (0.0, 0.0, 1.0)),
+)
+
+
+def _d6_axes(d, reverse, frame, path, diag):
+    """(linear axes, angular axes) of a generic (D6) joint, as the UsdPhysics spec defines them: an axis
+    with no limit is free, one whose low > high is locked, any other is limited."""
+    limits = {p.first: p.second for p in d.jointLimits}
+    drives = {p.first: p.second for p in d.jointDrives}
+    if UsdPhysics.JointDOF.Distance in limits:
+        diag.add("distance limits of generic joints are not simulated yet", path)
+    linear, angular = [], []
+    for dof, is_angular, axis in _D6_AXES:
+        vec = -np.array(axis) if reverse else np.array(axis)
+        # An axis without a LimitAPI is free; one without a DriveAPI is not driven.
+        ax = _joint_axis(vec, is_angular, limits.get(dof), drives.get(dof), frame, path, diag, report_locked=False)
+        if ax is not None:
+            (angular if is_angular else linear).append(ax)
+    if len(angular) > 1:
+        diag.add("generic joints with several free rotation axes are simulated as hinges in X, Y, Z order", path)
+    return linear, angular
+
+
+def _joint_axis(axis, angular, lim, drv, frame, path, diag, report_locked=True):
+    """One DOF from a UsdPhysics limit and drive (either may be None); None when the limit locks it
+    (low > high)."""
+    s, k = frame.meters_per_unit, frame.kilograms_per_unit
+    unit = DEG if angular else s
+    ax = JointAxis(axis=tuple(axis))
+    if lim is not None and lim.enabled and (math.isfinite(lim.lower) or math.isfinite(lim.upper)):
+        lo = lim.lower * unit if math.isfinite(lim.lower) else None
+        hi = lim.upper * unit if math.isfinite(lim.upper) else None
+        if lo is not None and hi is not None and lo > hi:
+            if report_locked:
+                diag.add("joint limit with lower > upper: the joint is locked at its authored position", path)
+            return None
+        ax.limit_lower, ax.limit_upper = lo, hi
+    if drv is not None and drv.enabled and (drv.stiffness > 0 or drv.damping > 0):
+        # Gains per degree for angular drives (UsdPhysics), per stage unit for linear ones.
+        gain_unit = (k * s * s / DEG) if angular else k
+        ax.target_ke = drv.stiffness * gain_unit
+        ax.target_kd = drv.damping * gain_unit
+        ax.target_pos = drv.targetPosition * unit
+        ax.target_vel = drv.targetVelocity * unit
+        if math.isfinite(drv.forceLimit) and drv.forceLimit < 1e30:
+            ax.effort_limit = drv.forceLimit * (k * s * s if angular else k * s)
+        if drv.acceleration:
+            diag.add("acceleration drives are simulated as force drives (gains not scaled by inertia)", path)
+        ax.target_mode = DriveMode(int(drv.stiffness > 0) | (int(drv.damping > 0) << 1))
+    return ax

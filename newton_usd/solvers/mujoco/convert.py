@@ -37,11 +37,14 @@ class CoordinateMap:
             if mj_j < 0:
                 continue
             adr, dadr = mj_model.jnt_qposadr[mj_j], mj_model.jnt_dofadr[mj_j]
-            if t in (JointType.REVOLUTE, JointType.PRISMATIC):
-                scalar_q.append(q_start[j])
-                scalar_qpos.append(adr)
-                scalar_qd.append(qd_start[j])
-                scalar_qvel.append(dadr)
+            if t in (JointType.REVOLUTE, JointType.PRISMATIC, JointType.D6):
+                # One scalar MuJoCo joint per DOF; coordinate k of the joint is DOF k.
+                for k, dof in enumerate(range(qd_start[j], qd_start[j + 1])):
+                    mj_dof_joint = spec_map.dof_mj[dof]
+                    scalar_q.append(q_start[j] + k)
+                    scalar_qpos.append(mj_model.jnt_qposadr[mj_dof_joint])
+                    scalar_qd.append(dof)
+                    scalar_qvel.append(mj_model.jnt_dofadr[mj_dof_joint])
             elif t == JointType.BALL:
                 ball.append((q_start[j], adr, qd_start[j], dadr, x_c[j, 3:]))
             elif t == JointType.FREE:

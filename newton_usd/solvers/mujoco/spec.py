@@ -41,13 +41,39 @@ class ModelArrays:
     """The model's arrays as numpy (floats as float64), read once from the device."""
 
     NAMES = (
-        "body_q", "body_com", "body_mass", "body_inertia", "shape_body", "shape_type", "shape_transform",
-        "shape_scale", "shape_collision_enabled", "shape_material_mu", "shape_material_mu_torsional",
-        "shape_material_mu_rolling", "shape_margin", "shape_gap", "joint_type", "joint_parent", "joint_child",
-        "joint_X_p", "joint_X_c", "joint_q_start", "joint_qd_start", "joint_axis", "joint_limited",
-        "joint_limit_lower", "joint_limit_upper", "joint_target_ke", "joint_target_kd", "joint_target_mode",
-        "joint_effort_limit", "joint_armature", "joint_friction",
-    )  # fmt: skip
+        "body_q",
+        "body_com",
+        "body_mass",
+        "body_inertia",
+        "shape_body",
+        "shape_type",
+        "shape_transform",
+        "shape_scale",
+        "shape_collision_enabled",
+        "shape_material_mu",
+        "shape_material_mu_torsional",
+        "shape_material_mu_rolling",
+        "shape_margin",
+        "shape_gap",
+        "joint_type",
+        "joint_parent",
+        "joint_child",
+        "joint_X_p",
+        "joint_X_c",
+        "joint_dof_dim",
+        "joint_q_start",
+        "joint_qd_start",
+        "joint_axis",
+        "joint_limited",
+        "joint_limit_lower",
+        "joint_limit_upper",
+        "joint_target_ke",
+        "joint_target_kd",
+        "joint_target_mode",
+        "joint_effort_limit",
+        "joint_armature",
+        "joint_friction",
+    )
 
     def __init__(self, model):
         for name in self.NAMES:
@@ -62,7 +88,8 @@ class SpecMap:
     body_mj: np.ndarray = None  # model body -> mj body id
     shape_mj: np.ndarray = None  # model shape -> mj geom id (-1: not simulated)
     geom_shape: np.ndarray = None  # mj geom id -> model shape (-1: none)
-    joint_mj: np.ndarray = None  # model joint -> mj joint id (-1: fixed)
+    joint_mj: np.ndarray = None  # model joint -> (first) mj joint id (-1: fixed)
+    dof_mj: np.ndarray = None  # model DOF -> mj scalar joint id (revolute, prismatic, D6 DOFs; else -1)
     actuator_dof: np.ndarray = None  # mj actuator -> model DOF it drives (the drive actuators come first)
     mjc_actuator_ctrl: np.ndarray = None  # MjcActuator prim -> mj actuator id (-1: not built)
     joint_names: list = field(default_factory=list)
@@ -99,10 +126,26 @@ _ENUM_OPTIONS = {
     "jacobian": (mujoco.mjtJacobian, "mjJAC_"),
 }
 _VALUE_OPTIONS = (
-    "impratio", "tolerance", "ls_tolerance", "noslip_tolerance", "ccd_tolerance", "density", "viscosity", "wind",
-    "magnetic", "o_margin", "o_solref", "o_solimp", "o_friction", "iterations", "ls_iterations",
-    "noslip_iterations", "ccd_iterations", "sdf_iterations", "sdf_initpoints",
-)  # fmt: skip
+    "impratio",
+    "tolerance",
+    "ls_tolerance",
+    "noslip_tolerance",
+    "ccd_tolerance",
+    "density",
+    "viscosity",
+    "wind",
+    "magnetic",
+    "o_margin",
+    "o_solref",
+    "o_solimp",
+    "o_friction",
+    "iterations",
+    "ls_iterations",
+    "noslip_iterations",
+    "ccd_iterations",
+    "sdf_iterations",
+    "sdf_initpoints",
+)
 OPTION_NAMES = tuple(_ENUM_OPTIONS) + _VALUE_OPTIONS + ("timestep",)
 """Every option SolverMuJoCo accepts, by MuJoCo's name (``mjc:option:<name>``)."""
 
@@ -177,6 +220,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
 
     body_handles = [None] * nb
     joint_handles = [None] * model.joint_count
+    dof_handles = [None] * model.joint_dof_count  # scalar MuJoCo joint of each DOF (revolute, prismatic, D6)
     shapes_of = {b: [] for b in range(-1, nb)}
     for s in range(model.shape_count):
         shapes_of[int(a.shape_body[s])].append(s)
@@ -218,7 +262,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         body.iquat = xyzw_to_wxyz(iquat)
         body.inertia = np.maximum(moments, 1e-9 if mass > 0 else 0.0)
         for j in stack:
-            joint_handles[j] = _add_mj_joint(body, j, a, model, joint_names)
+            joint_handles[j] = _add_mj_joints(body, j, a, model, joint_names, dof_handles)
 
     # Geoms.
     geom_handles = [None] * model.shape_count
@@ -264,12 +308,10 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     # Drives.
     actuators = []
     for j in range(model.joint_count):
-        if joint_handles[j] is None:
-            continue
         for dof in range(int(a.joint_qd_start[j]), int(a.joint_qd_start[j + 1])):
-            if int(a.joint_target_mode[dof]) == DriveMode.NONE:
+            if int(a.joint_target_mode[dof]) == DriveMode.NONE or dof_handles[dof] is None:
                 continue
-            act = spec.add_actuator(name=joint_handles[j].name + "_drive", target=joint_handles[j].name)
+            act = spec.add_actuator(name=dof_handles[dof].name + "_drive", target=dof_handles[dof].name)
             act.trntype = mujoco.mjtTrn.mjTRN_JOINT
             act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
             act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
@@ -286,7 +328,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
     mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag)
-    return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators)
+    return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles)
 
 
 def _limited(token) -> int:
@@ -374,27 +416,42 @@ def _set_from(element, model, index, table):
             setattr(element, attr, kind(v) if kind is not list else [float(x) for x in v])
 
 
-def _add_mj_joint(body, j, a, model, names):
-    """The MuJoCo joint of model joint ``j`` on ``body`` (None for a fixed joint)."""
+def _add_mj_joints(body, j, a, model, names, dof_handles):
+    """The MuJoCo joint(s) of model joint ``j`` on ``body``: one for revolute, prismatic, ball and free
+    joints, one slide or hinge per DOF for a D6 (linear DOFs first), none for a fixed joint.
+    Fills ``dof_handles`` for the DOFs that map to a scalar MuJoCo joint; returns the first joint."""
     jt = int(a.joint_type[j])
     if jt == JointType.FIXED:
         return None
     xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
-    dof = int(a.joint_qd_start[j])
-    mj_joint = body.add_joint(name=names(model.joint_label[j]), type=_JOINT[jt])
-    mj_joint.frictionloss = float(a.joint_friction[dof])
-    _set_from(mj_joint, model, dof, JOINT_VALUES)
-    if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
+    start, end = int(a.joint_qd_start[j]), int(a.joint_qd_start[j + 1])
+    if jt in (JointType.BALL, JointType.FREE):
+        mj_joint = body.add_joint(name=names(model.joint_label[j]), type=_JOINT[jt])
+        mj_joint.pos = xc[0]
+        mj_joint.armature = float(a.joint_armature[start])
+        mj_joint.frictionloss = float(a.joint_friction[start])
+        _set_from(mj_joint, model, start, JOINT_VALUES)
+        return mj_joint
+    n_lin = int(a.joint_dof_dim[j][0])
+    first = None
+    for dof in range(start, end):
+        k = dof - start
+        kind = mujoco.mjtJoint.mjJNT_SLIDE if k < n_lin else mujoco.mjtJoint.mjJNT_HINGE
+        label = (
+            model.joint_label[j] if end - start == 1 else f"{model.joint_label[j]}_{'lin' if k < n_lin else 'ang'}{k}"
+        )
+        mj_joint = body.add_joint(name=names(label), type=kind)
         mj_joint.pos = xc[0]
         mj_joint.axis = quat_rotate(xc[1], a.joint_axis[dof])
         if a.joint_limited[dof]:
             mj_joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
             mj_joint.range = [a.joint_limit_lower[dof], a.joint_limit_upper[dof]]
         mj_joint.armature = float(a.joint_armature[dof])
-    elif jt == JointType.BALL:
-        mj_joint.pos = xc[0]
-        mj_joint.armature = float(a.joint_armature[dof])
-    return mj_joint
+        mj_joint.frictionloss = float(a.joint_friction[dof])
+        _set_from(mj_joint, model, dof, JOINT_VALUES)
+        dof_handles[dof] = mj_joint
+        first = first or mj_joint
+    return first
 
 
 def compile_spec(spec, handles, model, file=None):
@@ -403,7 +460,7 @@ def compile_spec(spec, handles, model, file=None):
         mj_model = spec.compile()
     except ValueError as e:  # MjSpec reports compile errors as ValueError
         raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model: {e}") from None
-    body_handles, geom_handles, joint_handles, actuators, mjc_actuators = handles
+    body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles = handles
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
     m.shape_mj = np.array([h.id if h is not None else -1 for h in geom_handles], dtype=np.int32)
@@ -412,6 +469,7 @@ def compile_spec(spec, handles, model, file=None):
         if g >= 0:
             m.geom_shape[g] = s
     m.joint_mj = np.array([h.id if h is not None else -1 for h in joint_handles], dtype=np.int32)
+    m.dof_mj = np.array([h.id if h is not None else -1 for h in dof_handles], dtype=np.int32)
     m.actuator_dof = np.array([dof for _, dof in actuators], dtype=np.int32)
     # ctrl index of each MjcActuator prim (model.mujoco.actuator order), -1 where it was not built
     m.mjc_actuator_ctrl = np.array([h.id if h is not None else -1 for h in mjc_actuators], dtype=np.int32)
