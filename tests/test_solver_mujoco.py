@@ -223,3 +223,38 @@ def test_d6_axes_without_limits_are_free_and_limits_hold():
 
     assert model.joint_type.numpy().tolist() == [JointType.FIXED]
     np.testing.assert_allclose(state.body_q.numpy()[0], [0, 0, 2, 0, 0, 0, 1], atol=1e-6)  # held at the joint frame
+
+
+def test_spherical_joint_started_tilted_matches_native_mujoco():
+    import mujoco
+    from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+
+    from newton_usd.core.quat import quat_multiply, xyzw_to_wxyz
+
+    stage = pendulum(angle_deg=0.0)
+    UsdGeom.Xformable(stage.GetPrimAtPath("/Pendulum")).GetOrderedXformOps()[1].Set(Gf.Vec3f(20, 10, 0))
+    stage.RemovePrim("/Hinge")
+    joint = UsdPhysics.SphericalJoint.Define(stage, "/Ball")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Pendulum")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
+    dt = 1.0 / 480.0
+    model, _, solver, traj = simulate(stage, 1.0, dt, record="body_q")
+    r0 = model.joint_q.numpy()[:4].astype(np.float64)
+    # rotateXYZ (20, 10, 0): X first, then Y.
+    rx = np.array([math.sin(math.radians(10)), 0, 0, math.cos(math.radians(10))])
+    ry = np.array([0, math.sin(math.radians(5)), 0, math.cos(math.radians(5))])
+    np.testing.assert_allclose(np.abs(np.dot(r0, quat_multiply(ry, rx))), 1.0, atol=1e-6)
+    xml = f"""<mujoco><option timestep="{dt!r}" integrator="implicitfast"/><worldbody>
+      <body pos="0 0 2"><joint type="ball"/><inertial pos="0 0 -0.5" mass="1" diaginertia="0.004 0.004 0.004"/>
+      </body></worldbody></mujoco>"""
+    ref = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(ref)
+    data.qpos[:] = xyzw_to_wxyz(r0)
+    expected = []
+    for _ in range(len(traj)):
+        mujoco.mj_step(ref, data)
+        expected.append(np.concatenate([data.xpos[1], data.xquat[1]]))
+    expected = np.array(expected)
+    np.testing.assert_allclose(traj[:, 0, :3], expected[:, :3], atol=1e-5)
+    np.testing.assert_allclose(np.abs(np.sum(traj[:, 0, 3:] * expected[:, [4, 5, 6, 3]], axis=1)), 1.0, atol=1e-5)
+    assert abs(np.dot(traj[-1, 0, 3:], traj[0, 0, 3:])) < 0.999  # it swung (the pivot itself stays)

@@ -28,6 +28,7 @@ class CoordinateMap:
         q_start = model.joint_q_start.numpy()
         qd_start = model.joint_qd_start.numpy()
         x_c = model.joint_X_c.numpy().astype(np.float64)
+        joint_q0 = model.joint_q.numpy().astype(np.float64)
         self.nq, self.nv = mj_model.nq, mj_model.nv
         self.model_nq, self.model_nv = int(q_start[-1]), int(qd_start[-1])
         scalar_q, scalar_qpos, scalar_qd, scalar_qvel = [], [], [], []
@@ -46,7 +47,8 @@ class CoordinateMap:
                     scalar_qd.append(dof)
                     scalar_qvel.append(mj_model.jnt_dofadr[mj_dof_joint])
             elif t == JointType.BALL:
-                ball.append((q_start[j], adr, qd_start[j], dadr, x_c[j, 3:]))
+                r0 = joint_q0[q_start[j] : q_start[j] + 4]
+                ball.append((q_start[j], adr, qd_start[j], dadr, x_c[j, 3:], r0))
             elif t == JointType.FREE:
                 free.append((q_start[j], adr, qd_start[j], dadr))
         self.scalar = [np.asarray(x, dtype=np.int64) for x in (scalar_q, scalar_qpos, scalar_qd, scalar_qvel)]
@@ -55,6 +57,8 @@ class CoordinateMap:
         self.ball_qd = np.array([b[2] for b in ball], dtype=np.int64)
         self.ball_qvel = np.array([b[3] for b in ball], dtype=np.int64)
         self.ball_qc = np.array([b[4] for b in ball], dtype=np.float64).reshape(-1, 4)
+        # MuJoCo's ball bodies are placed at the initial rotation r0, so its qpos is relative to r0.
+        self.ball_r0_inv = quat_conjugate(np.array([b[5] for b in ball], dtype=np.float64).reshape(-1, 4))
         self.free_q = np.array([f[0] for f in free], dtype=np.int64)
         self.free_qpos = np.array([f[1] for f in free], dtype=np.int64)
         self.free_qd = np.array([f[2] for f in free], dtype=np.int64)
@@ -98,7 +102,8 @@ class CoordinateMap:
             qvel_out[..., ang3] = quat_rotate(quat_conjugate(fq[..., 3:]), fqd[..., 3:])
         if len(self.ball_q):
             q4, qpos4, qd3, qvel3 = self.ball_seg
-            m = quat_multiply(quat_multiply(self.ball_qc, joint_q[..., q4]), quat_conjugate(self.ball_qc))
+            rel = quat_multiply(self.ball_r0_inv, joint_q[..., q4])
+            m = quat_multiply(quat_multiply(self.ball_qc, rel), quat_conjugate(self.ball_qc))
             qpos_out[..., qpos4] = xyzw_to_wxyz(m)
             qvel_out[..., qvel3] = quat_rotate(self.ball_qc, joint_qd[..., qd3])
 
@@ -117,7 +122,8 @@ class CoordinateMap:
         if len(self.ball_q):
             q4, qpos4, qd3, qvel3 = self.ball_seg
             m = wxyz_to_xyzw(qpos[..., qpos4])
-            joint_q_out[..., q4] = quat_multiply(quat_multiply(quat_conjugate(self.ball_qc), m), self.ball_qc)
+            rel = quat_multiply(quat_multiply(quat_conjugate(self.ball_qc), m), self.ball_qc)
+            joint_q_out[..., q4] = quat_multiply(quat_conjugate(self.ball_r0_inv), rel)
             joint_qd_out[..., qd3] = quat_rotate(quat_conjugate(self.ball_qc), qvel[..., qvel3])
 
     def body_state(self, xpos, xquat, xipos, cvel, subtree_com):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from ...core.quat import matrix_to_quat, quat_rotate, transform_inverse, transform_multiply, xyzw_to_wxyz
+from ...core.quat import matrix_to_quat, quat_from_axis_angle, quat_rotate, transform_inverse, transform_multiply, xyzw_to_wxyz
 from ...core.types import DriveMode, GeoType, JointType
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
@@ -73,6 +73,7 @@ class ModelArrays:
         "joint_effort_limit",
         "joint_armature",
         "joint_friction",
+        "joint_q",
     )
 
     def __init__(self, model):
@@ -226,18 +227,23 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         shapes_of[int(a.shape_body[s])].append(s)
 
     def pose_in_parent(b):
+        """The child's placement at the model's initial joint coordinates: X_p * J(q0) * X_c^-1, with the
+        stack's motions composed in order. MuJoCo's qpos0 is then the authored configuration (each
+        scalar joint gets ``ref = q0``), so what the compiler derives from qpos0 (equality anchors,
+        tendon lengths) holds for the authored pose, while locked axes still snap to the joint frames."""
         stack = joints_of_child.get(b)
-        j = stack[0] if stack else None
         q = a.body_q[b]
-        world = (q[:3], q[3:])
-        if j is None:
-            return world
-        jt = int(a.joint_type[j])
-        if jt == JointType.FREE:
-            return world
-        xp = (a.joint_X_p[j][:3], a.joint_X_p[j][3:])
-        xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
-        return transform_multiply(xp, transform_inverse(xc))
+        if not stack or int(a.joint_type[stack[0]]) == JointType.FREE:
+            return q[:3], q[3:]
+        j0 = stack[0]
+        pose = transform_multiply(
+            (a.joint_X_p[j0][:3], a.joint_X_p[j0][3:]), transform_inverse((a.joint_X_c[j0][:3], a.joint_X_c[j0][3:]))
+        )
+        for j in stack:
+            xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
+            for motion in _initial_motions(a, j):
+                pose = transform_multiply(pose, transform_multiply(transform_multiply(xc, motion), transform_inverse(xc)))
+        return pose
 
     # Add bodies parents first (iterative DFS from the world).
     order, stack = [], list(reversed(children[-1]))
@@ -416,6 +422,28 @@ def _set_from(element, model, index, table):
             setattr(element, attr, kind(v) if kind is not list else [float(x) for x in v])
 
 
+_IDENTITY_Q = np.array([0.0, 0.0, 0.0, 1.0])
+
+
+def _initial_motions(a, j):
+    """The joint-frame motions of joint ``j`` at the model's initial coordinates, in DOF order."""
+    jt = int(a.joint_type[j])
+    qs, ds, de = int(a.joint_q_start[j]), int(a.joint_qd_start[j]), int(a.joint_qd_start[j + 1])
+    if jt == JointType.BALL:
+        return [(np.zeros(3), a.joint_q[qs : qs + 4])]
+    if jt not in (JointType.REVOLUTE, JointType.PRISMATIC, JointType.D6):
+        return []
+    n_lin = int(a.joint_dof_dim[j][0])
+    motions = []
+    for k, dof in enumerate(range(ds, de)):
+        q0, axis = float(a.joint_q[qs + k]), a.joint_axis[dof]
+        if k < n_lin:
+            motions.append((axis * q0, _IDENTITY_Q))
+        else:
+            motions.append((np.zeros(3), quat_from_axis_angle(axis, q0)))
+    return motions
+
+
 def _add_mj_joints(body, j, a, model, names, dof_handles):
     """The MuJoCo joint(s) of model joint ``j`` on ``body``: one for revolute, prismatic, ball and free
     joints, one slide or hinge per DOF for a D6 (linear DOFs first), none for a fixed joint.
@@ -441,6 +469,7 @@ def _add_mj_joints(body, j, a, model, names, dof_handles):
             model.joint_label[j] if end - start == 1 else f"{model.joint_label[j]}_{'lin' if k < n_lin else 'ang'}{k}"
         )
         mj_joint = body.add_joint(name=names(label), type=kind)
+        mj_joint.ref = float(a.joint_q[int(a.joint_q_start[j]) + k])  # placed at the initial coordinates
         mj_joint.pos = xc[0]
         mj_joint.axis = quat_rotate(xc[1], a.joint_axis[dof])
         if a.joint_limited[dof]:
