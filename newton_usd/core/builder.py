@@ -14,6 +14,8 @@ from .quat import quat_from_axis_angle, quat_rotate, transform_inverse, transfor
 from .types import JOINT_COORD_COUNT, DriveMode, GeoType, JointType
 
 IDENTITY = (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))
+EQUALITY_KINDS = ("connect", "weld")
+"""Equality constraint kinds; ``equality_type`` holds the index."""
 
 
 @dataclass
@@ -95,6 +97,9 @@ class ModelBuilder:
         self.joint_effort_limit, self.joint_armature, self.joint_friction = [], [], []
         # articulations
         self.articulation_label = []
+        # equality constraints (loop closures): see add_equality
+        self.equality_type, self.equality_body1, self.equality_body2 = [], [], []
+        self.equality_anchor, self.equality_active, self.equality_label = [], [], []
 
     # ------------------------------------------------------------------ counts
     @property
@@ -401,6 +406,23 @@ class ModelBuilder:
         self.joint_qd[j] = np.asarray(v, dtype=np.float64).copy()
         return j
 
+    def add_equality(self, kind: str, body1: int, body2: int, anchor, *, active: bool = True, label=None) -> int:
+        """A loop-closing constraint between ``body1`` and ``body2`` (-1: the world).
+
+        ``kind`` "connect": the point ``anchor`` (in body1's frame) and the point of body2 that coincides
+        with it in the initial configuration stay together (a ball joint). "weld": body2 keeps its
+        initial pose relative to body1; ``anchor`` (in body2's frame) is where the constraint acts.
+        """
+        if kind not in EQUALITY_KINDS:
+            raise ValueError(f"unknown equality kind {kind!r}; valid: {', '.join(EQUALITY_KINDS)}")
+        self.equality_type.append(EQUALITY_KINDS.index(kind))
+        self.equality_body1.append(int(body1))
+        self.equality_body2.append(int(body2))
+        self.equality_anchor.append(np.asarray(anchor, dtype=np.float64))
+        self.equality_active.append(bool(active))
+        self.equality_label.append(label or f"equality_{len(self.equality_label)}")
+        return len(self.equality_type) - 1
+
     def add_articulation(self, joints, label: str | None = None) -> int:
         """Group ``joints`` into one articulation (e.g. under an ArticulationRootAPI prim)."""
         idx = len(self.articulation_label)
@@ -411,12 +433,13 @@ class ModelBuilder:
 
     # ------------------------------------------------------------------ solver-specific values
     def set_mujoco(self, kind: str, name: str, index: int, value) -> None:
-        """Record a MuJoCo-only value of element ``index`` of ``kind`` ("body", "shape", "joint", "dof").
+        """Record a MuJoCo-only value of element ``index`` of ``kind`` ("body", "shape", "joint", "dof",
+        "equality").
 
         ``finalize`` turns each name into ``model.mujoco.<name>``: a float64 numpy array over all
         elements of that kind (trailing dimension for vector values), NaN where nothing was set.
         """
-        if kind not in ("body", "shape", "joint", "dof"):
+        if kind not in ("body", "shape", "joint", "dof", "equality"):
             raise ValueError(f"unknown element kind {kind!r}")
         self._mujoco_elements.setdefault((kind, name), {})[index] = value
 
@@ -496,7 +519,13 @@ class ModelBuilder:
         for k, v in self.mujoco.items():
             setattr(m.mujoco, k, v)
         dof_count = sum(len(qd) for qd in self.joint_qd)
-        counts = {"body": self.body_count, "shape": self.shape_count, "joint": self.joint_count, "dof": dof_count}
+        counts = {
+            "body": self.body_count,
+            "shape": self.shape_count,
+            "joint": self.joint_count,
+            "dof": dof_count,
+            "equality": len(self.equality_type),
+        }
         for k, v in self._mujoco_arrays(counts).items():
             setattr(m.mujoco, k, v)
 
@@ -584,6 +613,14 @@ class ModelBuilder:
         m.joint_articulation = arr(self.joint_articulation, wp.int32)
         m.joint_world = arr(np.zeros(self.joint_count), wp.int32)
         m.joint_label = list(self.joint_label)
+
+        m.equality_count = len(self.equality_type)
+        m.equality_type = arr(self.equality_type, wp.int32)
+        m.equality_body1 = arr(self.equality_body1, wp.int32)
+        m.equality_body2 = arr(self.equality_body2, wp.int32)
+        m.equality_anchor = arr(self.equality_anchor, wp.vec3, (3,))
+        m.equality_active = arr(self.equality_active, wp.bool)
+        m.equality_label = list(self.equality_label)
 
         m.articulation_count = len(self.articulation_label)
         m.articulation_label = list(self.articulation_label)

@@ -37,6 +37,9 @@ class Model:
             joint_axis, joint_limit_lower, joint_limit_upper, joint_limited, joint_target_ke,
             joint_target_kd, joint_target_mode, joint_effort_limit, joint_armature, joint_friction (per DOF),
             joint_articulation (-1: none), joint_world, joint_label.
+        equality_count, equality_type (0 connect, 1 weld), equality_body1, equality_body2 (-1: world),
+            equality_anchor, equality_active, equality_label: loop-closing constraints
+            (see :meth:`ModelBuilder.add_equality`).
         articulation_start (first joint of each articulation, plus the joint count),
             articulation_label.
         gravity: ``wp.vec3`` in m/s^2.

@@ -17,7 +17,7 @@ from pxr import Usd, UsdGeom, UsdPhysics
 
 from ..core import inertia as mass_props
 from ..core.builder import JointAxis, Mesh, ModelBuilder
-from ..core.quat import gf_to_xyzw, quat_from_axis_angle, quat_multiply, quat_to_matrix, transform_multiply
+from ..core.quat import gf_to_xyzw, quat_from_axis_angle, quat_multiply, quat_rotate, quat_to_matrix, transform_multiply
 from ..core.types import DriveMode, GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
@@ -437,6 +437,7 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
     # Undirected graph of bodies (and the world, -1) connected by joints.
     edges = defaultdict(list)
     valid = []
+    loops = []  # loop-closing joints: equality constraints
     for path, d, jt in joints:
         b0, b1 = body_of(d.body0), body_of(d.body1)
         if b0 is None or b1 is None:
@@ -446,7 +447,7 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
             diag.add("joint connects a body to itself: ignored", path)
             continue
         if d.excludeFromArticulation:
-            diag.add("loop-closing joint (excludeFromArticulation) not simulated yet", path)
+            loops.append((path, d, jt, b0, b1))
             continue
         i = len(valid)
         valid.append((path, d, jt, b0, b1))
@@ -475,7 +476,7 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
                 child = b1 if b0 == parent else b0
                 used.add(i)
                 if child in visited and tree_parent.get(child) != parent:
-                    diag.add("loop-closing joint not simulated yet (it closes a cycle of joints)", path)
+                    loops.append((path, d, jt, b0, b1))  # it closes a cycle of joints
                     continue
                 stacked = child in visited  # another joint between the same two bodies
                 visited.add(child)
@@ -508,6 +509,42 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
             result.joint_index.setdefault(label, j)
             tree_parent[root] = -1
             walk(root)
+    for path, d, jt, b0, b1 in loops:
+        _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx)
+
+
+LOOP_HINGE_SPAN = 0.1
+"""m: a revolute loop closure is two connect constraints this far apart along its axis."""
+
+
+def _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
+    """A joint that closes a loop (or is excluded from articulations) as equality constraints: a fixed
+    joint welds, a spherical joint connects, a revolute joint connects at two points of its axis."""
+    s = frame.meters_per_unit
+    x0 = (np.array(d.localPose0Position, dtype=np.float64), gf_to_xyzw(d.localPose0Orientation))
+    x0 = frame.world_pose_to_sim(*x0) if b0 < 0 else (x0[0] * s, x0[1])
+    x1 = np.array(d.localPose1Position, dtype=np.float64)
+    x1 = frame.world_pose_to_sim(x1, gf_to_xyzw(d.localPose1Orientation))[0] if b1 < 0 else x1 * s
+    label = str(path)
+    if jt == JointType.FIXED:
+        ids = [builder.add_equality("weld", b0, b1, x1, label=label)]
+    elif jt == JointType.BALL:
+        ids = [builder.add_equality("connect", b0, b1, x0[0], label=label)]
+    elif jt == JointType.REVOLUTE:
+        axis = quat_rotate(x0[1], _AXIS_VEC[_axis_token(d.axis)])
+        ids = [
+            builder.add_equality("connect", b0, b1, x0[0], label=label),
+            builder.add_equality("connect", b0, b1, x0[0] + LOOP_HINGE_SPAN * axis, label=label),
+        ]
+    else:
+        result.diagnostics.add(f"loop-closing {jt.name.lower()} joints are not simulated yet", path)
+        return
+    prim = stage.GetPrimAtPath(path)
+    resolved = result.resolver.resolve_all(prim, (props.SHAPE_SOLREF, props.SHAPE_SOLIMP, props.EQ_TORQUESCALE), ctx)
+    for i in ids:
+        for name, key in (("solref", "eq_solref"), ("solimp", "eq_solimp"), ("torquescale", "eq_torquescale")):
+            if resolved[name].kind != "default":
+                builder.set_mujoco("equality", key, i, resolved[name].value)
 
 
 _MJC_TYPED = ("MjcActuator", "MjcTendon")

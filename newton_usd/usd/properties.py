@@ -280,6 +280,9 @@ SHAPE_PROPERTIES = (
     SHAPE_GROUP,
 )
 
+# ---------------------------------------------------------------- loop closures (MjcEquality*API on a joint prim)
+EQ_TORQUESCALE = Property("torquescale", (C("mjc", "mjc:torqueScale", _float),), default=1.0)
+
 # ---------------------------------------------------------------- physics materials
 MATERIAL_TORSIONAL = Property(
     "torsional_friction",

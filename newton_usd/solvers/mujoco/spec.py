@@ -311,6 +311,8 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 g.conaffinity = 0
             geom_handles[s] = g
 
+    _add_equalities(spec, model, body_handles)
+
     # Drives.
     actuators = []
     for j in range(model.joint_count):
@@ -335,6 +337,40 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
             actuators.append((act, dof))
     mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag)
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles)
+
+
+def _add_equalities(spec, model, body_handles):
+    """Loop closures: connect and weld equality constraints. MuJoCo derives the second anchor (connect)
+    and the relative pose (weld) from qpos0, which is the authored configuration."""
+    if not model.equality_count:
+        return
+    kinds = model.equality_type.numpy()
+    b1, b2 = model.equality_body1.numpy(), model.equality_body2.numpy()
+    anchors = model.equality_anchor.numpy().astype(np.float64)
+    active = model.equality_active.numpy()
+    solref = getattr(model.mujoco, "eq_solref", None)
+    solimp = getattr(model.mujoco, "eq_solimp", None)
+    torquescale = getattr(model.mujoco, "eq_torquescale", None)
+    for i in range(model.equality_count):
+        weld = int(kinds[i]) == 1
+        eq = spec.add_equality(
+            type=mujoco.mjtEq.mjEQ_WELD if weld else mujoco.mjtEq.mjEQ_CONNECT,
+            objtype=mujoco.mjtObj.mjOBJ_BODY,
+            name1=body_handles[b1[i]].name if b1[i] >= 0 else "world",
+            name2=body_handles[b2[i]].name if b2[i] >= 0 else "world",
+        )
+        data = np.array(eq.data, dtype=np.float64)
+        data[0:3] = anchors[i]
+        data[3:10] = 0.0  # second anchor / relative pose: computed by MuJoCo at qpos0
+        if weld and torquescale is not None and not np.isnan(torquescale[i]):
+            data[10] = torquescale[i]
+        eq.data = data
+        eq.active = bool(active[i])
+        eq.name = f"{model.equality_label[i].rsplit('/', 1)[-1]}_{i}"
+        if solref is not None and not np.isnan(solref[i]).any():
+            eq.solref = [float(x) for x in solref[i]]
+        if solimp is not None and not np.isnan(solimp[i]).any():
+            eq.solimp = [float(x) for x in solimp[i]]
 
 
 def _limited(token) -> int:
