@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from ...core.quat import matrix_to_quat, quat_from_axis_angle, quat_rotate, transform_inverse, transform_multiply, xyzw_to_wxyz
+from ...core.quat import (
+    matrix_to_quat,
+    quat_from_axis_angle,
+    quat_rotate,
+    transform_inverse,
+    transform_multiply,
+    xyzw_to_wxyz,
+)
 from ...core.types import DriveMode, GeoType, JointType
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
@@ -242,7 +249,8 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         for j in stack:
             xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
             for motion in _initial_motions(a, j):
-                pose = transform_multiply(pose, transform_multiply(transform_multiply(xc, motion), transform_inverse(xc)))
+                in_body = transform_multiply(transform_multiply(xc, motion), transform_inverse(xc))
+                pose = transform_multiply(pose, in_body)
         return pose
 
     # Add bodies parents first (iterative DFS from the world).
