@@ -320,3 +320,41 @@ def test_four_bar_linkage_loop_stays_closed():
     assert max(gaps) < 0.005  # the loop stays closed (soft equality constraints)
     np.testing.assert_allclose(np.abs(traj[:, coupler, 3:]), np.tile([0, 0, 0, 1], (len(traj), 1)), atol=0.01)
     assert np.abs(traj[-1, coupler, :3] - traj[0, coupler, :3]).max() > 0.05  # and the linkage moved
+
+
+def stacked_boxes():
+    from stages import add_box, add_ground, new_stage
+
+    stage = new_stage()
+    add_ground(stage)
+    add_box(stage, "/Lower", 0.2, (0, 0, 0.1), mass=1.0)
+    add_box(stage, "/Upper", 0.2, (0, 0, 0.5), mass=1.0)
+    return stage
+
+
+def test_filtered_pairs_do_not_collide():
+    from pxr import Sdf, UsdPhysics
+
+    _, state, _, _ = simulate(stacked_boxes(), 1.0)
+    assert state.body_q.numpy()[1][2] == pytest.approx(0.3, abs=0.003)  # rests on the lower box
+    stage = stacked_boxes()
+    UsdPhysics.FilteredPairsAPI.Apply(stage.GetPrimAtPath("/Upper")).CreateFilteredPairsRel().SetTargets(
+        [Sdf.Path("/Lower")]
+    )
+    model, state, _, _ = simulate(stage, 1.0)
+    assert model.body_collision_filter_pairs == [(0, 1)]
+    assert state.body_q.numpy()[1][2] == pytest.approx(0.1, abs=0.003)  # passed through, rests on the ground
+
+
+def test_collision_groups_filter_each_other():
+    from pxr import Sdf, UsdPhysics
+
+    stage = stacked_boxes()
+    boxes = UsdPhysics.CollisionGroup.Define(stage, "/Groups/Boxes")
+    floor = UsdPhysics.CollisionGroup.Define(stage, "/Groups/Floor")
+    boxes.GetCollidersCollectionAPI().GetIncludesRel().SetTargets([Sdf.Path("/Upper")])
+    floor.GetCollidersCollectionAPI().GetIncludesRel().SetTargets([Sdf.Path("/Ground"), Sdf.Path("/Lower")])
+    boxes.CreateFilteredGroupsRel().SetTargets([Sdf.Path("/Groups/Floor")])
+    model, state, solver, _ = simulate(stage, 0.6)
+    assert state.body_q.numpy()[1][2] < -0.5  # the upper box fell through the lower box and the floor
+    assert state.body_q.numpy()[0][2] == pytest.approx(0.1, abs=0.003)  # the lower box still rests

@@ -97,6 +97,8 @@ class ModelBuilder:
         self.joint_effort_limit, self.joint_armature, self.joint_friction = [], [], []
         # articulations
         self.articulation_label = []
+        # body pairs (b1 < b2) that must not collide with each other
+        self.body_collision_filter_pairs = []
         # equality constraints (loop closures): see add_equality
         self.equality_type, self.equality_body1, self.equality_body2 = [], [], []
         self.equality_anchor, self.equality_active, self.equality_label = [], [], []
@@ -622,6 +624,7 @@ class ModelBuilder:
         m.equality_active = arr(self.equality_active, wp.bool)
         m.equality_label = list(self.equality_label)
 
+        m.body_collision_filter_pairs = list(self.body_collision_filter_pairs)
         m.articulation_count = len(self.articulation_label)
         m.articulation_label = list(self.articulation_label)
         return m

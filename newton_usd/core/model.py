@@ -40,6 +40,7 @@ class Model:
         equality_count, equality_type (0 connect, 1 weld), equality_body1, equality_body2 (-1: world),
             equality_anchor, equality_active, equality_label: loop-closing constraints
             (see :meth:`ModelBuilder.add_equality`).
+        body_collision_filter_pairs: list of body pairs (b1 < b2) that do not collide.
         articulation_start (first joint of each articulation, plus the joint count),
             articulation_label.
         gravity: ``wp.vec3`` in m/s^2.

@@ -320,6 +320,8 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
             geom_handles[s] = g
 
     _add_equalities(spec, model, body_handles)
+    for b1, b2 in getattr(model, "body_collision_filter_pairs", ()):
+        spec.add_exclude(bodyname1=body_handles[b1].name, bodyname2=body_handles[b2].name)
 
     # Drives.
     actuators = []
@@ -443,6 +445,8 @@ JOINT_VALUES = {
     "dof_solimp_friction": ("solimp_friction", list),
 }
 GEOM_VALUES = {
+    "geom_contype": ("contype", int),
+    "geom_conaffinity": ("conaffinity", int),
     "geom_condim": ("condim", int),
     "geom_priority": ("priority", int),
     "geom_solmix": ("solmix", float),
