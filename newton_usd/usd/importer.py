@@ -580,7 +580,7 @@ def _import_collision_filters(builder, stage, descs, result):
                 if a is not None and b is not None and a != b:
                     pairs.add((min(a, b), max(a, b)))
     for joint_type in list(_JOINT_TYPES):
-        for path, d in descs.get(joint_type, []):
+        for _, d in descs.get(joint_type, []):
             if d.collisionEnabled or not d.jointEnabled:
                 continue
             a, b = body_for(d.body0) if not d.body0.isEmpty else -1, body_for(d.body1) if not d.body1.isEmpty else -1
