@@ -358,3 +358,55 @@ def test_collision_groups_filter_each_other():
     model, state, solver, _ = simulate(stage, 0.6)
     assert state.body_q.numpy()[1][2] < -0.5  # the upper box fell through the lower box and the floor
     assert state.body_q.numpy()[0][2] == pytest.approx(0.1, abs=0.003)  # the lower box still rests
+
+
+def test_spherical_cone_limit_bounds_the_swing():
+    from pxr import Gf, Sdf, UsdPhysics
+
+    def stage_with(cone_deg):
+        stage = pendulum(angle_deg=0.0)
+        stage.RemovePrim("/Hinge")
+        joint = UsdPhysics.SphericalJoint.Define(stage, "/Ball")
+        joint.CreateBody1Rel().SetTargets([Sdf.Path("/Pendulum")])
+        joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
+        joint.CreateAxisAttr("Z")
+        if cone_deg is not None:
+            joint.CreateConeAngle0LimitAttr(cone_deg)
+            joint.CreateConeAngle1LimitAttr(cone_deg)
+        UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Pendulum")).CreateAngularVelocityAttr(Gf.Vec3f(0, 200, 0))
+        return stage
+
+    def max_tilt(stage):
+        _, _, _, traj = simulate(stage, 1.0, record="body_q")
+        return np.degrees(2 * np.arccos(np.clip(np.abs(traj[:, 0, 6]), 0, 1))).max()
+
+    assert max_tilt(stage_with(None)) > 30.0
+    assert max_tilt(stage_with(10.0)) < 14.0  # soft limit (MuJoCo solref 0.02): a 3.5 rad/s hit overshoots ~2.5 deg
+
+
+def test_joint_state_sets_the_initial_angle_and_body_pose():
+    from pxr import Sdf
+
+    stage = pendulum(angle_deg=0.0)
+    hinge = stage.GetPrimAtPath("/Hinge")
+    hinge.CreateAttribute("state:angular:physics:position", Sdf.ValueTypeNames.Float).Set(30.0)
+    hinge.CreateAttribute("state:angular:physics:velocity", Sdf.ValueTypeNames.Float).Set(-10.0)
+    b = ModelBuilder()
+    b.add_usd(stage)
+    model = b.finalize("cpu")
+    assert model.joint_q.numpy()[0] == pytest.approx(math.radians(30), rel=1e-6)
+    assert model.joint_qd.numpy()[0] == pytest.approx(math.radians(-10), rel=1e-6)
+    q = model.body_q.numpy()[0]
+    np.testing.assert_allclose(q[3:], [0, math.sin(math.radians(15)), 0, math.cos(math.radians(15))], atol=1e-6)
+    _, state, _, _ = simulate(stage, 1.0 / 480.0)
+    assert state.joint_q.numpy()[0] == pytest.approx(math.radians(30) - math.radians(10) / 480, abs=2e-4)
+
+
+def test_authored_velocity_of_an_articulated_body_becomes_its_joint_velocity():
+    from pxr import Gf, UsdPhysics
+
+    stage = pendulum(angle_deg=0.0)
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Pendulum")).CreateAngularVelocityAttr(Gf.Vec3f(0, 90, 0))
+    b = ModelBuilder()
+    b.add_usd(stage)
+    assert b.finalize("cpu").joint_qd.numpy()[0] == pytest.approx(math.pi / 2, rel=1e-6)

@@ -9,8 +9,9 @@ import numpy as np
 import warp as wp
 
 from . import inertia as mass_props
+from .kinematics import joint_motions
 from .model import Model
-from .quat import quat_from_axis_angle, quat_rotate, transform_inverse, transform_multiply
+from .quat import quat_conjugate, quat_from_axis_angle, quat_rotate, transform_inverse, transform_multiply
 from .types import JOINT_COORD_COUNT, DriveMode, GeoType, JointType
 
 IDENTITY = (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))
@@ -510,6 +511,71 @@ class ModelBuilder:
                         own_body = transform_multiply(transform_multiply(x_c, own), transform_inverse(x_c))
                         motion = transform_multiply(transform_inverse(own_body), motion)
                     self.joint_q[j] = np.array(coords)
+
+    def joint_qd_from_body_qd(self):
+        """Set joint velocities from the bodies' authored velocities (origin linear velocity, angular
+        velocity, world frame), for joints other than free ones: each DOF takes the projection of the
+        child's velocity relative to its parent on its axis (ball joints: the relative angular
+        velocity in the child joint frame)."""
+        dof_start = np.concatenate([[0], np.cumsum([len(qd) for qd in self.joint_qd])]).astype(np.int64)
+        for j, jt in enumerate(self.joint_type):
+            if jt in (JointType.FREE, JointType.FIXED):
+                continue
+            parent, child = self.joint_parent[j], self.joint_child[j]
+            vc = np.asarray(self.body_qd[child], dtype=np.float64)
+            vp = np.asarray(self.body_qd[parent], dtype=np.float64) if parent >= 0 else np.zeros(6)
+            X_wc = transform_multiply(self.body_q[child], self.joint_X_c[j])
+            # Velocity of the child joint frame's origin, relative to the parent's motion at that point.
+            r_c = X_wc[0] - self.body_q[child][0]
+            v_point_c = vc[:3] + np.cross(vc[3:], r_c)
+            v_point_p = vp[:3] + (np.cross(vp[3:], X_wc[0] - self.body_q[parent][0]) if parent >= 0 else 0.0)
+            lin = quat_rotate(quat_conjugate(X_wc[1]), v_point_c - v_point_p)  # in the child joint frame
+            ang = quat_rotate(quat_conjugate(X_wc[1]), vc[3:] - vp[3:])
+            if jt == JointType.BALL:
+                self.joint_qd[j] = ang
+                continue
+            n_lin = self.joint_dof_dim[j][0]
+            for k in range(len(self.joint_qd[j])):
+                axis = self.joint_axis[dof_start[j] + k]
+                self.joint_qd[j][k] = float(np.dot(lin if k < n_lin else ang, axis))
+
+    def body_q_from_joint_q(self):
+        """Set the body poses from the joint coordinates (forward kinematics), parents first.
+
+        Bodies without a joint keep their pose; a joint's child is placed at X_p * J(q) * X_c^-1 on its
+        parent (the first joint of a stack places it, every joint of the stack moves it, in order).
+        """
+        dof_start = np.concatenate([[0], np.cumsum([len(qd) for qd in self.joint_qd])]).astype(np.int64)
+        stacks = {}
+        for j, child in enumerate(self.joint_child):
+            stacks.setdefault(child, []).append(j)
+        done = set()
+
+        def place(child):
+            if child in done or child not in stacks:
+                return
+            joints = stacks[child]
+            parent = self.joint_parent[joints[0]]
+            if parent >= 0:
+                place(parent)
+            done.add(child)
+            if self.joint_type[joints[0]] == JointType.FREE:
+                q = self.joint_q[joints[0]]
+                self.body_q[child] = (q[:3].copy(), q[3:] / np.linalg.norm(q[3:]))
+                return
+            base = self.body_q[parent] if parent >= 0 else IDENTITY
+            pose = transform_multiply(base, self.joint_X_p[joints[0]])
+            pose = transform_multiply(pose, transform_inverse(self.joint_X_c[joints[0]]))
+            for j in joints:
+                x_c = self.joint_X_c[j]
+                axes = self.joint_axis[dof_start[j] : dof_start[j] + len(self.joint_qd[j])]
+                for motion in joint_motions(self.joint_type[j], self.joint_q[j], axes, self.joint_dof_dim[j][0]):
+                    in_body = transform_multiply(transform_multiply(x_c, motion), transform_inverse(x_c))
+                    pose = transform_multiply(pose, in_body)
+            self.body_q[child] = pose
+
+        for child in list(stacks):
+            place(child)
 
     # ------------------------------------------------------------------ finalize
     def finalize(self, device=None) -> Model:

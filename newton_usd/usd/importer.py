@@ -160,6 +160,10 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     order, typed = _scan(stage, joint_paths, _MJC_TYPED)
     _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order)
     builder.joint_q_from_body_q()
+    if any(np.any(v) for v in builder.body_qd):
+        builder.joint_qd_from_body_qd()
+    if _import_joint_states(builder, stage, result, frame):
+        builder.body_q_from_joint_q()
     _import_mjc_typed(builder, typed, result, ctx)
     _import_collision_filters(builder, stage, descs, result)
     diag.emit(file)
@@ -548,6 +552,47 @@ def _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
                 builder.set_mujoco("equality", key, i, resolved[name].value)
 
 
+_STATE_AXES = {
+    JointType.REVOLUTE: ("angular",),
+    JointType.PRISMATIC: ("linear",),
+    JointType.D6: ("transX", "transY", "transZ", "rotX", "rotY", "rotZ"),
+}
+
+
+def _import_joint_states(builder, stage, result, frame) -> bool:
+    """Initial joint positions and velocities authored with (PhysX's) PhysicsJointStateAPI
+    (``state:<axis>:physics:position`` / ``velocity``, degrees for angular axes) override the ones read
+    from the body poses. Returns whether any position was set."""
+    moved = False
+    dof_start = np.concatenate([[0], np.cumsum([len(qd) for qd in builder.joint_qd])]).astype(np.int64)
+    for path, j in result.joint_index.items():
+        jt = builder.joint_type[j]
+        axes = _STATE_AXES.get(jt)
+        if not axes:
+            continue
+        prim = stage.GetPrimAtPath(path)
+        if not prim or not any(n.startswith("state:") for n in prim.GetAuthoredPropertyNames()):
+            continue
+        n_lin = builder.joint_dof_dim[j][0]
+        for k in range(len(builder.joint_qd[j])):
+            axis = builder.joint_axis[dof_start[j] + k]
+            if jt == JointType.D6:
+                # D6 DOFs are the free axes in X, Y, Z order: find this DOF's axis token.
+                name = ("trans" if k < n_lin else "rot") + "XYZ"[int(np.argmax(np.abs(axis)))]
+                sign = float(np.sign(axis[int(np.argmax(np.abs(axis)))]))
+            else:
+                name, sign = axes[0], 1.0
+            angular = jt == JointType.REVOLUTE or (jt == JointType.D6 and k >= n_lin)
+            unit = DEG if angular else frame.meters_per_unit
+            for attr_name, target in (("position", builder.joint_q[j]), ("velocity", builder.joint_qd[j])):
+                attr = prim.GetAttribute(f"state:{name}:physics:{attr_name}")
+                if attr and attr.HasAuthoredValue():
+                    target[k] = sign * float(attr.Get()) * unit
+                    result.resolver.used.add((path, attr.GetName()))
+                    moved |= attr_name == "position"
+    return moved
+
+
 MAX_COLLISION_GROUPS = 31
 """Collision groups become contype/conaffinity bits (bit 0: shapes in no group)."""
 
@@ -720,6 +765,7 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
     parent, child, xp, xc = (b1, b0, x1, x0) if reverse else (b0, b1, x0, x1)
     kw = {}
     d6_axes = None
+    cone_limit = None
     if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
         axis = np.array(_AXIS_VEC[_axis_token(d.axis)])
         ax = _joint_axis(-axis if reverse else axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag)
@@ -733,8 +779,11 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
             jt = JointType.FIXED
     elif jt == JointType.BALL:
         lim = d.limit
-        if lim.enabled and (math.isfinite(lim.lower) or math.isfinite(lim.upper)):
-            diag.add("spherical joint cone limits are not simulated yet", path)
+        cones = [a for a in (lim.lower, lim.upper) if math.isfinite(a) and a >= 0]
+        if lim.enabled and cones:
+            if len(set(cones)) > 1:
+                diag.add("elliptical cone limits are simulated as a circular cone of the smaller angle", path)
+            cone_limit = min(cones) * DEG
     art = articulation_of.get(str(path))
     if art is not None:
         kw["articulation"] = art_index.setdefault(str(art), len(builder.articulation_label))
@@ -773,6 +822,8 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
         if jt == JointType.FIXED:  # a locked axis: only the articulation is left to pass on
             kw = {key: v for key, v in kw.items() if key == "articulation"}
         j = builder.add_joint(jt, parent, child, xp, xc, label=str(path), armature=armature, friction=friction, **kw)
+    if cone_limit is not None:
+        builder.set_mujoco("joint", "joint_cone_limit", j, cone_limit)
     for name, key in _MUJOCO_DOF_VALUES.items():
         for k_dof, angular in enumerate(kinds):
             r = per_kind[angular][name]

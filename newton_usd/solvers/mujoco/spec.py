@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from ...core.kinematics import joint_motions
 from ...core.quat import (
     matrix_to_quat,
-    quat_from_axis_angle,
     quat_rotate,
     transform_inverse,
     transform_multiply,
@@ -248,7 +248,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         )
         for j in stack:
             xc = (a.joint_X_c[j][:3], a.joint_X_c[j][3:])
-            for motion in _initial_motions(a, j):
+            for motion in _initial_motions(a, j, model):
                 in_body = transform_multiply(transform_multiply(xc, motion), transform_inverse(xc))
                 pose = transform_multiply(pose, in_body)
         return pose
@@ -470,26 +470,20 @@ def _set_from(element, model, index, table):
             setattr(element, attr, kind(v) if kind is not list else [float(x) for x in v])
 
 
-_IDENTITY_Q = np.array([0.0, 0.0, 0.0, 1.0])
-
-
-def _initial_motions(a, j):
-    """The joint-frame motions of joint ``j`` at the model's initial coordinates, in DOF order."""
+def _initial_motions(a, j, model):
+    """The joint-frame motions of joint ``j`` at the model's initial coordinates, in DOF order. A ball
+    joint with a cone limit stays at its zero rotation (MuJoCo measures the cone from qpos0)."""
     jt = int(a.joint_type[j])
-    qs, ds, de = int(a.joint_q_start[j]), int(a.joint_qd_start[j]), int(a.joint_qd_start[j + 1])
-    if jt == JointType.BALL:
-        return [(np.zeros(3), a.joint_q[qs : qs + 4])]
-    if jt not in (JointType.REVOLUTE, JointType.PRISMATIC, JointType.D6):
+    if jt == JointType.BALL and _cone_limit(model, j) is not None:
         return []
-    n_lin = int(a.joint_dof_dim[j][0])
-    motions = []
-    for k, dof in enumerate(range(ds, de)):
-        q0, axis = float(a.joint_q[qs + k]), a.joint_axis[dof]
-        if k < n_lin:
-            motions.append((axis * q0, _IDENTITY_Q))
-        else:
-            motions.append((np.zeros(3), quat_from_axis_angle(axis, q0)))
-    return motions
+    qs, qe = int(a.joint_q_start[j]), int(a.joint_q_start[j + 1])
+    ds, de = int(a.joint_qd_start[j]), int(a.joint_qd_start[j + 1])
+    return joint_motions(jt, a.joint_q[qs:qe], a.joint_axis[ds:de], int(a.joint_dof_dim[j][0]))
+
+
+def _cone_limit(model, j):
+    cones = getattr(model.mujoco, "joint_cone_limit", None)
+    return None if cones is None or np.isnan(cones[j]) else float(cones[j])
 
 
 def _add_mj_joints(body, j, a, model, names, dof_handles):
@@ -504,6 +498,10 @@ def _add_mj_joints(body, j, a, model, names, dof_handles):
     if jt in (JointType.BALL, JointType.FREE):
         mj_joint = body.add_joint(name=names(model.joint_label[j]), type=_JOINT[jt])
         mj_joint.pos = xc[0]
+        cone = _cone_limit(model, j) if jt == JointType.BALL else None
+        if cone is not None:
+            mj_joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
+            mj_joint.range = [0.0, cone]
         mj_joint.armature = float(a.joint_armature[start])
         mj_joint.frictionloss = float(a.joint_friction[start])
         _set_from(mj_joint, model, start, JOINT_VALUES)
