@@ -696,6 +696,12 @@ class ModelBuilder:
         return m
 
     # ------------------------------------------------------------------ importers
+    def add_mjcf(self, source, **kwargs):
+        """Import an MJCF model (a path or XML text). See :func:`newton_usd.mjcf.add_mjcf`."""
+        from ..mjcf.importer import add_mjcf  # noqa: PLC0415  (core must not import MuJoCo at module load)
+
+        return add_mjcf(self, source, **kwargs)
+
     def add_usd(self, source, **kwargs):
         """Import a UsdPhysics stage (a path or a ``Usd.Stage``). See :func:`newton_usd.usd.add_usd`."""
         from ..usd.importer import add_usd  # noqa: PLC0415  (core must not import USD at module load)

@@ -1,0 +1,5 @@
+"""MJCF in: MJCF files through mujoco.MjSpec into the builder."""
+
+from .importer import MjcfImport, add_mjcf, load_mjcf
+
+__all__ = ["MjcfImport", "add_mjcf", "load_mjcf"]

@@ -1,0 +1,346 @@
+"""MJCF to ModelBuilder, through MuJoCo's own compiler.
+
+``mujoco.MjSpec`` parses and compiles the file (includes, default classes, childclass, every
+orientation form, compiler angle units, inertia from geoms, mesh loading are its job); this module
+reads the compiled ``MjModel`` at qpos0 into builder calls, with the MuJoCo-only values in
+``model.mujoco`` so that SolverMuJoCo rebuilds the same MuJoCo model.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from ..core.builder import Mesh, ModelBuilder
+from ..core.quat import quat_to_matrix, transform_inverse, transform_multiply, wxyz_to_xyzw
+from ..core.types import GeoType, JointType
+from ..diagnostics import Diagnostics
+from ..errors import UsdInputError
+
+_GEOM = {
+    mujoco.mjtGeom.mjGEOM_PLANE: GeoType.PLANE,
+    mujoco.mjtGeom.mjGEOM_SPHERE: GeoType.SPHERE,
+    mujoco.mjtGeom.mjGEOM_CAPSULE: GeoType.CAPSULE,
+    mujoco.mjtGeom.mjGEOM_CYLINDER: GeoType.CYLINDER,
+    mujoco.mjtGeom.mjGEOM_BOX: GeoType.BOX,
+    mujoco.mjtGeom.mjGEOM_MESH: GeoType.MESH,
+}
+_OPTION_ENUMS = {
+    "integrator": ("mjINT_", mujoco.mjtIntegrator),
+    "cone": ("mjCONE_", mujoco.mjtCone),
+    "solver": ("mjSOL_", mujoco.mjtSolver),
+    "jacobian": ("mjJAC_", mujoco.mjtJacobian),
+}
+_OPTION_VALUES = (
+    "timestep", "impratio", "tolerance", "ls_tolerance", "noslip_tolerance", "ccd_tolerance", "density",
+    "viscosity", "o_margin", "iterations", "ls_iterations", "noslip_iterations", "ccd_iterations",
+    "sdf_iterations", "sdf_initpoints",
+)  # fmt: skip
+_OPTION_VECTORS = ("wind", "magnetic", "o_solref", "o_solimp", "o_friction")
+
+
+@dataclass
+class MjcfImport:
+    """What :func:`add_mjcf` imported: the compiled MuJoCo model, and name -> builder index maps."""
+
+    file: str
+    mj_model: mujoco.MjModel
+    body_index: dict = field(default_factory=dict)
+    joint_index: dict = field(default_factory=dict)
+    shape_index: dict = field(default_factory=dict)
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
+
+
+def _enum_token(value: int, enum, prefix: str) -> str:
+    return enum(int(value)).name[len(prefix) :].lower()
+
+
+def _name(m, obj, i, fallback):
+    n = mujoco.mj_id2name(m, obj, i)
+    return n if n else f"{fallback}_{i}"
+
+
+def load_mjcf(source) -> tuple[mujoco.MjModel, str]:
+    """Compile ``source`` (a path to an MJCF file, or MJCF XML text) with ``mujoco.MjSpec``."""
+    text = str(source)
+    is_xml = text.lstrip().startswith("<")
+    name = "<xml string>" if is_xml else os.fspath(source)
+    if not is_xml and not os.path.exists(name):
+        raise UsdInputError("no such file", file=name)
+    try:
+        spec = mujoco.MjSpec.from_string(text) if is_xml else mujoco.MjSpec.from_file(name)
+        return spec.compile(), name
+    except ValueError as e:
+        raise UsdInputError(f"MuJoCo could not load the MJCF ({str(e).strip().splitlines()[0]})", file=name) from None
+
+
+def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfImport:
+    """Import an MJCF model (path or XML text) into ``builder``.
+
+    Bodies, joints (several per body stay stacked joints, in MJCF order), geoms with their contact
+    parameters, inertials, actuators (``model.mujoco.actuator``), connect/weld equalities and the
+    options and flags become the same MuJoCo model again when SolverMuJoCo builds it. Labels are the
+    MJCF names (``label_prefix`` + name; unnamed elements get ``body_<i>``, ``joint_<i>``, ...).
+    """
+    m, file = load_mjcf(source)
+    result = MjcfImport(file=file, mj_model=m)
+    diag = result.diagnostics
+    if builder.source is None:
+        builder.source = file
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    builder.gravity = np.array(m.opt.gravity, dtype=np.float64)
+    _import_options(builder, m)
+
+    # Bodies, at their qpos0 world poses, with their compiled inertials.
+    body_of = {0: -1}
+    for b in range(1, m.nbody):
+        label = label_prefix + _name(m, mujoco.mjtObj.mjOBJ_BODY, b, "body")
+        r = quat_to_matrix(wxyz_to_xyzw(m.body_iquat[b]))
+        inertia = r @ np.diag(m.body_inertia[b]) @ r.T
+        idx = builder.add_body(
+            (d.xpos[b].copy(), wxyz_to_xyzw(d.xquat[b])),
+            mass=float(m.body_mass[b]),
+            com=m.body_ipos[b].copy(),
+            inertia=inertia,
+            label=label,
+        )
+        body_of[b] = idx
+        result.body_index[label] = idx
+
+    _import_geoms(builder, m, body_of, label_prefix, result)
+    _import_joints(builder, m, d, body_of, label_prefix, result)
+    _import_actuators(builder, m, label_prefix, result)
+    _import_equalities(builder, m, body_of, label_prefix, result)
+    for kind, count in (("tendons", m.ntendon), ("sensors", m.nsensor), ("sites", m.nsite)):
+        if count:
+            diag.add(f"MJCF {kind} are not imported yet", file)
+    diag.emit(file)
+    return result
+
+
+def _import_options(builder, m):
+    option = {}
+    for name, (prefix, enum) in _OPTION_ENUMS.items():
+        option[name] = _enum_token(getattr(m.opt, name), enum, prefix)
+    for name in _OPTION_VALUES:
+        value = getattr(m.opt, name)
+        option[name] = int(value) if isinstance(value, (int, np.integer)) else float(value)
+    for name in _OPTION_VECTORS:
+        option[name] = tuple(float(x) for x in getattr(m.opt, name))
+    flags = {}
+    for name, bit in mujoco.mjtDisableBit.__members__.items():
+        if name.startswith("mjDSBL_"):
+            flags[name[7:].lower()] = not (m.opt.disableflags & int(bit))
+    for name, bit in mujoco.mjtEnableBit.__members__.items():
+        if name.startswith("mjENBL_"):
+            flags[name[7:].lower()] = bool(m.opt.enableflags & int(bit))
+    builder.mujoco["option"] = option
+    builder.mujoco["flag"] = flags
+
+
+def _import_geoms(builder, m, body_of, prefix, result):
+    diag = result.diagnostics
+    for g in range(m.ngeom):
+        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_GEOM, g, "geom")
+        gt = int(m.geom_type[g])
+        size = m.geom_size[g]
+        mesh = None
+        if gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID:
+            diag.add("ellipsoid geoms are simulated as spheres of their largest radius", label)
+            geo, scale = GeoType.SPHERE, (float(size.max()), 0.0, 0.0)
+        elif gt not in _GEOM:
+            diag.add(f"{mujoco.mjtGeom(gt).name[7:].lower()} geoms are not imported yet", label)
+            continue
+        else:
+            geo = _GEOM[gt]
+            if geo == GeoType.PLANE:
+                scale = (float(size[0]), float(size[1]), 0.0)
+            elif geo == GeoType.SPHERE:
+                scale = (float(size[0]), 0.0, 0.0)
+            elif geo in (GeoType.CAPSULE, GeoType.CYLINDER):
+                scale = (float(size[0]), float(size[1]), 0.0)
+            elif geo == GeoType.BOX:
+                scale = tuple(float(x) for x in size)
+            else:
+                mid = int(m.geom_dataid[g])
+                va, vn = m.mesh_vertadr[mid], m.mesh_vertnum[mid]
+                fa, fn = m.mesh_faceadr[mid], m.mesh_facenum[mid]
+                mesh = Mesh(m.mesh_vert[va : va + vn].copy(), m.mesh_face[fa : fa + fn].copy())
+                scale = (1.0, 1.0, 1.0)
+        body = body_of[int(m.geom_bodyid[g])]
+        friction = m.geom_friction[g]
+        idx = builder.add_shape(
+            body,
+            geo,
+            (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g])),
+            scale,
+            mesh=mesh,
+            mu=float(friction[0]),
+            mu_torsional=float(friction[1]),
+            mu_rolling=float(friction[2]),
+            margin=float(m.geom_margin[g]),
+            gap=float(m.geom_gap[g]),
+            collision_enabled=bool(m.geom_contype[g] or m.geom_conaffinity[g]),
+            label=label,
+        )
+        for key, values in (
+            ("geom_contype", m.geom_contype),
+            ("geom_conaffinity", m.geom_conaffinity),
+            ("geom_condim", m.geom_condim),
+            ("geom_priority", m.geom_priority),
+            ("geom_solmix", m.geom_solmix),
+            ("geom_solref", m.geom_solref),
+            ("geom_solimp", m.geom_solimp),
+            ("geom_group", m.geom_group),
+        ):
+            builder.set_mujoco("shape", key, idx, np.array(values[g], dtype=np.float64))
+        result.shape_index[label] = idx
+
+
+def _import_joints(builder, m, d, body_of, prefix, result):
+    """Joints per body in MJCF order; a body without joints is welded to its parent."""
+    for b in range(1, m.nbody):
+        child = body_of[b]
+        parent = body_of[int(m.body_parentid[b])]
+        first, count = int(m.body_jntadr[b]), int(m.body_jntnum[b])
+        x_wp = builder.body_q[parent] if parent >= 0 else (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))
+        x_wc = builder.body_q[child]
+        if count == 0:
+            rel = transform_multiply(transform_inverse(x_wp), x_wc)
+            label = prefix + f"{_name(m, mujoco.mjtObj.mjOBJ_BODY, b, 'body')}_weld"
+            builder.add_joint(JointType.FIXED, parent, child, rel, None, label=label)
+            continue
+        for jid in range(first, first + count):
+            label = prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, jid, "joint")
+            jt = int(m.jnt_type[jid])
+            if jt == mujoco.mjtJoint.mjJNT_FREE:
+                j = builder.add_joint_free(child, label=label)
+                result.joint_index[label] = j
+                continue
+            x_c = (m.jnt_pos[jid].copy(), np.array([0.0, 0.0, 0.0, 1.0]))
+            x_p = transform_multiply(transform_multiply(transform_inverse(x_wp), x_wc), x_c)
+            dof = int(m.jnt_dofadr[jid])
+            common = {
+                "armature": float(m.dof_armature[dof]),
+                "friction": float(m.dof_frictionloss[dof]),
+                "label": label,
+            }
+            if jt == mujoco.mjtJoint.mjJNT_BALL:
+                j = builder.add_joint(JointType.BALL, parent, child, x_p, x_c, **common)
+                if m.jnt_limited[jid]:
+                    builder.set_mujoco("joint", "joint_cone_limit", j, float(m.jnt_range[jid][1]))
+            else:
+                ref = float(m.qpos0[m.jnt_qposadr[jid]])
+                if ref != 0.0:
+                    result.diagnostics.add(
+                        "joint ref is folded into the body placement (coordinates start at 0)", label
+                    )
+                limited = bool(m.jnt_limited[jid])
+                kind = JointType.REVOLUTE if jt == mujoco.mjtJoint.mjJNT_HINGE else JointType.PRISMATIC
+                j = builder.add_joint(
+                    kind,
+                    parent,
+                    child,
+                    x_p,
+                    x_c,
+                    axis=m.jnt_axis[jid].copy(),
+                    limit_lower=float(m.jnt_range[jid][0]) - ref if limited else None,
+                    limit_upper=float(m.jnt_range[jid][1]) - ref if limited else None,
+                    **common,
+                )
+            first_dof = sum(len(qd) for qd in builder.joint_qd[:j])
+            for k in range(len(builder.joint_qd[j])):
+                mdof = dof + k
+                for key, value in (
+                    ("dof_damping", m.dof_damping[mdof]),
+                    ("dof_stiffness", m.jnt_stiffness[jid]),
+                    ("dof_springref", m.qpos_spring[m.jnt_qposadr[jid]] - m.qpos0[m.jnt_qposadr[jid]]
+                     if jt in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE) else np.nan),
+                    ("dof_limit_margin", m.jnt_margin[jid]),
+                    ("dof_solref_limit", m.jnt_solref[jid]),
+                    ("dof_solimp_limit", m.jnt_solimp[jid]),
+                    ("dof_solref_friction", m.dof_solref[mdof]),
+                    ("dof_solimp_friction", m.dof_solimp[mdof]),
+                ):  # fmt: skip
+                    builder.set_mujoco("dof", key, first_dof + k, np.array(value, dtype=np.float64))
+            result.joint_index[label] = j
+
+
+def _import_actuators(builder, m, prefix, result):
+    entries = []
+    for a in range(m.nu):
+        trn = int(m.actuator_trntype[a])
+        target_id = int(m.actuator_trnid[a][0])
+        if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
+            target = prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, target_id, "joint")
+        elif trn == mujoco.mjtTrn.mjTRN_BODY:
+            target = prefix + _name(m, mujoco.mjtObj.mjOBJ_BODY, target_id, "body")
+        else:
+            result.diagnostics.add(
+                "actuators on tendons and sites are not imported yet",
+                _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator"),
+            )
+            target = None
+        limited = ("false", "true")
+        values = {
+            "gainType": _enum_token(m.actuator_gaintype[a], mujoco.mjtGain, "mjGAIN_"),
+            "biasType": _enum_token(m.actuator_biastype[a], mujoco.mjtBias, "mjBIAS_"),
+            "dynType": _enum_token(m.actuator_dyntype[a], mujoco.mjtDyn, "mjDYN_"),
+            "gainPrm": tuple(m.actuator_gainprm[a]),
+            "biasPrm": tuple(m.actuator_biasprm[a]),
+            "dynPrm": tuple(m.actuator_dynprm[a]),
+            "gear": tuple(m.actuator_gear[a]),
+            "ctrlLimited": limited[int(m.actuator_ctrllimited[a])],
+            "ctrlRange:min": float(m.actuator_ctrlrange[a][0]),
+            "ctrlRange:max": float(m.actuator_ctrlrange[a][1]),
+            "forceLimited": limited[int(m.actuator_forcelimited[a])],
+            "forceRange:min": float(m.actuator_forcerange[a][0]),
+            "forceRange:max": float(m.actuator_forcerange[a][1]),
+            "actLimited": limited[int(m.actuator_actlimited[a])],
+            "actRange:min": float(m.actuator_actrange[a][0]),
+            "actRange:max": float(m.actuator_actrange[a][1]),
+            "actDim": int(m.actuator_actnum[a]),
+            "actEarly": bool(m.actuator_actearly[a]),
+            "group": int(m.actuator_group[a]),
+            "lengthRange:min": float(m.actuator_lengthrange[a][0]),
+            "lengthRange:max": float(m.actuator_lengthrange[a][1]),
+            "jointInParent": trn == mujoco.mjtTrn.mjTRN_JOINTINPARENT,
+        }
+        path = prefix + _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")
+        entries.append(
+            {"path": path, "values": values, "target": [target] if target else [], "refSite": [], "sliderSite": []}
+        )
+    if entries:
+        builder.mujoco["actuator"] = entries
+
+
+def _import_equalities(builder, m, body_of, prefix, result):
+    for e in range(m.neq):
+        kind = int(m.eq_type[e])
+        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_EQUALITY, e, "equality")
+        if (
+            kind not in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD)
+            or int(m.eq_objtype[e]) != mujoco.mjtObj.mjOBJ_BODY
+        ):
+            result.diagnostics.add("joint, tendon and site equalities are not imported yet", label)
+            continue
+        b1, b2 = body_of[int(m.eq_obj1id[e])], body_of[int(m.eq_obj2id[e])]
+        i = builder.add_equality(
+            "weld" if kind == mujoco.mjtEq.mjEQ_WELD else "connect",
+            b1,
+            b2,
+            m.eq_data[e][0:3].copy(),
+            active=bool(m.eq_active0[e]),
+            label=label,
+        )
+        builder.set_mujoco("equality", "eq_solref", i, np.array(m.eq_solref[e], dtype=np.float64))
+        builder.set_mujoco("equality", "eq_solimp", i, np.array(m.eq_solimp[e], dtype=np.float64))
+        if kind == mujoco.mjtEq.mjEQ_WELD:
+            builder.set_mujoco("equality", "eq_torquescale", i, float(m.eq_data[e][10]))
+
+
+__all__ = ["MjcfImport", "add_mjcf", "load_mjcf"]
