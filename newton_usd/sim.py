@@ -51,7 +51,7 @@ class Simulation:
         steps: physics steps taken.
     """
 
-    def __init__(self, stage, source_file, imported, model, solver, *, fps, substeps, record=True):
+    def __init__(self, stage, source_file, imported, model, solver, *, fps, substeps, dt=None, record=True):
         self.stage = stage
         self.source_file = source_file
         self.imported = imported
@@ -59,7 +59,7 @@ class Simulation:
         self.solver = solver
         self.fps = float(fps)
         self.substeps = int(substeps)
-        self.dt = 1.0 / self.fps / self.substeps
+        self.dt = float(dt) if dt else 1.0 / self.fps / self.substeps
         self.record = record
         self.start_time = stage.GetStartTimeCode() if stage.HasAuthoredTimeCodeRange() else 0.0
         self.output_layer = Sdf.Layer.CreateAnonymous("newton_usd_output.usda")
@@ -123,9 +123,7 @@ class Simulation:
             # The stage's own step, exactly: frames advance by whole steps (time codes follow the
             # simulated time, so a step that does not divide the frame time is still recorded truly).
             substeps = max(1, round(1.0 / fps / timestep))
-            sim = cls(stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, record=record)
-            sim.dt = float(timestep)
-            return sim
+            return cls(stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=timestep, record=record)
         if substeps is None:
             substeps = max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9))
         return cls(stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, record=record)

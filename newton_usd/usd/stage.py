@@ -27,6 +27,12 @@ def open_stage(source) -> tuple[Usd.Stage, str]:
         raise UsdInputError("no such file", file=path)
     if os.path.isdir(path):
         raise UsdInputError("is a directory, not a USD file", file=path)
+    if path.lower().endswith((".xml", ".mjcf")):
+        raise UsdInputError(
+            "an MJCF file, not a USD stage: load it from Python with ModelBuilder.add_mjcf "
+            "(converting MJCF to a USD stage for usdsim is not available yet)",
+            file=path,
+        )
     try:
         stage = Usd.Stage.Open(path, Usd.Stage.LoadAll)
     except Tf.ErrorException as e:
