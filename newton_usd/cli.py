@@ -3,6 +3,7 @@
     usdsim STAGE [-o OUT] [--num-frames N] [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp]
     usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
+    usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
@@ -78,8 +79,37 @@ def _inspect_parser(command: str) -> argparse.ArgumentParser:
     return p
 
 
+def _convert(argv) -> int:
+    p = argparse.ArgumentParser(
+        prog="usdsim convert",
+        description="Convert an MJCF model to a USD asset: UsdPhysics bodies, joints and colliders, and the mjc:* "
+        "schemas for what only MuJoCo has (options with the exact time step, joint and contact parameters, "
+        "actuators, equalities). Simulate it with `usdsim OUT`.",
+    )
+    p.add_argument("model", help="the MJCF file (.xml)")
+    p.add_argument("-o", "--output", help="output USD file (default: MODEL's name with .usda, next to it)")
+    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    args = p.parse_args(argv)
+    logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.WARNING)
+    from .errors import NewtonUsdError  # noqa: PLC0415
+    from .mjcf import convert  # noqa: PLC0415
+
+    base = os.path.basename(args.model)
+    output = args.output or os.path.join(os.path.dirname(args.model), (base.rsplit(".", 1)[0] or base) + ".usda")
+    if os.path.exists(output) and os.path.realpath(output) == os.path.realpath(args.model):
+        return _fail(f"{output}: refusing to overwrite the source model", args)
+    try:
+        convert(args.model, output)
+    except NewtonUsdError as e:
+        return _fail(str(e), args)
+    print(f"usdsim: wrote {output}")
+    return 0
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "convert":
+        return _convert(argv[1:])
     if argv and argv[0] in ("explain", "check"):
         return _inspect(argv[0], _inspect_parser(argv[0]).parse_args(argv[1:]))
     if argv and argv[0] == "run":

@@ -156,3 +156,21 @@ def test_check_lists_approximations_and_unused_values(tmp_path):
     assert "DistanceJoint joints are not supported yet and were ignored: /Dist" in r.stdout
     assert "mjc:unknownThing (1 prim: /Cube)" in r.stdout
     assert "mjc:condim" not in r.stdout  # read and used
+
+
+def test_convert_then_simulate_an_mjcf_model(tmp_path):
+    from test_mjcf import ROBOT
+
+    src = tmp_path / "robot.xml"
+    src.write_text(ROBOT)
+    r = usdsim("convert", src)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "robot.usda"
+    assert f"wrote {out}" in r.stdout
+    r = usdsim(out, "-n", "10", "-q")
+    assert r.returncode == 0, r.stderr
+    stage = Usd.Stage.Open(str(tmp_path / "robot.sim.usda"))
+    attr = stage.GetPrimAtPath("/robot/box").GetAttribute("xformOp:translate:physics")
+    assert attr.GetNumTimeSamples() > 1
+    r = usdsim(src)  # usdsim on the MJCF itself says how to convert it
+    assert r.returncode == 2 and "usdsim convert" in r.stderr

@@ -1,5 +1,6 @@
 """MJCF in: MJCF files through mujoco.MjSpec into the builder."""
 
+from .convert import convert
 from .importer import MjcfImport, add_mjcf, load_mjcf
 
-__all__ = ["MjcfImport", "add_mjcf", "load_mjcf"]
+__all__ = ["MjcfImport", "add_mjcf", "convert", "load_mjcf"]

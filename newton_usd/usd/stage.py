@@ -29,8 +29,8 @@ def open_stage(source) -> tuple[Usd.Stage, str]:
         raise UsdInputError("is a directory, not a USD file", file=path)
     if path.lower().endswith((".xml", ".mjcf")):
         raise UsdInputError(
-            "an MJCF file, not a USD stage: load it from Python with ModelBuilder.add_mjcf "
-            "(converting MJCF to a USD stage for usdsim is not available yet)",
+            "an MJCF file, not a USD stage: convert it first with `usdsim convert MODEL.xml -o MODEL.usda` "
+            "(or load it from Python with ModelBuilder.add_mjcf)",
             file=path,
         )
     try:

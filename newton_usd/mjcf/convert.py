@@ -1,0 +1,388 @@
+"""MJCF to a USD asset: UsdPhysics bodies, joints and colliders, plus the mjc:* schemas for what only
+MuJoCo has, so that the asset simulates as the MJCF does (here and in tools that read the same
+schemas).
+
+The compiled model at qpos0 is written out: one Xform per body, nested as in the MJCF tree, with a
+PhysicsRigidBodyAPI and its compiled inertial (PhysicsMassAPI); one gprim per geom with
+PhysicsCollisionAPI and MjcCollisionAPI; physics materials for the friction triples; one UsdPhysics
+joint per MJCF joint (several per body stay several, in order; a body without joints gets a fixed
+joint; free joints need none), with MjcJointAPI values; MjcActuator prims; connect and weld
+equalities as joints excluded from articulations; a PhysicsScene with MjcSceneAPI and every option
+and flag, the time step exact. Coordinates start at 0 at qpos0 (a joint's ref is folded in).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import mujoco
+import numpy as np
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, UsdShade
+
+from ..core.quat import transform_inverse, transform_multiply, wxyz_to_xyzw
+from ..diagnostics import Diagnostics
+from .importer import _OPTION_ENUMS, _OPTION_VALUES, _OPTION_VECTORS, _enum_token, _name, load_mjcf
+
+T = Sdf.ValueTypeNames
+DEG = 180.0 / math.pi
+
+
+def _gf_quat(q_xyzw, gf=Gf.Quatf):
+    return gf(float(q_xyzw[3]), float(q_xyzw[0]), float(q_xyzw[1]), float(q_xyzw[2]))
+
+
+def _quat_x_to(axis) -> np.ndarray:
+    """A Warp-order quaternion rotating +X onto unit ``axis``."""
+    a = np.asarray(axis, dtype=np.float64)
+    a = a / np.linalg.norm(a)
+    x = np.array([1.0, 0.0, 0.0])
+    c = float(np.dot(x, a))
+    if c < -1.0 + 1e-12:
+        return np.array([0.0, 0.0, 1.0, 0.0])  # 180 degrees about Z
+    v = np.cross(x, a)
+    q = np.array([v[0], v[1], v[2], 1.0 + c])
+    return q / np.linalg.norm(q)
+
+
+class _Names:
+    def __init__(self):
+        self.used = set()
+
+    def child(self, parent: Sdf.Path, name: str) -> Sdf.Path:
+        base = Tf.MakeValidIdentifier(name) or "prim"
+        candidate, n = base, 1
+        while parent.AppendChild(candidate) in self.used:
+            n += 1
+            candidate = f"{base}_{n}"
+        path = parent.AppendChild(candidate)
+        self.used.add(path)
+        return path
+
+
+def _set(prim, name, type_name, value):
+    prim.CreateAttribute(name, type_name, custom=False).Set(value)
+
+
+def _set_xform(prim, pose):
+    xf = UsdGeom.Xformable(prim)
+    xf.AddTranslateOp(UsdGeom.XformOp.PrecisionDouble).Set(Gf.Vec3d(*map(float, pose[0])))
+    xf.AddOrientOp(UsdGeom.XformOp.PrecisionDouble).Set(_gf_quat(pose[1], Gf.Quatd))
+
+
+def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
+    """Convert the MJCF ``source`` (path or XML text) to the USD file ``output``; returns its path."""
+    m, file = load_mjcf(source)
+    diag = diagnostics if diagnostics is not None else Diagnostics()
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    output = os.fspath(output)
+    stage = Usd.Stage.CreateNew(output)
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
+    names = _Names()
+    model_name = m.names[: m.names.find(b"\0")].decode() if m.names else "model"
+    root = names.child(Sdf.Path.absoluteRootPath, model_name or "model")
+    stage.SetDefaultPrim(UsdGeom.Xform.Define(stage, root).GetPrim())
+    stage.GetRootLayer().customLayerData = {"newton_usd:source": os.path.basename(file)}
+
+    _write_scene(stage, m)
+    world = [(d.xpos[b].copy(), wxyz_to_xyzw(d.xquat[b])) for b in range(m.nbody)]
+    body_path = {0: root}
+    for b in range(1, m.nbody):
+        parent = int(m.body_parentid[b])
+        path = names.child(body_path[parent], _name(m, mujoco.mjtObj.mjOBJ_BODY, b, "body"))
+        body_path[b] = path
+        prim = UsdGeom.Xform.Define(stage, path).GetPrim()
+        local = transform_multiply(transform_inverse(world[parent]), world[b]) if parent else world[b]
+        _set_xform(prim, local)
+        UsdPhysics.RigidBodyAPI.Apply(prim)
+        mass = UsdPhysics.MassAPI.Apply(prim)
+        mass.CreateMassAttr(float(m.body_mass[b]))
+        mass.CreateCenterOfMassAttr(Gf.Vec3f(*map(float, m.body_ipos[b])))
+        mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, m.body_inertia[b])))
+        mass.CreatePrincipalAxesAttr(_gf_quat(wxyz_to_xyzw(m.body_iquat[b])))
+        if parent == 0 and any(int(m.body_parentid[c]) == b for c in range(1, m.nbody)):
+            UsdPhysics.ArticulationRootAPI.Apply(prim)
+
+    materials = {}
+    for g in range(m.ngeom):
+        _write_geom(stage, m, g, body_path, names, materials, root, diag)
+    joint_path = {}
+    for b in range(1, m.nbody):
+        _write_joints(stage, m, b, world, body_path, names, joint_path)
+    _write_actuators(stage, m, root, names, joint_path, body_path, diag)
+    _write_equalities(stage, m, world, body_path, root, names, diag)
+    for kind, count in (("tendons", m.ntendon), ("sensors", m.nsensor), ("sites", m.nsite), ("keyframes", m.nkey)):
+        if count:
+            diag.add(f"MJCF {kind} are not converted yet", file)
+    stage.GetRootLayer().Save()
+    diag.emit(file)
+    return output
+
+
+def _write_scene(stage, m):
+    scene = UsdPhysics.Scene.Define(stage, "/PhysicsScene")
+    g = np.array(m.opt.gravity, dtype=np.float64)
+    n = float(np.linalg.norm(g))
+    scene.CreateGravityDirectionAttr(Gf.Vec3f(*map(float, g / n)) if n > 0 else Gf.Vec3f(0, 0, -1))
+    scene.CreateGravityMagnitudeAttr(n)
+    prim = scene.GetPrim()
+    prim.ApplyAPI("MjcSceneAPI")
+    _set(prim, "mjc:compiler:angle", T.Token, "radian")  # every angle written here is in radians
+    for name, (prefix, enum) in _OPTION_ENUMS.items():
+        _set(prim, f"mjc:option:{name}", T.Token, _enum_token(getattr(m.opt, name), enum, prefix))
+    for name in _OPTION_VALUES:
+        value = getattr(m.opt, name)
+        is_int = isinstance(value, (int, np.integer))
+        _set(prim, f"mjc:option:{name}", T.Int if is_int else T.Double, int(value) if is_int else float(value))
+    for name in _OPTION_VECTORS:
+        value = [float(x) for x in getattr(m.opt, name)]
+        if name in ("wind", "magnetic"):
+            _set(prim, f"mjc:option:{name}", T.Double3, Gf.Vec3d(*value))
+        else:
+            _set(prim, f"mjc:option:{name}", T.DoubleArray, value)
+    schema = Usd.SchemaRegistry().FindAppliedAPIPrimDefinition("MjcSceneAPI")
+    flag_names = [p.split(":")[-1] for p in schema.GetPropertyNames() if p.startswith("mjc:flag:")] if schema else []
+    for flag in flag_names:
+        disable = getattr(mujoco.mjtDisableBit, f"mjDSBL_{flag.upper()}", None)
+        enable = getattr(mujoco.mjtEnableBit, f"mjENBL_{flag.upper()}", None)
+        if disable is not None:
+            _set(prim, f"mjc:flag:{flag}", T.Bool, not (m.opt.disableflags & int(disable)))
+        elif enable is not None:
+            _set(prim, f"mjc:flag:{flag}", T.Bool, bool(m.opt.enableflags & int(enable)))
+
+
+def _write_geom(stage, m, g, body_path, names, materials, root, diag):
+    gt = int(m.geom_type[g])
+    size = m.geom_size[g]
+    parent = body_path[int(m.geom_bodyid[g])]
+    path = names.child(parent, _name(m, mujoco.mjtObj.mjOBJ_GEOM, g, "geom"))
+    if gt == mujoco.mjtGeom.mjGEOM_SPHERE:
+        geom = UsdGeom.Sphere.Define(stage, path)
+        geom.CreateRadiusAttr(float(size[0]))
+    elif gt == mujoco.mjtGeom.mjGEOM_BOX:
+        geom = UsdGeom.Cube.Define(stage, path)
+        geom.CreateSizeAttr(2.0)
+    elif gt in (mujoco.mjtGeom.mjGEOM_CAPSULE, mujoco.mjtGeom.mjGEOM_CYLINDER):
+        cls = UsdGeom.Capsule if gt == mujoco.mjtGeom.mjGEOM_CAPSULE else UsdGeom.Cylinder
+        geom = cls.Define(stage, path)
+        geom.CreateAxisAttr(UsdGeom.Tokens.z)
+        geom.CreateRadiusAttr(float(size[0]))
+        geom.CreateHeightAttr(2.0 * float(size[1]))
+    elif gt == mujoco.mjtGeom.mjGEOM_PLANE:
+        geom = UsdGeom.Plane.Define(stage, path)
+        geom.CreateAxisAttr(UsdGeom.Tokens.z)
+        geom.CreateWidthAttr(2.0 * float(size[0]) or 20.0)
+        geom.CreateLengthAttr(2.0 * float(size[1]) or 20.0)
+    elif gt == mujoco.mjtGeom.mjGEOM_MESH:
+        mid = int(m.geom_dataid[g])
+        va, vn = m.mesh_vertadr[mid], m.mesh_vertnum[mid]
+        fa, fn = m.mesh_faceadr[mid], m.mesh_facenum[mid]
+        geom = UsdGeom.Mesh.Define(stage, path)
+        geom.CreatePointsAttr([Gf.Vec3f(*map(float, v)) for v in m.mesh_vert[va : va + vn]])
+        geom.CreateFaceVertexCountsAttr([3] * int(fn))
+        geom.CreateFaceVertexIndicesAttr([int(i) for i in m.mesh_face[fa : fa + fn].ravel()])
+    else:
+        diag.add(f"{mujoco.mjtGeom(gt).name[7:].lower()} geoms are not converted yet", path)
+        return
+    prim = geom.GetPrim()
+    _set_xform(prim, (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g])))
+    if gt == mujoco.mjtGeom.mjGEOM_BOX:
+        UsdGeom.Xformable(prim).AddScaleOp().Set(Gf.Vec3f(*map(float, size)))
+    rgba = m.geom_rgba[g]
+    geom.CreateDisplayColorAttr([Gf.Vec3f(*map(float, rgba[:3]))])
+    if not (m.geom_contype[g] or m.geom_conaffinity[g]):
+        prim.ApplyAPI("MjcImageableAPI")
+        _set(prim, "mjc:group", T.Int, int(m.geom_group[g]))
+        return
+    UsdPhysics.CollisionAPI.Apply(prim)
+    if gt == mujoco.mjtGeom.mjGEOM_MESH:
+        UsdPhysics.MeshCollisionAPI.Apply(prim).CreateApproximationAttr(UsdPhysics.Tokens.convexHull)
+    prim.ApplyAPI("MjcCollisionAPI")
+    for name, type_name, value in (
+        ("mjc:condim", T.Int, int(m.geom_condim[g])),
+        ("mjc:priority", T.Int, int(m.geom_priority[g])),
+        ("mjc:group", T.Int, int(m.geom_group[g])),
+        ("mjc:solmix", T.Double, float(m.geom_solmix[g])),
+        ("mjc:margin", T.Double, float(m.geom_margin[g])),
+        ("mjc:gap", T.Double, float(m.geom_gap[g])),
+        ("mjc:solref", T.DoubleArray, [float(x) for x in m.geom_solref[g]]),
+        ("mjc:solimp", T.DoubleArray, [float(x) for x in m.geom_solimp[g]]),
+    ):
+        _set(prim, name, type_name, value)
+    if int(m.geom_contype[g]) != 1 or int(m.geom_conaffinity[g]) != 1:
+        diag.add("contype/conaffinity bitmasks other than 1/1 are not converted yet", path)
+    friction = tuple(float(x) for x in m.geom_friction[g])
+    material = materials.get(friction)
+    if material is None:
+        mpath = names.child(_materials_scope(stage, root), "Material")
+        material = UsdShade.Material.Define(stage, mpath)
+        api = UsdPhysics.MaterialAPI.Apply(material.GetPrim())
+        api.CreateDynamicFrictionAttr(friction[0])
+        api.CreateStaticFrictionAttr(friction[0])
+        material.GetPrim().ApplyAPI("MjcMaterialAPI")
+        _set(material.GetPrim(), "mjc:torsionalfriction", T.Double, friction[1])
+        _set(material.GetPrim(), "mjc:rollingfriction", T.Double, friction[2])
+        materials[friction] = material
+    UsdShade.MaterialBindingAPI.Apply(prim).Bind(material, UsdShade.Tokens.weakerThanDescendants, "physics")
+
+
+def _materials_scope(stage, root):
+    path = root.AppendChild("PhysicsMaterials")
+    if not stage.GetPrimAtPath(path):
+        UsdGeom.Scope.Define(stage, path)
+    return path
+
+
+def _write_joints(stage, m, b, world, body_path, names, joint_path):
+    parent = int(m.body_parentid[b])
+    first, count = int(m.body_jntadr[b]), int(m.body_jntnum[b])
+    rel = transform_multiply(transform_inverse(world[parent]), world[b]) if parent else world[b]
+    if count == 0:  # welded to its parent
+        joint = UsdPhysics.FixedJoint.Define(stage, names.child(body_path[b], "weld"))
+        if parent:
+            joint.CreateBody0Rel().SetTargets([body_path[parent]])
+        joint.CreateBody1Rel().SetTargets([body_path[b]])
+        joint.CreateLocalPos0Attr(Gf.Vec3f(*map(float, rel[0])))
+        joint.CreateLocalRot0Attr(_gf_quat(rel[1]))
+        return
+    for jid in range(first, first + count):
+        jt = int(m.jnt_type[jid])
+        if jt == mujoco.mjtJoint.mjJNT_FREE:
+            continue
+        path = names.child(body_path[b], _name(m, mujoco.mjtObj.mjOBJ_JOINT, jid, "joint"))
+        anchor = m.jnt_pos[jid].copy()
+        align = _quat_x_to(m.jnt_axis[jid]) if jt != mujoco.mjtJoint.mjJNT_BALL else np.array([0.0, 0.0, 0.0, 1.0])
+        frame0 = transform_multiply(rel, (anchor, align))
+        if jt == mujoco.mjtJoint.mjJNT_BALL:
+            joint = UsdPhysics.SphericalJoint.Define(stage, path)
+            joint.CreateAxisAttr(UsdPhysics.Tokens.x)
+            if m.jnt_limited[jid]:
+                joint.CreateConeAngle0LimitAttr(float(m.jnt_range[jid][1]) * DEG)
+                joint.CreateConeAngle1LimitAttr(float(m.jnt_range[jid][1]) * DEG)
+        else:
+            hinge = jt == mujoco.mjtJoint.mjJNT_HINGE
+            joint = (UsdPhysics.RevoluteJoint if hinge else UsdPhysics.PrismaticJoint).Define(stage, path)
+            joint.CreateAxisAttr(UsdPhysics.Tokens.x)
+            q0 = float(m.qpos0[m.jnt_qposadr[jid]])
+            if m.jnt_limited[jid]:
+                unit = DEG if hinge else 1.0
+                joint.CreateLowerLimitAttr(float((m.jnt_range[jid][0] - q0) * unit))
+                joint.CreateUpperLimitAttr(float((m.jnt_range[jid][1] - q0) * unit))
+        if parent:
+            joint.CreateBody0Rel().SetTargets([body_path[parent]])
+        joint.CreateBody1Rel().SetTargets([body_path[b]])
+        joint.CreateLocalPos0Attr(Gf.Vec3f(*map(float, frame0[0])))
+        joint.CreateLocalRot0Attr(_gf_quat(frame0[1]))
+        joint.CreateLocalPos1Attr(Gf.Vec3f(*map(float, anchor)))
+        joint.CreateLocalRot1Attr(_gf_quat(align))
+        prim = joint.GetPrim()
+        prim.ApplyAPI("MjcJointAPI")
+        dof = int(m.jnt_dofadr[jid])
+        values = [
+            ("mjc:armature", T.Double, float(m.dof_armature[dof])),
+            ("mjc:damping", T.Double, float(m.dof_damping[dof])),
+            ("mjc:frictionloss", T.Double, float(m.dof_frictionloss[dof])),
+            ("mjc:margin", T.Double, float(m.jnt_margin[jid])),
+            ("mjc:solreflimit", T.DoubleArray, [float(x) for x in m.jnt_solref[jid]]),
+            ("mjc:solimplimit", T.DoubleArray, [float(x) for x in m.jnt_solimp[jid]]),
+            ("mjc:solreffriction", T.DoubleArray, [float(x) for x in m.dof_solref[dof]]),
+            ("mjc:solimpfriction", T.DoubleArray, [float(x) for x in m.dof_solimp[dof]]),
+        ]
+        if jt != mujoco.mjtJoint.mjJNT_BALL:
+            adr = m.jnt_qposadr[jid]
+            values.append(("mjc:stiffness", T.Double, float(m.jnt_stiffness[jid])))
+            values.append(("mjc:springref", T.Double, float(m.qpos_spring[adr] - m.qpos0[adr])))
+        for name, type_name, value in values:
+            _set(prim, name, type_name, value)
+        joint_path[jid] = path
+
+
+def _write_actuators(stage, m, root, names, joint_path, body_path, diag):
+    if not m.nu:
+        return
+    scope = root.AppendChild("Actuators")
+    UsdGeom.Scope.Define(stage, scope)
+    limited = ("false", "true")
+    for a in range(m.nu):
+        trn, target_id = int(m.actuator_trntype[a]), int(m.actuator_trnid[a][0])
+        if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT) and target_id in joint_path:
+            target = joint_path[target_id]
+        elif trn == mujoco.mjtTrn.mjTRN_BODY:
+            target = body_path[target_id]
+        else:
+            diag.add("actuators on tendons, sites and free joints are not converted yet", scope)
+            continue
+        prim = stage.DefinePrim(
+            names.child(scope, _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")), "MjcActuator"
+        )
+        prim.CreateRelationship("mjc:target", custom=False).SetTargets([target])
+        for name, type_name, value in (
+            ("mjc:gainType", T.Token, _enum_token(m.actuator_gaintype[a], mujoco.mjtGain, "mjGAIN_")),
+            ("mjc:biasType", T.Token, _enum_token(m.actuator_biastype[a], mujoco.mjtBias, "mjBIAS_")),
+            ("mjc:dynType", T.Token, _enum_token(m.actuator_dyntype[a], mujoco.mjtDyn, "mjDYN_")),
+            ("mjc:gainPrm", T.DoubleArray, [float(x) for x in m.actuator_gainprm[a]]),
+            ("mjc:biasPrm", T.DoubleArray, [float(x) for x in m.actuator_biasprm[a]]),
+            ("mjc:dynPrm", T.DoubleArray, [float(x) for x in m.actuator_dynprm[a]]),
+            ("mjc:gear", T.DoubleArray, [float(x) for x in m.actuator_gear[a]]),
+            ("mjc:ctrlLimited", T.Token, limited[int(m.actuator_ctrllimited[a])]),
+            ("mjc:ctrlRange:min", T.Double, float(m.actuator_ctrlrange[a][0])),
+            ("mjc:ctrlRange:max", T.Double, float(m.actuator_ctrlrange[a][1])),
+            ("mjc:forceLimited", T.Token, limited[int(m.actuator_forcelimited[a])]),
+            ("mjc:forceRange:min", T.Double, float(m.actuator_forcerange[a][0])),
+            ("mjc:forceRange:max", T.Double, float(m.actuator_forcerange[a][1])),
+            ("mjc:actLimited", T.Token, limited[int(m.actuator_actlimited[a])]),
+            ("mjc:actRange:min", T.Double, float(m.actuator_actrange[a][0])),
+            ("mjc:actRange:max", T.Double, float(m.actuator_actrange[a][1])),
+            ("mjc:actDim", T.Int, int(m.actuator_actnum[a])),
+            ("mjc:actEarly", T.Bool, bool(m.actuator_actearly[a])),
+            ("mjc:group", T.Int, int(m.actuator_group[a])),
+            ("mjc:jointInParent", T.Bool, trn == mujoco.mjtTrn.mjTRN_JOINTINPARENT),
+        ):
+            _set(prim, name, type_name, value)
+
+
+def _write_equalities(stage, m, world, body_path, root, names, diag):
+    if not m.neq:
+        return
+    scope = root.AppendChild("Equalities")
+    UsdGeom.Scope.Define(stage, scope)
+    for e in range(m.neq):
+        kind = int(m.eq_type[e])
+        if (
+            kind not in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD)
+            or int(m.eq_objtype[e]) != mujoco.mjtObj.mjOBJ_BODY
+        ):
+            diag.add("joint, tendon and site equalities are not converted yet", scope)
+            continue
+        b1, b2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+        path = names.child(scope, _name(m, mujoco.mjtObj.mjOBJ_EQUALITY, e, "equality"))
+        weld = kind == mujoco.mjtEq.mjEQ_WELD
+        joint = (UsdPhysics.FixedJoint if weld else UsdPhysics.SphericalJoint).Define(stage, path)
+        anchor1 = m.eq_data[e][0:3].copy()
+        if weld:  # anchor on body2; the frames hold body2's pose relative to body1 at qpos0
+            rel = transform_multiply(transform_inverse(world[b1]), world[b2])
+            pos0, rot0 = transform_multiply(rel, (anchor1, np.array([0.0, 0.0, 0.0, 1.0])))
+            pos1, rot1 = anchor1, np.array([0.0, 0.0, 0.0, 1.0])
+        else:  # anchor on body1; body2's point is where it is at qpos0
+            pos0, rot0 = anchor1, np.array([0.0, 0.0, 0.0, 1.0])
+            world_anchor = transform_multiply(world[b1], (anchor1, rot0))
+            pos1, rot1 = transform_multiply(transform_inverse(world[b2]), world_anchor)
+        if b1:
+            joint.CreateBody0Rel().SetTargets([body_path[b1]])
+        if b2:
+            joint.CreateBody1Rel().SetTargets([body_path[b2]])
+        joint.CreateLocalPos0Attr(Gf.Vec3f(*map(float, pos0)))
+        joint.CreateLocalRot0Attr(_gf_quat(rot0))
+        joint.CreateLocalPos1Attr(Gf.Vec3f(*map(float, pos1)))
+        joint.CreateLocalRot1Attr(_gf_quat(rot1))
+        joint.CreateExcludeFromArticulationAttr(True)
+        joint.CreateJointEnabledAttr(bool(m.eq_active0[e]))
+        prim = joint.GetPrim()
+        prim.ApplyAPI("MjcEqualityWeldAPI" if weld else "MjcEqualityConnectAPI")
+        _set(prim, "mjc:solref", T.DoubleArray, [float(x) for x in m.eq_solref[e]])
+        _set(prim, "mjc:solimp", T.DoubleArray, [float(x) for x in m.eq_solimp[e]])
+        if weld:
+            _set(prim, "mjc:torqueScale", T.Float, float(m.eq_data[e][10]))
