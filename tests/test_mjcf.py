@@ -126,3 +126,28 @@ def test_converted_usd_simulates_like_native_mujoco(tmp_path):
     ours = np.array(ours)
     # USD stores the converted poses and frames as float32: agreement is to float precision.
     np.testing.assert_allclose(ours[:, :, :3], native[:, :, :3], atol=2e-4)
+
+
+def test_contype_conaffinity_become_filtered_pairs(tmp_path):
+    from pxr import Usd
+
+    from newton_usd.mjcf import convert
+
+    xml = """<mujoco model="m"><worldbody><geom type="plane" size="1 1 .1"/>
+      <body name="a" pos="0 0 0.3"><freejoint/><geom type="box" size=".1 .1 .1" contype="1" conaffinity="0"/></body>
+      <body name="b" pos="0 0 0.6"><freejoint/><geom type="box" size=".1 .1 .1" contype="1" conaffinity="0"/></body>
+    </worldbody></mujoco>"""
+    out = convert(xml, tmp_path / "m.usda")
+    stage = Usd.Stage.Open(str(out))
+    rel = stage.GetPrimAtPath("/m/a").GetRelationship("physics:filteredPairs")
+    assert [str(t) for t in rel.GetTargets()] == ["/m/b"]
+    b = ModelBuilder()
+    b.add_usd(str(out))
+    model = b.finalize("cpu")
+    solver = SolverMuJoCo(model)
+    s0, s1, c = model.state(), model.state(), model.control()
+    for _ in range(500):
+        solver.step(s0, s1, c, None, 0.002)
+        s0, s1 = s1, s0
+    z = {label: q[2] for label, q in zip(model.body_label, s0.body_q.numpy(), strict=True)}
+    assert z["/m/b"] == pytest.approx(z["/m/a"], abs=0.01)  # b fell through a, both rest on the floor

@@ -109,6 +109,7 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     materials = {}
     for g in range(m.ngeom):
         _write_geom(stage, m, g, body_path, names, materials, root, diag)
+    _write_collision_filters(stage, m, body_path, diag)
     joint_path = {}
     for b in range(1, m.nbody):
         _write_joints(stage, m, b, world, body_path, names, joint_path)
@@ -212,8 +213,6 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
         ("mjc:solimp", T.DoubleArray, [float(x) for x in m.geom_solimp[g]]),
     ):
         _set(prim, name, type_name, value)
-    if int(m.geom_contype[g]) != 1 or int(m.geom_conaffinity[g]) != 1:
-        diag.add("contype/conaffinity bitmasks other than 1/1 are not converted yet", path)
     friction = tuple(float(x) for x in m.geom_friction[g])
     material = materials.get(friction)
     if material is None:
@@ -227,6 +226,44 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
         _set(material.GetPrim(), "mjc:rollingfriction", T.Double, friction[2])
         materials[friction] = material
     UsdShade.MaterialBindingAPI.Apply(prim).Bind(material, UsdShade.Tokens.weakerThanDescendants, "physics")
+
+
+def _write_collision_filters(stage, m, body_path, diag):
+    """contype/conaffinity as UsdPhysics filtered pairs between bodies: a pair of bodies none of whose
+    colliders may touch (by MuJoCo's rule (ct1 & ca2) || (ct2 & ca1)) gets a PhysicsFilteredPairsAPI.
+    Parent and child need none (MuJoCo filters them). Mixed pairs and the world's colliders cannot be
+    expressed this way and are reported."""
+    colliders = {}
+    for g in range(m.ngeom):
+        if m.geom_contype[g] or m.geom_conaffinity[g]:
+            colliders.setdefault(int(m.geom_bodyid[g]), []).append(g)
+
+    def touch(g1, g2):
+        return bool((m.geom_contype[g1] & m.geom_conaffinity[g2]) or (m.geom_contype[g2] & m.geom_conaffinity[g1]))
+
+    bodies = sorted(colliders)
+    for g in colliders.get(0, []):
+        for b in bodies:
+            if b and any(not touch(g, o) for o in colliders[b]):
+                diag.add("contype/conaffinity between world geoms and bodies are not converted", body_path[0])
+                break
+    filtered = {}
+    for i, b1 in enumerate(bodies):
+        for b2 in bodies[i + 1 :]:
+            if not b1 or int(m.body_parentid[b2]) == b1 or int(m.body_parentid[b1]) == b2:
+                continue
+            pairs = [touch(g1, g2) for g1 in colliders[b1] for g2 in colliders[b2]]
+            if not any(pairs):
+                filtered.setdefault(b1, []).append(body_path[b2])
+            elif not all(pairs):
+                diag.add(
+                    "contype/conaffinity that filter only some colliders of a body pair are not converted",
+                    body_path[b1],
+                )
+    for b1, targets in filtered.items():
+        UsdPhysics.FilteredPairsAPI.Apply(stage.GetPrimAtPath(body_path[b1])).CreateFilteredPairsRel().SetTargets(
+            targets
+        )
 
 
 def _materials_scope(stage, root):

@@ -622,8 +622,12 @@ def _import_collision_filters(builder, stage, descs, result):
                 diag.add("collider-level filtered pairs are applied to the colliders' bodies", path)
             for other in d.filteredCollisions:
                 b = body_for(other)
-                if a is not None and b is not None and a != b:
-                    pairs.add((min(a, b), max(a, b)))
+                if a is None or b is None or a == b:
+                    continue
+                if min(a, b) < 0:
+                    diag.add("filtered pairs with static colliders are not simulated yet", path)
+                    continue
+                pairs.add((min(a, b), max(a, b)))
     for joint_type in list(_JOINT_TYPES):
         for _, d in descs.get(joint_type, []):
             if d.collisionEnabled or not d.jointEnabled:
