@@ -135,7 +135,7 @@ def test_stage_timestep_is_used_exactly():
     [
         ("mjc:solreflimit", T.DoubleArray, [0.02, 1, 3], "expected 2 numbers, got 3"),
         ("mjc:armature", T.Double, -1.0, "must be >= 0"),
-        ("mjc:solimplimit", T.DoubleArray, [1.5, 0.95, 0.001, 0.5, 2], "solimp dmin and dmax must lie in [0, 1]"),
+        ("mjc:solimplimit", T.DoubleArray, [0.9, 0.95, -0.001, 0.5, 2], "solimp width must be positive"),
     ],
 )
 def test_bad_values_name_prim_attribute_and_what_is_valid(name, type_name, value, expected):

@@ -103,6 +103,7 @@ class ModelBuilder:
         # equality constraints (loop closures): see add_equality
         self.equality_type, self.equality_body1, self.equality_body2 = [], [], []
         self.equality_anchor, self.equality_active, self.equality_label = [], [], []
+        self.equality_relpose = []  # (pos, quat) or None: the initial relative pose
 
     # ------------------------------------------------------------------ counts
     @property
@@ -409,12 +410,15 @@ class ModelBuilder:
         self.joint_qd[j] = np.asarray(v, dtype=np.float64).copy()
         return j
 
-    def add_equality(self, kind: str, body1: int, body2: int, anchor, *, active: bool = True, label=None) -> int:
+    def add_equality(
+        self, kind: str, body1: int, body2: int, anchor, *, active: bool = True, relpose=None, label=None
+    ) -> int:
         """A loop-closing constraint between ``body1`` and ``body2`` (-1: the world).
 
         ``kind`` "connect": the point ``anchor`` (in body1's frame) and the point of body2 that coincides
-        with it in the initial configuration stay together (a ball joint). "weld": body2 keeps its
-        initial pose relative to body1; ``anchor`` (in body2's frame) is where the constraint acts.
+        with it in the initial configuration stay together (a ball joint). "weld": body2 keeps the pose
+        ``relpose`` (position, Warp quat) relative to body1, by default its initial one; ``anchor`` (in
+        body2's frame) is where the constraint acts.
         """
         if kind not in EQUALITY_KINDS:
             raise ValueError(f"unknown equality kind {kind!r}; valid: {', '.join(EQUALITY_KINDS)}")
@@ -423,6 +427,7 @@ class ModelBuilder:
         self.equality_body2.append(int(body2))
         self.equality_anchor.append(np.asarray(anchor, dtype=np.float64))
         self.equality_active.append(bool(active))
+        self.equality_relpose.append(None if relpose is None else _xform(relpose))
         self.equality_label.append(label or f"equality_{len(self.equality_label)}")
         return len(self.equality_type) - 1
 
@@ -688,6 +693,9 @@ class ModelBuilder:
         m.equality_body2 = arr(self.equality_body2, wp.int32)
         m.equality_anchor = arr(self.equality_anchor, wp.vec3, (3,))
         m.equality_active = arr(self.equality_active, wp.bool)
+        # NaN rows: the initial relative pose (computed by the solver)
+        relpose = [np.concatenate(r) if r is not None else np.full(7, np.nan) for r in self.equality_relpose]
+        m.equality_relpose = np.asarray(relpose, dtype=np.float64).reshape(-1, 7)
         m.equality_label = list(self.equality_label)
 
         m.body_collision_filter_pairs = list(self.body_collision_filter_pairs)

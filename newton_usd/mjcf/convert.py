@@ -22,7 +22,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from ..core.quat import transform_inverse, transform_multiply, wxyz_to_xyzw
 from ..diagnostics import Diagnostics
-from .importer import _OPTION_ENUMS, _OPTION_VALUES, _OPTION_VECTORS, _enum_token, _name, load_mjcf
+from .importer import _OPTION_ENUMS, _OPTION_VALUES, _OPTION_VECTORS, _enum_token, _name, excluded_body_pairs, load_mjcf
 
 T = Sdf.ValueTypeNames
 DEG = 180.0 / math.pi
@@ -97,14 +97,18 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
         prim = UsdGeom.Xform.Define(stage, path).GetPrim()
         local = transform_multiply(transform_inverse(world[parent]), world[b]) if parent else world[b]
         _set_xform(prim, local)
+        if parent == 0 and any(int(m.body_parentid[c]) == b for c in range(1, m.nbody)):
+            UsdPhysics.ArticulationRootAPI.Apply(prim)
         UsdPhysics.RigidBodyAPI.Apply(prim)
+        if m.body_gravcomp[b]:
+            _set(prim, "mjc:body:gravcomp", T.Double, float(m.body_gravcomp[b]))  # as mujoco-usd-converter
+        if m.body_mass[b] <= 0:  # UsdPhysics reads mass 0 as "not set": author nothing
+            continue
         mass = UsdPhysics.MassAPI.Apply(prim)
         mass.CreateMassAttr(float(m.body_mass[b]))
         mass.CreateCenterOfMassAttr(Gf.Vec3f(*map(float, m.body_ipos[b])))
         mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, m.body_inertia[b])))
         mass.CreatePrincipalAxesAttr(_gf_quat(wxyz_to_xyzw(m.body_iquat[b])))
-        if parent == 0 and any(int(m.body_parentid[c]) == b for c in range(1, m.nbody)):
-            UsdPhysics.ArticulationRootAPI.Apply(prim)
 
     materials = {}
     for g in range(m.ngeom):
@@ -112,10 +116,13 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     _write_collision_filters(stage, m, body_path, diag)
     joint_path = {}
     for b in range(1, m.nbody):
-        _write_joints(stage, m, b, world, body_path, names, joint_path)
+        _write_joints(stage, m, b, world, body_path, names, joint_path, diag)
     _write_actuators(stage, m, root, names, joint_path, body_path, diag)
     _write_equalities(stage, m, world, body_path, root, names, diag)
-    for kind, count in (("tendons", m.ntendon), ("sensors", m.nsensor), ("sites", m.nsite), ("keyframes", m.nkey)):
+    for kind, count in (
+        ("tendons", m.ntendon), ("sensors", m.nsensor), ("sites", m.nsite), ("keyframes", m.nkey),
+        ("contact pairs", m.npair),
+    ):  # fmt: skip
         if count:
             diag.add(f"MJCF {kind} are not converted yet", file)
     stage.GetRootLayer().Save()
@@ -248,12 +255,15 @@ def _write_collision_filters(stage, m, body_path, diag):
                 diag.add("contype/conaffinity between world geoms and bodies are not converted", body_path[0])
                 break
     filtered = {}
+    for b1, b2 in excluded_body_pairs(m):  # MJCF <exclude>
+        if b1 and b2:
+            filtered.setdefault(min(b1, b2), []).append(body_path[max(b1, b2)])
     for i, b1 in enumerate(bodies):
         for b2 in bodies[i + 1 :]:
             if not b1 or int(m.body_parentid[b2]) == b1 or int(m.body_parentid[b1]) == b2:
                 continue
             pairs = [touch(g1, g2) for g1 in colliders[b1] for g2 in colliders[b2]]
-            if not any(pairs):
+            if not any(pairs) and body_path[b2] not in filtered.get(b1, []):
                 filtered.setdefault(b1, []).append(body_path[b2])
             elif not all(pairs):
                 diag.add(
@@ -273,7 +283,7 @@ def _materials_scope(stage, root):
     return path
 
 
-def _write_joints(stage, m, b, world, body_path, names, joint_path):
+def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
     parent = int(m.body_parentid[b])
     first, count = int(m.body_jntadr[b]), int(m.body_jntnum[b])
     rel = transform_multiply(transform_inverse(world[parent]), world[b]) if parent else world[b]
@@ -288,6 +298,9 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path):
     for jid in range(first, first + count):
         jt = int(m.jnt_type[jid])
         if jt == mujoco.mjtJoint.mjJNT_FREE:
+            dof = int(m.jnt_dofadr[jid])
+            if m.dof_damping[dof : dof + 6].any() or m.dof_armature[dof : dof + 6].any():
+                diag.add("free-joint damping and armature have no USD joint to live on: not converted", body_path[b])
             continue
         path = names.child(body_path[b], _name(m, mujoco.mjtObj.mjOBJ_JOINT, jid, "joint"))
         anchor = m.jnt_pos[jid].copy()
@@ -328,9 +341,9 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path):
             ("mjc:solreffriction", T.DoubleArray, [float(x) for x in m.dof_solref[dof]]),
             ("mjc:solimpfriction", T.DoubleArray, [float(x) for x in m.dof_solimp[dof]]),
         ]
+        values.append(("mjc:stiffness", T.Double, float(m.jnt_stiffness[jid])))
         if jt != mujoco.mjtJoint.mjJNT_BALL:
             adr = m.jnt_qposadr[jid]
-            values.append(("mjc:stiffness", T.Double, float(m.jnt_stiffness[jid])))
             values.append(("mjc:springref", T.Double, float(m.qpos_spring[adr] - m.qpos0[adr])))
         for name, type_name, value in values:
             _set(prim, name, type_name, value)
@@ -399,8 +412,9 @@ def _write_equalities(stage, m, world, body_path, root, names, diag):
         weld = kind == mujoco.mjtEq.mjEQ_WELD
         joint = (UsdPhysics.FixedJoint if weld else UsdPhysics.SphericalJoint).Define(stage, path)
         anchor1 = m.eq_data[e][0:3].copy()
-        if weld:  # anchor on body2; the frames hold body2's pose relative to body1 at qpos0
-            rel = transform_multiply(transform_inverse(world[b1]), world[b2])
+        if weld:  # anchor on body2; the frames hold body2's pose relative to body1 (MuJoCo's relpose)
+            rp = m.eq_data[e][3:10]
+            rel = (rp[0:3].copy(), wxyz_to_xyzw(rp[3:7]))
             pos0, rot0 = transform_multiply(rel, (anchor1, np.array([0.0, 0.0, 0.0, 1.0])))
             pos1, rot1 = anchor1, np.array([0.0, 0.0, 0.0, 1.0])
         else:  # anchor on body1; body2's point is where it is at qpos0

@@ -58,6 +58,11 @@ def _enum_token(value: int, enum, prefix: str) -> str:
     return enum(int(value)).name[len(prefix) :].lower()
 
 
+def excluded_body_pairs(m) -> list[tuple[int, int]]:
+    """The MJCF ``<exclude>`` body pairs of a compiled model (MuJoCo body ids)."""
+    return [(int(sig) >> 16, int(sig) & 0xFFFF) for sig in m.exclude_signature]
+
+
 def _name(m, obj, i, fallback):
     n = mujoco.mj_id2name(m, obj, i)
     return n if n else f"{fallback}_{i}"
@@ -115,7 +120,13 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
     _import_joints(builder, m, d, body_of, label_prefix, result)
     _import_actuators(builder, m, label_prefix, result)
     _import_equalities(builder, m, body_of, label_prefix, result)
-    for kind, count in (("tendons", m.ntendon), ("sensors", m.nsensor), ("sites", m.nsite)):
+    for b1, b2 in excluded_body_pairs(m):
+        if body_of[b1] >= 0 and body_of[b2] >= 0:
+            builder.body_collision_filter_pairs.append(tuple(sorted((body_of[b1], body_of[b2]))))
+    for b in range(1, m.nbody):
+        if m.body_gravcomp[b]:
+            builder.set_mujoco("body", "body_gravcomp", body_of[b], float(m.body_gravcomp[b]))
+    for kind, count in (("tendons", m.ntendon), ("sensors", m.nsensor), ("sites", m.nsite), ("contact pairs", m.npair)):
         if count:
             diag.add(f"MJCF {kind} are not imported yet", file)
     diag.emit(file)
@@ -218,7 +229,13 @@ def _import_joints(builder, m, d, body_of, prefix, result):
             label = prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, jid, "joint")
             jt = int(m.jnt_type[jid])
             if jt == mujoco.mjtJoint.mjJNT_FREE:
-                j = builder.add_joint_free(child, label=label)
+                j = builder.add_joint_free(
+                    child, label=label, armature=float(m.dof_armature[m.jnt_dofadr[jid]]),
+                    friction=float(m.dof_frictionloss[m.jnt_dofadr[jid]]),
+                )  # fmt: skip
+                first_dof = sum(len(qd) for qd in builder.joint_qd[:j])
+                for k in range(6):
+                    builder.set_mujoco("dof", "dof_damping", first_dof + k, float(m.dof_damping[m.jnt_dofadr[jid] + k]))
                 result.joint_index[label] = j
                 continue
             x_c = (m.jnt_pos[jid].copy(), np.array([0.0, 0.0, 0.0, 1.0]))
@@ -329,12 +346,18 @@ def _import_equalities(builder, m, body_of, prefix, result):
             result.diagnostics.add("joint, tendon and site equalities are not imported yet", label)
             continue
         b1, b2 = body_of[int(m.eq_obj1id[e])], body_of[int(m.eq_obj2id[e])]
+        weld = kind == mujoco.mjtEq.mjEQ_WELD
+        relpose = None
+        if weld:  # MuJoCo's compiled relpose (pos, wxyz quat): body2's pose in body1
+            rp = m.eq_data[e][3:10]
+            relpose = (rp[0:3].copy(), wxyz_to_xyzw(rp[3:7]))
         i = builder.add_equality(
-            "weld" if kind == mujoco.mjtEq.mjEQ_WELD else "connect",
+            "weld" if weld else "connect",
             b1,
             b2,
             m.eq_data[e][0:3].copy(),
             active=bool(m.eq_active0[e]),
+            relpose=relpose,
             label=label,
         )
         builder.set_mujoco("equality", "eq_solref", i, np.array(m.eq_solref[e], dtype=np.float64))

@@ -1,7 +1,8 @@
 """StageSync: writes simulated body poses back onto the user's prims, into a layer of its own.
 
 Each body prim gets, in the output layer only, the ops ``xformOp:translate:physics``,
-``xformOp:orient:physics`` and (when the prim is scaled) ``xformOp:scale:physics``, and an
+``xformOp:orient:physics`` (quatd: a float quaternion would lose rotations under ~5e-4 rad) and
+(when the prim is scaled) ``xformOp:scale:physics``, and an
 ``xformOpOrder`` that lists them; the ops the user authored stay untouched in their own layer and
 come back when the output layer is removed (:meth:`restore`). Where a scaled parent would shear the
 local transform, the prim gets one ``xformOp:transform:physics`` matrix instead.
@@ -114,7 +115,7 @@ class StageSync:
         names = [OP_MATRIX] if mode == "matrix" else [OP_TRANSLATE, OP_ORIENT] + ([OP_SCALE] if self.scaled[i] else [])
         types = {
             OP_TRANSLATE: Sdf.ValueTypeNames.Double3,
-            OP_ORIENT: Sdf.ValueTypeNames.Quatf,
+            OP_ORIENT: Sdf.ValueTypeNames.Quatd,
             OP_SCALE: Sdf.ValueTypeNames.Float3,
             OP_MATRIX: Sdf.ValueTypeNames.Matrix4d,
         }
@@ -153,7 +154,7 @@ class StageSync:
                 specs = self._specs[i]
                 if mode == "trs":
                     x, y, z, w = quats[i]
-                    values = ((specs[0], Gf.Vec3d(*translations[i])), (specs[1], Gf.Quatf(w, x, y, z)))
+                    values = ((specs[0], Gf.Vec3d(*translations[i])), (specs[1], Gf.Quatd(w, x, y, z)))
                 else:
                     values = ((specs[0], Gf.Matrix4d(*local[i].ravel().tolist())),)
                 for (path, spec), value in values:

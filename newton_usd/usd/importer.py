@@ -17,7 +17,15 @@ from pxr import Usd, UsdGeom, UsdPhysics
 
 from ..core import inertia as mass_props
 from ..core.builder import JointAxis, Mesh, ModelBuilder
-from ..core.quat import gf_to_xyzw, quat_from_axis_angle, quat_multiply, quat_rotate, quat_to_matrix, transform_multiply
+from ..core.quat import (
+    gf_to_xyzw,
+    quat_from_axis_angle,
+    quat_multiply,
+    quat_rotate,
+    quat_to_matrix,
+    transform_inverse,
+    transform_multiply,
+)
 from ..core.types import DriveMode, GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
@@ -142,6 +150,9 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
         ang = frame.world_vector_to_sim(np.array(d.angularVelocity, dtype=np.float64), length=False) * DEG
         idx = builder.add_body((pos, rot), velocity=np.concatenate([lin, ang]), label=str(path))
         result.body_index[str(path)] = idx
+        gravcomp = result.resolver.resolve(stage.GetPrimAtPath(path), props.BODY_GRAVCOMP)
+        if gravcomp.kind != "default":
+            builder.set_mujoco("body", "body_gravcomp", idx, gravcomp.value)
 
     # ---- shapes
     shape_parts = defaultdict(list)  # body index -> [(shape index, prim, volume-based props or None)]
@@ -150,15 +161,17 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
             _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx)
 
     # ---- mass properties, with the UsdPhysics precedence
+    massless = []
     for path, _ in bodies:
         b = result.body_index.get(str(path))
         if b is not None:
-            _import_mass(builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file)
+            _import_mass(builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file, massless)
 
     # ---- joints, oriented into trees rooted at the world
     joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
     order, typed = _scan(stage, joint_paths, _MJC_TYPED)
     _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order)
+    _resolve_massless(builder, massless, diag)
     builder.joint_q_from_body_q()
     if any(np.any(v) for v in builder.body_qd):
         builder.joint_qd_from_body_qd()
@@ -370,7 +383,7 @@ def _mass_api(prim, file=None):
     return float(mass), float(density), com, diag, axes
 
 
-def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file):
+def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file, massless):
     """Mass properties: body MassAPI mass > sum of collider masses (collider mass > collider density >
     body density > material density > 1000 kg/m^3); COM and inertia from the colliders unless authored."""
     s, k = frame.meters_per_unit, frame.kilograms_per_unit
@@ -412,10 +425,10 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
         r = quat_to_matrix(b_axes) if b_axes is not None else np.eye(3)
         inertia = r @ np.diag(b_inertia * k * s * s) @ r.T
     if mass <= 0:
-        mass = 1.0
-        inertia = np.eye(3) * 0.01
-        diag.add("body without colliders or authored mass: given 1 kg and 0.01 kg*m^2 inertia", path)
-    elif np.linalg.det(inertia) <= 0:
+        builder.set_body_mass(body, 0.0, com, np.zeros((3, 3)))
+        massless.append(body)  # resolved once the joints are known (see _resolve_massless)
+        return
+    if np.linalg.det(inertia) <= 0:
         inertia = np.eye(3) * max(1e-6, mass * 1e-4)
         diag.add("body inertia not positive definite: replaced with a small isotropic inertia", path)
     builder.set_body_mass(body, mass, com, inertia)
@@ -531,8 +544,12 @@ def _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
     x1 = np.array(d.localPose1Position, dtype=np.float64)
     x1 = frame.world_pose_to_sim(x1, gf_to_xyzw(d.localPose1Orientation))[0] if b1 < 0 else x1 * s
     label = str(path)
-    if jt == JointType.FIXED:
-        ids = [builder.add_equality("weld", b0, b1, x1, label=label)]
+    if jt == JointType.FIXED:  # body1 keeps the pose that makes the two joint frames coincide
+        x1_pose = (x1, gf_to_xyzw(d.localPose1Orientation))
+        if b1 < 0:
+            x1_pose = frame.world_pose_to_sim(np.array(d.localPose1Position, dtype=np.float64), x1_pose[1])
+        relpose = transform_multiply(x0, transform_inverse(x1_pose))
+        ids = [builder.add_equality("weld", b0, b1, x1, relpose=relpose, label=label)]
     elif jt == JointType.BALL:
         ids = [builder.add_equality("connect", b0, b1, x0[0], label=label)]
     elif jt == JointType.REVOLUTE:
@@ -550,6 +567,24 @@ def _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
         for name, key in (("solref", "eq_solref"), ("solimp", "eq_solimp"), ("torquescale", "eq_torquescale")):
             if resolved[name].kind != "default":
                 builder.set_mujoco("equality", key, i, resolved[name].value)
+
+
+def _resolve_massless(builder, massless, diag):
+    """A body with no mass and no colliders: massless when a fixed joint welds it to another body or to
+    the world (a frame, or a carrier of massive welded children, as MuJoCo allows), else 1 kg so that
+    it can move."""
+    welded = set()
+    for j, jt in enumerate(builder.joint_type):
+        if jt == JointType.FIXED:  # to another body, or to the world (a static frame)
+            welded.update((builder.joint_parent[j], builder.joint_child[j]))
+    for b in massless:
+        if b in welded:
+            diag.add("massless body welded to another body: simulated massless", builder.body_label[b])
+        else:
+            builder.set_body_mass(b, 1.0, builder.body_com[b], np.eye(3) * 0.01)
+            diag.add(
+                "body without colliders or authored mass: given 1 kg and 0.01 kg*m^2 inertia", builder.body_label[b]
+            )
 
 
 _STATE_AXES = {

@@ -106,8 +106,9 @@ def _solref(v):
 
 
 def _solimp(v):
-    # MuJoCo clamps dmin and dmax into [0.0001, 0.9999]; values outside [0, 1] are authoring mistakes.
-    return None if 0 <= v[0] <= 1 and 0 <= v[1] <= 1 else "solimp dmin and dmax must lie in [0, 1]"
+    # MuJoCo clamps dmin and dmax into [0.0001, 0.9999] itself (real models author e.g. "2 1 0.01"), so
+    # only a non-positive width is refused.
+    return None if v[2] > 0 else "solimp width must be positive"
 
 
 def C(dialect, attribute, convert=None, unset=None):
@@ -279,6 +280,10 @@ SHAPE_PROPERTIES = (
     SHAPE_SOLIMP,
     SHAPE_GROUP,
 )
+
+# ---------------------------------------------------------------- bodies
+BODY_GRAVCOMP = Property("gravcomp", (C("mjc", "mjc:body:gravcomp", _float),), default=0.0)
+"""Gravity compensation (0..1 of the body's weight), as mujoco-usd-converter writes it (no schema)."""
 
 # ---------------------------------------------------------------- loop closures (MjcEquality*API on a joint prim)
 EQ_TORQUESCALE = Property("torquescale", (C("mjc", "mjc:torqueScale", _float),), default=1.0)

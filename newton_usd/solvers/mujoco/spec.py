@@ -320,6 +320,10 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
             geom_handles[s] = g
 
     _add_equalities(spec, model, body_handles)
+    gravcomp = getattr(model.mujoco, "body_gravcomp", None)
+    if gravcomp is not None:
+        for b in np.nonzero(~np.isnan(gravcomp))[0]:
+            body_handles[b].gravcomp = float(gravcomp[b])
     for b1, b2 in getattr(model, "body_collision_filter_pairs", ()):
         spec.add_exclude(bodyname1=body_handles[b1].name, bodyname2=body_handles[b2].name)
 
@@ -371,7 +375,11 @@ def _add_equalities(spec, model, body_handles):
         )
         data = np.array(eq.data, dtype=np.float64)
         data[0:3] = anchors[i]
-        data[3:10] = 0.0  # second anchor / relative pose: computed by MuJoCo at qpos0
+        data[3:10] = 0.0  # second anchor / relative pose: computed by MuJoCo at qpos0, unless given
+        relpose = model.equality_relpose[i]
+        if weld and not np.isnan(relpose).any():
+            data[3:6] = relpose[:3]
+            data[6:10] = xyzw_to_wxyz(relpose[3:])
         if weld and torquescale is not None and not np.isnan(torquescale[i]):
             data[10] = torquescale[i]
         eq.data = data
