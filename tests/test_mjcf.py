@@ -151,3 +151,48 @@ def test_contype_conaffinity_become_filtered_pairs(tmp_path):
         s0, s1 = s1, s0
     z = {label: q[2] for label, q in zip(model.body_label, s0.body_q.numpy(), strict=True)}
     assert z["/m/b"] == pytest.approx(z["/m/a"], abs=0.01)  # b fell through a, both rest on the floor
+
+
+FEATURES = """
+<mujoco model="features">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom type="plane" size="2 2 .1"/>
+    <body name="left" pos="-0.05 0 0.5"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    <body name="right" pos="0.05 0 0.8"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    <body name="floating" pos="1 0 1" gravcomp="0.5"><freejoint/><geom type="sphere" size=".05"/></body>
+    <body name="carrier" pos="-1 0 0.5"><freejoint/>
+      <body name="load" pos="0 0 0"><geom type="sphere" size=".1" mass="2"/></body></body>
+    <body name="beam" pos="0 1 1"><joint type="ball"/><geom type="capsule" fromto="0 0 0 0.5 0 0" size=".02"/></body>
+  </worldbody>
+  <contact><exclude body1="left" body2="right"/></contact>
+  <equality><weld body1="beam" relpose="0.5 0 0 0.9659 0 0.2588 0" torquescale="2"/></equality>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_excludes_gravcomp_massless_carriers_and_weld_relpose_match_native(route, tmp_path):
+    from newton_usd.mjcf import convert
+
+    b = ModelBuilder()
+    if route == "mjcf":
+        b.add_mjcf(FEATURES)
+    else:
+        b.add_usd(convert(FEATURES, tmp_path / "features.usda"))
+    model = b.finalize("cpu")
+    solver = SolverMuJoCo(model, backend="cpu")
+    s0, s1, control = model.state(), model.state(), model.control()
+    ref = mujoco.MjModel.from_xml_string(FEATURES)
+    data = mujoco.MjData(ref)
+    names = ["left", "right", "floating", "carrier", "beam"]
+    index = {n: next(i for i, label in enumerate(model.body_label) if label.endswith(n)) for n in names}
+    for _ in range(500):
+        solver.step(s0, s1, control, None, 0.002)
+        s0, s1 = s1, s0
+        mujoco.mj_step(ref, data)
+    ours = s0.body_q.numpy()
+    for n in names:
+        np.testing.assert_allclose(ours[index[n], :3], data.xpos[ref.body(n).id], atol=2e-4, err_msg=n)
+    assert data.xpos[ref.body("right").id][2] < 0.15  # the exclude let it fall through "left"
+    assert data.xpos[ref.body("floating").id][2] < 1.0  # half-compensated gravity still pulls it down
