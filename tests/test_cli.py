@@ -9,12 +9,13 @@ from pxr import Usd, UsdGeom
 
 from conftest import SAMPLE_STAGES, SAMPLES, has_cuda
 
-USDSIM = shutil.which("usdsim") or ""
+# The console script of the environment running the tests (not whatever `usdsim` is first on PATH).
+USDSIM = os.path.join(os.path.dirname(sys.executable), "usdsim")
 
 
 def usdsim(*args):
     # Run the installed console script when there is one, else the module (same code path).
-    cmd = [USDSIM] if USDSIM else [sys.executable, "-m", "newton_usd.cli"]
+    cmd = [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
     return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=600)
 
 
