@@ -196,3 +196,45 @@ def test_excludes_gravcomp_massless_carriers_and_weld_relpose_match_native(route
         np.testing.assert_allclose(ours[index[n], :3], data.xpos[ref.body(n).id], atol=2e-4, err_msg=n)
     assert data.xpos[ref.body("right").id][2] < 0.15  # the exclude let it fall through "left"
     assert data.xpos[ref.body("floating").id][2] < 1.0  # half-compensated gravity still pulls it down
+
+
+TENDON = """
+<mujoco model="coupled">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="a" pos="0 0 1"><joint name="ja" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".02"/>
+      <body name="b" pos="0.3 0 0"><joint name="jb" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".02"/></body></body>
+  </worldbody>
+  <tendon><fixed name="couple" limited="true" range="-0.3 0.3" stiffness="5" damping="0.2">
+    <joint joint="ja" coef="1"/><joint joint="jb" coef="-0.5"/></fixed></tendon>
+  <actuator><motor tendon="couple" gear="1"/></actuator>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_fixed_tendon_and_tendon_actuator_match_native(route, tmp_path):
+    from newton_usd.mjcf import convert
+
+    b = ModelBuilder()
+    if route == "mjcf":
+        b.add_mjcf(TENDON)
+    else:
+        b.add_usd(convert(TENDON, tmp_path / "coupled.usda"))
+    model = b.finalize("cpu")
+    solver = SolverMuJoCo(model, backend="cpu")
+    assert solver.mj_model.ntendon == 1 and solver.mj_model.nu == 1
+    s0, s1, control = model.state(), model.state(), model.control()
+    control.mujoco.ctrl.assign(np.array([0.4], dtype=np.float32))
+    ref = mujoco.MjModel.from_xml_string(TENDON)
+    data = mujoco.MjData(ref)
+    data.ctrl[0] = 0.4
+    idx = [next(i for i, label in enumerate(model.body_label) if label.endswith(n)) for n in ("a", "b")]
+    for _ in range(500):
+        solver.step(s0, s1, control, None, 0.002)
+        s0, s1 = s1, s0
+        mujoco.mj_step(ref, data)
+    np.testing.assert_allclose(s0.body_q.numpy()[idx, :3], data.xpos[1:3], atol=2e-4)
+    assert abs(data.ten_length[0]) > 0.01  # the tendon moved

@@ -265,4 +265,6 @@ def test_actuator_with_unsupported_target_is_reported(caplog):
     with caplog.at_level("WARNING", logger="newton_usd"):
         solver = SolverMuJoCo(model, backend="cpu")
     assert solver.mj_model.nu == 0
-    assert any("MjcActuator with a site, tendon or fixed-joint target" in r.getMessage() for r in caplog.records)
+    assert any(
+        "MjcActuator with a site, spatial-tendon or fixed-joint target" in r.getMessage() for r in caplog.records
+    )

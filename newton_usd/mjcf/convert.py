@@ -22,7 +22,16 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from ..core.quat import transform_inverse, transform_multiply, wxyz_to_xyzw
 from ..diagnostics import Diagnostics
-from .importer import _OPTION_ENUMS, _OPTION_VALUES, _OPTION_VECTORS, _enum_token, _name, excluded_body_pairs, load_mjcf
+from .importer import (
+    _OPTION_ENUMS,
+    _OPTION_VALUES,
+    _OPTION_VECTORS,
+    _enum_token,
+    _name,
+    excluded_body_pairs,
+    load_mjcf,
+    tendon_values,
+)
 
 T = Sdf.ValueTypeNames
 DEG = 180.0 / math.pi
@@ -117,10 +126,11 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     joint_path = {}
     for b in range(1, m.nbody):
         _write_joints(stage, m, b, world, body_path, names, joint_path, diag)
-    _write_actuators(stage, m, root, names, joint_path, body_path, diag)
+    tendon_path = _write_tendons(stage, m, root, names, joint_path, diag)
+    _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_path)
     _write_equalities(stage, m, world, body_path, root, names, diag)
     for kind, count in (
-        ("tendons", m.ntendon), ("sensors", m.nsensor), ("sites", m.nsite), ("keyframes", m.nkey),
+        ("sensors", m.nsensor), ("sites", m.nsite), ("keyframes", m.nkey),
         ("contact pairs", m.npair),
     ):  # fmt: skip
         if count:
@@ -350,7 +360,42 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
         joint_path[jid] = path
 
 
-def _write_actuators(stage, m, root, names, joint_path, body_path, diag):
+_TENDON_TYPES = {
+    "type": T.Token, "limited": T.Token, "actuatorfrclimited": T.Token, "group": T.Int,
+    "path:coef": T.DoubleArray, "path:indices": T.IntArray, "springlength": T.DoubleArray,
+    "solreflimit": T.DoubleArray, "solimplimit": T.DoubleArray, "solreffriction": T.DoubleArray,
+    "solimpfriction": T.DoubleArray,
+}  # fmt: skip
+
+
+def _write_tendons(stage, m, root, names, joint_path, diag) -> dict:
+    """Fixed tendons as MjcTendon prims under ``Tendons/``; returns MuJoCo tendon id -> prim path."""
+    paths = {}
+    for t in range(m.ntendon):
+        values = tendon_values(m, t)
+        label = _name(m, mujoco.mjtObj.mjOBJ_TENDON, t, "tendon")
+        adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
+        joints = [int(j) for j in m.wrap_objid[adr : adr + num]]
+        if values["type"] != "fixed" or any(j not in joint_path for j in joints):
+            diag.add("spatial tendons are not converted yet", label)
+            continue
+        scope = root.AppendChild("Tendons")
+        if not stage.GetPrimAtPath(scope):
+            UsdGeom.Scope.Define(stage, scope)
+        prim = stage.DefinePrim(names.child(scope, label), "MjcTendon")
+        unique = list(dict.fromkeys(joints))  # relationship targets cannot repeat: indices say which
+        prim.CreateRelationship("mjc:path", custom=False).SetTargets([joint_path[j] for j in unique])
+        values["path:indices"] = [unique.index(j) for j in joints]
+        for key, value in values.items():
+            type_name = _TENDON_TYPES.get(key, T.Double)
+            if type_name in (T.DoubleArray, T.IntArray):
+                value = list(value)
+            _set(prim, f"mjc:{key}", type_name, value)
+        paths[t] = prim.GetPath()
+    return paths
+
+
+def _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_path=None):
     if not m.nu:
         return
     scope = root.AppendChild("Actuators")
@@ -362,8 +407,10 @@ def _write_actuators(stage, m, root, names, joint_path, body_path, diag):
             target = joint_path[target_id]
         elif trn == mujoco.mjtTrn.mjTRN_BODY:
             target = body_path[target_id]
+        elif trn == mujoco.mjtTrn.mjTRN_TENDON and tendon_path and target_id in tendon_path:
+            target = tendon_path[target_id]
         else:
-            diag.add("actuators on tendons, sites and free joints are not converted yet", scope)
+            diag.add("actuators on spatial tendons, sites and free joints are not converted yet", scope)
             continue
         prim = stage.DefinePrim(
             names.child(scope, _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")), "MjcActuator"

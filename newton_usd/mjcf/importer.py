@@ -118,6 +118,7 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
 
     _import_geoms(builder, m, body_of, label_prefix, result)
     _import_joints(builder, m, d, body_of, label_prefix, result)
+    _import_tendons(builder, m, label_prefix, result)
     _import_actuators(builder, m, label_prefix, result)
     _import_equalities(builder, m, body_of, label_prefix, result)
     for b1, b2 in excluded_body_pairs(m):
@@ -126,7 +127,7 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
     for b in range(1, m.nbody):
         if m.body_gravcomp[b]:
             builder.set_mujoco("body", "body_gravcomp", body_of[b], float(m.body_gravcomp[b]))
-    for kind, count in (("tendons", m.ntendon), ("sensors", m.nsensor), ("sites", m.nsite), ("contact pairs", m.npair)):
+    for kind, count in (("sensors", m.nsensor), ("sites", m.nsite), ("contact pairs", m.npair)):
         if count:
             diag.add(f"MJCF {kind} are not imported yet", file)
     diag.emit(file)
@@ -287,6 +288,52 @@ def _import_joints(builder, m, d, body_of, prefix, result):
             result.joint_index[label] = j
 
 
+def tendon_values(m, t) -> dict:
+    """The MjcTendon attribute values (without the ``mjc:`` prefix) of compiled tendon ``t``."""
+    adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
+    limited = ("false", "true")
+    return {
+        "type": "fixed"
+        if all(int(w) == mujoco.mjtWrap.mjWRAP_JOINT for w in m.wrap_type[adr : adr + num])
+        else "spatial",
+        "path:coef": tuple(float(x) for x in m.wrap_prm[adr : adr + num]),
+        "path:indices": tuple(range(num)),
+        "limited": limited[int(m.tendon_limited[t])],
+        "range:min": float(m.tendon_range[t][0]),
+        "range:max": float(m.tendon_range[t][1]),
+        "stiffness": float(m.tendon_stiffness[t]),
+        "damping": float(m.tendon_damping[t]),
+        "frictionloss": float(m.tendon_frictionloss[t]),
+        "armature": float(m.tendon_armature[t]),
+        "margin": float(m.tendon_margin[t]),
+        "springlength": tuple(float(x) for x in m.tendon_lengthspring[t]),
+        "solreflimit": tuple(float(x) for x in m.tendon_solref_lim[t]),
+        "solimplimit": tuple(float(x) for x in m.tendon_solimp_lim[t]),
+        "solreffriction": tuple(float(x) for x in m.tendon_solref_fri[t]),
+        "solimpfriction": tuple(float(x) for x in m.tendon_solimp_fri[t]),
+        "actuatorfrclimited": limited[int(m.tendon_actfrclimited[t])],
+        "actuatorfrcrange:min": float(m.tendon_actfrcrange[t][0]),
+        "actuatorfrcrange:max": float(m.tendon_actfrcrange[t][1]),
+        "group": int(m.tendon_group[t]),
+    }
+
+
+def _import_tendons(builder, m, prefix, result):
+    """Fixed tendons into ``model.mujoco.tendon`` (the same entries the USD importer makes)."""
+    entries = []
+    for t in range(m.ntendon):
+        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_TENDON, t, "tendon")
+        values = tendon_values(m, t)
+        if values["type"] != "fixed":
+            result.diagnostics.add("spatial tendons are not imported yet", label)
+            continue
+        adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
+        wrap = [prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, int(j), "joint") for j in m.wrap_objid[adr : adr + num]]
+        entries.append({"path": label, "values": values, "wrap": wrap, "sideSites": []})
+    if entries:
+        builder.mujoco["tendon"] = entries
+
+
 def _import_actuators(builder, m, prefix, result):
     entries = []
     for a in range(m.nu):
@@ -296,6 +343,8 @@ def _import_actuators(builder, m, prefix, result):
             target = prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, target_id, "joint")
         elif trn == mujoco.mjtTrn.mjTRN_BODY:
             target = prefix + _name(m, mujoco.mjtObj.mjOBJ_BODY, target_id, "body")
+        elif trn == mujoco.mjtTrn.mjTRN_TENDON:
+            target = prefix + _name(m, mujoco.mjtObj.mjOBJ_TENDON, target_id, "tendon")
         else:
             result.diagnostics.add(
                 "actuators on tendons and sites are not imported yet",

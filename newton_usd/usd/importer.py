@@ -735,19 +735,20 @@ def _scan(stage, paths, type_names):
 def _import_mjc_typed(builder, typed, result, ctx):
     """MjcActuator and MjcTendon prims: every value resolved (authored, else the schema's fallback) into
     ``model.mujoco.actuator`` / ``model.mujoco.tendon``, lists of dicts with "path", "values" and the
-    relationship targets (prim paths)."""
+    relationship targets (prim paths): "target", "refSite", "sliderSite" (actuators), "wrap" (the
+    tendon's ``mjc:path``) and "sideSites" (tendons)."""
     for type_name, key, rels in (
-        ("MjcActuator", "actuator", ("mjc:target", "mjc:refSite", "mjc:sliderSite")),
-        ("MjcTendon", "tendon", ("mjc:path", "mjc:sideSites")),
+        ("MjcActuator", "actuator", {"mjc:target": "target", "mjc:refSite": "refSite", "mjc:sliderSite": "sliderSite"}),
+        ("MjcTendon", "tendon", {"mjc:path": "wrap", "mjc:sideSites": "sideSites"}),
     ):
         entries = []
         table = props.schema_properties(type_name)
         for prim in typed.get(type_name, []):
             values = {k: r.value for k, r in result.resolver.resolve_all(prim, table.values(), ctx).items()}
             targets = {}
-            for rel_name in rels:
+            for rel_name, entry_key in rels.items():
                 rel = prim.GetRelationship(rel_name)
-                targets[rel_name.split(":", 1)[1]] = [str(t) for t in rel.GetTargets()] if rel else []
+                targets[entry_key] = [str(t) for t in rel.GetTargets()] if rel else []
                 if rel and rel.HasAuthoredTargets():
                     result.resolver.used.add((str(prim.GetPath()), rel_name))
             entries.append({"path": str(prim.GetPath()), "values": values, **targets})

@@ -349,7 +349,8 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
-    mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag)
+    tendon_names = _add_fixed_tendons(spec, model, joint_handles, diag)
+    mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names)
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles)
 
 
@@ -402,7 +403,51 @@ def _params(values, n=10):
     return out
 
 
-def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag):
+def _add_fixed_tendons(spec, model, joint_handles, diag) -> dict:
+    """Fixed tendons (``model.mujoco.tendon`` entries of type "fixed": a linear combination of joint
+    coordinates) with their limits, spring, damping and friction; returns tendon path -> MuJoCo name.
+    Spatial tendons are not built yet (the importer warns)."""
+    names = {}
+    joint_of = {label: j for j, label in enumerate(model.joint_label)}
+    for entry in getattr(model.mujoco, "tendon", None) or []:
+        v = entry["values"]
+        if v.get("type", "spatial") != "fixed":
+            continue
+        wrap = entry.get("wrap", [])
+        indices = list(v.get("path:indices") or range(len(wrap)))
+        coef = list(v.get("path:coef") or [1.0] * len(indices))
+        elements = []
+        for k, idx in enumerate(indices):
+            target = wrap[int(idx)] if int(idx) < len(wrap) else None
+            j = joint_of.get(target)
+            handle = joint_handles[j] if j is not None else None
+            if handle is None:
+                break
+            elements.append((handle.name, float(coef[k]) if k < len(coef) else 1.0))
+        if len(elements) != len(indices) or not elements:
+            diag.add("fixed tendon on a joint that is not simulated: not built", entry["path"])
+            continue
+        tendon = spec.add_tendon(name=entry["path"].rsplit("/", 1)[-1] + f"_{len(names)}")
+        for joint_name, c in elements:
+            tendon.wrap_joint(joint_name, c)
+        tendon.limited = _limited(v["limited"])
+        tendon.range = [v["range:min"], v["range:max"]]
+        tendon.stiffness = [v["stiffness"], 0.0, 0.0]
+        tendon.damping = [v["damping"], 0.0, 0.0]
+        tendon.frictionloss = v["frictionloss"]
+        tendon.armature = v["armature"]
+        tendon.margin = v["margin"]
+        tendon.springlength = list(v["springlength"])
+        tendon.solref_limit, tendon.solimp_limit = list(v["solreflimit"]), list(v["solimplimit"])
+        tendon.solref_friction, tendon.solimp_friction = list(v["solreffriction"]), list(v["solimpfriction"])
+        tendon.actfrclimited = _limited(v["actuatorfrclimited"])
+        tendon.actfrcrange = [v["actuatorfrcrange:min"], v["actuatorfrcrange:max"]]
+        tendon.group = int(v["group"])
+        names[entry["path"]] = tendon.name
+    return names
+
+
+def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names=None):
     """MuJoCo actuators for the MjcActuator prims (``model.mujoco.actuator``) whose target is a simulated
     joint or body; returns their handles, in the order of ``model.mujoco.actuator`` (None: skipped)."""
     entries = getattr(model.mujoco, "actuator", None) or []
@@ -419,8 +464,11 @@ def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag):
         elif target in body_of:
             act = spec.add_actuator(target=body_handles[body_of[target]].name)
             act.trntype = mujoco.mjtTrn.mjTRN_BODY
+        elif tendon_names and target in tendon_names:
+            act = spec.add_actuator(target=tendon_names[target])
+            act.trntype = mujoco.mjtTrn.mjTRN_TENDON
         else:
-            why = "no target" if target is None else "a site, tendon or fixed-joint target"
+            why = "no target" if target is None else "a site, spatial-tendon or fixed-joint target"
             diag.add(f"MjcActuator with {why} is not simulated yet", entry["path"])
             handles.append(None)
             continue
