@@ -754,10 +754,10 @@ def _import_mjc_typed(builder, typed, result, ctx):
             entries.append({"path": str(prim.GetPath()), "values": values, **targets})
         if entries:
             builder.mujoco[key] = entries
-    if typed.get("MjcTendon"):
-        for prim in typed["MjcTendon"]:
+    for entry in builder.mujoco.get("tendon", []):
+        if entry["values"].get("type") != "fixed":
             result.diagnostics.add(
-                "MjcTendon prims are read into model.mujoco.tendon but not simulated yet", prim.GetPath()
+                "spatial MjcTendons are read into model.mujoco.tendon but not simulated yet", entry["path"]
             )
 
 
