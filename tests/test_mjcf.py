@@ -171,29 +171,38 @@ FEATURES = """
 """
 
 
-@pytest.mark.parametrize("route", ["mjcf", "usd"])
-def test_excludes_gravcomp_massless_carriers_and_weld_relpose_match_native(route, tmp_path):
+def side_by_side(xml, route, tmp_path, names, ctrl=None, steps=500):
+    """Simulate ``xml`` through ``route`` ("mjcf": add_mjcf; "usd": convert, then add_usd) and natively;
+    returns (our solver, native model, native data, our final positions of the bodies ``names``)."""
     from newton_usd.mjcf import convert
 
     b = ModelBuilder()
     if route == "mjcf":
-        b.add_mjcf(FEATURES)
+        b.add_mjcf(xml)
     else:
-        b.add_usd(convert(FEATURES, tmp_path / "features.usda"))
+        b.add_usd(convert(xml, tmp_path / "model.usda"))
     model = b.finalize("cpu")
     solver = SolverMuJoCo(model, backend="cpu")
     s0, s1, control = model.state(), model.state(), model.control()
-    ref = mujoco.MjModel.from_xml_string(FEATURES)
+    ref = mujoco.MjModel.from_xml_string(xml)
     data = mujoco.MjData(ref)
-    names = ["left", "right", "floating", "carrier", "beam"]
-    index = {n: next(i for i, label in enumerate(model.body_label) if label.endswith(n)) for n in names}
-    for _ in range(500):
-        solver.step(s0, s1, control, None, 0.002)
+    if ctrl is not None:
+        control.mujoco.ctrl.assign(np.array(ctrl, dtype=np.float32))
+        data.ctrl[:] = ctrl
+    for _ in range(steps):
+        solver.step(s0, s1, control, None, ref.opt.timestep)
         s0, s1 = s1, s0
         mujoco.mj_step(ref, data)
-    ours = s0.body_q.numpy()
-    for n in names:
-        np.testing.assert_allclose(ours[index[n], :3], data.xpos[ref.body(n).id], atol=2e-4, err_msg=n)
+    index = [next(i for i, label in enumerate(model.body_label) if label.endswith(n)) for n in names]
+    return solver, ref, data, s0.body_q.numpy()[index, :3]
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_excludes_gravcomp_massless_carriers_and_weld_relpose_match_native(route, tmp_path):
+    names = ["left", "right", "floating", "carrier", "beam"]
+    _, ref, data, ours = side_by_side(FEATURES, route, tmp_path, names)
+    for k, n in enumerate(names):
+        np.testing.assert_allclose(ours[k], data.xpos[ref.body(n).id], atol=2e-4, err_msg=n)
     assert data.xpos[ref.body("right").id][2] < 0.15  # the exclude let it fall through "left"
     assert data.xpos[ref.body("floating").id][2] < 1.0  # half-compensated gravity still pulls it down
 
@@ -216,25 +225,7 @@ TENDON = """
 
 @pytest.mark.parametrize("route", ["mjcf", "usd"])
 def test_fixed_tendon_and_tendon_actuator_match_native(route, tmp_path):
-    from newton_usd.mjcf import convert
-
-    b = ModelBuilder()
-    if route == "mjcf":
-        b.add_mjcf(TENDON)
-    else:
-        b.add_usd(convert(TENDON, tmp_path / "coupled.usda"))
-    model = b.finalize("cpu")
-    solver = SolverMuJoCo(model, backend="cpu")
+    solver, _, data, ours = side_by_side(TENDON, route, tmp_path, ["a", "b"], ctrl=[0.4])
     assert solver.mj_model.ntendon == 1 and solver.mj_model.nu == 1
-    s0, s1, control = model.state(), model.state(), model.control()
-    control.mujoco.ctrl.assign(np.array([0.4], dtype=np.float32))
-    ref = mujoco.MjModel.from_xml_string(TENDON)
-    data = mujoco.MjData(ref)
-    data.ctrl[0] = 0.4
-    idx = [next(i for i, label in enumerate(model.body_label) if label.endswith(n)) for n in ("a", "b")]
-    for _ in range(500):
-        solver.step(s0, s1, control, None, 0.002)
-        s0, s1 = s1, s0
-        mujoco.mj_step(ref, data)
-    np.testing.assert_allclose(s0.body_q.numpy()[idx, :3], data.xpos[1:3], atol=2e-4)
+    np.testing.assert_allclose(ours, data.xpos[1:3], atol=2e-4)
     assert abs(data.ten_length[0]) > 0.01  # the tendon moved
