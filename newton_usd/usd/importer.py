@@ -606,7 +606,7 @@ def _import_joint_states(builder, stage, result, frame) -> bool:
         if not axes:
             continue
         prim = stage.GetPrimAtPath(path)
-        if not prim or not any(n.startswith("state:") for n in prim.GetAuthoredPropertyNames()):
+        if not prim or not any(n.startswith("state:") for n in result.resolver.view(prim).authored):
             continue
         n_lin = builder.joint_dof_dim[j][0]
         for k in range(len(builder.joint_qd[j])):
