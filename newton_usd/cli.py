@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="physics steps per frame (default: the stage's time step, else one of at most 1/480 s)",
     )
+    p.add_argument(
+        "--write-joint-states",
+        action="store_true",
+        help="also write joint positions and velocities (PhysicsJointStateAPI attributes) onto the joint prims",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors, and informational logs")
     return p
@@ -135,6 +140,7 @@ def main(argv=None) -> int:
             backend=args.backend,
             fps=args.fps,
             substeps=args.substeps,
+            joint_states=args.write_joint_states,
         )
     except NewtonUsdError as e:
         return _fail(str(e), args)

@@ -13,7 +13,7 @@ from pxr import Sdf
 from .core.builder import ModelBuilder
 from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
-from .sync import StageSync
+from .sync import JointStateSync, StageSync
 from .usd import add_usd, open_stage
 
 MAX_PHYSICS_DT = 1.0 / 480.0
@@ -51,7 +51,9 @@ class Simulation:
         steps: physics steps taken.
     """
 
-    def __init__(self, stage, source_file, imported, model, solver, *, fps, substeps, dt=None, record=True):
+    def __init__(
+        self, stage, source_file, imported, model, solver, *, fps, substeps, dt=None, record=True, joint_states=False
+    ):
         self.stage = stage
         self.source_file = source_file
         self.imported = imported
@@ -67,6 +69,9 @@ class Simulation:
         self.output_layer.timeCodesPerSecond = stage.GetTimeCodesPerSecond()
         stage.GetSessionLayer().subLayerPaths.insert(0, self.output_layer.identifier)
         self.sync = StageSync(stage, self.output_layer, model.body_label, imported.frame)
+        self.joint_sync = (
+            JointStateSync(self.output_layer, model, imported.frame.meters_per_unit) if joint_states else None
+        )
         self.state = model.state()
         self._next = model.state()
         self.control = model.control()
@@ -86,6 +91,7 @@ class Simulation:
         fps: float | None = None,
         substeps: int | None = None,
         record: bool = True,
+        joint_states: bool = False,
         order=None,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
@@ -102,6 +108,8 @@ class Simulation:
             substeps: physics steps per frame (default: the stage's time step, else enough for a step
                 of at most 1/480 s).
             record: write one time sample per frame (else overwrite the default pose).
+            joint_states: also write joint positions and velocities onto the joint prims
+                (PhysicsJointStateAPI attributes ``state:<axis>:physics:position``/``velocity``).
             order: the resolver's dialect order (default newton > mjc > physx > physics).
         """
         dev = resolve_device(device)
@@ -123,10 +131,23 @@ class Simulation:
             # The stage's own step, exactly: frames advance by whole steps (time codes follow the
             # simulated time, so a step that does not divide the frame time is still recorded truly).
             substeps = max(1, round(1.0 / fps / timestep))
-            return cls(stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=timestep, record=record)
+            return cls(
+                stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=timestep, record=record,
+                joint_states=joint_states,
+            )  # fmt: skip
         if substeps is None:
             substeps = max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9))
-        return cls(stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, record=record)
+        return cls(
+            stage,
+            file,
+            imported,
+            model,
+            solver_obj,
+            fps=fps,
+            substeps=substeps,
+            record=record,
+            joint_states=joint_states,
+        )
 
     # ------------------------------------------------------------------ stepping
     @property
@@ -169,7 +190,10 @@ class Simulation:
     def _write(self, body_q=None):
         if body_q is None:
             body_q = self.state.body_q.numpy()
-        self.sync.write(body_q, self.time_code if self.record else None)
+        time = self.time_code if self.record else None
+        self.sync.write(body_q, time)
+        if self.joint_sync is not None:
+            self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time)
 
     def run(self, frames: int | None = None, progress=None) -> None:
         """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each."""
@@ -185,7 +209,9 @@ class Simulation:
         self.control = self.model.control()
         self.frame = self.steps = 0
         self.sim_seconds = self.wall_seconds = 0.0
-        self.sync.restore()
+        if self.joint_sync is not None:
+            self.joint_sync.restore()
+        self.sync.restore()  # also prunes the prim specs left empty
 
     # ------------------------------------------------------------------ output
     def save(self, path) -> str:

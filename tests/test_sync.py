@@ -110,3 +110,24 @@ def test_default_time_shows_the_authored_pose():
     sim.run(30)
     assert world_pos(stage, "/Cube", Usd.TimeCode.Default())[2] == pytest.approx(1.0)
     assert world_pos(stage, "/Cube", 30)[2] < 1.0
+
+
+def test_joint_states_written_in_degrees_and_removed_on_reset(tmp_path):
+    import math
+
+    sim = Simulation.open(str(SAMPLES / "pendulum.usda"), joint_states=True)
+    sim.run(60)
+    hinge = sim.stage.GetPrimAtPath("/World/Pendulum/Hinge")
+    position = hinge.GetAttribute("state:angular:physics:position")
+    assert position.GetNumTimeSamples() == 61
+    assert position.Get(60) == pytest.approx(math.degrees(sim.state.joint_q.numpy()[0]), rel=1e-5)
+    assert position.Get(0) == pytest.approx(0.0, abs=1e-6)
+    assert hinge.GetAttribute("state:angular:physics:velocity").Get(60) == pytest.approx(
+        math.degrees(sim.state.joint_qd.numpy()[0]), rel=1e-4, abs=1e-3
+    )
+    out = sim.save(tmp_path / "p.sim.usda")
+    sim.reset()
+    assert not hinge.GetAttribute("state:angular:physics:position").HasAuthoredValue()
+    # The saved output imports again: its joint state starts at the authored (frame 0) angle.
+    again = Simulation.open(out)
+    assert again.model.joint_q.numpy()[0] == pytest.approx(0.0, abs=1e-6)

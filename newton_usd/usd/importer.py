@@ -621,8 +621,9 @@ def _import_joint_states(builder, stage, result, frame) -> bool:
             unit = DEG if angular else frame.meters_per_unit
             for attr_name, target in (("position", builder.joint_q[j]), ("velocity", builder.joint_qd[j])):
                 attr = prim.GetAttribute(f"state:{name}:physics:{attr_name}")
-                if attr and attr.HasAuthoredValue():
-                    target[k] = sign * float(attr.Get()) * unit
+                value = attr.Get() if attr and attr.HasAuthoredValue() else None
+                if value is not None:
+                    target[k] = sign * float(value) * unit
                     result.resolver.used.add((path, attr.GetName()))
                     moved |= attr_name == "position"
     return moved

@@ -1,0 +1,101 @@
+"""JointStateSync: joint positions and velocities onto the joint prims, as PhysicsJointStateAPI
+attributes (``state:<axis>:physics:position`` / ``velocity``), in the output layer.
+
+Angular coordinates are written in degrees (and degrees per second), linear ones in stage units, as
+the PhysX/UsdPhysics joint state schema defines them. Revolute joints use the ``angular`` axis,
+prismatic joints ``linear``, generic (D6) joints one axis token per DOF (``transX`` ... ``rotZ``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pxr import Sdf
+
+from ..core.types import JointType
+
+_DEG = 180.0 / math.pi
+
+
+class JointStateSync:
+    """Writes ``joint_q``/``joint_qd`` of revolute, prismatic and D6 joints onto their prims.
+
+    Args:
+        layer: the output layer (as for :class:`StageSync`).
+        model: the Model; joint labels are the joint prims' paths.
+        meters_per_unit: the stage's units, for linear coordinates.
+    """
+
+    def __init__(self, layer: Sdf.Layer, model, meters_per_unit: float = 1.0):
+        self.layer = layer
+        types = model.joint_type.numpy()
+        q_start = model.joint_q_start.numpy()
+        dim = model.joint_dof_dim.numpy()
+        axes = model.joint_axis.numpy()
+        qd_start = model.joint_qd_start.numpy()
+        # (coordinate index, DOF index, scale, position attribute path, velocity attribute path)
+        self.entries = []
+        for j, label in enumerate(model.joint_label):
+            jt = int(types[j])
+            if jt not in (JointType.REVOLUTE, JointType.PRISMATIC, JointType.D6) or not Sdf.Path.IsValidPathString(
+                label
+            ):
+                continue
+            n = int(qd_start[j + 1] - qd_start[j])
+            for k in range(n):
+                angular = jt == JointType.REVOLUTE or (jt == JointType.D6 and k >= dim[j][0])
+                if jt == JointType.D6:
+                    axis = axes[qd_start[j] + k]
+                    i = int(np.argmax(np.abs(axis)))
+                    name = ("rot" if angular else "trans") + "XYZ"[i]
+                    sign = float(np.sign(axis[i]))
+                else:
+                    name, sign = ("angular" if angular else "linear"), 1.0
+                scale = sign * (_DEG if angular else 1.0 / meters_per_unit)
+                prim = Sdf.Path(label)
+                self.entries.append(
+                    (
+                        int(q_start[j] + k),
+                        int(qd_start[j] + k),
+                        scale,
+                        prim.AppendProperty(f"state:{name}:physics:position"),
+                        prim.AppendProperty(f"state:{name}:physics:velocity"),
+                    )
+                )
+        self._prepared = False
+
+    def _prepare(self):
+        for _, _, _, pos_path, vel_path in self.entries:
+            prim_spec = Sdf.CreatePrimInLayer(self.layer, pos_path.GetPrimPath())
+            if prim_spec.specifier != Sdf.SpecifierDef:
+                prim_spec.specifier = Sdf.SpecifierOver
+            for path in (pos_path, vel_path):
+                if not prim_spec.attributes.get(path.name):
+                    Sdf.AttributeSpec(prim_spec, path.name, Sdf.ValueTypeNames.Float)
+        self._prepared = True
+
+    def write(self, joint_q: np.ndarray, joint_qd: np.ndarray, time: float | None = None) -> None:
+        """Write the coordinates at time code ``time`` (None: the default value)."""
+        if not self.entries:
+            return
+        if not self._prepared:
+            self._prepare()
+        with Sdf.ChangeBlock():
+            for qi, di, scale, pos_path, vel_path in self.entries:
+                for path, value in ((pos_path, float(joint_q[qi]) * scale), (vel_path, float(joint_qd[di]) * scale)):
+                    spec = self.layer.GetAttributeAtPath(path)
+                    if time is None or not spec.HasDefaultValue():  # the first state is also the default
+                        spec.default = value
+                    if time is not None:
+                        self.layer.SetTimeSample(path, float(time), value)
+
+    def restore(self) -> None:
+        """Remove the joint state attributes this sync wrote."""
+        with Sdf.ChangeBlock():
+            for _, _, _, pos_path, vel_path in self.entries:
+                for path in (pos_path, vel_path):
+                    spec = self.layer.GetAttributeAtPath(path)
+                    if spec is not None:
+                        spec.owner.RemoveProperty(spec)
+        self._prepared = False
