@@ -4,6 +4,7 @@
     usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
+    usdsim info STAGE                   units, time range, what the model holds, how it would be simulated
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
@@ -111,10 +112,56 @@ def _convert(argv) -> int:
     return 0
 
 
+def _info(argv) -> int:
+    p = argparse.ArgumentParser(
+        prog="usdsim info",
+        description="Print a stage's units and time range, what its model holds, and how usdsim would simulate it.",
+    )
+    p.add_argument("stage", help="the USD stage")
+    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    args = p.parse_args(argv)
+    logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.ERROR)
+    _init_warp(args.verbose)
+    from collections import Counter  # noqa: PLC0415
+
+    from .core.types import JointType  # noqa: PLC0415
+    from .errors import NewtonUsdError  # noqa: PLC0415
+    from .sim import Simulation  # noqa: PLC0415
+
+    try:
+        sim = Simulation.open(args.stage, device="cpu")
+    except NewtonUsdError as e:
+        return _fail(str(e), args)
+    stage, model, frame = sim.stage, sim.model, sim.imported.frame
+    kinds = Counter(JointType(int(t)).name.lower() for t in model.joint_type.numpy())
+    opt = sim.solver.mj_model.opt
+    end = stage.GetEndTimeCode() if stage.HasAuthoredTimeCodeRange() else sim.start_time + sim.default_frames()
+    print(args.stage)
+    print(f"  stage: {frame.meters_per_unit:g} m and {frame.kilograms_per_unit:g} kg per unit, {frame.up_axis} up; "
+          f"{stage.GetTimeCodesPerSecond():g} time codes/s, frames {sim.start_time:g}-{end:g}")  # fmt: skip
+    print(f"  model: {model.body_count} bodies, {model.shape_count} shapes, {model.joint_count} joints "
+          f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), "
+          f"{model.articulation_count} articulations, {model.equality_count} loop closures, "
+          f"{len(getattr(model.mujoco, 'actuator', []) or [])} MjcActuators")  # fmt: skip
+    print(f"  simulation: {type(sim.solver).__name__}({sim.solver.backend}), step {sim.dt * 1000:.4g} ms, "
+          f"{sim.substeps} substeps/frame at {sim.fps:g} fps, gravity {tuple(round(float(g), 4) for g in model.gravity)}")  # fmt: skip
+    names = {"integrator": ("mjINT_", opt.integrator), "solver": ("mjSOL_", opt.solver), "cone": ("mjCONE_", opt.cone)}
+    import mujoco  # noqa: PLC0415
+
+    enums = {"integrator": mujoco.mjtIntegrator, "solver": mujoco.mjtSolver, "cone": mujoco.mjtCone}
+    parts = [f"{k} {enums[k](int(v)).name[len(p) :].lower()}" for k, (p, v) in names.items()]
+    print(f"  mujoco: {', '.join(parts)}, iterations {opt.iterations}; nbody {sim.solver.mj_model.nbody}, "
+          f"njnt {sim.solver.mj_model.njnt}, ngeom {sim.solver.mj_model.ngeom}, nu {sim.solver.mj_model.nu}")  # fmt: skip
+    sim.close()
+    return 0
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "convert":
         return _convert(argv[1:])
+    if argv and argv[0] == "info":
+        return _info(argv[1:])
     if argv and argv[0] in ("explain", "check"):
         return _inspect(argv[0], _inspect_parser(argv[0]).parse_args(argv[1:]))
     if argv and argv[0] == "run":

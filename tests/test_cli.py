@@ -175,3 +175,11 @@ def test_convert_then_simulate_an_mjcf_model(tmp_path):
     assert attr.GetNumTimeSamples() > 1
     r = usdsim(src)  # usdsim on the MJCF itself says how to convert it
     assert r.returncode == 2 and "usdsim convert" in r.stderr
+
+
+def test_info_summarizes_the_stage_and_the_simulation():
+    r = usdsim("info", SAMPLES / "cartpole.usda")
+    assert r.returncode == 0, r.stderr
+    assert "60 time codes/s, frames 0-120" in r.stdout
+    assert "2 bodies, 3 shapes, 2 joints (1 prismatic, 1 revolute), 1 articulations" in r.stdout
+    assert "8 substeps/frame at 60 fps" in r.stdout and "integrator implicitfast" in r.stdout
