@@ -143,15 +143,17 @@ def _info(argv) -> int:
           f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), "
           f"{model.articulation_count} articulations, {model.equality_count} loop closures, "
           f"{len(getattr(model.mujoco, 'actuator', []) or [])} MjcActuators")  # fmt: skip
+    gravity = tuple(round(float(g), 4) for g in model.gravity)
     print(f"  simulation: {type(sim.solver).__name__}({sim.solver.backend}), step {sim.dt * 1000:.4g} ms, "
-          f"{sim.substeps} substeps/frame at {sim.fps:g} fps, gravity {tuple(round(float(g), 4) for g in model.gravity)}")  # fmt: skip
+          f"{sim.substeps} substeps/frame at {sim.fps:g} fps, gravity {gravity}")  # fmt: skip
     names = {"integrator": ("mjINT_", opt.integrator), "solver": ("mjSOL_", opt.solver), "cone": ("mjCONE_", opt.cone)}
     import mujoco  # noqa: PLC0415
 
     enums = {"integrator": mujoco.mjtIntegrator, "solver": mujoco.mjtSolver, "cone": mujoco.mjtCone}
     parts = [f"{k} {enums[k](int(v)).name[len(p) :].lower()}" for k, (p, v) in names.items()]
-    print(f"  mujoco: {', '.join(parts)}, iterations {opt.iterations}; nbody {sim.solver.mj_model.nbody}, "
-          f"njnt {sim.solver.mj_model.njnt}, ngeom {sim.solver.mj_model.ngeom}, nu {sim.solver.mj_model.nu}")  # fmt: skip
+    mj = sim.solver.mj_model
+    print(f"  mujoco: {', '.join(parts)}, iterations {opt.iterations}; "
+          f"nbody {mj.nbody}, njnt {mj.njnt}, ngeom {mj.ngeom}, nu {mj.nu}")  # fmt: skip
     sim.close()
     return 0
 
