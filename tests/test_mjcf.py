@@ -229,3 +229,25 @@ def test_fixed_tendon_and_tendon_actuator_match_native(route, tmp_path):
     assert solver.mj_model.ntendon == 1 and solver.mj_model.nu == 1
     np.testing.assert_allclose(ours, data.xpos[1:3], atol=2e-4)
     assert abs(data.ten_length[0]) > 0.01  # the tendon moved
+
+
+SITES = """
+<mujoco model="thruster">
+  <option timestep="0.002" gravity="0 0 -1"/>
+  <worldbody>
+    <site name="origin" pos="0 0 0"/>
+    <body name="craft" pos="0 0 1"><freejoint/><geom type="box" size=".2 .1 .05"/>
+      <site name="nozzle" pos="0.15 0 0" euler="0 0 30" type="box" size=".02 .02 .02"/></body>
+  </worldbody>
+  <actuator><general site="nozzle" gear="0 0 1 0 0 0.2"/>
+    <general site="nozzle" refsite="origin" gear="1 0 0 0 0 0"/></actuator>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_site_actuators_match_native(route, tmp_path):
+    solver, _, data, ours = side_by_side(SITES, route, tmp_path, ["craft"], ctrl=[1.5, 0.3])
+    assert solver.mj_model.nsite == 2 and solver.mj_model.nu == 2
+    np.testing.assert_allclose(ours[0], data.xpos[1], atol=2e-4)
+    assert np.linalg.norm(data.xpos[1] - [0, 0, 1]) > 0.1  # the thrusters moved the craft

@@ -100,6 +100,8 @@ class ModelBuilder:
         self.articulation_label = []
         # body pairs (b1 < b2) that must not collide with each other
         self.body_collision_filter_pairs = []
+        # sites: frames on bodies (attachment points for actuators, tendons, sensors)
+        self.site_body, self.site_transform, self.site_type, self.site_size, self.site_label = [], [], [], [], []
         # equality constraints (loop closures): see add_equality
         self.equality_type, self.equality_body1, self.equality_body2 = [], [], []
         self.equality_anchor, self.equality_active, self.equality_label = [], [], []
@@ -431,6 +433,18 @@ class ModelBuilder:
         self.equality_label.append(label or f"equality_{len(self.equality_label)}")
         return len(self.equality_type) - 1
 
+    def add_site(self, body: int, xform=None, *, geo_type: GeoType = GeoType.SPHERE, size=(0.01, 0.0, 0.0), label=None):
+        """A site: a frame on ``body`` (-1: the world) that actuators, tendons and sensors can refer to.
+
+        ``geo_type`` and ``size`` (as :class:`GeoType`'s ``shape_scale``) are for display only.
+        """
+        self.site_body.append(int(body))
+        self.site_transform.append(_xform(xform))
+        self.site_type.append(GeoType(geo_type))
+        self.site_size.append(np.asarray(size, dtype=np.float64))
+        self.site_label.append(label or f"site_{len(self.site_label)}")
+        return len(self.site_label) - 1
+
     def add_articulation(self, joints, label: str | None = None) -> int:
         """Group ``joints`` into one articulation (e.g. under an ArticulationRootAPI prim)."""
         idx = len(self.articulation_label)
@@ -699,6 +713,12 @@ class ModelBuilder:
         m.equality_label = list(self.equality_label)
 
         m.body_collision_filter_pairs = list(self.body_collision_filter_pairs)
+        m.site_count = len(self.site_label)
+        m.site_body = arr(self.site_body, wp.int32)
+        m.site_transform = xforms(self.site_transform)
+        m.site_type = arr([int(t) for t in self.site_type], wp.int32)
+        m.site_size = arr(self.site_size, wp.vec3, (3,))
+        m.site_label = list(self.site_label)
         m.articulation_count = len(self.articulation_label)
         m.articulation_label = list(self.articulation_label)
         return m

@@ -41,6 +41,8 @@ class Model:
             equality_anchor, equality_active, equality_label: loop-closing constraints
             (see :meth:`ModelBuilder.add_equality`).
         body_collision_filter_pairs: list of body pairs (b1 < b2) that do not collide.
+        site_count, site_body (-1: world), site_transform (in the body frame), site_type, site_size,
+            site_label: sites, frames that actuators, tendons and sensors attach to.
         articulation_start (first joint of each articulation, plus the joint count),
             articulation_label.
         gravity: ``wp.vec3`` in m/s^2.

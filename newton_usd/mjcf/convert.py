@@ -126,11 +126,12 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     joint_path = {}
     for b in range(1, m.nbody):
         _write_joints(stage, m, b, world, body_path, names, joint_path, diag)
+    site_path = _write_sites(stage, m, body_path, names)
     tendon_path = _write_tendons(stage, m, root, names, joint_path, diag)
-    _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_path)
+    _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_path, site_path)
     _write_equalities(stage, m, world, body_path, root, names, diag)
     for kind, count in (
-        ("sensors", m.nsensor), ("sites", m.nsite), ("keyframes", m.nkey),
+        ("sensors", m.nsensor), ("keyframes", m.nkey),
         ("contact pairs", m.npair),
     ):  # fmt: skip
         if count:
@@ -395,7 +396,37 @@ def _write_tendons(stage, m, root, names, joint_path, diag) -> dict:
     return paths
 
 
-def _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_path=None):
+def _write_sites(stage, m, body_path, names) -> dict:
+    """Sites as guide gprims with MjcSiteAPI and NewtonSiteAPI; returns MuJoCo site id -> prim path."""
+    paths = {}
+    for i in range(m.nsite):
+        parent = body_path[int(m.site_bodyid[i])]
+        path = names.child(parent, _name(m, mujoco.mjtObj.mjOBJ_SITE, i, "site"))
+        kind, size = int(m.site_type[i]), m.site_size[i]
+        if kind == mujoco.mjtGeom.mjGEOM_BOX:
+            gprim = UsdGeom.Cube.Define(stage, path)
+            gprim.CreateSizeAttr(2.0)
+        elif kind in (mujoco.mjtGeom.mjGEOM_CAPSULE, mujoco.mjtGeom.mjGEOM_CYLINDER):
+            gprim = (UsdGeom.Capsule if kind == mujoco.mjtGeom.mjGEOM_CAPSULE else UsdGeom.Cylinder).Define(stage, path)
+            gprim.CreateAxisAttr(UsdGeom.Tokens.z)
+            gprim.CreateRadiusAttr(float(size[0]))
+            gprim.CreateHeightAttr(2.0 * float(size[1]))
+        else:
+            gprim = UsdGeom.Sphere.Define(stage, path)
+            gprim.CreateRadiusAttr(float(size[0]))
+        prim = gprim.GetPrim()
+        _set_xform(prim, (m.site_pos[i].copy(), wxyz_to_xyzw(m.site_quat[i])))
+        if kind == mujoco.mjtGeom.mjGEOM_BOX:
+            UsdGeom.Xformable(prim).AddScaleOp().Set(Gf.Vec3f(*map(float, size)))
+        gprim.CreatePurposeAttr(UsdGeom.Tokens.guide)
+        prim.ApplyAPI("MjcSiteAPI")
+        prim.ApplyAPI("NewtonSiteAPI")
+        _set(prim, "mjc:group", T.Int, int(m.site_group[i]))
+        paths[i] = path
+    return paths
+
+
+def _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_path=None, site_path=None):
     if not m.nu:
         return
     scope = root.AppendChild("Actuators")
@@ -409,13 +440,18 @@ def _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_
             target = body_path[target_id]
         elif trn == mujoco.mjtTrn.mjTRN_TENDON and tendon_path and target_id in tendon_path:
             target = tendon_path[target_id]
+        elif trn == mujoco.mjtTrn.mjTRN_SITE and site_path and target_id in site_path:
+            target = site_path[target_id]
         else:
-            diag.add("actuators on spatial tendons, sites and free joints are not converted yet", scope)
+            diag.add("actuators on spatial tendons, slider-cranks and free joints are not converted yet", scope)
             continue
         prim = stage.DefinePrim(
             names.child(scope, _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")), "MjcActuator"
         )
         prim.CreateRelationship("mjc:target", custom=False).SetTargets([target])
+        ref_id = int(m.actuator_trnid[a][1])
+        if trn == mujoco.mjtTrn.mjTRN_SITE and ref_id >= 0 and ref_id in site_path:
+            prim.CreateRelationship("mjc:refSite", custom=False).SetTargets([site_path[ref_id]])
         for name, type_name, value in (
             ("mjc:gainType", T.Token, _enum_token(m.actuator_gaintype[a], mujoco.mjtGain, "mjGAIN_")),
             ("mjc:biasType", T.Token, _enum_token(m.actuator_biastype[a], mujoco.mjtBias, "mjBIAS_")),

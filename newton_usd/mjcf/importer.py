@@ -118,6 +118,7 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
 
     _import_geoms(builder, m, body_of, label_prefix, result)
     _import_joints(builder, m, d, body_of, label_prefix, result)
+    _import_sites(builder, m, body_of, label_prefix)
     _import_tendons(builder, m, label_prefix, result)
     _import_actuators(builder, m, label_prefix, result)
     _import_equalities(builder, m, body_of, label_prefix, result)
@@ -127,7 +128,7 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
     for b in range(1, m.nbody):
         if m.body_gravcomp[b]:
             builder.set_mujoco("body", "body_gravcomp", body_of[b], float(m.body_gravcomp[b]))
-    for kind, count in (("sensors", m.nsensor), ("sites", m.nsite), ("contact pairs", m.npair)):
+    for kind, count in (("sensors", m.nsensor), ("contact pairs", m.npair)):
         if count:
             diag.add(f"MJCF {kind} are not imported yet", file)
     diag.emit(file)
@@ -318,6 +319,25 @@ def tendon_values(m, t) -> dict:
     }
 
 
+_SITE_TYPES = {
+    mujoco.mjtGeom.mjGEOM_SPHERE: GeoType.SPHERE,
+    mujoco.mjtGeom.mjGEOM_CAPSULE: GeoType.CAPSULE,
+    mujoco.mjtGeom.mjGEOM_CYLINDER: GeoType.CYLINDER,
+    mujoco.mjtGeom.mjGEOM_BOX: GeoType.BOX,
+}
+
+
+def _import_sites(builder, m, body_of, prefix):
+    for i in range(m.nsite):
+        builder.add_site(
+            body_of[int(m.site_bodyid[i])],
+            (m.site_pos[i].copy(), wxyz_to_xyzw(m.site_quat[i])),
+            geo_type=_SITE_TYPES.get(int(m.site_type[i]), GeoType.SPHERE),
+            size=m.site_size[i].copy(),
+            label=prefix + _name(m, mujoco.mjtObj.mjOBJ_SITE, i, "site"),
+        )
+
+
 def _import_tendons(builder, m, prefix, result):
     """Fixed tendons into ``model.mujoco.tendon`` (the same entries the USD importer makes)."""
     entries = []
@@ -345,12 +365,16 @@ def _import_actuators(builder, m, prefix, result):
             target = prefix + _name(m, mujoco.mjtObj.mjOBJ_BODY, target_id, "body")
         elif trn == mujoco.mjtTrn.mjTRN_TENDON:
             target = prefix + _name(m, mujoco.mjtObj.mjOBJ_TENDON, target_id, "tendon")
+        elif trn == mujoco.mjtTrn.mjTRN_SITE:
+            target = prefix + _name(m, mujoco.mjtObj.mjOBJ_SITE, target_id, "site")
         else:
-            result.diagnostics.add(
-                "actuators on tendons and sites are not imported yet",
-                _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator"),
-            )
+            name = _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")
+            result.diagnostics.add("slider-crank actuators are not imported yet", name)
             target = None
+        ref_id = int(m.actuator_trnid[a][1])
+        refsite = []
+        if trn == mujoco.mjtTrn.mjTRN_SITE and ref_id >= 0:
+            refsite = [prefix + _name(m, mujoco.mjtObj.mjOBJ_SITE, ref_id, "site")]
         limited = ("false", "true")
         values = {
             "gainType": _enum_token(m.actuator_gaintype[a], mujoco.mjtGain, "mjGAIN_"),
@@ -377,9 +401,8 @@ def _import_actuators(builder, m, prefix, result):
             "jointInParent": trn == mujoco.mjtTrn.mjTRN_JOINTINPARENT,
         }
         path = prefix + _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")
-        entries.append(
-            {"path": path, "values": values, "target": [target] if target else [], "refSite": [], "sliderSite": []}
-        )
+        targets = [target] if target else []
+        entries.append({"path": path, "values": values, "target": targets, "refSite": refsite, "sliderSite": []})
     if entries:
         builder.mujoco["actuator"] = entries
 

@@ -13,7 +13,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from pxr import Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from ..core import inertia as mass_props
 from ..core.builder import JointAxis, Mesh, ModelBuilder
@@ -177,6 +177,7 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
         builder.joint_qd_from_body_qd()
     if _import_joint_states(builder, stage, result, frame):
         builder.body_q_from_joint_q()
+    _import_sites(builder, typed["sites"], result, frame)
     _import_mjc_typed(builder, typed, result, ctx)
     _import_collision_filters(builder, stage, descs, result)
     diag.emit(file)
@@ -720,9 +721,10 @@ _MJC_TYPED = ("MjcActuator", "MjcTendon")
 
 
 def _scan(stage, paths, type_names):
-    """One traversal: the authored order of ``paths`` (prim path -> index), and the prims of each of
-    ``type_names`` (type name -> prims, in order)."""
+    """One traversal: the authored order of ``paths`` (prim path -> index), the prims of each of
+    ``type_names`` (type name -> prims, in order), and the site prims (under "sites")."""
     order, typed = {}, {t: [] for t in type_names}
+    typed["sites"] = []
     for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
         key = str(prim.GetPath())
         if key in paths:
@@ -730,7 +732,46 @@ def _scan(stage, paths, type_names):
         type_name = str(prim.GetTypeName())
         if type_name in typed:
             typed[type_name].append(prim)
+        applied = prim.GetAppliedSchemas()
+        if applied and ("MjcSiteAPI" in applied or "NewtonSiteAPI" in applied):
+            typed["sites"].append(prim)
     return order, typed
+
+
+_SITE_SHAPES = {"Sphere": GeoType.SPHERE, "Capsule": GeoType.CAPSULE, "Cylinder": GeoType.CYLINDER, "Cube": GeoType.BOX}
+
+
+def _import_sites(builder, sites, result, frame):
+    """Prims with MjcSiteAPI or NewtonSiteAPI: sites on their nearest rigid-body ancestor (or the
+    world), at their authored pose; their gprim type and size are kept for display."""
+    if not sites:
+        return
+    cache = UsdGeom.XformCache(Usd.TimeCode.Default())
+    s = frame.meters_per_unit
+    for prim in sites:
+        world = Gf.Transform(cache.GetLocalToWorldTransform(prim))
+        pos, rot = frame.world_pose_to_sim(
+            np.array(world.GetTranslation(), dtype=np.float64), gf_to_xyzw(world.GetRotation().GetQuat())
+        )
+        body, ancestor = -1, prim
+        while ancestor and ancestor.GetPath() != Sdf.Path.absoluteRootPath:
+            if str(ancestor.GetPath()) in result.body_index:
+                body = result.body_index[str(ancestor.GetPath())]
+                break
+            ancestor = ancestor.GetParent()
+        if body >= 0:
+            pos, rot = transform_multiply(transform_inverse(builder.body_q[body]), (pos, rot))
+        scale = np.array(world.GetScale(), dtype=np.float64) * s
+        geo = _SITE_SHAPES.get(str(prim.GetTypeName()), GeoType.SPHERE)
+        size = (0.01, 0.0, 0.0)
+        if geo == GeoType.SPHERE:
+            size = (float(prim.GetAttribute("radius").Get() or 0.01) * scale.max(), 0.0, 0.0)
+        elif geo in (GeoType.CAPSULE, GeoType.CYLINDER):
+            size = (float(prim.GetAttribute("radius").Get() or 0.01) * scale.max(),
+                    0.5 * float(prim.GetAttribute("height").Get() or 0.02) * scale.max(), 0.0)  # fmt: skip
+        elif geo == GeoType.BOX:
+            size = tuple(0.5 * float(prim.GetAttribute("size").Get() or 0.02) * scale)
+        builder.add_site(body, (pos, rot), geo_type=geo, size=size, label=str(prim.GetPath()))
 
 
 def _import_mjc_typed(builder, typed, result, ctx):

@@ -319,6 +319,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 g.conaffinity = 0
             geom_handles[s] = g
 
+    site_names = _add_sites(spec, model, body_handles)
     _add_equalities(spec, model, body_handles)
     gravcomp = getattr(model.mujoco, "body_gravcomp", None)
     if gravcomp is not None:
@@ -350,7 +351,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
     tendon_names = _add_fixed_tendons(spec, model, joint_handles, diag)
-    mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names)
+    mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names, site_names)
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles)
 
 
@@ -447,7 +448,36 @@ def _add_fixed_tendons(spec, model, joint_handles, diag) -> dict:
     return names
 
 
-def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names=None):
+_SITE_GEOM = {
+    GeoType.SPHERE: mujoco.mjtGeom.mjGEOM_SPHERE,
+    GeoType.CAPSULE: mujoco.mjtGeom.mjGEOM_CAPSULE,
+    GeoType.CYLINDER: mujoco.mjtGeom.mjGEOM_CYLINDER,
+    GeoType.BOX: mujoco.mjtGeom.mjGEOM_BOX,
+}
+
+
+def _add_sites(spec, model, body_handles) -> dict:
+    """MuJoCo sites for the model's sites; returns site label -> MuJoCo name."""
+    names = {}
+    if not getattr(model, "site_count", 0):
+        return names
+    bodies = model.site_body.numpy()
+    xforms = model.site_transform.numpy().astype(np.float64)
+    types, sizes = model.site_type.numpy(), model.site_size.numpy().astype(np.float64)
+    for i, label in enumerate(model.site_label):
+        holder = spec.worldbody if bodies[i] < 0 else body_handles[bodies[i]]
+        site = holder.add_site(
+            name=f"{label.rsplit('/', 1)[-1]}_{i}",
+            pos=xforms[i][:3],
+            quat=xyzw_to_wxyz(xforms[i][3:]),
+            type=_SITE_GEOM.get(GeoType(int(types[i])), mujoco.mjtGeom.mjGEOM_SPHERE),
+            size=np.maximum(sizes[i], 1e-6),
+        )
+        names[label] = site.name
+    return names
+
+
+def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names=None, site_names=None):
     """MuJoCo actuators for the MjcActuator prims (``model.mujoco.actuator``) whose target is a simulated
     joint or body; returns their handles, in the order of ``model.mujoco.actuator`` (None: skipped)."""
     entries = getattr(model.mujoco, "actuator", None) or []
@@ -467,8 +497,14 @@ def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_na
         elif tendon_names and target in tendon_names:
             act = spec.add_actuator(target=tendon_names[target])
             act.trntype = mujoco.mjtTrn.mjTRN_TENDON
+        elif site_names and target in site_names:
+            act = spec.add_actuator(target=site_names[target])
+            act.trntype = mujoco.mjtTrn.mjTRN_SITE
+            ref = entry.get("refSite") or []
+            if ref and ref[0] in site_names:
+                act.refsite = site_names[ref[0]]
         else:
-            why = "no target" if target is None else "a site, spatial-tendon or fixed-joint target"
+            why = "no target" if target is None else "a spatial-tendon, fixed-joint or unknown target"
             diag.add(f"MjcActuator with {why} is not simulated yet", entry["path"])
             handles.append(None)
             continue
