@@ -251,3 +251,26 @@ def test_site_actuators_match_native(route, tmp_path):
     assert solver.mj_model.nsite == 2 and solver.mj_model.nu == 2
     np.testing.assert_allclose(ours[0], data.xpos[1], atol=2e-4)
     assert np.linalg.norm(data.xpos[1] - [0, 0, 1]) > 0.1  # the thrusters moved the craft
+
+
+SPATIAL = """
+<mujoco model="string">
+  <option timestep="0.002"/>
+  <worldbody>
+    <site name="anchor" pos="0 0 1.5"/>
+    <geom name="pulley" type="cylinder" pos="0.3 0 1.5" size="0.05 0.05" euler="90 0 0"/>
+    <body name="weight" pos="0.35 0 1"><freejoint/><geom type="sphere" size="0.05"/>
+      <site name="hook" pos="0 0 0.05"/></body>
+  </worldbody>
+  <tendon><spatial name="rope" limited="true" range="0 0.7" width="0.005">
+    <site site="anchor"/><geom geom="pulley"/><site site="hook"/></spatial></tendon>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_spatial_tendon_through_sites_and_around_a_geom_matches_native(route, tmp_path):
+    solver, _, data, ours = side_by_side(SPATIAL, route, tmp_path, ["weight"])
+    assert solver.mj_model.ntendon == 1 and solver.mj_model.nwrap == 3
+    np.testing.assert_allclose(ours[0], data.xpos[1], atol=2e-4)
+    assert data.ten_length[0] == pytest.approx(0.7, abs=0.01)  # the rope holds the weight at its limit

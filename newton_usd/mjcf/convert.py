@@ -30,6 +30,7 @@ from .importer import (
     _name,
     excluded_body_pairs,
     load_mjcf,
+    tendon_path,
     tendon_values,
 )
 
@@ -120,15 +121,18 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
         mass.CreatePrincipalAxesAttr(_gf_quat(wxyz_to_xyzw(m.body_iquat[b])))
 
     materials = {}
+    geom_path = {}
     for g in range(m.ngeom):
-        _write_geom(stage, m, g, body_path, names, materials, root, diag)
+        path = _write_geom(stage, m, g, body_path, names, materials, root, diag)
+        if path is not None:
+            geom_path[g] = path
     _write_collision_filters(stage, m, body_path, diag)
     joint_path = {}
     for b in range(1, m.nbody):
         _write_joints(stage, m, b, world, body_path, names, joint_path, diag)
     site_path = _write_sites(stage, m, body_path, names)
-    tendon_path = _write_tendons(stage, m, root, names, joint_path, diag)
-    _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_path, site_path)
+    tendon_paths = _write_tendons(stage, m, root, names, joint_path, site_path, geom_path, diag)
+    _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_paths, site_path)
     _write_equalities(stage, m, world, body_path, root, names, diag)
     for kind, count in (
         ("sensors", m.nsensor), ("keyframes", m.nkey),
@@ -174,6 +178,7 @@ def _write_scene(stage, m):
 
 
 def _write_geom(stage, m, g, body_path, names, materials, root, diag):
+    """One geom as a gprim (a collider unless contype = conaffinity = 0); returns its path, or None."""
     gt = int(m.geom_type[g])
     size = m.geom_size[g]
     parent = body_path[int(m.geom_bodyid[g])]
@@ -215,7 +220,7 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
     if not (m.geom_contype[g] or m.geom_conaffinity[g]):
         prim.ApplyAPI("MjcImageableAPI")
         _set(prim, "mjc:group", T.Int, int(m.geom_group[g]))
-        return
+        return path
     UsdPhysics.CollisionAPI.Apply(prim)
     if gt == mujoco.mjtGeom.mjGEOM_MESH:
         UsdPhysics.MeshCollisionAPI.Apply(prim).CreateApproximationAttr(UsdPhysics.Tokens.convexHull)
@@ -244,6 +249,7 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
         _set(material.GetPrim(), "mjc:rollingfriction", T.Double, friction[2])
         materials[friction] = material
     UsdShade.MaterialBindingAPI.Apply(prim).Bind(material, UsdShade.Tokens.weakerThanDescendants, "physics")
+    return path
 
 
 def _write_collision_filters(stage, m, body_path, diag):
@@ -364,30 +370,35 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
 _TENDON_TYPES = {
     "type": T.Token, "limited": T.Token, "actuatorfrclimited": T.Token, "group": T.Int,
     "path:coef": T.DoubleArray, "path:indices": T.IntArray, "springlength": T.DoubleArray,
+    "path:segments": T.IntArray, "path:divisors": T.DoubleArray, "sideSites:indices": T.IntArray,
     "solreflimit": T.DoubleArray, "solimplimit": T.DoubleArray, "solreffriction": T.DoubleArray,
     "solimpfriction": T.DoubleArray,
 }  # fmt: skip
 
 
-def _write_tendons(stage, m, root, names, joint_path, diag) -> dict:
-    """Fixed tendons as MjcTendon prims under ``Tendons/``; returns MuJoCo tendon id -> prim path."""
+def _write_tendons(stage, m, root, names, joint_path, site_path, geom_path, diag) -> dict:
+    """Tendons as MjcTendon prims under ``Tendons/``, their path encoded as mujoco-usd-converter does;
+    returns MuJoCo tendon id -> prim path."""
     paths = {}
+    lookup = {
+        mujoco.mjtObj.mjOBJ_JOINT: joint_path,
+        mujoco.mjtObj.mjOBJ_SITE: site_path,
+        mujoco.mjtObj.mjOBJ_GEOM: geom_path,
+    }
     for t in range(m.ntendon):
-        values = tendon_values(m, t)
         label = _name(m, mujoco.mjtObj.mjOBJ_TENDON, t, "tendon")
-        adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
-        joints = [int(j) for j in m.wrap_objid[adr : adr + num]]
-        if values["type"] != "fixed" or any(j not in joint_path for j in joints):
-            diag.add("spatial tendons are not converted yet", label)
+        targets, side, _ = tendon_path(m, t)
+        if any(i not in lookup[obj] for obj, i in targets + side):
+            diag.add("tendons through elements that were not converted are not converted", label)
             continue
         scope = root.AppendChild("Tendons")
         if not stage.GetPrimAtPath(scope):
             UsdGeom.Scope.Define(stage, scope)
         prim = stage.DefinePrim(names.child(scope, label), "MjcTendon")
-        unique = list(dict.fromkeys(joints))  # relationship targets cannot repeat: indices say which
-        prim.CreateRelationship("mjc:path", custom=False).SetTargets([joint_path[j] for j in unique])
-        values["path:indices"] = [unique.index(j) for j in joints]
-        for key, value in values.items():
+        prim.CreateRelationship("mjc:path", custom=False).SetTargets([lookup[o][i] for o, i in targets])
+        if side:
+            prim.CreateRelationship("mjc:sideSites", custom=False).SetTargets([site_path[i] for _, i in side])
+        for key, value in tendon_values(m, t).items():
             type_name = _TENDON_TYPES.get(key, T.Double)
             if type_name in (T.DoubleArray, T.IntArray):
                 value = list(value)

@@ -289,16 +289,58 @@ def _import_joints(builder, m, d, body_of, prefix, result):
             result.joint_index[label] = j
 
 
-def tendon_values(m, t) -> dict:
-    """The MjcTendon attribute values (without the ``mjc:`` prefix) of compiled tendon ``t``."""
+def tendon_path(m, t):
+    """A compiled tendon's path as mujoco-usd-converter encodes it: ``(targets, values)`` where targets
+    are (MuJoCo object type, id) pairs, unique, in first-use order, and values hold "path:indices"
+    (target of each element), "path:coef" (fixed tendons), "path:segments" and "path:divisors"
+    (pulley branches), "sideSites" ((type, id) pairs) and "sideSites:indices" (-1: none)."""
     adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
+    targets, indices, coef, segments, divisors, side, side_indices = [], [], [], [], [1.0], [], []
+    segment = 0
+    for w in range(adr, adr + num):
+        kind, obj, prm = int(m.wrap_type[w]), int(m.wrap_objid[w]), float(m.wrap_prm[w])
+        if kind == mujoco.mjtWrap.mjWRAP_PULLEY:
+            if w == adr:
+                divisors[0] = prm
+            else:
+                segment += 1
+                divisors.append(prm)
+            continue
+        if kind == mujoco.mjtWrap.mjWRAP_JOINT:
+            target, coef = (mujoco.mjtObj.mjOBJ_JOINT, obj), coef + [prm]
+        elif kind == mujoco.mjtWrap.mjWRAP_SITE:
+            target = (mujoco.mjtObj.mjOBJ_SITE, obj)
+        else:  # sphere or cylinder geom, prm: its side site (-1: none)
+            target = (mujoco.mjtObj.mjOBJ_GEOM, obj)
+        if target not in targets:
+            targets.append(target)
+        indices.append(targets.index(target))
+        segments.append(segment)
+        if kind in (mujoco.mjtWrap.mjWRAP_SPHERE, mujoco.mjtWrap.mjWRAP_CYLINDER) and prm >= 0:
+            site = (mujoco.mjtObj.mjOBJ_SITE, int(prm))
+            if site not in side:
+                side.append(site)
+            side_indices.append(side.index(site))
+        else:
+            side_indices.append(-1)
+    fixed = bool(coef) and len(coef) == len(indices)
+    values = {"type": "fixed" if fixed else "spatial", "path:indices": tuple(indices)}
+    if fixed:
+        values["path:coef"] = tuple(coef)
+    else:
+        values["path:segments"] = tuple(segments)
+        values["path:divisors"] = tuple(divisors)
+        values["sideSites:indices"] = tuple(side_indices)
+    return targets, side, values
+
+
+def tendon_values(m, t) -> dict:
+    """The MjcTendon attribute values (without the ``mjc:`` prefix) of compiled tendon ``t``, its path
+    encoding included (see :func:`tendon_path`)."""
     limited = ("false", "true")
+    _, _, path = tendon_path(m, t)
     return {
-        "type": "fixed"
-        if all(int(w) == mujoco.mjtWrap.mjWRAP_JOINT for w in m.wrap_type[adr : adr + num])
-        else "spatial",
-        "path:coef": tuple(float(x) for x in m.wrap_prm[adr : adr + num]),
-        "path:indices": tuple(range(num)),
+        **path,
         "limited": limited[int(m.tendon_limited[t])],
         "range:min": float(m.tendon_range[t][0]),
         "range:max": float(m.tendon_range[t][1]),
@@ -317,6 +359,9 @@ def tendon_values(m, t) -> dict:
         "actuatorfrcrange:max": float(m.tendon_actfrcrange[t][1]),
         "group": int(m.tendon_group[t]),
     }
+
+
+_OBJ_FALLBACK = {mujoco.mjtObj.mjOBJ_JOINT: "joint", mujoco.mjtObj.mjOBJ_SITE: "site", mujoco.mjtObj.mjOBJ_GEOM: "geom"}
 
 
 _SITE_TYPES = {
@@ -339,17 +384,14 @@ def _import_sites(builder, m, body_of, prefix):
 
 
 def _import_tendons(builder, m, prefix, result):
-    """Fixed tendons into ``model.mujoco.tendon`` (the same entries the USD importer makes)."""
+    """Tendons into ``model.mujoco.tendon`` (the same entries the USD importer makes)."""
     entries = []
     for t in range(m.ntendon):
         label = prefix + _name(m, mujoco.mjtObj.mjOBJ_TENDON, t, "tendon")
-        values = tendon_values(m, t)
-        if values["type"] != "fixed":
-            result.diagnostics.add("spatial tendons are not imported yet", label)
-            continue
-        adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
-        wrap = [prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, int(j), "joint") for j in m.wrap_objid[adr : adr + num]]
-        entries.append({"path": label, "values": values, "wrap": wrap, "sideSites": []})
+        targets, side, _ = tendon_path(m, t)
+        wrap = [prefix + _name(m, obj, i, _OBJ_FALLBACK[obj]) for obj, i in targets]
+        side_sites = [prefix + _name(m, obj, i, "site") for obj, i in side]
+        entries.append({"path": label, "values": tendon_values(m, t), "wrap": wrap, "sideSites": side_sites})
     if entries:
         builder.mujoco["tendon"] = entries
 

@@ -796,11 +796,6 @@ def _import_mjc_typed(builder, typed, result, ctx):
             entries.append({"path": str(prim.GetPath()), "values": values, **targets})
         if entries:
             builder.mujoco[key] = entries
-    for entry in builder.mujoco.get("tendon", []):
-        if entry["values"].get("type") != "fixed":
-            result.diagnostics.add(
-                "spatial MjcTendons are read into model.mujoco.tendon but not simulated yet", entry["path"]
-            )
 
 
 def _pick_root(b, edges, valid, descs, result):

@@ -350,7 +350,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
-    tendon_names = _add_fixed_tendons(spec, model, joint_handles, diag)
+    tendon_names = _add_tendons(spec, model, joint_handles, geom_handles, site_names, diag)
     mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names, site_names)
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles)
 
@@ -404,33 +404,55 @@ def _params(values, n=10):
     return out
 
 
-def _add_fixed_tendons(spec, model, joint_handles, diag) -> dict:
-    """Fixed tendons (``model.mujoco.tendon`` entries of type "fixed": a linear combination of joint
-    coordinates) with their limits, spring, damping and friction; returns tendon path -> MuJoCo name.
-    Spatial tendons are not built yet (the importer warns)."""
+def _add_tendons(spec, model, joint_handles, geom_handles, site_names, diag) -> dict:
+    """Tendons (``model.mujoco.tendon``): fixed ones on joints, spatial ones through sites and around
+    sphere/cylinder geoms (with side sites and pulley branches), with their limits, spring, damping and
+    friction; returns tendon path -> MuJoCo name."""
     names = {}
     joint_of = {label: j for j, label in enumerate(model.joint_label)}
+    geom_of = {label: g.name for label, g in zip(model.shape_label, geom_handles, strict=True) if g is not None}
     for entry in getattr(model.mujoco, "tendon", None) or []:
         v = entry["values"]
-        if v.get("type", "spatial") != "fixed":
-            continue
-        wrap = entry.get("wrap", [])
-        indices = list(v.get("path:indices") or range(len(wrap)))
+        wrap, side = entry.get("wrap", []), entry.get("sideSites", [])
+        fixed = v.get("type", "spatial") == "fixed"
+        indices = [int(i) for i in (v.get("path:indices") or range(len(wrap)))]
+        segments = [int(i) for i in (v.get("path:segments") or [0] * len(indices))]
+        divisors = list(v.get("path:divisors") or [1.0])
+        side_idx = [int(i) for i in (v.get("sideSites:indices") or [-1] * len(indices))]
         coef = list(v.get("path:coef") or [1.0] * len(indices))
-        elements = []
+        steps = []  # ("joint"|"site"|"geom"|"pulley", name, extra)
+        if not fixed and divisors and divisors[0] != 1.0:
+            steps.append(("pulley", None, divisors[0]))
+        segment = 0
         for k, idx in enumerate(indices):
-            target = wrap[int(idx)] if int(idx) < len(wrap) else None
-            j = joint_of.get(target)
-            handle = joint_handles[j] if j is not None else None
-            if handle is None:
+            target = wrap[idx] if 0 <= idx < len(wrap) else None
+            if not fixed and k < len(segments) and segments[k] != segment:
+                segment = segments[k]
+                steps.append(("pulley", None, divisors[segment] if segment < len(divisors) else 1.0))
+            if fixed and target in joint_of and joint_handles[joint_of[target]] is not None:
+                steps.append(("joint", joint_handles[joint_of[target]].name, float(coef[k]) if k < len(coef) else 1.0))
+            elif not fixed and target in site_names:
+                steps.append(("site", site_names[target], None))
+            elif not fixed and target in geom_of:
+                s_i = side_idx[k] if k < len(side_idx) else -1
+                steps.append(("geom", geom_of[target], site_names.get(side[s_i], "") if 0 <= s_i < len(side) else ""))
+            else:
+                steps = None
                 break
-            elements.append((handle.name, float(coef[k]) if k < len(coef) else 1.0))
-        if len(elements) != len(indices) or not elements:
-            diag.add("fixed tendon on a joint that is not simulated: not built", entry["path"])
+        if not steps:
+            why = "tendon whose path elements are not all simulated joints, sites or geoms: not built"
+            diag.add(why, entry["path"])
             continue
         tendon = spec.add_tendon(name=entry["path"].rsplit("/", 1)[-1] + f"_{len(names)}")
-        for joint_name, c in elements:
-            tendon.wrap_joint(joint_name, c)
+        for kind, name, extra in steps:
+            if kind == "joint":
+                tendon.wrap_joint(name, extra)
+            elif kind == "site":
+                tendon.wrap_site(name)
+            elif kind == "geom":
+                tendon.wrap_geom(name, extra)
+            else:
+                tendon.wrap_pulley(extra)
         tendon.limited = _limited(v["limited"])
         tendon.range = [v["range:min"], v["range:max"]]
         tendon.stiffness = [v["stiffness"], 0.0, 0.0]
