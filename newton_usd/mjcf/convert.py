@@ -28,6 +28,7 @@ from .importer import (
     _OPTION_VECTORS,
     _enum_token,
     _name,
+    actuator_values,
     excluded_body_pairs,
     load_mjcf,
     tendon_path,
@@ -437,12 +438,19 @@ def _write_sites(stage, m, body_path, names) -> dict:
     return paths
 
 
+_ACTUATOR_TYPES = {
+    "gainType": T.Token, "biasType": T.Token, "dynType": T.Token, "ctrlLimited": T.Token,
+    "forceLimited": T.Token, "actLimited": T.Token, "gainPrm": T.DoubleArray, "biasPrm": T.DoubleArray,
+    "dynPrm": T.DoubleArray, "gear": T.DoubleArray, "actDim": T.Int, "actEarly": T.Bool, "group": T.Int,
+    "jointInParent": T.Bool,
+}  # fmt: skip
+
+
 def _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_path=None, site_path=None):
     if not m.nu:
         return
     scope = root.AppendChild("Actuators")
     UsdGeom.Scope.Define(stage, scope)
-    limited = ("false", "true")
     for a in range(m.nu):
         trn, target_id = int(m.actuator_trntype[a]), int(m.actuator_trnid[a][0])
         if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT) and target_id in joint_path:
@@ -463,29 +471,9 @@ def _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_
         ref_id = int(m.actuator_trnid[a][1])
         if trn == mujoco.mjtTrn.mjTRN_SITE and ref_id >= 0 and ref_id in site_path:
             prim.CreateRelationship("mjc:refSite", custom=False).SetTargets([site_path[ref_id]])
-        for name, type_name, value in (
-            ("mjc:gainType", T.Token, _enum_token(m.actuator_gaintype[a], mujoco.mjtGain, "mjGAIN_")),
-            ("mjc:biasType", T.Token, _enum_token(m.actuator_biastype[a], mujoco.mjtBias, "mjBIAS_")),
-            ("mjc:dynType", T.Token, _enum_token(m.actuator_dyntype[a], mujoco.mjtDyn, "mjDYN_")),
-            ("mjc:gainPrm", T.DoubleArray, [float(x) for x in m.actuator_gainprm[a]]),
-            ("mjc:biasPrm", T.DoubleArray, [float(x) for x in m.actuator_biasprm[a]]),
-            ("mjc:dynPrm", T.DoubleArray, [float(x) for x in m.actuator_dynprm[a]]),
-            ("mjc:gear", T.DoubleArray, [float(x) for x in m.actuator_gear[a]]),
-            ("mjc:ctrlLimited", T.Token, limited[int(m.actuator_ctrllimited[a])]),
-            ("mjc:ctrlRange:min", T.Double, float(m.actuator_ctrlrange[a][0])),
-            ("mjc:ctrlRange:max", T.Double, float(m.actuator_ctrlrange[a][1])),
-            ("mjc:forceLimited", T.Token, limited[int(m.actuator_forcelimited[a])]),
-            ("mjc:forceRange:min", T.Double, float(m.actuator_forcerange[a][0])),
-            ("mjc:forceRange:max", T.Double, float(m.actuator_forcerange[a][1])),
-            ("mjc:actLimited", T.Token, limited[int(m.actuator_actlimited[a])]),
-            ("mjc:actRange:min", T.Double, float(m.actuator_actrange[a][0])),
-            ("mjc:actRange:max", T.Double, float(m.actuator_actrange[a][1])),
-            ("mjc:actDim", T.Int, int(m.actuator_actnum[a])),
-            ("mjc:actEarly", T.Bool, bool(m.actuator_actearly[a])),
-            ("mjc:group", T.Int, int(m.actuator_group[a])),
-            ("mjc:jointInParent", T.Bool, trn == mujoco.mjtTrn.mjTRN_JOINTINPARENT),
-        ):
-            _set(prim, name, type_name, value)
+        for key, value in actuator_values(m, a).items():
+            type_name = _ACTUATOR_TYPES.get(key, T.Double)
+            _set(prim, f"mjc:{key}", type_name, list(value) if type_name == T.DoubleArray else value)
 
 
 def _write_equalities(stage, m, world, body_path, root, names, diag):

@@ -396,6 +396,35 @@ def _import_tendons(builder, m, prefix, result):
         builder.mujoco["tendon"] = entries
 
 
+def actuator_values(m, a) -> dict:
+    """The MjcActuator attribute values (without the ``mjc:`` prefix) of compiled actuator ``a``."""
+    limited = ("false", "true")
+    return {
+        "gainType": _enum_token(m.actuator_gaintype[a], mujoco.mjtGain, "mjGAIN_"),
+        "biasType": _enum_token(m.actuator_biastype[a], mujoco.mjtBias, "mjBIAS_"),
+        "dynType": _enum_token(m.actuator_dyntype[a], mujoco.mjtDyn, "mjDYN_"),
+        "gainPrm": tuple(float(x) for x in m.actuator_gainprm[a]),
+        "biasPrm": tuple(float(x) for x in m.actuator_biasprm[a]),
+        "dynPrm": tuple(float(x) for x in m.actuator_dynprm[a]),
+        "gear": tuple(float(x) for x in m.actuator_gear[a]),
+        "ctrlLimited": limited[int(m.actuator_ctrllimited[a])],
+        "ctrlRange:min": float(m.actuator_ctrlrange[a][0]),
+        "ctrlRange:max": float(m.actuator_ctrlrange[a][1]),
+        "forceLimited": limited[int(m.actuator_forcelimited[a])],
+        "forceRange:min": float(m.actuator_forcerange[a][0]),
+        "forceRange:max": float(m.actuator_forcerange[a][1]),
+        "actLimited": limited[int(m.actuator_actlimited[a])],
+        "actRange:min": float(m.actuator_actrange[a][0]),
+        "actRange:max": float(m.actuator_actrange[a][1]),
+        "actDim": int(m.actuator_actnum[a]),
+        "actEarly": bool(m.actuator_actearly[a]),
+        "group": int(m.actuator_group[a]),
+        "lengthRange:min": float(m.actuator_lengthrange[a][0]),
+        "lengthRange:max": float(m.actuator_lengthrange[a][1]),
+        "jointInParent": int(m.actuator_trntype[a]) == mujoco.mjtTrn.mjTRN_JOINTINPARENT,
+    }
+
+
 def _import_actuators(builder, m, prefix, result):
     entries = []
     for a in range(m.nu):
@@ -417,31 +446,7 @@ def _import_actuators(builder, m, prefix, result):
         refsite = []
         if trn == mujoco.mjtTrn.mjTRN_SITE and ref_id >= 0:
             refsite = [prefix + _name(m, mujoco.mjtObj.mjOBJ_SITE, ref_id, "site")]
-        limited = ("false", "true")
-        values = {
-            "gainType": _enum_token(m.actuator_gaintype[a], mujoco.mjtGain, "mjGAIN_"),
-            "biasType": _enum_token(m.actuator_biastype[a], mujoco.mjtBias, "mjBIAS_"),
-            "dynType": _enum_token(m.actuator_dyntype[a], mujoco.mjtDyn, "mjDYN_"),
-            "gainPrm": tuple(m.actuator_gainprm[a]),
-            "biasPrm": tuple(m.actuator_biasprm[a]),
-            "dynPrm": tuple(m.actuator_dynprm[a]),
-            "gear": tuple(m.actuator_gear[a]),
-            "ctrlLimited": limited[int(m.actuator_ctrllimited[a])],
-            "ctrlRange:min": float(m.actuator_ctrlrange[a][0]),
-            "ctrlRange:max": float(m.actuator_ctrlrange[a][1]),
-            "forceLimited": limited[int(m.actuator_forcelimited[a])],
-            "forceRange:min": float(m.actuator_forcerange[a][0]),
-            "forceRange:max": float(m.actuator_forcerange[a][1]),
-            "actLimited": limited[int(m.actuator_actlimited[a])],
-            "actRange:min": float(m.actuator_actrange[a][0]),
-            "actRange:max": float(m.actuator_actrange[a][1]),
-            "actDim": int(m.actuator_actnum[a]),
-            "actEarly": bool(m.actuator_actearly[a]),
-            "group": int(m.actuator_group[a]),
-            "lengthRange:min": float(m.actuator_lengthrange[a][0]),
-            "lengthRange:max": float(m.actuator_lengthrange[a][1]),
-            "jointInParent": trn == mujoco.mjtTrn.mjTRN_JOINTINPARENT,
-        }
+        values = actuator_values(m, a)
         path = prefix + _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")
         targets = [target] if target else []
         entries.append({"path": path, "values": values, "target": targets, "refSite": refsite, "sliderSite": []})
