@@ -110,3 +110,12 @@ def test_mesh_shape_needs_a_mesh():
     body = b.add_body()
     with pytest.raises(ValueError):
         b.add_shape(body, GeoType.MESH)
+
+
+def test_ellipsoid_tends_to_the_sphere():
+    m, _, i = inertia.ellipsoid(1000.0, 0.1, 0.1, 0.1)
+    ms, _, is_ = inertia.sphere(1000.0, 0.1)
+    assert m == pytest.approx(ms)
+    np.testing.assert_allclose(i, is_, rtol=1e-12)
+    m, _, i = inertia.ellipsoid(1.0, 1.0, 2.0, 3.0)
+    assert i[0, 0] == pytest.approx(m / 5 * 13) and i[2, 2] == pytest.approx(m / 5 * 5)

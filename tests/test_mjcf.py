@@ -274,3 +274,23 @@ def test_spatial_tendon_through_sites_and_around_a_geom_matches_native(route, tm
     assert solver.mj_model.ntendon == 1 and solver.mj_model.nwrap == 3
     np.testing.assert_allclose(ours[0], data.xpos[1], atol=2e-4)
     assert data.ten_length[0] == pytest.approx(0.7, abs=0.01)  # the rope holds the weight at its limit
+
+
+ELLIPSOID = """
+<mujoco model="egg">
+  <option timestep="0.002"/>
+  <worldbody><geom type="plane" size="2 2 .1"/>
+    <body name="egg" pos="0 0 0.5" euler="30 20 0"><freejoint/>
+      <geom type="ellipsoid" size="0.05 0.08 0.12" density="1000"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_ellipsoid_rolls_like_native(route, tmp_path):
+    solver, ref, data, ours = side_by_side(ELLIPSOID, route, tmp_path, ["egg"])
+    assert solver.mj_model.geom_type[1] == mujoco.mjtGeom.mjGEOM_ELLIPSOID
+    np.testing.assert_allclose(solver.mj_model.body_mass[1], ref.body_mass[1], rtol=1e-5)
+    np.testing.assert_allclose(sorted(solver.mj_model.body_inertia[1]), sorted(ref.body_inertia[1]), rtol=1e-4)
+    np.testing.assert_allclose(ours[0], data.xpos[1], atol=2e-4)

@@ -138,3 +138,20 @@ def test_negative_mass_names_prim_and_attribute():
     UsdPhysics.MassAPI(stage.GetPrimAtPath("/Cube")).GetMassAttr().Set(-2.0)
     with pytest.raises(UsdInputError, match=r"/Cube.physics:mass: must be a finite number >= 0"):
         load(stage)
+
+
+def test_non_uniformly_scaled_sphere_is_an_ellipsoid():
+    stage = new_stage()
+    add_ground(stage)
+    body = UsdGeom.Xform.Define(stage, "/Egg")
+    body.AddTranslateOp().Set(Gf.Vec3d(0, 0, 1))
+    UsdPhysics.RigidBodyAPI.Apply(body.GetPrim())
+    sphere = UsdGeom.Sphere.Define(stage, "/Egg/Shape")
+    sphere.CreateRadiusAttr(2.0)
+    sphere.AddScaleOp().Set(Gf.Vec3f(0.05, 0.1, 0.2))
+    UsdPhysics.CollisionAPI.Apply(sphere.GetPrim())
+    m, _ = load(stage)
+    i = m.shape_label.index("/Egg/Shape")
+    assert m.shape_type.numpy()[i] == GeoType.ELLIPSOID
+    np.testing.assert_allclose(m.shape_scale.numpy()[i], [0.1, 0.2, 0.4], rtol=1e-5)
+    assert m.body_mass.numpy()[0] == pytest.approx(1000.0 * 4 / 3 * math.pi * 0.1 * 0.2 * 0.4, rel=1e-4)

@@ -18,6 +18,11 @@ def sphere(density: float, radius: float):
     return m, np.zeros(3), np.eye(3) * (0.4 * m * radius**2)
 
 
+def ellipsoid(density: float, a: float, b: float, c: float):
+    m = density * 4.0 / 3.0 * np.pi * a * b * c
+    return m, np.zeros(3), np.diag([b * b + c * c, a * a + c * c, a * a + b * b]) * (m / 5.0)
+
+
 def box(density: float, hx: float, hy: float, hz: float):
     m = density * 8.0 * hx * hy * hz
     d = np.array([hy * hy + hz * hz, hx * hx + hz * hz, hx * hx + hy * hy]) * (m / 3.0)
@@ -99,6 +104,8 @@ def shape_mass_properties(geo_type: GeoType, scale, density: float, mesh_source=
         return sphere(density, sx)
     if geo_type == GeoType.BOX:
         return box(density, sx, sy, sz)
+    if geo_type == GeoType.ELLIPSOID:
+        return ellipsoid(density, sx, sy, sz)
     if geo_type == GeoType.CAPSULE:
         return capsule(density, sx, sy)
     if geo_type == GeoType.CYLINDER:

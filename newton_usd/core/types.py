@@ -39,16 +39,17 @@ JOINT_COORD_COUNT = {
 
 
 class GeoType(IntEnum):
-    """Shape kinds, with Newton's numbering.
+    """Shape kinds.
 
     ``shape_scale`` holds the size parameters: PLANE (half width, half length, 0; zeros: infinite),
-    SPHERE (radius, 0, 0), CAPSULE and CYLINDER (radius, half height, 0) along the shape's local Z,
-    BOX (half extents), MESH (scale applied to ``shape_source``'s vertices).
+    SPHERE (radius, 0, 0), ELLIPSOID (the three radii), CAPSULE and CYLINDER (radius, half height, 0)
+    along the shape's local Z, BOX (half extents), MESH (scale applied to ``shape_source``'s vertices).
     """
 
     PLANE = 0
     SPHERE = 2
     CAPSULE = 3
+    ELLIPSOID = 4
     BOX = 6
     MESH = 7
     CYLINDER = 10

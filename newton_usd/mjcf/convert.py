@@ -187,6 +187,9 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
     if gt == mujoco.mjtGeom.mjGEOM_SPHERE:
         geom = UsdGeom.Sphere.Define(stage, path)
         geom.CreateRadiusAttr(float(size[0]))
+    elif gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID:  # a unit sphere scaled by the radii
+        geom = UsdGeom.Sphere.Define(stage, path)
+        geom.CreateRadiusAttr(1.0)
     elif gt == mujoco.mjtGeom.mjGEOM_BOX:
         geom = UsdGeom.Cube.Define(stage, path)
         geom.CreateSizeAttr(2.0)
@@ -214,7 +217,7 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
         return
     prim = geom.GetPrim()
     _set_xform(prim, (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g])))
-    if gt == mujoco.mjtGeom.mjGEOM_BOX:
+    if gt in (mujoco.mjtGeom.mjGEOM_BOX, mujoco.mjtGeom.mjGEOM_ELLIPSOID):
         UsdGeom.Xformable(prim).AddScaleOp().Set(Gf.Vec3f(*map(float, size)))
     rgba = m.geom_rgba[g]
     geom.CreateDisplayColorAttr([Gf.Vec3f(*map(float, rgba[:3]))])

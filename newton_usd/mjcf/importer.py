@@ -163,8 +163,7 @@ def _import_geoms(builder, m, body_of, prefix, result):
         size = m.geom_size[g]
         mesh = None
         if gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID:
-            diag.add("ellipsoid geoms are simulated as spheres of their largest radius", label)
-            geo, scale = GeoType.SPHERE, (float(size.max()), 0.0, 0.0)
+            geo, scale = GeoType.ELLIPSOID, tuple(float(x) for x in size)
         elif gt not in _GEOM:
             diag.add(f"{mujoco.mjtGeom(gt).name[7:].lower()} geoms are not imported yet", label)
             continue

@@ -254,7 +254,12 @@ def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose
     if obj_type == OT.CubeShape:
         geo, scale = GeoType.BOX, np.array(d.halfExtents, dtype=np.float64) * s
     elif obj_type == OT.SphereShape:
-        geo, scale = GeoType.SPHERE, (d.radius * s, 0.0, 0.0)
+        # The parser folds scale into the radius (its largest component); a non-uniform scale is an ellipsoid.
+        local_scale = np.abs(np.array(d.localScale, dtype=np.float64))
+        if np.ptp(local_scale) > 1e-6 * local_scale.max():
+            geo, scale = GeoType.ELLIPSOID, tuple(d.radius / local_scale.max() * local_scale * s)
+        else:
+            geo, scale = GeoType.SPHERE, (d.radius * s, 0.0, 0.0)
     elif obj_type in (OT.CapsuleShape, OT.CylinderShape, OT.Capsule1Shape, OT.Cylinder1Shape):
         geo = GeoType.CAPSULE if obj_type in (OT.CapsuleShape, OT.Capsule1Shape) else GeoType.CYLINDER
         if obj_type in (OT.Capsule1Shape, OT.Cylinder1Shape):

@@ -31,6 +31,7 @@ from ...errors import NewtonUsdError
 _GEOM = {
     GeoType.PLANE: mujoco.mjtGeom.mjGEOM_PLANE,
     GeoType.SPHERE: mujoco.mjtGeom.mjGEOM_SPHERE,
+    GeoType.ELLIPSOID: mujoco.mjtGeom.mjGEOM_ELLIPSOID,
     GeoType.CAPSULE: mujoco.mjtGeom.mjGEOM_CAPSULE,
     GeoType.BOX: mujoco.mjtGeom.mjGEOM_BOX,
     GeoType.MESH: mujoco.mjtGeom.mjGEOM_MESH,
@@ -298,7 +299,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 g.size = [sc[0], 0.0, 0.0]
             elif gt in (GeoType.CAPSULE, GeoType.CYLINDER):
                 g.size = [sc[0], sc[1], 0.0]
-            elif gt == GeoType.BOX:
+            elif gt in (GeoType.BOX, GeoType.ELLIPSOID):
                 g.size = sc
             elif gt == GeoType.MESH:
                 src = model.shape_source[s]
