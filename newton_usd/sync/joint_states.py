@@ -14,6 +14,7 @@ import numpy as np
 from pxr import Sdf
 
 from ..core.types import JointType
+from .stage_sync import over_prim_spec
 
 _DEG = 180.0 / math.pi
 
@@ -66,14 +67,17 @@ class JointStateSync:
         self._prepared = False
 
     def _prepare(self):
+        self._specs = []  # (position spec, velocity spec) per entry
         for _, _, _, pos_path, vel_path in self.entries:
-            prim_spec = Sdf.CreatePrimInLayer(self.layer, pos_path.GetPrimPath())
-            if prim_spec.specifier != Sdf.SpecifierDef:
-                prim_spec.specifier = Sdf.SpecifierOver
-            for path in (pos_path, vel_path):
-                if not prim_spec.attributes.get(path.name):
-                    Sdf.AttributeSpec(prim_spec, path.name, Sdf.ValueTypeNames.Float)
+            prim_spec = over_prim_spec(self.layer, pos_path.GetPrimPath())
+            self._specs.append(
+                tuple(
+                    prim_spec.attributes.get(p.name) or Sdf.AttributeSpec(prim_spec, p.name, Sdf.ValueTypeNames.Float)
+                    for p in (pos_path, vel_path)
+                )
+            )
         self._prepared = True
+        self._needs_default = True
 
     def write(self, joint_q: np.ndarray, joint_qd: np.ndarray, time: float | None = None) -> None:
         """Write the coordinates at time code ``time`` (None: the default value)."""
@@ -81,11 +85,13 @@ class JointStateSync:
             return
         if not self._prepared:
             self._prepare()
+        set_default = time is None or self._needs_default  # the first state written is also the default
+        self._needs_default = False
         with Sdf.ChangeBlock():
-            for qi, di, scale, pos_path, vel_path in self.entries:
-                for path, value in ((pos_path, float(joint_q[qi]) * scale), (vel_path, float(joint_qd[di]) * scale)):
-                    spec = self.layer.GetAttributeAtPath(path)
-                    if time is None or not spec.HasDefaultValue():  # the first state is also the default
+            for (qi, di, scale, pos_path, vel_path), specs in zip(self.entries, self._specs, strict=True):
+                values = (float(joint_q[qi]) * scale, float(joint_qd[di]) * scale)
+                for path, spec, value in zip((pos_path, vel_path), specs, values, strict=True):
+                    if set_default:
                         spec.default = value
                     if time is not None:
                         self.layer.SetTimeSample(path, float(time), value)

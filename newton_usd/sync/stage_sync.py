@@ -27,6 +27,14 @@ OP_MATRIX = "xformOp:transform:physics"
 RESET = "!resetXformStack!"
 
 
+def over_prim_spec(layer: Sdf.Layer, path: Sdf.Path) -> Sdf.PrimSpec:
+    """The prim spec at ``path`` in ``layer``, created as an ``over`` (opinions on an existing prim)."""
+    prim_spec = Sdf.CreatePrimInLayer(layer, path)
+    if prim_spec.specifier != Sdf.SpecifierDef:
+        prim_spec.specifier = Sdf.SpecifierOver
+    return prim_spec
+
+
 def _rigid_row_matrices(pos, quat):
     """Row-vector (USD) 4x4 matrices of rigid poses: points map as p' = p @ M."""
     n = len(pos)
@@ -90,6 +98,7 @@ class StageSync:
         self.scaled = ~np.all(np.isclose(self.local_scale, 1.0, atol=1e-6), axis=1)
         self._specs = [None] * n
         self._mode = [None] * n  # "trs" or "matrix", decided on first write
+        self._needs_default = [True] * n  # the first pose written after (re)preparing is also the default
         self.frames_written = 0
 
     # ------------------------------------------------------------------ pose math
@@ -108,10 +117,7 @@ class StageSync:
 
     # ------------------------------------------------------------------ writing
     def _prepare(self, i: int, mode: str):
-        path = self.paths[i]
-        prim_spec = Sdf.CreatePrimInLayer(self.layer, path)
-        if prim_spec.specifier != Sdf.SpecifierDef:
-            prim_spec.specifier = Sdf.SpecifierOver
+        prim_spec = over_prim_spec(self.layer, self.paths[i])
         names = [OP_MATRIX] if mode == "matrix" else [OP_TRANSLATE, OP_ORIENT] + ([OP_SCALE] if self.scaled[i] else [])
         types = {
             OP_TRANSLATE: Sdf.ValueTypeNames.Double3,
@@ -132,6 +138,7 @@ class StageSync:
         # (path, spec) of the animated ops: translate and orient, or the matrix.
         self._specs[i] = [(specs[n].path, specs[n]) for n in names if n != OP_SCALE]
         self._mode[i] = mode
+        self._needs_default[i] = True
 
     def write(self, body_q: np.ndarray, time: float | None = None) -> None:
         """Write the poses ``body_q`` (simulation frame, (n, 7)) at time code ``time`` (None: default value)."""
@@ -157,10 +164,12 @@ class StageSync:
                     values = ((specs[0], Gf.Vec3d(*translations[i])), (specs[1], Gf.Quatd(w, x, y, z)))
                 else:
                     values = ((specs[0], Gf.Matrix4d(*local[i].ravel().tolist())),)
+                # With time samples, the first pose (the authored one) is also the default, so that a
+                # query at the default time finds the body where it was authored.
+                set_default = time is None or self._needs_default[i]
+                self._needs_default[i] = False
                 for (path, spec), value in values:
-                    if time is None or not spec.HasDefaultValue():
-                        # With time samples, the first pose (the authored one) is also the default, so
-                        # that a query at the default time finds the body where it was authored.
+                    if set_default:
                         spec.default = value
                     if time is not None:
                         set_sample(path, time, value)

@@ -57,6 +57,9 @@ class SolverMuJoCo(SolverBase):
         spec, handles = build_spec(model, self.diagnostics, options)
         self.mj_model, self.spec_map = compile_spec(spec, handles, model, file=model.source)
         self.mj_data = mujoco.MjData(self.mj_model)
+        if self.mj_model.opt.solver == mujoco.mjtSolver.mjSOL_PGS and backend == "warp":
+            self.diagnostics.add("MuJoCo-Warp has no PGS solver: the warp backend uses Newton", "PhysicsScene")
+            self.mj_model.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
         self.diagnostics.emit(model.source)
         self.map = CoordinateMap(model, self.mj_model, self.spec_map)
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
@@ -73,10 +76,6 @@ class SolverMuJoCo(SolverBase):
         )
         mujoco.mj_forward(self.mj_model, self.mj_data)
         self.mjw_model = self.mjw_data = None
-        if self.mj_model.opt.solver == mujoco.mjtSolver.mjSOL_PGS and backend == "warp":
-            self.diagnostics.add("MuJoCo-Warp has no PGS solver: the warp backend uses Newton", "PhysicsScene")
-            self.diagnostics.emit(model.source)
-            self.mj_model.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
         if backend == "warp":
             self._init_warp(nconmax, njmax)
 
