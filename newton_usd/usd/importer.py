@@ -541,19 +541,24 @@ LOOP_HINGE_SPAN = 0.1
 """m: a revolute loop closure is two connect constraints this far apart along its axis."""
 
 
+def _joint_frames(d, b0, b1, frame):
+    """A joint's two local frames in simulation units: relative to the world a frame is a world pose
+    (converted like one); relative to a body it only scales."""
+    s = frame.meters_per_unit
+    x0 = (np.array(d.localPose0Position, dtype=np.float64), gf_to_xyzw(d.localPose0Orientation))
+    x1 = (np.array(d.localPose1Position, dtype=np.float64), gf_to_xyzw(d.localPose1Orientation))
+    x0 = frame.world_pose_to_sim(*x0) if b0 < 0 else (x0[0] * s, x0[1])
+    x1 = frame.world_pose_to_sim(*x1) if b1 < 0 else (x1[0] * s, x1[1])
+    return x0, x1
+
+
 def _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
     """A joint that closes a loop (or is excluded from articulations) as equality constraints: a fixed
     joint welds, a spherical joint connects, a revolute joint connects at two points of its axis."""
-    s = frame.meters_per_unit
-    x0 = (np.array(d.localPose0Position, dtype=np.float64), gf_to_xyzw(d.localPose0Orientation))
-    x0 = frame.world_pose_to_sim(*x0) if b0 < 0 else (x0[0] * s, x0[1])
-    x1 = np.array(d.localPose1Position, dtype=np.float64)
-    x1 = frame.world_pose_to_sim(x1, gf_to_xyzw(d.localPose1Orientation))[0] if b1 < 0 else x1 * s
+    x0, x1_pose = _joint_frames(d, b0, b1, frame)
+    x1 = x1_pose[0]
     label = str(path)
     if jt == JointType.FIXED:  # body1 keeps the pose that makes the two joint frames coincide
-        x1_pose = (x1, gf_to_xyzw(d.localPose1Orientation))
-        if b1 < 0:
-            x1_pose = frame.world_pose_to_sim(np.array(d.localPose1Position, dtype=np.float64), x1_pose[1])
         relpose = transform_multiply(x0, transform_inverse(x1_pose))
         ids = [builder.add_equality("weld", b0, b1, x1, relpose=relpose, label=label)]
     elif jt == JointType.BALL:
@@ -835,15 +840,10 @@ _MUJOCO_DOF_VALUES = {
 
 
 def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, art_index, stage, ctx):
-    s = frame.meters_per_unit
     diag = result.diagnostics
     b0 = result.body_index.get(str(d.body0), -1) if not d.body0.isEmpty else -1
     b1 = result.body_index.get(str(d.body1), -1) if not d.body1.isEmpty else -1
-    x0 = (np.array(d.localPose0Position, dtype=np.float64), gf_to_xyzw(d.localPose0Orientation))
-    x1 = (np.array(d.localPose1Position, dtype=np.float64), gf_to_xyzw(d.localPose1Orientation))
-    # A local frame relative to the world is a world pose; relative to a body it only scales.
-    x0 = frame.world_pose_to_sim(*x0) if b0 < 0 else (x0[0] * s, x0[1])
-    x1 = frame.world_pose_to_sim(*x1) if b1 < 0 else (x1[0] * s, x1[1])
+    x0, x1 = _joint_frames(d, b0, b1, frame)
     parent, child, xp, xc = (b1, b0, x1, x0) if reverse else (b0, b1, x0, x1)
     kw = {}
     d6_axes = None
