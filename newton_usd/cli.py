@@ -58,12 +58,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def default_output(stage_path: str) -> str:
-    base = os.path.basename(stage_path)
-    stem = base.rsplit(".", 1)[0] if "." in base else base
-    return os.path.join(os.path.dirname(stage_path), f"{stem}.sim.usda")
-
-
 def _inspect_parser(command: str) -> argparse.ArgumentParser:
     if command == "explain":
         p = argparse.ArgumentParser(
@@ -177,7 +171,7 @@ def main(argv=None) -> int:
 
     _init_warp(args.verbose)
     from .errors import NewtonUsdError, SimulationError  # noqa: PLC0415
-    from .sim import Simulation  # noqa: PLC0415
+    from .sim import Simulation, default_output  # noqa: PLC0415
 
     output = args.output or default_output(args.stage)
     t_open = time.perf_counter()

@@ -22,6 +22,13 @@ DEFAULT_FRAMES = 120
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 
 
+def default_output(stage_path: str) -> str:
+    """Where a run of ``stage_path`` is saved by default: its name with ``.sim.usda``, next to it."""
+    base = os.path.basename(stage_path)
+    stem = base.rsplit(".", 1)[0] if "." in base else base
+    return os.path.join(os.path.dirname(stage_path), f"{stem}.sim.usda")
+
+
 def resolve_device(device):
     """A ``wp.context.Device`` for ``device`` ("cpu", "cuda", "cuda:N" or None: Warp's default)."""
     if str(device).startswith("cuda") and not wp.is_cuda_available():
