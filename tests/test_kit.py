@@ -1,0 +1,133 @@
+"""The Kit extension in the real Kit kernel (``omniverse-kit`` 110.4 from PyPI, headless, Python 3.12).
+
+The kernel runs in its own venv (``python -m newton_usd.kit_kernel setup .venv-kit``; the README's
+test command makes it). ``tests/kit/driver.py`` drives it with a fake omni.timeline (the kernel
+has none) and records what it saw; the tests here check that record.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from newton_usd.kit_kernel import PROJECT_ROOT, find_python312
+
+STAGE = os.path.join(PROJECT_ROOT, "sample_stages", "boxes_on_ground.usda")
+DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit", "driver.py")
+
+
+def kit_python() -> str:
+    exe = os.environ.get("NEWTON_USD_KIT_PYTHON") or os.path.join(PROJECT_ROOT, ".venv-kit", "bin", "python")
+    if os.path.exists(exe):
+        return exe
+    if find_python312() is None:
+        pytest.skip("no Python 3.12 on this machine: the omniverse-kit kernel needs Python 3.12")
+    pytest.fail(
+        f"no Kit venv at {exe}: make it with `{sys.executable} -m newton_usd.kit_kernel setup .venv-kit`"
+        " (the README's test command does)"
+    )
+
+
+def run_in_kit(args, tmp, timeout=600):
+    env = dict(os.environ, HOME=str(tmp), OMNI_KIT_ACCEPT_EULA="yes")
+    return subprocess.run(
+        [kit_python(), *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def kit_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("kit")
+    out = tmp / "observed.json"
+    proc = run_in_kit([DRIVER, STAGE, str(out), str(tmp)], tmp)
+    log = proc.stdout + proc.stderr
+    assert out.exists(), f"the Kit driver wrote nothing (exit {proc.returncode}):\n{log[-4000:]}"
+    obs = json.loads(out.read_text())
+    assert "exception" not in obs, obs["exception"] + "\n" + log[-4000:]
+    obs["log"] = log
+    return obs
+
+
+def test_extension_starts_with_its_settings(kit_run):
+    assert kit_run["enabled"]
+    assert kit_run["mode"] == "events"  # the kernel has no omni.physics: update + timeline + stage events
+    # extension.toml's [settings], with the command line's --/exts/newton_usd.kit/substeps=4 on top
+    assert kit_run["settings"] == {"solver": "auto", "substeps": 4, "write_back": "live"}
+
+
+def test_play_moves_the_falling_body_each_update(kit_run):
+    assert kit_run["authored_z"] == pytest.approx(1.0)
+    played = kit_run["played"]
+    assert played["frames"] == 60 and played["substeps"] == 4  # stepping "fixed": one frame per update
+    z = played["z"]
+    assert z[0] < 1.0 and z[10] < z[5] < z[0]  # falling
+    assert z[-1] == pytest.approx(0.1, abs=0.005)  # resting on the ground (a 0.2 m cube)
+    # The poses went into the output layer under the session layer; the user's layer is untouched.
+    assert not kit_run["root_layer_dirty"]
+    assert len(kit_run["session_sublayers_playing"]) == 1
+
+
+def test_pause_holds_and_play_resumes(kit_run):
+    assert kit_run["paused"]["frames"] == 60
+    assert kit_run["resumed_frames"] == 63
+
+
+def test_stop_returns_the_authored_pose(kit_run):
+    stopped = kit_run["stopped"]
+    assert stopped["z"] == pytest.approx(kit_run["authored_z"])
+    assert stopped["op_order"] == kit_run["authored_op_order"]
+    assert not stopped["sim"] and stopped["session_sublayers"] == [] and not stopped["root_layer_dirty"]
+
+
+def test_failure_in_a_step_stops_logs_the_prim_and_keeps_the_app(kit_run):
+    failure = kit_run["failure"]
+    assert failure["state"] == "stopped" and not failure["sim"]
+    assert "/World/Box" in failure["error"] and "blew up" in failure["error"]
+    assert failure["z"] == pytest.approx(1.0)  # authored pose back
+    assert "[Error] [newton_usd.kit]" in kit_run["log"]
+    # ... and the app went on: the later steps of the driver ran (below).
+    assert kit_run["recorded_after_quit"]
+
+
+def test_stages_without_physics_or_for_another_solver_are_left_alone(kit_run):
+    no_physics = kit_run["nophysics.usda"]
+    assert not no_physics["sim"] and "nophysics.usda" in no_physics["left_alone"]
+    assert "PhysicsRigidBodyAPI" in no_physics["left_alone"]
+    other = kit_run["physx_only.usda"]
+    assert not other["sim"] and "'physx'" in other["left_alone"] and "newton:usd:solver" in other["left_alone"]
+    # one log line each
+    assert kit_run["log"].count("leaving ") == 2
+
+
+def test_disable_leaves_no_subscription_and_enable_starts_afresh(kit_run):
+    expected = {"update", "pre_shutdown", "post_quit", "timeline_play", "timeline_pause", "timeline_stop"}
+    expected |= {"stage_opened", "stage_closing"}
+    assert set(kit_run["observers_enabled"]) == {f"newton_usd.kit.{n}" for n in expected}
+    assert kit_run["observers_disabled"] == []
+    assert not kit_run["instance_after_disable"]
+    assert kit_run["observers_reenabled"] == kit_run["observers_enabled"]
+    assert "still alive" not in kit_run["log"]  # Kit's warning when a disabled extension object leaks
+    assert kit_run["reenabled"]["frames"] == 10 and kit_run["reenabled"]["z"] < 0.95
+
+
+def test_recording_is_saved_when_the_app_quits(kit_run):
+    # write_back "record" (set through carb.settings before re-enabling): saved on Kit's quit events,
+    # since Kit's fast shutdown never calls on_shutdown.
+    assert kit_run["reenabled"]["write_back"] == "record"
+    assert not kit_run["recorded_before_quit"] and kit_run["recorded_after_quit"]
+    from pxr import Usd
+
+    stage = Usd.Stage.Open(kit_run["record_path"])
+    attr = stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics")
+    samples = attr.GetTimeSamples()
+    assert len(samples) == kit_run["frames_at_quit"] + 1  # frame 0 and every frame played
+    assert attr.Get(samples[10])[2] == pytest.approx(kit_run["reenabled"]["z"], abs=1e-6)
+
+
+def test_kernel_run_command(tmp_path):
+    proc = run_in_kit(["-m", "newton_usd.kit_kernel", "run", STAGE, "--updates", "30", "--set", "substeps=2"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "30 frames on" in proc.stdout and "2 substeps/frame" in proc.stdout
+    assert "/World/Box: (" in proc.stdout
