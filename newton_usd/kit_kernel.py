@@ -58,8 +58,10 @@ def setup_venv(venv: str, python: str | None = None, quiet: bool = True) -> str:
     """Make ``venv`` (Python 3.12) with the Kit kernel and this checkout of newton_usd; returns its python.
 
     Raises:
-        RuntimeError: there is no Python 3.12, or pip failed.
+        RuntimeError: not a source checkout, no Python 3.12, or pip failed.
     """
+    if not os.path.exists(os.path.join(PROJECT_ROOT, "pyproject.toml")):
+        raise RuntimeError(f"setup installs a source checkout of newton_usd; {PROJECT_ROOT} is not one")
     python = python or find_python312()
     if python is None:
         raise RuntimeError("no Python 3.12 interpreter found (on PATH or under pyenv); the Kit kernel needs 3.12")
