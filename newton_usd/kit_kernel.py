@@ -28,6 +28,10 @@ import tempfile
 
 KIT_REQUIREMENT = "omniverse-kit==110.4.0.386251"
 """The kernel tested with (Kit 110.4, the newest on PyPI when the extension was written)."""
+PHYSICS_CACHE_REQUIREMENT = "isaacsim-extscache-physics==6.2.0.0"
+"""The PyPI wheel holding Kit 110.4's physics extensions; only omni.physics (the umbrella) is taken."""
+OMNI_PHYSICS_FOLDER = "kit-exts"
+"""Where ``setup`` puts omni.physics, inside the venv (give it to Kit with ``--ext-folder``)."""
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # newton_usd.kit's EXT_FOLDER and EXT_NAME, spelled out: that package may not be imported before Kit starts.
 EXT_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit", "exts")
@@ -73,6 +77,49 @@ def setup_venv(venv: str, python: str | None = None, quiet: bool = True) -> str:
     if result.returncode != 0:
         raise RuntimeError(f"pip could not install {KIT_REQUIREMENT} and newton_usd into {venv}")
     return exe
+
+
+def omni_physics_folder(venv: str) -> str | None:
+    """The extension folder holding omni.physics in ``venv`` (made by :func:`fetch_omni_physics`), or None."""
+    folder = os.path.join(venv, OMNI_PHYSICS_FOLDER)
+    return folder if glob.glob(os.path.join(folder, "omni.physics-*", "config", "extension.toml")) else None
+
+
+def fetch_omni_physics(venv: str) -> str:
+    """Put Kit 110.4's omni.physics (the physics umbrella: no dependencies) into ``venv``; returns its folder.
+
+    It comes from the ``isaacsim-extscache-physics`` wheel on PyPI (about 260 MB; only the omni.physics
+    folder, under 2 MB, is kept). The extensions beside it there need omni.usd, which the bare kernel lacks.
+    """
+    import zipfile  # noqa: PLC0415
+
+    if omni_physics_folder(venv):
+        return omni_physics_folder(venv)
+    with tempfile.TemporaryDirectory(prefix="newton_usd_physics_") as tmp:
+        subprocess.run(
+            [
+                venv_python(venv), "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
+                "--only-binary=:all:", "-d", tmp, PHYSICS_CACHE_REQUIREMENT,
+            ],
+            check=True,
+        )  # fmt: skip
+        (wheel,) = glob.glob(os.path.join(tmp, "*.whl"))
+        dest = os.path.join(venv, OMNI_PHYSICS_FOLDER)
+        with zipfile.ZipFile(wheel) as z:
+            for name in z.namelist():
+                parts = name.split("/")
+                if len(parts) > 3 and parts[:2] == ["isaacsim", "extscache"] and parts[2].startswith("omni.physics-"):
+                    target = os.path.join(dest, *parts[2:])
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    with z.open(name) as src, open(target, "wb") as out:
+                        shutil.copyfileobj(src, out)
+                    mode = (z.getinfo(name).external_attr >> 16) & 0o777
+                    if mode:
+                        os.chmod(target, mode)
+    folder = omni_physics_folder(venv)
+    if folder is None:
+        raise RuntimeError(f"{PHYSICS_CACHE_REQUIREMENT} holds no omni.physics extension")
+    return folder
 
 
 # --------------------------------------------------------------------------- inside Kit: the app
@@ -135,6 +182,9 @@ def main(argv=None) -> int:
     s.add_argument("venv")
     s.add_argument("--python", help="the Python 3.12 to use (default: found on PATH or under pyenv)")
     s.add_argument("--optional", action="store_true", help="without a Python 3.12, say so and succeed")
+    s.add_argument(
+        "--no-omni-physics", action="store_true", help="skip omni.physics (a 260 MB download; for the umbrella tests)"
+    )
     r = sub.add_parser("run", help="(in the Kit venv) play STAGE in a headless Kit app")
     r.add_argument("stage")
     r.add_argument("--updates", type=int, default=120, help="app updates to play (one frame each)")
@@ -149,6 +199,11 @@ def main(argv=None) -> int:
         except RuntimeError as e:
             print(f"newton_usd.kit_kernel: {e}", file=sys.stderr)
             return 2
+        if not args.no_omni_physics:
+            try:
+                print(fetch_omni_physics(args.venv))
+            except (RuntimeError, subprocess.CalledProcessError, ValueError) as e:
+                print(f"newton_usd.kit_kernel: omni.physics not fetched ({e}); its tests will be skipped")
         return 0
     return _run(args)
 

@@ -12,10 +12,11 @@ import sys
 
 import pytest
 
-from newton_usd.kit_kernel import PROJECT_ROOT, find_python312
+from newton_usd.kit_kernel import PROJECT_ROOT, find_python312, omni_physics_folder
 
 STAGE = os.path.join(PROJECT_ROOT, "sample_stages", "boxes_on_ground.usda")
-DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit", "driver.py")
+KIT_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit")
+DRIVER = os.path.join(KIT_TESTS, "driver.py")
 
 
 def kit_python() -> str:
@@ -37,17 +38,20 @@ def run_in_kit(args, tmp, timeout=600):
     )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def kit_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("kit")
+def observe(driver, tmp, *extra):
     out = tmp / "observed.json"
-    proc = run_in_kit([DRIVER, STAGE, str(out), str(tmp)], tmp)
+    proc = run_in_kit([driver, STAGE, str(out), str(tmp), *extra], tmp)
     log = proc.stdout + proc.stderr
     assert out.exists(), f"the Kit driver wrote nothing (exit {proc.returncode}):\n{log[-4000:]}"
     obs = json.loads(out.read_text())
     assert "exception" not in obs, obs["exception"] + "\n" + log[-4000:]
     obs["log"] = log
     return obs
+
+
+@pytest.fixture(scope="module")
+def kit_run(tmp_path_factory):
+    return observe(DRIVER, tmp_path_factory.mktemp("kit"))
 
 
 def test_extension_starts_with_its_settings(kit_run):
@@ -131,3 +135,32 @@ def test_kernel_run_command(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "30 frames on" in proc.stdout and "2 substeps/frame" in proc.stdout
     assert "/World/Box: (" in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def umbrella_run(tmp_path_factory):
+    venv = os.path.dirname(os.path.dirname(kit_python()))
+    folder = omni_physics_folder(venv)
+    if folder is None:
+        pytest.skip(f"omni.physics is not in {venv} (`python -m newton_usd.kit_kernel setup` fetches it)")
+    return observe(os.path.join(KIT_TESTS, "driver_umbrella.py"), tmp_path_factory.mktemp("umbrella"), folder)
+
+
+def test_registers_with_the_real_omni_physics_and_is_driven_by_it(umbrella_run):
+    assert umbrella_run["mode"] == "omni.physics"
+    assert umbrella_run["registry"] == [["newton_usd", True]]
+    z = umbrella_run["played"]["z"]
+    assert umbrella_run["played"]["frames"] == 60  # on_update(time, dt, True): one frame each
+    assert z[20] < z[10] < z[0] < 1.0 and z[-1] == pytest.approx(0.1, abs=0.005)
+    assert umbrella_run["paused"]["frames"] == 60  # on_update(..., False) and on_pause: no steps
+    assert umbrella_run["simulated_frames"] == 61  # IPhysicsSimulation.simulate steps explicitly
+    assert umbrella_run["reset"] == {"z": 1.0, "sim": False}  # on_reset (Stop): the authored pose
+    assert umbrella_run["detached"]
+
+
+def test_omni_physics_enabled_late_and_disable_unregisters(umbrella_run):
+    assert not umbrella_run["physics_disabled"]["newton_usd_enabled"]  # Kit disables dependents with it
+    assert umbrella_run["started_without_physics"] == "events"
+    assert umbrella_run["physics_enabled_late"] == {"mode": "omni.physics", "registry": [["newton_usd", True]]}
+    assert umbrella_run["registry_after_disable"] == []
+    assert umbrella_run["registry_after_enable"] == [["newton_usd", True]]

@@ -171,8 +171,10 @@ class FakePhysicsCore:
 
     k_invalid_simulation_id = -1
 
-    def __init__(self):
-        self.registered = {}
+    def __init__(self, others=()):
+        self.registered = {}  # id -> [simulation, name, active]
+        for name in others:
+            self.register_simulation(None, name)
 
     class Simulation:
         def __init__(self):
@@ -184,11 +186,23 @@ class FakePhysicsCore:
 
     def register_simulation(self, simulation, name):
         sid = len(self.registered) + 7
-        self.registered[sid] = (simulation, name)
+        self.registered[sid] = [simulation, name, True]  # registered simulations start active
         return sid
 
     def unregister_simulation(self, sid):
         del self.registered[sid]
+
+    def get_simulation_ids(self):
+        return list(self.registered)
+
+    def get_simulation_name(self, sid):
+        return self.registered[sid][1]
+
+    def is_simulation_active(self, sid):
+        return self.registered[sid][2]
+
+    def deactivate_simulation(self, sid):
+        self.registered[sid][2] = False
 
 
 def test_omni_physics_registration_drives_playback():
@@ -197,11 +211,11 @@ def test_omni_physics_registration_drives_playback():
     stage = Usd.Stage.Open(BOXES)
     stage_id = UsdUtils.StageCache.Get().Insert(stage).ToLongInt()
     reg = UmbrellaRegistration(core, pb, lambda: None)
-    sim, name = core.registered[reg.id]
-    assert name == SIMULATION_NAME
+    sim, name, active = core.registered[reg.id]
+    assert name == SIMULATION_NAME and active and reg.active
     fns = sim.stage_update_fns
     fns.on_attach(stage_id)  # the stage cache id omni.usd passes
-    assert pb.stage is stage
+    assert pb.stage is stage and sim.simulation_fns.get_attached_stage() == stage_id
     fns.on_resume(0.0)
     fns.on_update(0.0, 1 / 60, True)
     fns.on_update(0.0, 1 / 60, False)  # physics disabled this update
@@ -209,8 +223,10 @@ def test_omni_physics_registration_drives_playback():
     fns.on_pause()
     fns.on_update(0.0, 1 / 60, True)
     assert pb.sim.frame == 1
-    sim.simulation_fns.simulate(1 / 60, 0.0)  # an explicit step
-    assert pb.sim.frame == 2
+    sim.simulation_fns.simulate(0.5 / 60, 0.0)  # explicit steps, by elapsed time, paused or not
+    assert pb.sim.frame == 1
+    sim.simulation_fns.simulate(0.5 / 60, 0.0)
+    assert pb.sim.frame == 2 and pb.state == "paused"
     fns.on_reset()  # timeline Stop
     assert pb.sim is None and z_of(stage) == pytest.approx(1.0)
     fns.on_detach()
@@ -224,8 +240,24 @@ def test_omni_physics_slots_never_raise(caplog):
     core = FakePhysicsCore()
     pb = Playback(PlaybackSettings())
     reg = UmbrellaRegistration(core, pb, lambda: None)
-    fns = core.registered[reg.id][0].stage_update_fns
+    sim = core.registered[reg.id][0]
     pb.update = None  # a bug inside newton_usd
-    fns.on_attach(123456)  # an id naming no stage: falls back to the current stage (none)
-    assert fns.on_update(0.0, 0.1, True) is None
+    sim.stage_update_fns.on_attach(123456)  # an id naming no stage: falls back to the current stage (none)
+    assert sim.stage_update_fns.on_update(0.0, 0.1, True) is None
     assert "on_update failed" in caplog.text
+    # Slots returning a value return one of their type, or the native caller fails converting None.
+    pb.sim = object()  # no .steps: the slot fails inside
+    assert sim.simulation_fns.get_simulation_step_count() == 0
+    assert "get_simulation_step_count failed" in caplog.text
+    pb.stage = "not a stage"
+    assert sim.simulation_fns.get_attached_stage() == 0
+
+
+def test_omni_physics_with_another_active_engine(caplog):
+    core = FakePhysicsCore(others=["PhysX"])
+    reg = UmbrellaRegistration(core, Playback(), lambda: None)  # "auto": stays out of PhysX's way
+    assert not reg.active and core.is_simulation_active(7)
+    assert "another physics engine is active ('PhysX')" in caplog.text
+    reg.unregister()
+    reg = UmbrellaRegistration(core, Playback(), lambda: None, activation="exclusive")
+    assert reg.active and not core.is_simulation_active(7)

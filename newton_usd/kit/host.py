@@ -43,15 +43,19 @@ def read_settings() -> dict:
     return carb.settings.get_settings().get(SETTINGS_ROOT) or {}
 
 
-def guarded(what: str, fn):
-    """``fn`` wrapped so that an exception is logged with ``what`` and never reaches Kit."""
+def guarded(what: str, fn, default=None):
+    """``fn`` wrapped so that an exception is logged with ``what`` and never reaches Kit.
+
+    On an exception the call returns ``default``: give slots that return a value one of the
+    declared type (a native caller cannot convert None to an int or a bool).
+    """
 
     def call(*args):
         try:
             return fn(*args)
         except Exception:  # noqa: BLE001 (never take the app down)
             LOG.exception("newton_usd.kit: %s failed", what)
-            return None
+            return default
 
     return call
 
@@ -164,6 +168,16 @@ def stage_from_id(stage_id: int):
     return UsdUtils.StageCache.Get().Find(Usd.StageCache.Id.FromLongInt(int(stage_id))) or None
 
 
+def stage_id(stage) -> int:
+    """The USD stage cache id of ``stage`` (0 when there is none, or it is not in the cache)."""
+    from pxr import UsdUtils  # noqa: PLC0415
+
+    if stage is None:
+        return 0
+    sid = UsdUtils.StageCache.Get().GetId(stage)
+    return sid.ToLongInt() if sid.IsValid() else 0
+
+
 # ---------------------------------------------------------------------------------------- timeline
 def observe_timeline(events: Events, on_play, on_pause, on_stop):
     """Subscribe to omni.timeline's Play/Pause/Stop; returns the timeline interface, or None without one."""
@@ -212,3 +226,19 @@ def observe_shutdown(events: Events, on_shutdown) -> None:
         return
     stream = omni.kit.app.get_app().get_shutdown_event_stream()  # pre-110 Kit
     events.keep(stream.create_subscription_to_pop(guarded("shutdown", lambda _e: on_shutdown())))
+
+
+def observe_extension(events: Events, ext_name: str, on_enabled, on_disabled) -> None:
+    """Call ``on_enabled()`` now if extension ``ext_name`` is enabled and whenever it is; ``on_disabled()``
+    whenever it is disabled."""
+    import omni.kit.app  # noqa: PLC0415
+
+    manager = omni.kit.app.get_app().get_extension_manager()
+    events.keep(
+        manager.subscribe_to_extension_enable(
+            guarded(f"{ext_name} enabled", lambda _ext_id: on_enabled()),
+            guarded(f"{ext_name} disabled", lambda _ext_id: on_disabled()),
+            ext_name=ext_name,
+            hook_name=OBSERVER_PREFIX + ext_name,
+        )
+    )

@@ -180,11 +180,21 @@ class Playback:
     # ------------------------------------------------------------------ stepping
     def update(self, elapsed_seconds: float) -> int:
         """One app update: step as many frames as the settings say; returns the frames stepped."""
-        if self.state != "playing" or self.stage is None:
+        if self.state != "playing":
             return 0
-        if self.sim is None and not self._build():
+        return self._step(elapsed_seconds, self.settings.stepping == "realtime")
+
+    def advance(self, seconds: float) -> int:
+        """Simulate ``seconds`` (in whole frames, the remainder carried) whether or not playing.
+
+        For hosts that ask for a step explicitly (omni.physics' ``simulate``); returns the frames stepped.
+        """
+        return self._step(seconds, realtime=True)
+
+    def _step(self, elapsed_seconds: float, realtime: bool) -> int:
+        if self.stage is None or (self.sim is None and not self._build()):
             return 0
-        frames = self._frames_due(elapsed_seconds)
+        frames = self._frames_due(elapsed_seconds) if realtime else 1
         done = 0
         try:
             for _ in range(frames):
@@ -199,8 +209,6 @@ class Playback:
         return done
 
     def _frames_due(self, elapsed_seconds: float) -> int:
-        if self.settings.stepping == "fixed":
-            return 1
         self._pending_seconds += max(0.0, float(elapsed_seconds))
         due = math.floor(self._pending_seconds * self.sim.fps + 1e-9)
         self._pending_seconds -= due / self.sim.fps

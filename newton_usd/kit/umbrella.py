@@ -9,9 +9,14 @@ guarded, so that nothing raised in newton_usd reaches the app.
 
 from __future__ import annotations
 
-from .host import guarded, stage_from_id
+import logging
+
+from .host import guarded, stage_from_id, stage_id
+
+LOG = logging.getLogger("newton_usd.kit")
 
 SIMULATION_NAME = "newton_usd"
+ACTIVATIONS = ("auto", "exclusive")
 
 
 class UmbrellaRegistration:
@@ -22,16 +27,44 @@ class UmbrellaRegistration:
         playback: the :class:`~newton_usd.kit.playback.Playback` to drive.
         current_stage: ``current_stage()`` -> the app's stage, when a stage id names none in the
             USD stage cache.
+        activation: "auto": stay active unless another engine already is (then newton_usd is
+            registered but inactive, and the app's physics menu activates it); "exclusive":
+            deactivate the other engines. The umbrella drives every active engine, so two active
+            engines would both simulate the stage.
+
+    Attributes:
+        id: the SimulationId, or None when registration failed.
+        active: whether newton_usd's simulation is active after registration.
     """
 
-    def __init__(self, physics_core, playback, current_stage):
+    def __init__(self, physics_core, playback, current_stage, activation: str = "auto"):
         self._core = physics_core
         self._playback = playback
         self._current_stage = current_stage
         self._physics = physics_core.get_physics_interface()
         self.simulation = physics_core.Simulation()
         self._fill_slots()
-        self.id = self._physics.register_simulation(self.simulation, SIMULATION_NAME)
+        others = [i for i in self._physics.get_simulation_ids() if self._physics.is_simulation_active(i)]
+        sid = self._physics.register_simulation(self.simulation, SIMULATION_NAME)
+        self.id = None if sid == physics_core.k_invalid_simulation_id else sid
+        self.active = False
+        if self.id is None:
+            LOG.error("newton_usd.kit: omni.physics refused to register the simulation %r", SIMULATION_NAME)
+            return
+        names = ", ".join(repr(self._physics.get_simulation_name(i)) for i in others)
+        if others and activation == "exclusive":
+            for other in others:
+                self._physics.deactivate_simulation(other)
+            LOG.info("newton_usd.kit: deactivated the other physics engines (%s)", names)
+        elif others:
+            self._physics.deactivate_simulation(self.id)
+            LOG.warning(
+                "newton_usd.kit: another physics engine is active (%s); newton_usd is registered but inactive:"
+                " activate it in the app's physics menu, or set /exts/newton_usd.kit/omni_physics_activation"
+                ' = "exclusive"',
+                names,
+            )
+        self.active = self._physics.is_simulation_active(self.id)
 
     def _fill_slots(self) -> None:
         pb = self._playback
@@ -47,14 +80,19 @@ class UmbrellaRegistration:
         slots.reset_simulation = guarded("reset_simulation", pb.stop)
         slots.start_simulation = guarded("start_simulation", lambda: None)
         fns = self.simulation.simulation_fns
-        fns.initialize = guarded("initialize", lambda stage_id: self._attach(stage_id) or True)
+        # Slots that return a value return one of their type on a failure too (see guarded).
+        fns.initialize = guarded("initialize", lambda sid: self._attach(sid) or True, default=False)
         fns.close = guarded("close", pb.detach)
-        fns.simulate = guarded("simulate", lambda elapsed, _time: self._step(elapsed))
+        fns.get_attached_stage = guarded("get_attached_stage", lambda: stage_id(pb.stage), default=0)
+        fns.simulate = guarded("simulate", lambda elapsed, _time: pb.advance(elapsed))
         fns.fetch_results = guarded("fetch_results", lambda: None)  # simulate is synchronous
-        fns.check_results = guarded("check_results", lambda: True)
-        fns.get_simulation_step_count = guarded(
-            "get_simulation_step_count", lambda: pb.sim.steps if pb.sim is not None else 0
-        )
+        fns.check_results = guarded("check_results", lambda: True, default=True)
+        fns.get_simulation_step_count = guarded("get_simulation_step_count", self._steps, default=0)
+        fns.get_simulation_timestamp = guarded("get_simulation_timestamp", self._steps, default=0)
+
+    def _steps(self) -> int:
+        sim = self._playback.sim
+        return int(sim.steps) if sim is not None else 0
 
     def _attach(self, stage_id: int) -> None:
         self._playback.attach(stage_from_id(stage_id) or self._current_stage())
@@ -63,15 +101,8 @@ class UmbrellaRegistration:
         if enabled:
             self._playback.update(elapsed)
 
-    def _step(self, elapsed: float) -> None:
-        # simulate() steps whatever the timeline says (the app asked for a step explicitly).
-        pb = self._playback
-        if pb.state != "playing":
-            pb.play()
-        pb.update(elapsed)
-
     def unregister(self) -> None:
         """Take the simulation out of omni.physics (extension shutdown or disable)."""
-        if self.id is not None and self.id != self._core.k_invalid_simulation_id:
+        if self.id is not None:
             self._physics.unregister_simulation(self.id)
         self.id = None
