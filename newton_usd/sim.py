@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import os
 import time
@@ -11,15 +13,42 @@ import warp as wp
 from pxr import Sdf
 
 from .core.builder import ModelBuilder
+from .core.quat import quat_rotate
+from .core.types import JointType
 from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
 from .sync import JointStateSync, StageSync
+from .sync.live_edits import StageWatcher, model_differences
 from .usd import add_usd, open_stage
+
+logger = logging.getLogger("newton_usd")
 
 MAX_PHYSICS_DT = 1.0 / 480.0
 """Default upper bound of the physics step: substeps per frame = ceil(frame_dt / MAX_PHYSICS_DT)."""
 DEFAULT_FRAMES = 120
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
+
+
+def _carry_body_state(builder, model, state) -> None:
+    """Set the builder's body poses and velocities from the simulated ``state`` of ``model`` (by body
+    label), then its joint coordinates and velocities from those."""
+    index = {label: i for i, label in enumerate(model.body_label)}
+    body_q, body_qd, com = state.body_q.numpy(), state.body_qd.numpy(), model.body_com.numpy()
+    for b, label in enumerate(builder.body_label):
+        i = index.get(label)
+        if i is None:
+            continue
+        pos, quat = body_q[i, :3].astype(np.float64), body_q[i, 3:].astype(np.float64)
+        lin, ang = body_qd[i, :3].astype(np.float64), body_qd[i, 3:].astype(np.float64)
+        # The state holds the velocity of the center of mass; the builder that of the body origin.
+        lin = lin - np.cross(ang, quat_rotate(quat, com[i].astype(np.float64)))
+        builder.body_q[b] = (pos, quat)
+        builder.body_qd[b] = np.concatenate([lin, ang])
+    builder.joint_q_from_body_q()
+    for j, jt in enumerate(builder.joint_type):
+        if jt == JointType.FREE:
+            builder.joint_qd[j] = np.asarray(builder.body_qd[builder.joint_child[j]], dtype=np.float64).copy()
+    builder.joint_qd_from_body_qd()
 
 
 def default_output(stage_path: str) -> str:
@@ -59,7 +88,20 @@ class Simulation:
     """
 
     def __init__(
-        self, stage, source_file, imported, model, solver, *, fps, substeps, dt=None, record=True, joint_states=False
+        self,
+        stage,
+        source_file,
+        imported,
+        model,
+        solver,
+        *,
+        fps,
+        substeps,
+        dt=None,
+        record=True,
+        joint_states=False,
+        live=True,
+        order=None,
     ):
         self.stage = stage
         self.source_file = source_file
@@ -82,6 +124,11 @@ class Simulation:
         self.state = model.state()
         self._next = model.state()
         self.control = model.control()
+        self._order = order
+        self.watcher = StageWatcher(stage) if live else None
+        self.edits_applied = 0  # edits applied to the running model (values, or a rebuild)
+        self.rebuilds = 0  # of which rebuilt the model (prims added or removed)
+        self._retired_joint_syncs = []
         self.frame = 0
         self.steps = 0
         self.sim_seconds = 0.0
@@ -99,6 +146,7 @@ class Simulation:
         substeps: int | None = None,
         record: bool = True,
         joint_states: bool = False,
+        live: bool = True,
         order=None,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
@@ -117,6 +165,8 @@ class Simulation:
             record: write one time sample per frame (else overwrite the default pose).
             joint_states: also write joint positions and velocities onto the joint prims
                 (PhysicsJointStateAPI attributes ``state:<axis>:physics:position``/``velocity``).
+            live: apply the edits made on the stage while it runs, at the next frame (see
+                :meth:`apply_edits`).
             order: the resolver's dialect order (default newton > mjc > physx > physics).
         """
         dev = resolve_device(device)
@@ -140,7 +190,7 @@ class Simulation:
             substeps = max(1, round(1.0 / fps / timestep))
             return cls(
                 stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=timestep, record=record,
-                joint_states=joint_states,
+                joint_states=joint_states, live=live, order=order,
             )  # fmt: skip
         if substeps is None:
             substeps = max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9))
@@ -154,6 +204,8 @@ class Simulation:
             substeps=substeps,
             record=record,
             joint_states=joint_states,
+            live=live,
+            order=order,
         )
 
     # ------------------------------------------------------------------ stepping
@@ -171,7 +223,12 @@ class Simulation:
         return DEFAULT_FRAMES
 
     def step_frame(self) -> None:
-        """Simulate one frame (``substeps`` physics steps) and write the poses onto the prims."""
+        """Simulate one frame (``substeps`` physics steps) and write the poses onto the prims.
+
+        Edits made on the stage since the last frame are applied first (see :meth:`apply_edits`).
+        """
+        if self.watcher is not None and self.watcher.pending:
+            self.apply_edits()
         if self.frame == 0 and self.sync.frames_written == 0:
             self._write()
         t0 = time.perf_counter()
@@ -198,9 +255,13 @@ class Simulation:
         if body_q is None:
             body_q = self.state.body_q.numpy()
         time = self.time_code if self.record else None
-        self.sync.write(body_q, time)
-        if self.joint_sync is not None:
-            self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time)
+        with self._own_writes():
+            self.sync.write(body_q, time)
+            if self.joint_sync is not None:
+                self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time)
+
+    def _own_writes(self):
+        return self.watcher.muted() if self.watcher is not None else contextlib.nullcontext()
 
     def run(self, frames: int | None = None, progress=None) -> None:
         """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each."""
@@ -216,9 +277,97 @@ class Simulation:
         self.control = self.model.control()
         self.frame = self.steps = 0
         self.sim_seconds = self.wall_seconds = 0.0
+        with self._own_writes():
+            if self.joint_sync is not None:
+                self.joint_sync.restore()
+            for old in self._retired_joint_syncs:
+                old.restore()
+            self._retired_joint_syncs = []
+            self.sync.restore()  # also prunes the prim specs left empty
+        if self.rebuilds:  # the model holds the state of the last rebuild: import the authored one again
+            self._rebuild(*self._import(), keep_state=False)
+            self.rebuilds = 0
+
+    # ------------------------------------------------------------------ live edits
+    def apply_edits(self) -> str | None:
+        """Apply the edits made on the stage since the last frame to the running simulation.
+
+        The stage is imported again (so every value is read exactly as at the start: units, schema
+        precedence, mass rules) and compared with the running model:
+
+        - same bodies, joints and shapes: the values that differ go into the running solver without
+          rebuilding it (gravity, masses and inertia, joint limits, drive gains, targets and force
+          limits, armature, joint friction, contact friction), and the run goes on from its state;
+        - otherwise (a prim added or removed, a body or joint disabled, a value the solver cannot
+          change in place): the model and solver are rebuilt, and every body that remains keeps its
+          simulated pose and velocity.
+
+        An edit that makes the stage invalid is reported (logged) and not applied; the run goes on.
+        Returns "values", "rebuilt", or None when nothing was applied.
+        """
+        edits = self.watcher.take() if self.watcher is not None else None
+        if not edits:
+            return None
+        try:
+            builder, imported = self._import()
+            model = builder.finalize(self.model.device)
+        except NewtonUsdError as e:
+            logger.warning("%s: an edit was not applied: %s", self.source_file, e)
+            return None
+        same, changed = model_differences(self.model, model)
+        if same and not changed:
+            return None
+        self.edits_applied += 1
+        leftover = self.solver.update_parameters(model, changed) if same else changed
+        if same and not leftover:
+            self._take_values(model, changed)
+            logger.info("%s: frame %d: applied edits of %s", self.source_file, self.frame, ", ".join(sorted(changed)))
+            return "values"
+        why = "the bodies, joints or shapes changed" if not same else f"{', '.join(sorted(leftover))} changed"
+        logger.info("%s: frame %d: rebuilding the model (%s)", self.source_file, self.frame, why)
+        self._rebuild(builder, imported, keep_state=True)
+        self.rebuilds += 1
+        return "rebuilt"
+
+    def _import(self):
+        builder = ModelBuilder()
+        imported = add_usd(builder, self.stage, **({"order": tuple(self._order)} if self._order else {}))
+        return builder, imported
+
+    def _take_values(self, model, changed) -> None:
+        """The running model takes the edited values; the controls take the edited drive targets."""
+        for name in ("joint_target_pos", "joint_target_vel"):
+            if name in changed:
+                new = getattr(model, name).numpy()
+                dofs = np.nonzero(getattr(self.model, name).numpy() != new)[0]
+                control = getattr(self.control, name)
+                values = control.numpy().copy()
+                values[dofs] = new[dofs]
+                control.assign(values)
+        for name in changed:
+            if name.startswith("mujoco."):
+                key = name[len("mujoco.") :]
+                setattr(self.model.mujoco, key, getattr(model.mujoco, key))
+            else:
+                setattr(self.model, name, getattr(model, name))
+
+    def _rebuild(self, builder, imported, keep_state: bool) -> None:
+        """A new model and solver from ``builder``; with ``keep_state``, the bodies that were simulated
+        before go on from their simulated poses and velocities."""
+        if keep_state:
+            _carry_body_state(builder, self.model, self.state)
+        model = builder.finalize(self.model.device)
+        solver = type(self.solver)(model, backend=self.solver.backend)
+        sync = StageSync(self.stage, self.output_layer, model.body_label, imported.frame)
+        if keep_state:
+            sync.carry_over(self.sync)
+        else:
+            sync.frames_written = 0
         if self.joint_sync is not None:
-            self.joint_sync.restore()
-        self.sync.restore()  # also prunes the prim specs left empty
+            self._retired_joint_syncs.append(self.joint_sync)
+            self.joint_sync = JointStateSync(self.output_layer, model, imported.frame.meters_per_unit)
+        self.imported, self.model, self.solver, self.sync = imported, model, solver, sync
+        self.state, self._next, self.control = model.state(), model.state(), model.control()
 
     # ------------------------------------------------------------------ output
     def save(self, path) -> str:
@@ -254,6 +403,9 @@ class Simulation:
 
     def close(self) -> None:
         """Detach the output layer from the stage (the stage shows the authored poses again)."""
+        if self.watcher is not None:
+            self.watcher.close()
+            self.watcher = None
         subs = self.stage.GetSessionLayer().subLayerPaths
         if self.output_layer.identifier in subs:
             subs.remove(self.output_layer.identifier)

@@ -63,7 +63,7 @@ def test_realtime_stepping_accumulates_and_caps(caplog):
 
 
 def test_stop_restores_the_authored_poses_and_play_rebuilds_from_edits():
-    stage = Usd.Stage.Open(BOXES)
+    stage = Usd.Stage.Open(Sdf.Layer.OpenAsAnonymous(BOXES))  # edited below: not the shared sample layer
     pb = playing(stage)
     for _ in range(10):
         pb.update(0.0)
@@ -104,7 +104,7 @@ def test_stage_without_physics_is_left_alone_once(caplog):
 
 
 def test_scene_naming_another_solver_is_left_alone(caplog):
-    stage = Usd.Stage.Open(BOXES)
+    stage = Usd.Stage.Open(Sdf.Layer.OpenAsAnonymous(BOXES))
     scene = stage.GetPrimAtPath("/World/PhysicsScene")
     scene.CreateAttribute("newton:usd:solver", Sdf.ValueTypeNames.Token).Set("physx")
     pb = playing(stage)

@@ -25,3 +25,9 @@ class SolverBase:
     def update_contacts(self, contacts) -> None:
         """Fill ``contacts`` with the contacts of the last step, where the solver detects its own."""
         raise NotImplementedError
+
+    def update_parameters(self, model, names) -> set:
+        """Take the values of ``model`` named in ``names`` (Model attribute names, ``"mujoco.<name>"``
+        for MuJoCo-only values) without rebuilding; ``model`` has the same bodies, joints and shapes
+        as the solver's. Returns the names it could not take (the caller then rebuilds the solver)."""
+        return set(names)

@@ -99,6 +99,7 @@ class StageSync:
         self._specs = [None] * n
         self._mode = [None] * n  # "trs" or "matrix", decided on first write
         self._needs_default = [True] * n  # the first pose written after (re)preparing is also the default
+        self._retired = []  # syncs of earlier models of this stage (see carry_over)
         self.frames_written = 0
 
     # ------------------------------------------------------------------ pose math
@@ -175,8 +176,23 @@ class StageSync:
                         set_sample(path, time, value)
         self.frames_written += 1
 
+    def carry_over(self, old: "StageSync") -> None:
+        """Go on where ``old`` (a sync of the same layer, before the model was rebuilt) left off: the
+        bodies both write keep their prepared specs (a recording goes on, its first pose stays the
+        default); :meth:`restore` also removes what ``old`` wrote for bodies no longer simulated."""
+        index = {p: i for i, p in enumerate(old.paths)}
+        for i, path in enumerate(self.paths):
+            j = index.get(path)
+            if j is not None and old._specs[j] is not None:
+                self._specs[i], self._mode[i], self._needs_default[i] = old._specs[j], old._mode[j], False
+        self.frames_written = old.frames_written
+        self._retired = [*old._retired, old]
+
     def restore(self) -> None:
         """Remove everything this sync wrote: the stage shows the authored poses again."""
+        for old in self._retired:
+            old.restore()
+        self._retired = []
         with Sdf.ChangeBlock():
             for i, path in enumerate(self.paths):
                 prim_spec = self.layer.GetPrimAtPath(path)

@@ -14,11 +14,13 @@ import mujoco
 import numpy as np
 import warp as wp
 
+from ...core.quat import xyzw_to_wxyz
+from ...core.types import DriveMode
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError, SimulationError
 from ..solver import SolverBase
 from .convert import CoordinateMap
-from .spec import build_spec, compile_spec
+from .spec import build_spec, compile_spec, principal_inertia
 
 logger = logging.getLogger("newton_usd")
 
@@ -182,6 +184,83 @@ class SolverMuJoCo(SolverBase):
         _store(state_out.body_q, body_q)
         _store(state_out.body_qd, body_qd)
         self._last_out = (state_out, jq32, jqd32)
+
+    # ------------------------------------------------------------------ live edits
+    _IN_PLACE = frozenset(
+        {
+            "gravity", "body_mass", "body_inertia", "body_com", "body_inv_mass", "body_inv_inertia",
+            "joint_limit_lower", "joint_limit_upper", "joint_limited", "joint_target_ke", "joint_target_kd",
+            "joint_target_pos", "joint_target_vel", "joint_effort_limit", "joint_armature", "joint_friction",
+            "shape_material_mu", "shape_material_mu_torsional", "shape_material_mu_rolling",
+        }
+    )  # fmt: skip
+    """Model values :meth:`update_parameters` writes into the compiled MuJoCo model (the targets are
+    controls, read each step)."""
+
+    def update_parameters(self, model, names) -> set:
+        names = set(names)
+        if "joint_target_mode" in names:
+            # A drive switching between position, velocity and both keeps its actuator (the gains are
+            # its parameters); a DOF gaining or losing its drive changes the actuators.
+            driven = model.joint_target_mode.numpy() != int(DriveMode.NONE)
+            if np.array_equal(driven, self.model.joint_target_mode.numpy() != int(DriveMode.NONE)):
+                names.discard("joint_target_mode")
+        leftover = names - self._IN_PLACE
+        if leftover:
+            return leftover
+        m, smap = self.mj_model, self.spec_map
+        if "gravity" in names:
+            m.opt.gravity[:] = np.array(model.gravity, dtype=np.float64)
+        if names & {"body_mass", "body_inertia", "body_com"}:
+            mass, inertia, com = (
+                getattr(model, n).numpy().astype(np.float64) for n in ("body_mass", "body_inertia", "body_com")
+            )
+            for b, mb in enumerate(smap.body_mj):
+                moments, iquat = principal_inertia(inertia[b])
+                m.body_mass[mb] = mass[b]
+                m.body_inertia[mb] = np.maximum(moments, 1e-9 if mass[b] > 0 else 0.0)
+                m.body_iquat[mb] = xyzw_to_wxyz(iquat)
+                m.body_ipos[mb] = com[b]
+        if names & {"joint_limit_lower", "joint_limit_upper", "joint_limited"}:
+            lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
+            limited = model.joint_limited.numpy()
+            for dof, mj in enumerate(smap.dof_mj):
+                if mj >= 0:
+                    m.jnt_limited[mj] = bool(limited[dof])
+                    m.jnt_range[mj] = (lower[dof], upper[dof]) if limited[dof] else (0.0, 0.0)
+        n_drives = len(self.map.actuator_dof)
+        if names & {"joint_target_ke", "joint_target_kd"}:
+            self._ke = model.joint_target_ke.numpy().astype(np.float64)
+            self._kd = model.joint_target_kd.numpy().astype(np.float64)
+            m.actuator_biasprm[:n_drives, 1] = -self._ke[self.map.actuator_dof]
+            m.actuator_biasprm[:n_drives, 2] = -self._kd[self.map.actuator_dof]
+        if "joint_effort_limit" in names:
+            limit = model.joint_effort_limit.numpy().astype(np.float64)[self.map.actuator_dof]
+            m.actuator_forcelimited[:n_drives] = limit < 1e9
+            m.actuator_forcerange[:n_drives] = np.stack([-limit, limit], axis=1)
+        for name, field in (("joint_armature", m.dof_armature), ("joint_friction", m.dof_frictionloss)):
+            if name in names:
+                values = getattr(model, name).numpy()
+                for dof, mj in enumerate(smap.dof_mj):
+                    if mj >= 0:
+                        field[m.jnt_dofadr[mj]] = values[dof]
+        if names & {"shape_material_mu", "shape_material_mu_torsional", "shape_material_mu_rolling"}:
+            mu = np.stack(
+                [
+                    getattr(model, n).numpy()
+                    for n in ("shape_material_mu", "shape_material_mu_torsional", "shape_material_mu_rolling")
+                ],
+                axis=1,
+            )
+            built = smap.shape_mj >= 0
+            m.geom_friction[smap.shape_mj[built]] = mu[built]
+        if names & {"body_mass", "body_inertia", "body_com", "joint_armature"}:
+            mujoco.mj_setConst(m, self.mj_data)  # subtree masses, inverse weights (not cheap: only when needed)
+        if self.mjw_model is not None:
+            with wp.ScopedDevice(self.device):
+                self.mjw_model = self._mjw.put_model(m)
+        self.model = model
+        return set()
 
     # ------------------------------------------------------------------ contacts
     def update_contacts(self, contacts) -> None:

@@ -120,7 +120,7 @@ class _Names:
         return name
 
 
-def _principal(inertia):
+def principal_inertia(inertia):
     """Principal moments and Warp-order rotation of a symmetric 3x3 inertia tensor."""
     w, v = np.linalg.eigh(0.5 * (inertia + inertia.T))
     if np.linalg.det(v) < 0:
@@ -270,7 +270,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         body = parent_handle.add_body(name=body_names(model.body_label[b]), pos=pos, quat=xyzw_to_wxyz(quat))
         body_handles[b] = body
         mass = float(a.body_mass[b])
-        moments, iquat = _principal(a.body_inertia[b])
+        moments, iquat = principal_inertia(a.body_inertia[b])
         body.explicitinertial = True
         body.mass = mass
         body.ipos = a.body_com[b]
