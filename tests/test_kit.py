@@ -78,11 +78,19 @@ def test_pause_holds_and_play_resumes(kit_run):
     assert kit_run["resumed_frames"] == 63
 
 
+def test_live_edit_applies_while_playing(kit_run):
+    edit = kit_run["live_edit"]
+    assert edit["dz"] > 0.05 and edit["same_solver"] and edit["edits"] == 1  # gravity flipped: the box rises
+
+
 def test_stop_returns_the_authored_pose(kit_run):
     stopped = kit_run["stopped"]
     assert stopped["z"] == pytest.approx(kit_run["authored_z"])
     assert stopped["op_order"] == kit_run["authored_op_order"]
-    assert not stopped["sim"] and stopped["session_sublayers"] == [] and not stopped["root_layer_dirty"]
+    assert not stopped["sim"] and stopped["session_sublayers"] == []
+    # the user's layer holds what they authored, nothing of the simulation's
+    assert not any(name.endswith(":physics") for name in stopped["root_layer_body_properties"])
+    assert "xformOp:translate" in stopped["root_layer_body_properties"]
 
 
 def test_failure_in_a_step_stops_logs_the_prim_and_keeps_the_app(kit_run):

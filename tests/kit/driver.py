@@ -87,6 +87,23 @@ def main():
         app.update()
     obs["resumed_frames"] = pb.sim.frame
 
+    # A live edit while playing: gravity turned upward applies at the next update, without a rebuild.
+    from pxr import Gf, UsdPhysics
+
+    scene = UsdPhysics.Scene(stage.GetPrimAtPath("/World/PhysicsScene"))
+    solver = pb.sim.solver
+    z0 = world_z(stage)
+    scene.CreateGravityDirectionAttr(Gf.Vec3f(0, 0, 1))
+    for _ in range(10):
+        app.update()
+    obs["live_edit"] = {
+        "dz": world_z(stage) - z0,
+        "same_solver": pb.sim.solver is solver,
+        "edits": pb.sim.edits_applied,
+    }
+    scene.GetGravityDirectionAttr().Clear()
+    app.update()
+
     timeline.stop()
     app.update()
     obs["stopped"] = {
@@ -94,7 +111,7 @@ def main():
         "op_order": [str(t) for t in stage.GetPrimAtPath(BODY).GetAttribute("xformOpOrder").Get()],
         "sim": pb.sim is not None,
         "session_sublayers": list(stage.GetSessionLayer().subLayerPaths),
-        "root_layer_dirty": stage.GetRootLayer().dirty,
+        "root_layer_body_properties": sorted(stage.GetRootLayer().GetPrimAtPath(BODY).properties.keys()),
     }
 
     # A failure inside a step: a NaN state. The run stops, the error is logged, the app goes on.
