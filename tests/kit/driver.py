@@ -4,26 +4,20 @@ Usage: ``python driver.py STAGE OUT.json WORKDIR``. Every observation goes into 
 side (tests/test_kit.py) asserts on it, so that a failure there shows what Kit did.
 """
 
-import json
 import os
 import sys
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import fake_timeline  # noqa: E402
+from observed import Observed  # noqa: E402
 
 from newton_usd.kit_kernel import start_kit  # noqa: E402
 
 stage_path, out_path, workdir = sys.argv[1:4]
-obs = {"steps": []}
+obs = Observed(out_path)
 BODY = "/World/Box"  # falls from z = 1 m onto the ground
-
-
-def save():
-    with open(out_path, "w") as f:
-        json.dump(obs, f, indent=1)
 
 
 def world_z(stage, path=BODY, time=0.0):
@@ -172,13 +166,8 @@ def main():
     obs["recorded_after_quit"] = os.path.exists(record)
     obs["frames_at_quit"] = sim.frame  # the quitting update still stepped a frame
     ext = sim = stage = None
-    save()
+    obs.save()
     app.shutdown()  # the kernel ends the process here
 
 
-try:
-    main()
-except BaseException:
-    obs["exception"] = traceback.format_exc()
-    save()
-    raise
+obs.run(main)

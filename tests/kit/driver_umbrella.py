@@ -5,21 +5,18 @@ no stage-update node (omni.physics.stageupdate needs omni.usd), so the driver ca
 stage-update interface the way that node does; every call reaches newton_usd through omni.physics.
 """
 
-import json
 import os
 import sys
-import traceback
 
-from newton_usd.kit_kernel import EXT_NAME, start_kit
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from observed import Observed  # noqa: E402
+
+from newton_usd.kit_kernel import EXT_NAME, start_kit  # noqa: E402
 
 stage_path, out_path, workdir, physics_folder = sys.argv[1:5]
-obs = {}
+obs = Observed(out_path)
 BODY = "/World/Box"
-
-
-def save():
-    with open(out_path, "w") as f:
-        json.dump(obs, f, indent=1)
 
 
 def main():
@@ -85,13 +82,8 @@ def main():
     obs["registry_after_disable"] = registry()
     manager.set_extension_enabled_immediate(EXT_NAME, True)
     obs["registry_after_enable"] = registry()
-    save()
+    obs.save()
     app.shutdown()
 
 
-try:
-    main()
-except BaseException:
-    obs["exception"] = traceback.format_exc()
-    save()
-    raise
+obs.run(main)
