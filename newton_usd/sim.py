@@ -361,8 +361,6 @@ class Simulation:
         sync = StageSync(self.stage, self.output_layer, model.body_label, imported.frame)
         if keep_state:
             sync.carry_over(self.sync)
-        else:
-            sync.frames_written = 0
         if self.joint_sync is not None:
             self._retired_joint_syncs.append(self.joint_sync)
             self.joint_sync = JointStateSync(self.output_layer, model, imported.frame.meters_per_unit)
