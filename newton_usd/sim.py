@@ -29,6 +29,13 @@ DEFAULT_FRAMES = 120
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 
 
+def _import_stage(stage, order=None):
+    """A new builder holding ``stage``'s model, and the import record."""
+    builder = ModelBuilder()
+    imported = add_usd(builder, stage, **({"order": tuple(order)} if order else {}))
+    return builder, imported
+
+
 def _carry_body_state(builder, model, state) -> None:
     """Set the builder's body poses and velocities from the simulated ``state`` of ``model`` (by body
     label), then its joint coordinates and velocities from those."""
@@ -171,8 +178,7 @@ class Simulation:
         """
         dev = resolve_device(device)
         stage, file = open_stage(source)
-        builder = ModelBuilder()
-        imported = add_usd(builder, stage, **({"order": tuple(order)} if order else {}))
+        builder, imported = _import_stage(stage, order)
         scene = {k: r.value for k, r in imported.scene.items()}
         solver = solver or scene.get("solver") or "mujoco"
         if solver not in SOLVERS:
@@ -285,7 +291,7 @@ class Simulation:
             self._retired_joint_syncs = []
             self.sync.restore()  # also prunes the prim specs left empty
         if self.rebuilds:  # the model holds the state of the last rebuild: import the authored one again
-            self._rebuild(*self._import(), keep_state=False)
+            self._rebuild(*_import_stage(self.stage, self._order), keep_state=False)
             self.rebuilds = 0
 
     # ------------------------------------------------------------------ live edits
@@ -309,7 +315,7 @@ class Simulation:
         if not edits:
             return None
         try:
-            builder, imported = self._import()
+            builder, imported = _import_stage(self.stage, self._order)
             model = builder.finalize(self.model.device)
         except NewtonUsdError as e:
             logger.warning("%s: an edit was not applied: %s", self.source_file, e)
@@ -328,11 +334,6 @@ class Simulation:
         self._rebuild(builder, imported, keep_state=True)
         self.rebuilds += 1
         return "rebuilt"
-
-    def _import(self):
-        builder = ModelBuilder()
-        imported = add_usd(builder, self.stage, **({"order": tuple(self._order)} if self._order else {}))
-        return builder, imported
 
     def _take_values(self, model, changed) -> None:
         """The running model takes the edited values; the controls take the edited drive targets."""

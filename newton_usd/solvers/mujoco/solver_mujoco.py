@@ -14,13 +14,12 @@ import mujoco
 import numpy as np
 import warp as wp
 
-from ...core.quat import xyzw_to_wxyz
 from ...core.types import DriveMode
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError, SimulationError
 from ..solver import SolverBase
 from .convert import CoordinateMap
-from .spec import build_spec, compile_spec, principal_inertia
+from .spec import UNLIMITED_EFFORT, build_spec, compile_spec, mj_inertial
 
 logger = logging.getLogger("newton_usd")
 
@@ -216,10 +215,8 @@ class SolverMuJoCo(SolverBase):
                 getattr(model, n).numpy().astype(np.float64) for n in ("body_mass", "body_inertia", "body_com")
             )
             for b, mb in enumerate(smap.body_mj):
-                moments, iquat = principal_inertia(inertia[b])
                 m.body_mass[mb] = mass[b]
-                m.body_inertia[mb] = np.maximum(moments, 1e-9 if mass[b] > 0 else 0.0)
-                m.body_iquat[mb] = xyzw_to_wxyz(iquat)
+                m.body_inertia[mb], m.body_iquat[mb] = mj_inertial(mass[b], inertia[b])
                 m.body_ipos[mb] = com[b]
         if names & {"joint_limit_lower", "joint_limit_upper", "joint_limited"}:
             lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
@@ -236,7 +233,7 @@ class SolverMuJoCo(SolverBase):
             m.actuator_biasprm[:n_drives, 2] = -self._kd[self.map.actuator_dof]
         if "joint_effort_limit" in names:
             limit = model.joint_effort_limit.numpy().astype(np.float64)[self.map.actuator_dof]
-            m.actuator_forcelimited[:n_drives] = limit < 1e9
+            m.actuator_forcelimited[:n_drives] = limit < UNLIMITED_EFFORT
             m.actuator_forcerange[:n_drives] = np.stack([-limit, limit], axis=1)
         for name, field in (("joint_armature", m.dof_armature), ("joint_friction", m.dof_frictionloss)):
             if name in names:

@@ -120,12 +120,23 @@ class _Names:
         return name
 
 
+UNLIMITED_EFFORT = 1e9
+"""A drive force limit at or above this is no limit (``joint_effort_limit`` defaults to a huge value)."""
+
+
 def principal_inertia(inertia):
     """Principal moments and Warp-order rotation of a symmetric 3x3 inertia tensor."""
     w, v = np.linalg.eigh(0.5 * (inertia + inertia.T))
     if np.linalg.det(v) < 0:
         v[:, 2] *= -1.0
     return np.maximum(w, 0.0), matrix_to_quat(v)
+
+
+def mj_inertial(mass, inertia):
+    """A body's MuJoCo ``inertia`` (principal moments, kept positive for a body with mass) and
+    ``iquat`` (wxyz) from its mass and 3x3 inertia tensor."""
+    moments, iquat = principal_inertia(inertia)
+    return np.maximum(moments, 1e-9 if mass > 0 else 0.0), xyzw_to_wxyz(iquat)
 
 
 _ENUM_OPTIONS = {
@@ -270,12 +281,10 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         body = parent_handle.add_body(name=body_names(model.body_label[b]), pos=pos, quat=xyzw_to_wxyz(quat))
         body_handles[b] = body
         mass = float(a.body_mass[b])
-        moments, iquat = principal_inertia(a.body_inertia[b])
         body.explicitinertial = True
         body.mass = mass
         body.ipos = a.body_com[b]
-        body.iquat = xyzw_to_wxyz(iquat)
-        body.inertia = np.maximum(moments, 1e-9 if mass > 0 else 0.0)
+        body.inertia, body.iquat = mj_inertial(mass, a.body_inertia[b])
         for j in stack:
             joint_handles[j] = _add_mj_joints(body, j, a, model, joint_names, dof_handles)
 
@@ -347,7 +356,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
             act.gainprm = gain
             act.biasprm = bias
             limit = float(a.joint_effort_limit[dof])
-            if limit < 1e9:
+            if limit < UNLIMITED_EFFORT:
                 act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
