@@ -411,3 +411,39 @@ def test_authored_velocity_of_an_articulated_body_becomes_its_joint_velocity():
     b = ModelBuilder()
     b.add_usd(stage)
     assert b.finalize("cpu").joint_qd.numpy()[0] == pytest.approx(math.pi / 2, rel=1e-6)
+
+
+def driven_pendulum(mass, acceleration, gravity=9.81, stiffness=100.0, damping=20.0):
+    """The pendulum (bob 0.5 m below the pivot) with a drive to 45 deg; inertia scales with the mass."""
+    from pxr import UsdPhysics
+
+    stage = pendulum(mass=mass, inertia=0.004 * mass, angle_deg=0.0)
+    UsdPhysics.Scene(stage.GetPrimAtPath("/PhysicsScene")).CreateGravityMagnitudeAttr(gravity)
+    drive = UsdPhysics.DriveAPI.Apply(stage.GetPrimAtPath("/Hinge"), "angular")
+    drive.CreateTypeAttr("acceleration" if acceleration else "force")
+    drive.CreateTargetPositionAttr(45.0)
+    drive.CreateStiffnessAttr(stiffness)  # (deg/s^2)/deg for acceleration drives; N*m/deg for force drives
+    drive.CreateDampingAttr(damping)
+    return stage
+
+
+def test_acceleration_drive_moves_the_same_for_any_link_mass():
+    dt = 1.0 / 480.0
+    light = simulate(driven_pendulum(1.0, True, gravity=0.0), 1.5, dt, record="joint_q")[3][:, 0]
+    heavy = simulate(driven_pendulum(10.0, True, gravity=0.0), 1.5, dt, record="joint_q")[3][:, 0]
+    np.testing.assert_allclose(heavy, light, atol=1e-5)
+    # q'' = 100 (45 deg - q) - 20 q': critically damped at 10 rad/s, settled on the target in 1.5 s
+    assert light[-1] == pytest.approx(math.radians(45), abs=1e-3)
+    t = 0.2
+    expected = math.radians(45) * (1 - (1 + 10 * t) * math.exp(-10 * t))
+    assert light[int(round(t / dt)) - 1] == pytest.approx(expected, abs=0.01)
+    # With gravity the motion still does not depend on the mass (gravity's torque scales with it too).
+    light_g = simulate(driven_pendulum(1.0, True), 1.0, dt, record="joint_q")[3][:, 0]
+    heavy_g = simulate(driven_pendulum(10.0, True), 1.0, dt, record="joint_q")[3][:, 0]
+    np.testing.assert_allclose(heavy_g, light_g, atol=1e-5)
+    # A force drive (about the same stiffness for the light link) moves the heavy link much more slowly.
+    force = {"gravity": 0.0, "stiffness": 100.0 * 0.254 * math.pi / 180, "damping": 20.0 * 0.254 * math.pi / 180}
+    light_f = simulate(driven_pendulum(1.0, False, **force), 0.2, dt, record="joint_q")[3][:, 0]
+    heavy_f = simulate(driven_pendulum(10.0, False, **force), 0.2, dt, record="joint_q")[3][:, 0]
+    assert light_f[-1] == pytest.approx(light[len(light_f) - 1], abs=0.01)
+    assert heavy_f[-1] < 0.5 * light_f[-1]

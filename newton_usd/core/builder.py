@@ -44,6 +44,9 @@ class JointAxis:
     target_vel: float = 0.0
     target_mode: DriveMode | None = None
     effort_limit: float = math.inf
+    drive_acceleration: bool = False
+    """True: ``target_ke``/``target_kd`` are accelerations per error (1/s^2, 1/s), which the solver scales by
+    the DOF's effective inertia every step (UsdPhysics acceleration drives); False: forces per error."""
 
 
 def _xform(x):
@@ -96,6 +99,7 @@ class ModelBuilder:
         self.joint_target_ke, self.joint_target_kd, self.joint_target_mode = [], [], []
         self.joint_target_pos, self.joint_target_vel = [], []
         self.joint_effort_limit, self.joint_armature, self.joint_friction = [], [], []
+        self.joint_drive_acceleration = []
         # articulations
         self.articulation_label = []
         # body pairs (b1 < b2) that must not collide with each other
@@ -241,6 +245,7 @@ class ModelBuilder:
         target_vel: float = 0.0,
         target_mode: DriveMode | None = None,
         effort_limit: float = math.inf,
+        drive_acceleration: bool = False,
         armature: float = 0.0,
         friction: float = 0.0,
         articulation: int = -1,
@@ -251,8 +256,10 @@ class ModelBuilder:
         ``parent_xform`` and ``child_xform`` are the joint frame in each body's frame; ``axis`` (in the
         joint frame) is used by revolute and prismatic joints. Limits (rad or m) are off when None.
         Drive gains are SI (N/m, N*s/m, N*m/rad, N*m*s/rad); ``target_mode`` defaults to what the gains
-        imply. ``armature`` (kg*m^2 or kg) and ``friction`` (dry friction loss, N*m or N) apply to
-        every DOF of the joint. The initial coordinates are zero; see :meth:`joint_q_from_body_q` to
+        imply; with ``drive_acceleration`` the gains are accelerations per error (1/s^2, 1/s) that the
+        solver scales by the DOF's effective inertia, so the motion does not depend on the mass.
+        ``armature`` (kg*m^2 or kg) and ``friction`` (dry friction loss, N*m or N) apply to every DOF of
+        the joint. The initial coordinates are zero; see :meth:`joint_q_from_body_q` to
         take them from the body poses instead. D6 joints: :meth:`add_joint_d6`.
         """
         joint_type = JointType(joint_type)
@@ -272,6 +279,7 @@ class ModelBuilder:
                     target_vel,
                     target_mode,
                     effort_limit,
+                    drive_acceleration,
                 )
             )
         else:
@@ -389,6 +397,7 @@ class ModelBuilder:
             self.joint_target_pos.append(float(ax.target_pos) if per_dof else 0.0)
             self.joint_target_vel.append(float(ax.target_vel) if per_dof else 0.0)
             self.joint_effort_limit.append(float(ax.effort_limit))
+            self.joint_drive_acceleration.append(bool(ax.drive_acceleration) and per_dof)
             self.joint_armature.append(float(arm[d]))
             self.joint_friction.append(float(fri[d]))
         return len(self.joint_type) - 1
@@ -695,6 +704,7 @@ class ModelBuilder:
         m.joint_target_pos = arr(self.joint_target_pos, wp.float32)
         m.joint_target_vel = arr(self.joint_target_vel, wp.float32)
         m.joint_effort_limit = arr(np.minimum(self.joint_effort_limit, 1e10), wp.float32)
+        m.joint_drive_acceleration = arr(self.joint_drive_acceleration, wp.bool)
         m.joint_armature = arr(self.joint_armature, wp.float32)
         m.joint_friction = arr(self.joint_friction, wp.float32)
         m.joint_articulation = arr(self.joint_articulation, wp.int32)

@@ -35,7 +35,8 @@ class Model:
             frame in the parent body frame), joint_X_c (joint frame in the child body frame),
             joint_q_start, joint_qd_start (length joint_count + 1), joint_q, joint_qd (initial),
             joint_axis, joint_limit_lower, joint_limit_upper, joint_limited, joint_target_ke,
-            joint_target_kd, joint_target_mode, joint_effort_limit, joint_armature, joint_friction (per DOF),
+            joint_target_kd, joint_target_mode, joint_drive_acceleration (gains are accelerations, scaled
+            by the DOF's effective inertia), joint_effort_limit, joint_armature, joint_friction (per DOF),
             joint_articulation (-1: none), joint_world, joint_label.
         equality_count, equality_type (0 connect, 1 weld), equality_body1, equality_body2 (-1: world),
             equality_anchor, equality_active, equality_label: loop-closing constraints

@@ -958,15 +958,16 @@ def _joint_axis(axis, angular, lim, drv, frame, path, diag, report_locked=True):
             return None
         ax.limit_lower, ax.limit_upper = lo, hi
     if drv is not None and drv.enabled and (drv.stiffness > 0 or drv.damping > 0):
-        # Gains per degree for angular drives (UsdPhysics), per stage unit for linear ones.
-        gain_unit = (k * s * s / DEG) if angular else k
+        # Force drives: gains per degree for angular drives (UsdPhysics), per stage unit for linear ones.
+        # Acceleration drives: (deg/s^2)/deg and (unit/s^2)/unit are unit-free, scaled by the
+        # effective inertia in the solver.
+        gain_unit = 1.0 if drv.acceleration else (k * s * s / DEG) if angular else k
         ax.target_ke = drv.stiffness * gain_unit
         ax.target_kd = drv.damping * gain_unit
+        ax.drive_acceleration = bool(drv.acceleration)
         ax.target_pos = drv.targetPosition * unit
         ax.target_vel = drv.targetVelocity * unit
         if math.isfinite(drv.forceLimit) and drv.forceLimit < 1e30:
             ax.effort_limit = drv.forceLimit * (k * s * s if angular else k * s)
-        if drv.acceleration:
-            diag.add("acceleration drives are simulated as force drives (gains not scaled by inertia)", path)
         ax.target_mode = DriveMode(int(drv.stiffness > 0) | (int(drv.damping > 0) << 1))
     return ax

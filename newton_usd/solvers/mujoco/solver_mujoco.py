@@ -77,6 +77,7 @@ class SolverMuJoCo(SolverBase):
         )
         mujoco.mj_forward(self.mj_model, self.mj_data)
         self.mjw_model = self.mjw_data = None
+        self._init_acceleration_drives(model)
         if backend == "warp":
             self._init_warp(nconmax, njmax)
 
@@ -93,6 +94,46 @@ class SolverMuJoCo(SolverBase):
         with wp.ScopedDevice(self.device):
             self.mjw_model = mjw.put_model(m)
             self.mjw_data = mjw.put_data(m, self.mj_data, nworld=1, nconmax=nconmax, njmax=njmax)
+
+    # ------------------------------------------------------------------ acceleration drives
+    def _init_acceleration_drives(self, model):
+        """Drive actuators whose gains are accelerations, and the MuJoCo DOF each drives."""
+        accel = model.joint_drive_acceleration.numpy()[self.map.actuator_dof] if len(self.map.actuator_dof) else []
+        self._accel = np.nonzero(accel)[0]
+        dofs = self.map.actuator_dof[self._accel]
+        self._accel_mj_dof = np.array(
+            [self.mj_model.jnt_dofadr[self.spec_map.dof_mj[dof]] for dof in dofs], dtype=np.int64
+        )
+        self._scale_acceleration_drives()
+
+    def _scale_acceleration_drives(self, qpos=None):
+        """Give each acceleration drive the gains ``m_eff * ke`` and ``m_eff * kd``, where ``m_eff`` is its
+        DOF's effective inertia ``1 / (M^-1)_ii`` (the inertia a unit impulse on that DOF meets, the other
+        DOFs free; armature included), so that the drive's motion does not depend on the masses.
+
+        ``M`` is the mass matrix MuJoCo factorized at the start of the last step (C MuJoCo), or at
+        ``qpos`` (the warp backend's state, factorized here on the host).
+        """
+        n = len(self._accel)
+        if not n:
+            return
+        m, d = self.mj_model, self.mj_data
+        if qpos is not None:
+            d.qpos[:] = qpos
+            for stage in (mujoco.mj_kinematics, mujoco.mj_comPos, mujoco.mj_crb, mujoco.mj_factorM):
+                stage(m, d)
+        unit = np.zeros((n, m.nv))
+        unit[np.arange(n), self._accel_mj_dof] = 1.0
+        response = np.zeros_like(unit)
+        mujoco.mj_solveM(m, d, response, unit)
+        m_eff = 1.0 / response[np.arange(n), self._accel_mj_dof]
+        dofs = self.map.actuator_dof[self._accel]
+        m.actuator_gainprm[self._accel, 0] = m_eff
+        m.actuator_biasprm[self._accel, 1] = -m_eff * self._ke[dofs]
+        m.actuator_biasprm[self._accel, 2] = -m_eff * self._kd[dofs]
+        if self.mjw_model is not None:
+            self.mjw_model.actuator_gainprm.assign(m.actuator_gainprm[None].astype(np.float32))
+            self.mjw_model.actuator_biasprm.assign(m.actuator_biasprm[None].astype(np.float32))
 
     # ------------------------------------------------------------------ stepping
     def _set_timestep(self, dt: float):
@@ -133,6 +174,7 @@ class SolverMuJoCo(SolverBase):
                 built = self._mjc_ctrl >= 0
                 d.ctrl[self._mjc_ctrl[built]] = ctrl.numpy()[built]
         if self.backend == "cpu":
+            self._scale_acceleration_drives(d.qpos.copy() if push and len(self._accel) else None)
             mujoco.mj_step(self.mj_model, d)
             self._check_warnings()
             qpos, qvel = d.qpos, d.qvel
@@ -147,6 +189,8 @@ class SolverMuJoCo(SolverBase):
                     w.ctrl.assign(d.ctrl[None].astype(np.float32))
                 w.qfrc_applied.assign(d.qfrc_applied[None].astype(np.float32))
             with wp.ScopedDevice(self.device):
+                if len(self._accel):
+                    self._scale_acceleration_drives(w.qpos.numpy()[0].astype(np.float64))
                 self._mjw.step(self.mjw_model, w)
             qpos, qvel = w.qpos.numpy()[0], w.qvel.numpy()[0]
             body = tuple(a.numpy()[0] for a in (w.xpos, w.xquat, w.xipos, w.cvel, w.subtree_com))
