@@ -49,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         help="physics steps per frame (default: the stage's time step, else one of at most 1/480 s)",
     )
     p.add_argument(
+        "--worlds",
+        type=int,
+        default=1,
+        help="simulate N independent copies of the stage's physics (world 0 is written onto the prims)",
+    )
+    p.add_argument(
         "--write-joint-states",
         action="store_true",
         help="also write joint positions and velocities (PhysicsJointStateAPI attributes) onto the joint prims",
@@ -168,6 +174,8 @@ def main(argv=None) -> int:
         return _fail(f"--num-frames must be >= 0, got {args.num_frames}", args)
     if args.substeps is not None and args.substeps < 1:
         return _fail(f"--substeps must be >= 1, got {args.substeps}", args)
+    if args.worlds < 1:
+        return _fail(f"--worlds must be >= 1, got {args.worlds}", args)
 
     _init_warp(args.verbose)
     from .errors import NewtonUsdError, SimulationError  # noqa: PLC0415
@@ -184,6 +192,7 @@ def main(argv=None) -> int:
             fps=args.fps,
             substeps=args.substeps,
             joint_states=args.write_joint_states,
+            worlds=args.worlds,
         )
     except NewtonUsdError as e:
         return _fail(str(e), args)
@@ -285,7 +294,8 @@ def _summary(sim, output, t_setup):
     print(
         f"usdsim: {sim.frame} frames, {sim.steps} steps of {sim.dt * 1000:.3f} ms "
         f"({sim.substeps}/frame at {sim.fps:g} fps), "
-        f"{sim.model.body_count} bodies, {sim.model.joint_count} joints, {solver} on {sim.model.device.alias}\n"
+        f"{sim.model.body_count // sim.worlds} bodies, {sim.model.joint_count // sim.worlds} joints"
+        f"{f' x {sim.worlds} worlds' if sim.worlds > 1 else ''}, {solver} on {sim.model.device.alias}\n"
         f"usdsim: {wall:.2f} s stepping ({rate:,.0f} steps/s, {realtime:.1f}x real time), {t_setup:.2f} s setup\n"
         f"usdsim: wrote {output}"
     )

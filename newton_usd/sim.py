@@ -29,20 +29,24 @@ DEFAULT_FRAMES = 120
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 
 
-def _import_stage(stage, order=None):
-    """A new builder holding ``stage``'s model, and the import record."""
+def _import_stage(stage, order=None, worlds=1):
+    """A new builder holding ``stage``'s model (replicated into ``worlds`` worlds), and the import record."""
     builder = ModelBuilder()
     imported = add_usd(builder, stage, **({"order": tuple(order)} if order else {}))
+    if worlds > 1:
+        builder.replicate(worlds)
     return builder, imported
 
 
 def _carry_body_state(builder, model, state) -> None:
-    """Set the builder's body poses and velocities from the simulated ``state`` of ``model`` (by body
-    label), then its joint coordinates and velocities from those."""
-    index = {label: i for i, label in enumerate(model.body_label)}
+    """Set the builder's body poses and velocities from the simulated ``state`` of ``model`` (by world
+    and body label), then its joint coordinates and velocities from those."""
+    per_old = model.body_count // model.num_worlds
+    per_new = builder.body_count // builder.num_worlds
+    index = {(i // per_old, label): i for i, label in enumerate(model.body_label)}
     body_q, body_qd, com = state.body_q.numpy(), state.body_qd.numpy(), model.body_com.numpy()
     for b, label in enumerate(builder.body_label):
-        i = index.get(label)
+        i = index.get((b // per_new, label))
         if i is None:
             continue
         pos, quat = body_q[i, :3].astype(np.float64), body_q[i, 3:].astype(np.float64)
@@ -124,9 +128,11 @@ class Simulation:
         # Same time-code rate as the stage, or USD rescales the output's time samples.
         self.output_layer.timeCodesPerSecond = stage.GetTimeCodesPerSecond()
         stage.GetSessionLayer().subLayerPaths.insert(0, self.output_layer.identifier)
-        self.sync = StageSync(stage, self.output_layer, model.body_label, imported.frame)
+        self.worlds = model.num_worlds
+        world0 = model.world_view(0)  # world 0 drives the prims
+        self.sync = StageSync(stage, self.output_layer, world0.body_label, imported.frame)
         self.joint_sync = (
-            JointStateSync(self.output_layer, model, imported.frame.meters_per_unit) if joint_states else None
+            JointStateSync(self.output_layer, world0, imported.frame.meters_per_unit) if joint_states else None
         )
         self.state = model.state()
         self._next = model.state()
@@ -155,6 +161,7 @@ class Simulation:
         joint_states: bool = False,
         live: bool = True,
         order=None,
+        worlds: int = 1,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
@@ -175,10 +182,14 @@ class Simulation:
             live: apply the edits made on the stage while it runs, at the next frame (see
                 :meth:`apply_edits`).
             order: the resolver's dialect order (default newton > mjc > physx > physics).
+            worlds: simulate this many independent copies of the stage's physics
+                (:meth:`ModelBuilder.replicate`); world 0 is written onto the prims.
         """
         dev = resolve_device(device)
+        if int(worlds) < 1:
+            raise NewtonUsdError(f"worlds must be at least 1, got {worlds}")
         stage, file = open_stage(source)
-        builder, imported = _import_stage(stage, order)
+        builder, imported = _import_stage(stage, order, int(worlds))
         scene = {k: r.value for k, r in imported.scene.items()}
         solver = solver or scene.get("solver") or "mujoco"
         if solver not in SOLVERS:
@@ -262,7 +273,7 @@ class Simulation:
             body_q = self.state.body_q.numpy()
         time = self.time_code if self.record else None
         with self._own_writes():
-            self.sync.write(body_q, time)
+            self.sync.write(body_q[: len(self.sync.paths)], time)
             if self.joint_sync is not None:
                 self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time)
 
@@ -291,7 +302,7 @@ class Simulation:
             self._retired_joint_syncs = []
             self.sync.restore()  # also prunes the prim specs left empty
         if self.rebuilds:  # the model holds the state of the last rebuild: import the authored one again
-            self._rebuild(*_import_stage(self.stage, self._order), keep_state=False)
+            self._rebuild(*_import_stage(self.stage, self._order, self.worlds), keep_state=False)
             self.rebuilds = 0
 
     # ------------------------------------------------------------------ live edits
@@ -315,7 +326,7 @@ class Simulation:
         if not edits:
             return None
         try:
-            builder, imported = _import_stage(self.stage, self._order)
+            builder, imported = _import_stage(self.stage, self._order, self.worlds)
             model = builder.finalize(self.model.device)
         except NewtonUsdError as e:
             logger.warning("%s: an edit was not applied: %s", self.source_file, e)
@@ -359,12 +370,13 @@ class Simulation:
             _carry_body_state(builder, self.model, self.state)
         model = builder.finalize(self.model.device)
         solver = type(self.solver)(model, backend=self.solver.backend)
-        sync = StageSync(self.stage, self.output_layer, model.body_label, imported.frame)
+        world0 = model.world_view(0)
+        sync = StageSync(self.stage, self.output_layer, world0.body_label, imported.frame)
         if keep_state:
             sync.carry_over(self.sync)
         if self.joint_sync is not None:
             self._retired_joint_syncs.append(self.joint_sync)
-            self.joint_sync = JointStateSync(self.output_layer, model, imported.frame.meters_per_unit)
+            self.joint_sync = JointStateSync(self.output_layer, world0, imported.frame.meters_per_unit)
         self.imported, self.model, self.solver, self.sync = imported, model, solver, sync
         self.state, self._next, self.control = model.state(), model.state(), model.control()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -47,6 +48,10 @@ class JointAxis:
     drive_acceleration: bool = False
     """True: ``target_ke``/``target_kd`` are accelerations per error (1/s^2, 1/s), which the solver scales by
     the DOF's effective inertia every step (UsdPhysics acceleration drives); False: forces per error."""
+
+
+def _kind_of(tables, name):
+    return next(kind for kind, names in tables.items() if name in names)
 
 
 def _xform(x):
@@ -110,6 +115,8 @@ class ModelBuilder:
         self.equality_type, self.equality_body1, self.equality_body2 = [], [], []
         self.equality_anchor, self.equality_active, self.equality_label = [], [], []
         self.equality_relpose = []  # (pos, quat) or None: the initial relative pose
+        # worlds: replicate() makes num_worlds identical copies, world after world
+        self.num_worlds = 1
 
     # ------------------------------------------------------------------ counts
     @property
@@ -124,6 +131,75 @@ class ModelBuilder:
     def joint_count(self) -> int:
         return len(self.joint_type)
 
+    # ------------------------------------------------------------------ worlds
+    # Every per-element list, by the element kind that indexes it. replicate() copies each of them, so
+    # a list added to __init__ must be listed here (replicate checks).
+    _ELEMENT_LISTS = {
+        "body": ("body_q", "body_qd", "body_label", "body_mass", "body_com", "body_inertia", "_body_mass_explicit"),
+        "shape": (
+            "shape_body", "shape_type", "shape_transform", "shape_scale", "shape_source", "shape_label",
+            "shape_collision_enabled", "shape_material_mu", "shape_material_restitution",
+            "shape_material_mu_torsional", "shape_material_mu_rolling", "shape_margin", "shape_gap",
+        ),
+        "joint": (
+            "joint_type", "joint_parent", "joint_child", "joint_label", "joint_X_p", "joint_X_c", "joint_q",
+            "joint_qd", "joint_dof_dim", "joint_articulation",
+        ),
+        "dof": (
+            "joint_axis", "joint_limit_lower", "joint_limit_upper", "joint_limited", "joint_target_ke",
+            "joint_target_kd", "joint_target_mode", "joint_target_pos", "joint_target_vel", "joint_effort_limit",
+            "joint_armature", "joint_friction", "joint_drive_acceleration",
+        ),
+        "articulation": ("articulation_label",),
+        "pair": ("body_collision_filter_pairs",),
+        "site": ("site_body", "site_transform", "site_type", "site_size", "site_label"),
+        "equality": (
+            "equality_type", "equality_body1", "equality_body2", "equality_anchor", "equality_active",
+            "equality_label", "equality_relpose",
+        ),
+    }  # fmt: skip
+    _BODY_REFS = ("shape_body", "joint_parent", "joint_child", "site_body", "equality_body1", "equality_body2")
+
+    def replicate(self, num_worlds: int) -> None:
+        """Make the model ``num_worlds`` identical, independent worlds: everything added so far becomes
+        world 0 and is copied into worlds 1 .. n-1 (bodies, static shapes, joints, sites, constraints,
+        MuJoCo values; labels are kept, so a prim path names its element in every world). Worlds do not
+        interact; they all start from the same state. Call it once, after everything is added."""
+        n = int(num_worlds)
+        if n < 1:
+            raise ValueError(f"num_worlds must be >= 1, got {num_worlds}")
+        if self.num_worlds != 1:
+            raise ValueError("replicate() was already called on this builder")
+        listed = {name for names in self._ELEMENT_LISTS.values() for name in names}
+        unlisted = [k for k, v in vars(self).items() if isinstance(v, list) and k not in listed]
+        if unlisted:  # a programming error: a new per-element list not taught to replicate()
+            raise RuntimeError(f"ModelBuilder.replicate does not know how to copy {unlisted}")
+        counts = {kind: len(getattr(self, names[0])) for kind, names in self._ELEMENT_LISTS.items()}
+        counts["dof"] = len(self.joint_axis)
+        nb, na = counts["body"], counts["articulation"]
+        for w in range(1, n):
+            for names in self._ELEMENT_LISTS.values():
+                for name in names:
+                    values = getattr(self, name)
+                    base = values[: counts[_kind_of(self._ELEMENT_LISTS, name)]]
+                    if name in self._BODY_REFS:
+                        values.extend(b + w * nb if b >= 0 else b for b in base)
+                    elif name == "joint_articulation":
+                        values.extend(a + w * na if a >= 0 else a for a in base)
+                    elif name == "body_collision_filter_pairs":
+                        values.extend((b1 + w * nb, b2 + w * nb) for b1, b2 in base)
+                    else:
+                        values.extend(copy.deepcopy(base))
+        for (kind, _), values in self._mujoco_elements.items():
+            for i, v in list(values.items()):
+                for w in range(1, n):
+                    values[i + w * counts[kind]] = copy.deepcopy(v)
+        self.num_worlds = n
+
+    def _check_not_replicated(self):
+        if self.num_worlds != 1:
+            raise ValueError("the builder was replicated into worlds: add everything before replicate()")
+
     # ------------------------------------------------------------------ bodies
     def add_body(self, xform=None, *, mass=None, com=None, inertia=None, velocity=None, label=None) -> int:
         """Add a rigid body.
@@ -135,6 +211,7 @@ class ModelBuilder:
             velocity: initial spatial velocity (linear velocity of the body origin, angular), world frame.
             label: a unique name, by convention the prim path.
         """
+        self._check_not_replicated()
         p, q = _xform(xform)
         self.body_q.append((p, q))
         self.body_qd.append(np.zeros(6) if velocity is None else np.asarray(velocity, dtype=np.float64))
@@ -183,6 +260,7 @@ class ModelBuilder:
         sliding friction coefficient, ``mu_torsional`` and ``mu_rolling`` are in meters (MuJoCo's
         convention); contacts are detected within ``margin + gap`` and active within ``margin``.
         """
+        self._check_not_replicated()
         p, q = _xform(xform)
         geo_type = GeoType(geo_type)
         if geo_type == GeoType.MESH and mesh is None:
@@ -356,6 +434,7 @@ class ModelBuilder:
         articulation,
         label,
     ) -> int:
+        self._check_not_replicated()
         if child < 0 or child >= self.body_count:
             raise ValueError(f"joint child body {child} does not exist")
         nd = len(dofs)
@@ -431,6 +510,7 @@ class ModelBuilder:
         ``relpose`` (position, Warp quat) relative to body1, by default its initial one; ``anchor`` (in
         body2's frame) is where the constraint acts.
         """
+        self._check_not_replicated()
         if kind not in EQUALITY_KINDS:
             raise ValueError(f"unknown equality kind {kind!r}; valid: {', '.join(EQUALITY_KINDS)}")
         self.equality_type.append(EQUALITY_KINDS.index(kind))
@@ -447,6 +527,7 @@ class ModelBuilder:
 
         ``geo_type`` and ``size`` (as :class:`GeoType`'s ``shape_scale``) are for display only.
         """
+        self._check_not_replicated()
         self.site_body.append(int(body))
         self.site_transform.append(_xform(xform))
         self.site_type.append(GeoType(geo_type))
@@ -611,6 +692,11 @@ class ModelBuilder:
         m = Model(device)
         dev = m.device
         m.source = self.source
+        m.num_worlds = n_worlds = self.num_worlds
+
+        def world_of(count):  # elements are replicated world after world
+            return np.repeat(np.arange(n_worlds), count // n_worlds)
+
         m.gravity = wp.vec3(*self.gravity)
         for k, v in self.mujoco.items():
             setattr(m.mujoco, k, v)
@@ -624,6 +710,7 @@ class ModelBuilder:
         }
         for k, v in self._mujoco_arrays(counts).items():
             setattr(m.mujoco, k, v)
+        m.mujoco_element_kind = {name: kind for kind, name in self._mujoco_elements}
 
         def arr(values, dtype, shape_tail=()):
             a = np.asarray(values, dtype=np.float64 if dtype not in (wp.int32, wp.bool) else None)
@@ -656,7 +743,7 @@ class ModelBuilder:
         m.body_inertia = arr(inertia, wp.mat33, (3, 3))
         inv = [np.linalg.inv(i) if np.linalg.det(i) > 0 else np.zeros((3, 3)) for i in inertia]
         m.body_inv_inertia = arr(inv, wp.mat33, (3, 3))
-        m.body_world = arr(np.zeros(self.body_count), wp.int32)
+        m.body_world = arr(world_of(self.body_count), wp.int32)
         m.body_label = list(self.body_label)
 
         m.shape_count = self.shape_count
@@ -672,7 +759,7 @@ class ModelBuilder:
         m.shape_material_mu_rolling = arr(self.shape_material_mu_rolling, wp.float32)
         m.shape_margin = arr(self.shape_margin, wp.float32)
         m.shape_gap = arr(self.shape_gap, wp.float32)
-        m.shape_world = arr([-1 if b < 0 else 0 for b in self.shape_body], wp.int32)
+        m.shape_world = arr(world_of(self.shape_count), wp.int32)
         m.shape_label = list(self.shape_label)
 
         m.joint_count = self.joint_count
@@ -708,7 +795,7 @@ class ModelBuilder:
         m.joint_armature = arr(self.joint_armature, wp.float32)
         m.joint_friction = arr(self.joint_friction, wp.float32)
         m.joint_articulation = arr(self.joint_articulation, wp.int32)
-        m.joint_world = arr(np.zeros(self.joint_count), wp.int32)
+        m.joint_world = arr(world_of(self.joint_count), wp.int32)
         m.joint_label = list(self.joint_label)
 
         m.equality_count = len(self.equality_type)

@@ -14,7 +14,53 @@ Labels are prim paths.
 
 from __future__ import annotations
 
+import numpy as np
 import warp as wp
+
+# Per-element model arrays by the kind of element that indexes them (for Model.world_view).
+_WORLD_ARRAYS = {
+    "body": (
+        "body_q", "body_qd", "body_com", "body_mass", "body_inv_mass", "body_inertia", "body_inv_inertia",
+        "body_world", "body_label",
+    ),
+    "shape": (
+        "shape_type", "shape_transform", "shape_scale", "shape_source", "shape_collision_enabled",
+        "shape_material_mu", "shape_material_restitution", "shape_material_mu_torsional",
+        "shape_material_mu_rolling", "shape_margin", "shape_gap", "shape_world", "shape_label",
+    ),
+    "joint": ("joint_type", "joint_X_p", "joint_X_c", "joint_dof_dim", "joint_world", "joint_label"),
+    "coord": ("joint_q",),
+    "dof": (
+        "joint_qd", "joint_axis", "joint_limited", "joint_limit_lower", "joint_limit_upper", "joint_target_ke",
+        "joint_target_kd", "joint_target_mode", "joint_target_pos", "joint_target_vel", "joint_effort_limit",
+        "joint_drive_acceleration", "joint_armature", "joint_friction",
+    ),
+    "equality": (
+        "equality_type", "equality_anchor", "equality_active", "equality_relpose", "equality_label",
+    ),
+    "site": ("site_transform", "site_type", "site_size", "site_label"),
+    "articulation": ("articulation_label",),
+}  # fmt: skip
+# Index arrays: (kind indexed by, kind of the index values); -1 stays -1.
+_WORLD_INDEX_ARRAYS = {
+    "shape_body": ("shape", "body"),
+    "joint_parent": ("joint", "body"),
+    "joint_child": ("joint", "body"),
+    "joint_articulation": ("joint", "articulation"),
+    "equality_body1": ("equality", "body"),
+    "equality_body2": ("equality", "body"),
+    "site_body": ("site", "body"),
+}
+_COUNTS = {
+    "body": "body_count",
+    "shape": "shape_count",
+    "joint": "joint_count",
+    "coord": "joint_coord_count",
+    "dof": "joint_dof_count",
+    "equality": "equality_count",
+    "site": "site_count",
+    "articulation": "articulation_count",
+}
 
 
 class Model:
@@ -25,6 +71,9 @@ class Model:
         body_q, body_qd: initial body poses and velocities (copied into each new State).
         body_com, body_mass, body_inv_mass, body_inertia, body_inv_inertia: mass properties; COM in
             the body frame, inertia about the COM in body-frame axes.
+        num_worlds: how many identical, independent worlds the model holds (see
+            :meth:`ModelBuilder.replicate`); every per-element array holds world 0's elements, then
+            world 1's, and so on (:meth:`world_ranges`, :meth:`world_view`).
         body_world: world index of each body. body_label: list of prim paths.
         shape_body (-1: static, attached to the world), shape_type (:class:`GeoType`),
         shape_transform (shape frame in its body frame), shape_scale (size parameters),
@@ -56,9 +105,59 @@ class Model:
     def __init__(self, device=None):
         self.device = wp.get_device(device)
         self.num_worlds = 1
+        self.mujoco_element_kind = {}
         self.gravity = wp.vec3(0.0, 0.0, -9.81)
         self.mujoco = _Namespace()
         self.source = None
+
+    def world_ranges(self, world: int = 0) -> dict:
+        """Element kind ("body", "shape", "joint", "coord", "dof", "equality", "site", "articulation")
+        -> (start, end) of world ``world``'s elements (worlds are stored one after another)."""
+        n = self.num_worlds
+        if not 0 <= world < n:
+            raise IndexError(f"world {world} does not exist (the model has {n})")
+        out = {}
+        for kind in ("body", "shape", "joint", "equality", "site", "articulation"):
+            per = getattr(self, _COUNTS[kind]) // n
+            out[kind] = (world * per, (world + 1) * per)
+        j0, j1 = out["joint"]
+        q_start, qd_start = self.joint_q_start.numpy(), self.joint_qd_start.numpy()
+        out["coord"] = (int(q_start[j0]), int(q_start[j1]))
+        out["dof"] = (int(qd_start[j0]), int(qd_start[j1]))
+        return out
+
+    def world_view(self, world: int = 0) -> "Model":
+        """A one-world Model of world ``world``: its elements, indexed from 0 (arrays are slices of this
+        model's where no index needs rebasing). The model itself when it has one world."""
+        if self.num_worlds == 1:
+            return self
+        ranges = self.world_ranges(world)
+        view = Model.__new__(Model)
+        view.__dict__.update(self.__dict__)
+        view.num_worlds = 1
+        for kind, names in _WORLD_ARRAYS.items():
+            lo, hi = ranges[kind]
+            for name in names:
+                setattr(view, name, _slice(getattr(self, name), lo, hi))
+            setattr(view, _COUNTS[kind], hi - lo)
+        for name, (kind, target) in _WORLD_INDEX_ARRAYS.items():
+            lo, hi = ranges[kind]
+            values = getattr(self, name).numpy()[lo:hi]
+            rebased = np.where(values >= 0, values - ranges[target][0], values).astype(np.int32)
+            setattr(view, name, wp.array(rebased, dtype=wp.int32, device=self.device))
+        j0, j1 = ranges["joint"]
+        for name, kind in (("joint_q_start", "coord"), ("joint_qd_start", "dof")):
+            start = getattr(self, name).numpy()[j0 : j1 + 1] - ranges[kind][0]
+            setattr(view, name, wp.array(start.astype(np.int32), dtype=wp.int32, device=self.device))
+        b0, b1 = ranges["body"]
+        view.body_collision_filter_pairs = [
+            (p - b0, q - b0) for p, q in self.body_collision_filter_pairs if b0 <= p < b1 and b0 <= q < b1
+        ]
+        view.mujoco = _Namespace()
+        for name, value in vars(self.mujoco).items():
+            kind = self.mujoco_element_kind.get(name)
+            setattr(view.mujoco, name, value[slice(*ranges[kind])] if kind else value)
+        return view
 
     def state(self) -> "State":
         """A new State holding copies of the model's initial body and joint state."""
@@ -78,7 +177,8 @@ class Model:
         c.joint_f = wp.zeros(self.joint_dof_count, dtype=wp.float32, device=self.device)
         c.mujoco = _Namespace()
         # One control per MjcActuator prim (model.mujoco.actuator), in its own units.
-        c.mujoco.ctrl = wp.zeros(len(getattr(self.mujoco, "actuator", ())), dtype=wp.float32, device=self.device)
+        n = len(getattr(self.mujoco, "actuator", ())) * self.num_worlds  # world after world
+        c.mujoco.ctrl = wp.zeros(n, dtype=wp.float32, device=self.device)
         return c
 
     def contacts(self, capacity: int = 1024) -> "Contacts":
@@ -123,6 +223,13 @@ class Contacts:
         self.rigid_contact_point = wp.zeros(capacity, dtype=wp.vec3, device=device)
         self.rigid_contact_normal = wp.zeros(capacity, dtype=wp.vec3, device=device)
         self.rigid_contact_depth = wp.zeros(capacity, dtype=wp.float32, device=device)
+
+
+def _slice(values, lo, hi):
+    """``values[lo:hi]`` for lists, numpy and Warp arrays (Warp refuses empty slices)."""
+    if isinstance(values, wp.array) and hi <= lo:
+        return wp.empty(0, dtype=values.dtype, device=values.device)
+    return values[lo:hi]
 
 
 class _Namespace:

@@ -139,7 +139,7 @@ class CoordinateMap:
     def ctrl(self, ke, kd, target_pos, target_vel):
         """Actuator controls ``ke * target_pos + kd * target_vel`` for the driven DOFs."""
         d = self.actuator_dof
-        return ke[d] * target_pos[..., d] + kd[d] * target_vel[..., d]
+        return ke[..., d] * target_pos[..., d] + kd[..., d] * target_vel[..., d]
 
     def qfrc(self, joint_f, qfrc_out):
         """Generalized forces of scalar DOFs into MuJoCo ``qfrc_applied`` (in place)."""

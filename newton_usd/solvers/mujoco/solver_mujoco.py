@@ -8,7 +8,10 @@ steps the engine once, and pulls joint coordinates and body poses and velocities
 
 from __future__ import annotations
 
+import copy
 import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import mujoco
 import numpy as np
@@ -54,32 +57,86 @@ class SolverMuJoCo(SolverBase):
         if backend == "auto":
             backend = "warp" if model.device.is_cuda else "cpu"
         self.backend = backend
+        self.num_worlds = model.num_worlds
         self.diagnostics = Diagnostics()
-        spec, handles = build_spec(model, self.diagnostics, options)
-        self.mj_model, self.spec_map = compile_spec(spec, handles, model, file=model.source)
-        self.mj_data = mujoco.MjData(self.mj_model)
+        # One MuJoCo model for world 0; every world is a copy of it (ModelBuilder.replicate).
+        world0 = model.world_view(0)
+        spec, handles = build_spec(world0, self.diagnostics, options)
+        self._spec = spec
+        self.mj_model, self.spec_map = compile_spec(spec, handles, world0, file=model.source)
         if self.mj_model.opt.solver == mujoco.mjtSolver.mjSOL_PGS and backend == "warp":
             self.diagnostics.add("MuJoCo-Warp has no PGS solver: the warp backend uses Newton", "PhysicsScene")
             self.mj_model.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
         self.diagnostics.emit(model.source)
-        self.map = CoordinateMap(model, self.mj_model, self.spec_map)
+        self.map = CoordinateMap(world0, self.mj_model, self.spec_map)
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
-        self._ke = model.joint_target_ke.numpy().astype(np.float64)
-        self._kd = model.joint_target_kd.numpy().astype(np.float64)
         self._dt = None
         self._last_out = None  # (state, joint_q, joint_qd) as this solver wrote them
+        # Worlds share one MjModel until their parameters differ (per-world values, acceleration drives).
+        self.mj_models = [self.mj_model] * self.num_worlds
+        self.mj_datas = [mujoco.MjData(self.mj_model) for _ in range(self.num_worlds)]
+        self.mj_data = self.mj_datas[0]
+        self._pool = None
+        self._set_gains(model)
+        self._init_acceleration_drives(world0)
+        if self._worlds_differ(model, self._IN_PLACE - {"gravity"}) or (self.num_worlds > 1 and len(self._accel)):
+            self._split_models(model)
         # Start from the model's initial state so that mj_data is valid before the first step.
-        self.map.to_mujoco(
-            model.joint_q.numpy().astype(np.float64),
-            model.joint_qd.numpy().astype(np.float64),
-            self.mj_data.qpos,
-            self.mj_data.qvel,
-        )
-        mujoco.mj_forward(self.mj_model, self.mj_data)
+        jq, jqd = self._per_world(model.joint_q), self._per_world(model.joint_qd)
+        for w, d in enumerate(self.mj_datas):
+            self.map.to_mujoco(jq[w], jqd[w], d.qpos, d.qvel)
+            mujoco.mj_forward(self.mj_models[w], d)
         self.mjw_model = self.mjw_data = None
-        self._init_acceleration_drives(model)
+        self._scale_acceleration_drives()
         if backend == "warp":
             self._init_warp(nconmax, njmax)
+
+    # ------------------------------------------------------------------ worlds
+    def _per_world(self, array, dtype=np.float64) -> np.ndarray:
+        """A model-sized Warp array as numpy ``(num_worlds, per world, ...)``."""
+        a = array.numpy()
+        return a.reshape((self.num_worlds, -1) + a.shape[1:]).astype(dtype, copy=False)
+
+    def _set_gains(self, model):
+        self._ke = self._per_world(model.joint_target_ke)
+        self._kd = self._per_world(model.joint_target_kd)
+
+    def _worlds_differ(self, model, names) -> bool:
+        """Whether any value named in ``names`` differs between the worlds of ``model``."""
+        if self.num_worlds == 1:
+            return False
+        for name in names:
+            if name == "gravity":
+                continue
+            values = self._per_world(getattr(model, name), np.float64).reshape(self.num_worlds, -1)
+            if not np.array_equal(values, np.broadcast_to(values[:1], values.shape)):
+                return True
+        return False
+
+    def _split_models(self, model):
+        """Give every world an MjModel of its own, holding that world's values (domain randomization)."""
+        if self.mj_models[-1] is not self.mj_model:
+            return
+        self.mj_models = [self.mj_model] + [copy.copy(self.mj_model) for _ in range(self.num_worlds - 1)]
+        for w in range(1, self.num_worlds):
+            self._write_parameters(w, model.world_view(w), self._IN_PLACE - {"gravity"})
+
+    def _step_worlds(self):
+        """``mj_step`` every world (in threads when there are several: MuJoCo releases the GIL)."""
+        if self.num_worlds == 1:
+            self._step_world(0)
+            return
+        if self._pool is None:
+            workers = min(self.num_worlds, os.cpu_count() or 1)
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="newton_usd-mujoco")
+            chunks = np.array_split(np.arange(self.num_worlds), workers)
+            self._chunks = [c for c in chunks if len(c)]
+        list(self._pool.map(lambda chunk: [self._step_world(w) for w in chunk], self._chunks))
+
+    def _step_world(self, w):
+        if len(self._accel):
+            self._scale_world_drives(w)
+        mujoco.mj_step(self.mj_models[w], self.mj_datas[w])
 
     # ------------------------------------------------------------------ warp backend
     def _init_warp(self, nconmax, njmax):
@@ -92,32 +149,64 @@ class SolverMuJoCo(SolverBase):
         if njmax is None:
             njmax = max(128, 6 * nconmax + 2 * m.njnt + 6 * m.neq)
         with wp.ScopedDevice(self.device):
-            self.mjw_model = mjw.put_model(m)
-            self.mjw_data = mjw.put_data(m, self.mj_data, nworld=1, nconmax=nconmax, njmax=njmax)
+            self._put_warp_model()
+            self.mjw_data = mjw.put_data(m, self.mj_data, nworld=self.num_worlds, nconmax=nconmax, njmax=njmax)
+            if self.num_worlds > 1:
+                for name in ("qpos", "qvel"):
+                    getattr(self.mjw_data, name).assign(
+                        np.stack([getattr(d, name) for d in self.mj_datas]).astype(np.float32)
+                    )
+
+    def _put_warp_model(self):
+        """The MuJoCo-Warp model of world 0, with a per-world batch for every field that differs."""
+        self.mjw_model = self._mjw.put_model(self.mj_model)
+        if self.mj_models[-1] is not self.mj_model:
+            self._batch_warp_fields()
+
+    def _batch_warp_fields(self, names=None):
+        hints = type(self.mjw_model).__annotations__
+        for name in names or hints:
+            shape = getattr(hints.get(name), "shape", None)
+            if not shape or shape[0] != "*" or not hasattr(self.mj_model, name):
+                continue
+            values = np.stack([np.asarray(getattr(m, name)) for m in self.mj_models])
+            if np.array_equal(values, np.broadcast_to(values[:1], values.shape)) and names is None:
+                continue
+            if values.dtype == np.float64:
+                values = values.astype(np.float32)
+            dtype = getattr(self.mjw_model, name).dtype
+            setattr(self.mjw_model, name, wp.array(values, dtype=dtype, device=self.device))
 
     # ------------------------------------------------------------------ acceleration drives
-    def _init_acceleration_drives(self, model):
+    def _init_acceleration_drives(self, world0):
         """Drive actuators whose gains are accelerations, and the MuJoCo DOF each drives."""
-        accel = model.joint_drive_acceleration.numpy()[self.map.actuator_dof] if len(self.map.actuator_dof) else []
+        drives = self.map.actuator_dof
+        accel = world0.joint_drive_acceleration.numpy()[drives] if len(drives) else []
         self._accel = np.nonzero(accel)[0]
-        dofs = self.map.actuator_dof[self._accel]
         self._accel_mj_dof = np.array(
-            [self.mj_model.jnt_dofadr[self.spec_map.dof_mj[dof]] for dof in dofs], dtype=np.int64
+            [self.mj_model.jnt_dofadr[self.spec_map.dof_mj[dof]] for dof in drives[self._accel]], dtype=np.int64
         )
-        self._scale_acceleration_drives()
 
     def _scale_acceleration_drives(self, qpos=None):
-        """Give each acceleration drive the gains ``m_eff * ke`` and ``m_eff * kd``, where ``m_eff`` is its
-        DOF's effective inertia ``1 / (M^-1)_ii`` (the inertia a unit impulse on that DOF meets, the other
-        DOFs free; armature included), so that the drive's motion does not depend on the masses.
+        """Scale the acceleration drives of every world (``qpos``: the warp backend's state, per world)."""
+        if not len(self._accel):
+            return
+        for w in range(self.num_worlds):
+            self._scale_world_drives(w, None if qpos is None else qpos[w])
+        if self.mjw_model is not None:
+            self._batch_warp_fields(("actuator_gainprm", "actuator_biasprm"))
+
+    def _scale_world_drives(self, w, qpos=None):
+        """Give each acceleration drive of world ``w`` the gains ``m_eff * ke`` and ``m_eff * kd``, where
+        ``m_eff`` is its DOF's effective inertia ``1 / (M^-1)_ii`` (the inertia a unit impulse on that DOF
+        meets, the other DOFs free; armature included), so that the drive's motion does not depend on
+        the masses.
 
         ``M`` is the mass matrix MuJoCo factorized at the start of the last step (C MuJoCo), or at
-        ``qpos`` (the warp backend's state, factorized here on the host).
+        ``qpos`` (factorized here).
         """
+        m, d = self.mj_models[w], self.mj_datas[w]
         n = len(self._accel)
-        if not n:
-            return
-        m, d = self.mj_model, self.mj_data
         if qpos is not None:
             d.qpos[:] = qpos
             for stage in (mujoco.mj_kinematics, mujoco.mj_comPos, mujoco.mj_crb, mujoco.mj_factorM):
@@ -129,18 +218,16 @@ class SolverMuJoCo(SolverBase):
         m_eff = 1.0 / response[np.arange(n), self._accel_mj_dof]
         dofs = self.map.actuator_dof[self._accel]
         m.actuator_gainprm[self._accel, 0] = m_eff
-        m.actuator_biasprm[self._accel, 1] = -m_eff * self._ke[dofs]
-        m.actuator_biasprm[self._accel, 2] = -m_eff * self._kd[dofs]
-        if self.mjw_model is not None:
-            self.mjw_model.actuator_gainprm.assign(m.actuator_gainprm[None].astype(np.float32))
-            self.mjw_model.actuator_biasprm.assign(m.actuator_biasprm[None].astype(np.float32))
+        m.actuator_biasprm[self._accel, 1] = -m_eff * self._ke[w, dofs]
+        m.actuator_biasprm[self._accel, 2] = -m_eff * self._kd[w, dofs]
 
     # ------------------------------------------------------------------ stepping
     def _set_timestep(self, dt: float):
         if dt == self._dt:
             return
         self._dt = dt
-        self.mj_model.opt.timestep = dt
+        for m in {id(m): m for m in self.mj_models}.values():
+            m.opt.timestep = dt
         if self.mjw_model is not None:
             self.mjw_model.opt.timestep.fill_(dt)
 
@@ -154,47 +241,55 @@ class SolverMuJoCo(SolverBase):
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         self._set_timestep(float(dt))
-        d = self.mj_data
+        W = self.num_worlds
+        datas = self.mj_datas
         push = self._needs_push(state_in)
         if push:
-            self.map.to_mujoco(
-                state_in.joint_q.numpy().astype(np.float64),
-                state_in.joint_qd.numpy().astype(np.float64),
-                d.qpos,
-                d.qvel,
-            )
+            jq, jqd = self._per_world(state_in.joint_q), self._per_world(state_in.joint_qd)
+            for w, d in enumerate(datas):
+                self.map.to_mujoco(jq[w], jqd[w], d.qpos, d.qvel)
+        ctrl = qfrc = None
         if control is not None:
+            ctrl = np.zeros((W, self.mj_model.nu))
             if len(self.map.actuator_dof):
-                d.ctrl[:] = self.map.ctrl(
-                    self._ke, self._kd, control.joint_target_pos.numpy(), control.joint_target_vel.numpy()
-                )
-            self.map.qfrc(control.joint_f.numpy(), d.qfrc_applied)
-            ctrl = getattr(getattr(control, "mujoco", None), "ctrl", None)
-            if ctrl is not None and len(self._mjc_ctrl):
+                targets = self._per_world(control.joint_target_pos), self._per_world(control.joint_target_vel)
+                ctrl[:, : len(self.map.actuator_dof)] = self.map.ctrl(self._ke, self._kd, *targets)
+            qfrc = np.zeros((W, self.mj_model.nv))
+            self.map.qfrc(self._per_world(control.joint_f), qfrc)
+            mjc = getattr(getattr(control, "mujoco", None), "ctrl", None)
+            if mjc is not None and len(self._mjc_ctrl):
                 built = self._mjc_ctrl >= 0
-                d.ctrl[self._mjc_ctrl[built]] = ctrl.numpy()[built]
+                ctrl[:, self._mjc_ctrl[built]] = self._per_world(mjc)[:, built]
+            for w, d in enumerate(datas):
+                d.ctrl[:] = ctrl[w]
+                d.qfrc_applied[:] = qfrc[w]
         if self.backend == "cpu":
-            self._scale_acceleration_drives(d.qpos.copy() if push and len(self._accel) else None)
-            mujoco.mj_step(self.mj_model, d)
+            if push and len(self._accel):  # factorize M at the pushed state
+                for w, d in enumerate(datas):
+                    self._scale_world_drives(w, d.qpos.copy())
+            self._step_worlds()
             self._check_warnings()
-            qpos, qvel = d.qpos, d.qvel
-            body = (d.xpos, d.xquat, d.xipos, d.cvel, d.subtree_com)
+            qpos = np.stack([d.qpos for d in datas])
+            qvel = np.stack([d.qvel for d in datas])
+            body = tuple(np.stack([getattr(d, n) for d in datas]) for n in self._BODY_FIELDS)
         else:
             w = self.mjw_data
             if push:
-                w.qpos.assign(d.qpos[None].astype(np.float32))
-                w.qvel.assign(d.qvel[None].astype(np.float32))
-            if control is not None:
+                w.qpos.assign(np.stack([d.qpos for d in datas]).astype(np.float32))
+                w.qvel.assign(np.stack([d.qvel for d in datas]).astype(np.float32))
+            if ctrl is not None:
                 if self.mj_model.nu:
-                    w.ctrl.assign(d.ctrl[None].astype(np.float32))
-                w.qfrc_applied.assign(d.qfrc_applied[None].astype(np.float32))
+                    w.ctrl.assign(ctrl.astype(np.float32))
+                w.qfrc_applied.assign(qfrc.astype(np.float32))
             with wp.ScopedDevice(self.device):
                 if len(self._accel):
-                    self._scale_acceleration_drives(w.qpos.numpy()[0].astype(np.float64))
+                    self._scale_acceleration_drives(w.qpos.numpy().astype(np.float64))
                 self._mjw.step(self.mjw_model, w)
-            qpos, qvel = w.qpos.numpy()[0], w.qvel.numpy()[0]
-            body = tuple(a.numpy()[0] for a in (w.xpos, w.xquat, w.xipos, w.cvel, w.subtree_com))
+            qpos, qvel = w.qpos.numpy(), w.qvel.numpy()
+            body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
         self._pull(qpos, qvel, body, state_out)
+
+    _BODY_FIELDS = ("xpos", "xquat", "xipos", "cvel", "subtree_com")
 
     _BAD_STATE = (
         (mujoco.mjtWarning.mjWARN_BADQPOS, "position"),
@@ -204,29 +299,39 @@ class SolverMuJoCo(SolverBase):
 
     def _check_warnings(self):
         """C MuJoCo silently resets the state when it goes NaN/Inf/huge; report that as a blow-up instead."""
-        for warning, what in self._BAD_STATE:
-            info = self.mj_data.warning[warning]
-            if info.number > 0:
-                dof = int(info.lastinfo)
-                label = None
-                if 0 <= dof < self.mj_model.nv:
-                    mj_joint = int(self.mj_model.dof_jntid[dof])
-                    hits = np.nonzero(self.spec_map.joint_mj == mj_joint)[0]
-                    label = self.model.joint_label[int(hits[0])] if len(hits) else None
-                info.number = 0
-                raise SimulationError(f"the {what} became NaN, infinite or huge (the simulation blew up)", label=label)
+        for w, d in enumerate(self.mj_datas):
+            for warning, what in self._BAD_STATE:
+                info = d.warning[warning]
+                if info.number > 0:
+                    dof = int(info.lastinfo)
+                    label = None
+                    if 0 <= dof < self.mj_model.nv:
+                        mj_joint = int(self.mj_model.dof_jntid[dof])
+                        hits = np.nonzero(self.spec_map.joint_mj == mj_joint)[0]
+                        label = self.model.joint_label[int(hits[0])] if len(hits) else None
+                    info.number = 0
+                    where = f" in world {w}" if self.num_worlds > 1 else ""
+                    raise SimulationError(
+                        f"the {what} became NaN, infinite or huge{where} (the simulation blew up)", label=label
+                    )
 
     def _pull(self, qpos, qvel, body, state_out):
-        jq = np.zeros(self.map.model_nq)
-        jqd = np.zeros(self.map.model_nv)
+        W = self.num_worlds
+        jq = np.zeros((W, self.map.model_nq))
+        jqd = np.zeros((W, self.map.model_nv))
         self.map.from_mujoco(np.asarray(qpos, dtype=np.float64), np.asarray(qvel, dtype=np.float64), jq, jqd)
         body_q, body_qd = self.map.body_state(*(np.asarray(x, dtype=np.float64) for x in body))
-        jq32, jqd32 = jq.astype(np.float32), jqd.astype(np.float32)
+        jq32, jqd32 = jq.reshape(-1).astype(np.float32), jqd.reshape(-1).astype(np.float32)
         _store(state_out.joint_q, jq32)
         _store(state_out.joint_qd, jqd32)
-        _store(state_out.body_q, body_q)
-        _store(state_out.body_qd, body_qd)
+        _store(state_out.body_q, body_q.reshape(-1, 7))
+        _store(state_out.body_qd, body_qd.reshape(-1, 6))
         self._last_out = (state_out, jq32, jqd32)
+
+    def save_mjcf(self, path) -> None:
+        """Write the MuJoCo model this solver built (world 0) as MJCF, for debugging."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self._spec.to_xml())
 
     # ------------------------------------------------------------------ live edits
     _IN_PLACE = frozenset(
@@ -238,7 +343,7 @@ class SolverMuJoCo(SolverBase):
         }
     )  # fmt: skip
     """Model values :meth:`update_parameters` writes into the compiled MuJoCo model (the targets are
-    controls, read each step)."""
+    controls, read each step). They may differ between worlds (domain randomization)."""
 
     def update_parameters(self, model, names) -> set:
         names = set(names)
@@ -251,44 +356,56 @@ class SolverMuJoCo(SolverBase):
         leftover = names - self._IN_PLACE
         if leftover:
             return leftover
-        m, smap = self.mj_model, self.spec_map
+        if self._worlds_differ(model, names):
+            self._split_models(model)
+        self._set_gains(model)
+        shared = self.mj_models[-1] is self.mj_model
+        for w in range(1 if shared else self.num_worlds):
+            self._write_parameters(w, model.world_view(w), names)
+        if self.mjw_model is not None:
+            with wp.ScopedDevice(self.device):
+                self._put_warp_model()
+        self.model = model
+        return set()
+
+    def _write_parameters(self, w, world, names):
+        """Write the values named in ``names`` of the one-world model ``world`` into world ``w``'s MjModel."""
+        m, smap = self.mj_models[w], self.spec_map
         if "gravity" in names:
-            m.opt.gravity[:] = np.array(model.gravity, dtype=np.float64)
+            m.opt.gravity[:] = np.array(world.gravity, dtype=np.float64)
         if names & {"body_mass", "body_inertia", "body_com"}:
             mass, inertia, com = (
-                getattr(model, n).numpy().astype(np.float64) for n in ("body_mass", "body_inertia", "body_com")
+                getattr(world, n).numpy().astype(np.float64) for n in ("body_mass", "body_inertia", "body_com")
             )
             for b, mb in enumerate(smap.body_mj):
                 m.body_mass[mb] = mass[b]
                 m.body_inertia[mb], m.body_iquat[mb] = mj_inertial(mass[b], inertia[b])
                 m.body_ipos[mb] = com[b]
         if names & {"joint_limit_lower", "joint_limit_upper", "joint_limited"}:
-            lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
-            limited = model.joint_limited.numpy()
+            lower, upper = world.joint_limit_lower.numpy(), world.joint_limit_upper.numpy()
+            limited = world.joint_limited.numpy()
             for dof, mj in enumerate(smap.dof_mj):
                 if mj >= 0:
                     m.jnt_limited[mj] = bool(limited[dof])
                     m.jnt_range[mj] = (lower[dof], upper[dof]) if limited[dof] else (0.0, 0.0)
         n_drives = len(self.map.actuator_dof)
         if names & {"joint_target_ke", "joint_target_kd"}:
-            self._ke = model.joint_target_ke.numpy().astype(np.float64)
-            self._kd = model.joint_target_kd.numpy().astype(np.float64)
-            m.actuator_biasprm[:n_drives, 1] = -self._ke[self.map.actuator_dof]
-            m.actuator_biasprm[:n_drives, 2] = -self._kd[self.map.actuator_dof]
+            m.actuator_biasprm[:n_drives, 1] = -self._ke[w, self.map.actuator_dof]
+            m.actuator_biasprm[:n_drives, 2] = -self._kd[w, self.map.actuator_dof]
         if "joint_effort_limit" in names:
-            limit = model.joint_effort_limit.numpy().astype(np.float64)[self.map.actuator_dof]
+            limit = world.joint_effort_limit.numpy().astype(np.float64)[self.map.actuator_dof]
             m.actuator_forcelimited[:n_drives] = limit < UNLIMITED_EFFORT
             m.actuator_forcerange[:n_drives] = np.stack([-limit, limit], axis=1)
         for name, field in (("joint_armature", m.dof_armature), ("joint_friction", m.dof_frictionloss)):
             if name in names:
-                values = getattr(model, name).numpy()
+                values = getattr(world, name).numpy()
                 for dof, mj in enumerate(smap.dof_mj):
                     if mj >= 0:
                         field[m.jnt_dofadr[mj]] = values[dof]
         if names & {"shape_material_mu", "shape_material_mu_torsional", "shape_material_mu_rolling"}:
             mu = np.stack(
                 [
-                    getattr(model, n).numpy()
+                    getattr(world, n).numpy()
                     for n in ("shape_material_mu", "shape_material_mu_torsional", "shape_material_mu_rolling")
                 ],
                 axis=1,
@@ -296,12 +413,7 @@ class SolverMuJoCo(SolverBase):
             built = smap.shape_mj >= 0
             m.geom_friction[smap.shape_mj[built]] = mu[built]
         if names & {"body_mass", "body_inertia", "body_com", "joint_armature"}:
-            mujoco.mj_setConst(m, self.mj_data)  # subtree masses, inverse weights (not cheap: only when needed)
-        if self.mjw_model is not None:
-            with wp.ScopedDevice(self.device):
-                self.mjw_model = self._mjw.put_model(m)
-        self.model = model
-        return set()
+            mujoco.mj_setConst(m, self.mj_datas[w])  # subtree masses, inverse weights (not cheap: only when needed)
 
     # ------------------------------------------------------------------ contacts
     def update_contacts(self, contacts) -> None:

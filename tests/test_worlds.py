@@ -1,0 +1,167 @@
+"""Several worlds in one model: ModelBuilder.replicate, Model.world_view, SolverMuJoCo stepping every
+world (one MjData per world on the CPU, nworld on MuJoCo-Warp), per-world parameters."""
+
+import math
+
+import numpy as np
+import pytest
+
+from newton_usd import ModelBuilder
+from newton_usd.solvers import SolverMuJoCo
+
+from conftest import SAMPLES
+from stages import pendulum
+
+
+def replicated(source, n):
+    b = ModelBuilder()
+    b.add_usd(source)
+    b.replicate(n)
+    return b
+
+
+def run(model, seconds, dt=1.0 / 240.0, state=None, backend="cpu", record=None):
+    solver = SolverMuJoCo(model, backend=backend)
+    s0 = state or model.state()
+    s1, control = model.state(), model.control()
+    out = []
+    for _ in range(int(round(seconds / dt))):
+        solver.step(s0, s1, control, None, dt)
+        s0, s1 = s1, s0
+        if record:
+            out.append(getattr(s0, record).numpy().copy())
+    return s0, solver, np.array(out)
+
+
+def test_replicate_copies_every_element_with_its_world():
+    one = ModelBuilder()
+    one.add_usd(str(SAMPLES / "cartpole.usda"))
+    b = replicated(str(SAMPLES / "cartpole.usda"), 3)
+    m = b.finalize("cpu")
+    assert m.num_worlds == 3
+    counts = (m.body_count, m.joint_count, m.shape_count)
+    assert counts == (3 * one.body_count, 3 * one.joint_count, 3 * one.shape_count)
+    assert m.body_world.numpy().tolist() == [0] * one.body_count + [1] * one.body_count + [2] * one.body_count
+    assert m.body_label[: one.body_count] == m.body_label[one.body_count : 2 * one.body_count]  # labels kept
+    parents = m.joint_parent.numpy().reshape(3, -1)
+    nb = one.body_count
+    np.testing.assert_array_equal(parents[1], np.where(parents[0] >= 0, parents[0] + nb, -1))
+    view = m.world_view(2)
+    assert view.body_count == nb and view.num_worlds == 1
+    np.testing.assert_array_equal(view.joint_parent.numpy(), parents[0])
+    np.testing.assert_array_equal(view.joint_q_start.numpy(), m.world_view(0).joint_q_start.numpy())
+    np.testing.assert_array_equal(view.shape_body.numpy(), m.world_view(0).shape_body.numpy())
+    assert m.world_ranges(1)["body"] == (nb, 2 * nb)
+    with pytest.raises(ValueError, match="replicate"):
+        b.add_body()
+    with pytest.raises(ValueError, match="already"):
+        b.replicate(2)
+
+
+def test_worlds_are_independent_and_each_matches_a_single_world_run():
+    angles = (3.0, 10.0, 25.0)
+    model = replicated(pendulum(angle_deg=0.0), len(angles)).finalize("cpu")
+    state = model.state()
+    state.joint_q.assign(np.radians(angles).astype(np.float32))
+    final, solver, q = run(model, 1.0, state=state, record="joint_q")
+    assert len(solver.mj_datas) == 3
+    for w, angle in enumerate(angles):
+        single = ModelBuilder()
+        single.add_usd(pendulum(angle_deg=angle))
+        final1, _, q1 = run(single.finalize("cpu"), 1.0, record="joint_q")
+        np.testing.assert_allclose(q[:, w], q1[:, 0], atol=1e-5)
+        # body poses and velocities are stored world after world
+        np.testing.assert_allclose(final.body_q.numpy()[w], final1.body_q.numpy()[0], atol=1e-5)
+        np.testing.assert_allclose(final.body_qd.numpy()[w], final1.body_qd.numpy()[0], atol=1e-4)
+
+
+def test_per_world_drive_gains_and_masses():
+    """Domain randomization: values that differ between worlds at construction and through
+    update_parameters each act on their own world only."""
+    from pxr import UsdPhysics
+
+    stage = pendulum(angle_deg=0.0)
+    drive = UsdPhysics.DriveAPI.Apply(stage.GetPrimAtPath("/Hinge"), "angular")
+    drive.CreateTargetPositionAttr(40.0)
+    drive.CreateStiffnessAttr(0.2)
+    drive.CreateDampingAttr(0.01)
+    model = replicated(stage, 2).finalize("cpu")
+    ke = model.joint_target_ke.numpy()
+    ke[1] *= 4.0  # world 1: a stiffer drive (the CPU array is a view)
+    _, solver, q = run(model, 1.0, record="joint_q")
+    assert solver.mj_models[0] is not solver.mj_models[1]
+
+    def single(gain_scale, mass_scale=1.0):
+        b = ModelBuilder()
+        b.add_usd(stage)
+        m = b.finalize("cpu")
+        m.joint_target_ke.numpy()[0] *= gain_scale
+        m.body_mass.numpy()[0] *= mass_scale
+        m.body_inertia.numpy()[0] *= mass_scale
+        return run(m, 1.0, record="joint_q")[2][:, 0]
+
+    np.testing.assert_allclose(q[:, 0], single(1.0), atol=1e-5)
+    np.testing.assert_allclose(q[:, 1], single(4.0), atol=1e-5)
+    assert abs(q[-1, 1] - q[-1, 0]) > 0.05
+
+    # Live: world 0 gets twice the mass, world 1 keeps its own.
+    edited = replicated(stage, 2).finalize("cpu")
+    edited.joint_target_ke.numpy()[1] *= 4.0
+    edited.body_mass.numpy()[0] *= 2.0
+    edited.body_inertia.numpy()[0] *= 2.0
+    solver = SolverMuJoCo(model, backend="cpu")
+    assert solver.update_parameters(edited, {"body_mass", "body_inertia"}) == set()
+    assert solver.mj_models[0].body_mass[1] == pytest.approx(2.0 * solver.mj_models[1].body_mass[1])
+
+
+def test_acceleration_drives_scale_per_world():
+    from pxr import UsdPhysics
+
+    stage = pendulum(angle_deg=0.0)
+    UsdPhysics.Scene(stage.GetPrimAtPath("/PhysicsScene")).CreateGravityMagnitudeAttr(0.0)
+    drive = UsdPhysics.DriveAPI.Apply(stage.GetPrimAtPath("/Hinge"), "angular")
+    drive.CreateTypeAttr("acceleration")
+    drive.CreateTargetPositionAttr(45.0)
+    drive.CreateStiffnessAttr(100.0)
+    drive.CreateDampingAttr(20.0)
+    model = replicated(stage, 2).finalize("cpu")
+    for name in ("body_mass", "body_inertia"):
+        getattr(model, name).numpy()[1] *= 10.0  # world 1: ten times heavier
+    _, _, q = run(model, 0.5, dt=1.0 / 480.0, record="joint_q")
+    np.testing.assert_allclose(q[:, 1], q[:, 0], atol=1e-5)
+    assert q[-1, 0] > math.radians(30)
+
+
+def test_simulation_with_worlds_writes_world_0_and_rebuilds_per_world():
+    """``Simulation.open(worlds=N)`` / ``usdsim --worlds N``: world 0 drives the prims; a live rebuild
+    keeps every world's bodies where each world had them."""
+    import os
+
+    from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+    from newton_usd.sim import Simulation
+
+    stage = Usd.Stage.Open(Sdf.Layer.OpenAsAnonymous(os.path.join(SAMPLES, "boxes_on_ground.usda")))
+    sim = Simulation.open(stage, device="cpu", record=False, worlds=3)
+    n = sim.model.body_count // 3
+    box = sim.model.body_label.index("/World/Box")
+    joint = int(np.nonzero(sim.model.joint_child.numpy() == box + 2 * n)[0][0])
+    sim.state.joint_q.numpy()[sim.model.joint_q_start.numpy()[joint] + 2] += 0.5  # world 2's box starts higher
+    sim.run(10)
+    q = sim.state.body_q.numpy()
+    assert q[box, 2] == pytest.approx(q[box + n, 2], abs=1e-6)  # worlds 0 and 1 alike
+    assert q[box + 2 * n, 2] > q[box, 2] + 0.3
+    written = UsdGeom.Xformable(stage.GetPrimAtPath("/World/Box")).ComputeLocalToWorldTransform(0)
+    assert written.ExtractTranslation()[2] == pytest.approx(q[box, 2], abs=1e-5)  # world 0 on the prim
+    before = sim.state.body_q.numpy()[[box, box + n, box + 2 * n], 2].copy()
+    cube = UsdGeom.Cube.Define(stage, "/World/NewBox")
+    cube.AddTranslateOp().Set(Gf.Vec3d(2, 0, 1))
+    UsdPhysics.RigidBodyAPI.Apply(cube.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
+    assert sim.apply_edits() == "rebuilt"
+    n2 = sim.model.body_count // 3
+    assert n2 == n + 1 and sim.model.num_worlds == 3 and len(sim.solver.mj_datas) == 3
+    box2 = sim.model.body_label.index("/World/Box")
+    after = sim.state.body_q.numpy()[[box2, box2 + n2, box2 + 2 * n2], 2]
+    np.testing.assert_allclose(after, before, atol=1e-5)
+    sim.close()
