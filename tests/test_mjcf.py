@@ -62,6 +62,7 @@ def run_native(xml, steps, ctrl=None):
     out = []
     for _ in range(steps):
         mujoco.mj_step(m, d)
+        mujoco.mj_kinematics(m, d)  # poses of the new coordinates (as SolverMuJoCo reports them)
         out.append(np.concatenate([d.xpos[1:], wxyz_to_xyzw(d.xquat[1:])], axis=1))
     return m, np.array(out)
 
@@ -193,6 +194,7 @@ def side_by_side(xml, route, tmp_path, names, ctrl=None, steps=500):
         solver.step(s0, s1, control, None, ref.opt.timestep)
         s0, s1 = s1, s0
         mujoco.mj_step(ref, data)
+    mujoco.mj_kinematics(ref, data)  # poses of the new coordinates (as SolverMuJoCo reports them)
     index = [next(i for i, label in enumerate(model.body_label) if label.endswith(n)) for n in names]
     return solver, ref, data, s0.body_q.numpy()[index, :3]
 

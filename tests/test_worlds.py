@@ -64,7 +64,7 @@ def test_worlds_are_independent_and_each_matches_a_single_world_run():
     state = model.state()
     state.joint_q.assign(np.radians(angles).astype(np.float32))
     final, solver, q = run(model, 1.0, state=state, record="joint_q")
-    assert len(solver.mj_datas) == 3
+    assert solver.mj_batch.nsim == 3
     for w, angle in enumerate(angles):
         single = ModelBuilder()
         single.add_usd(pendulum(angle_deg=angle))
@@ -160,7 +160,7 @@ def test_simulation_with_worlds_writes_world_0_and_rebuilds_per_world():
     UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
     assert sim.apply_edits() == "rebuilt"
     n2 = sim.model.body_count // 3
-    assert n2 == n + 1 and sim.model.num_worlds == 3 and len(sim.solver.mj_datas) == 3
+    assert n2 == n + 1 and sim.model.num_worlds == 3 and sim.solver.mj_batch.nsim == 3
     box2 = sim.model.body_label.index("/World/Box")
     after = sim.state.body_q.numpy()[[box2, box2 + n2, box2 + 2 * n2], 2]
     np.testing.assert_allclose(after, before, atol=1e-5)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import mujoco
 import numpy as np
@@ -74,28 +73,42 @@ class SolverMuJoCo(SolverBase):
         self._last_out = None  # (state, joint_q, joint_qd) as this solver wrote them
         # Worlds share one MjModel until their parameters differ (per-world values, acceleration drives).
         self.mj_models = [self.mj_model] * self.num_worlds
-        self.mj_datas = [mujoco.MjData(self.mj_model) for _ in range(self.num_worlds)]
-        self.mj_data = self.mj_datas[0]
-        self._pool = None
+        self._data = mujoco.MjData(self.mj_model)  # world 0 (warp: the host copy), and scratch
+        self.mj_batch = self.mjw_model = self.mjw_data = None
         self._set_gains(model)
         self._init_acceleration_drives(world0)
         if self._worlds_differ(model, self._IN_PLACE - {"gravity"}) or (self.num_worlds > 1 and len(self._accel)):
             self._split_models(model)
-        # Start from the model's initial state so that mj_data is valid before the first step.
-        jq, jqd = self._per_world(model.joint_q), self._per_world(model.joint_qd)
-        for w, d in enumerate(self.mj_datas):
-            self.map.to_mujoco(jq[w], jqd[w], d.qpos, d.qvel)
-            mujoco.mj_forward(self.mj_models[w], d)
-        self.mjw_model = self.mjw_data = None
+        # Start from the model's initial state.
+        qpos, qvel = self._to_mujoco(model.joint_q, model.joint_qd)
+        self._data.qpos[:], self._data.qvel[:] = qpos[0], qvel[0]
+        mujoco.mj_forward(self.mj_model, self._data)
+        if backend == "cpu":
+            self._init_batch(qpos, qvel)
+        else:
+            self._init_warp(nconmax, njmax, qpos, qvel)
         self._scale_acceleration_drives()
-        if backend == "warp":
-            self._init_warp(nconmax, njmax)
+
+    @property
+    def mj_data(self) -> mujoco.MjData:
+        """World 0's ``MjData``: on the cpu backend a copy of the batch's simulation 0 as of the last step
+        (positions, velocities and contacts current), on the warp backend the host data it started from."""
+        if self.mj_batch is not None:
+            self.mj_batch.get_data(0, self._data)
+        return self._data
 
     # ------------------------------------------------------------------ worlds
     def _per_world(self, array, dtype=np.float64) -> np.ndarray:
         """A model-sized Warp array as numpy ``(num_worlds, per world, ...)``."""
         a = array.numpy()
         return a.reshape((self.num_worlds, -1) + a.shape[1:]).astype(dtype, copy=False)
+
+    def _to_mujoco(self, joint_q, joint_qd):
+        """MuJoCo ``(qpos, qvel)``, ``(num_worlds, nq|nv)``, from model coordinate arrays."""
+        qpos = np.zeros((self.num_worlds, self.mj_model.nq))
+        qvel = np.zeros((self.num_worlds, self.mj_model.nv))
+        self.map.to_mujoco(self._per_world(joint_q), self._per_world(joint_qd), qpos, qvel)
+        return qpos, qvel
 
     def _set_gains(self, model):
         self._ke = self._per_world(model.joint_target_ke)
@@ -121,25 +134,38 @@ class SolverMuJoCo(SolverBase):
         for w in range(1, self.num_worlds):
             self._write_parameters(w, model.world_view(w), self._IN_PLACE - {"gravity"})
 
-    def _step_worlds(self):
-        """``mj_step`` every world (in threads when there are several: MuJoCo releases the GIL)."""
-        if self.num_worlds == 1:
-            self._step_world(0)
-            return
-        if self._pool is None:
-            workers = min(self.num_worlds, os.cpu_count() or 1)
-            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="newton_usd-mujoco")
-            chunks = np.array_split(np.arange(self.num_worlds), workers)
-            self._chunks = [c for c in chunks if len(c)]
-        list(self._pool.map(lambda chunk: [self._step_world(w) for w in chunk], self._chunks))
+    def _models_changed(self):
+        """Hand the edited MjModel(s) to the engine."""
+        if self.mj_batch is not None:
+            split = self.mj_models[-1] is not self.mj_model
+            self.mj_batch.set_models(self.mj_models if split else self.mj_model)
+        elif self.mjw_model is not None:
+            with wp.ScopedDevice(self.device):
+                self._put_warp_model()
 
-    def _step_world(self, w):
+    # ------------------------------------------------------------------ cpu backend
+    def _init_batch(self, qpos, qvel):
+        """C MuJoCo through ``mujoco.batch.Batch``: every world a simulation, stepped on a thread pool
+        in C (one MjData per world), its state rows bound as ``(num_worlds, ...)`` arrays. Each step
+        ends with the position and velocity stages computed at the new state, so body poses are those
+        of the new coordinates (the next step starts from them at no extra cost)."""
+        from mujoco import batch  # noqa: PLC0415
+
+        self._batch_error = batch.SimulationError
+        threads = min(self.num_worlds, os.cpu_count() or 1)
+        self.mj_batch = batch.Batch(self.mj_model, nsim=self.num_worlds, nthread=threads, persistent=True)
+        self._models_changed()
+        b = self.mj_batch
+        self._qpos, self._qvel, self._ctrl, self._qfrc = (b.bind(n) for n in ("qpos", "qvel", "ctrl", "qfrc_applied"))
+        self._body_out = tuple(b.bind(n) for n in self._BODY_FIELDS)
         if len(self._accel):
-            self._scale_world_drives(w)
-        mujoco.mj_step(self.mj_models[w], self.mj_datas[w])
+            self._qLD, self._qLDiagInv = b.bind("qLD"), b.bind("qLDiagInv")
+        self._qpos[:], self._qvel[:] = qpos, qvel
+        self._warnings_seen = np.zeros_like(b.warning[:, :, 1])  # a bad initial state is reported at step 1
+        b.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)
 
     # ------------------------------------------------------------------ warp backend
-    def _init_warp(self, nconmax, njmax):
+    def _init_warp(self, nconmax, njmax, qpos, qvel):
         import mujoco_warp as mjw  # noqa: PLC0415  (heavy; only the warp backend needs it)
 
         self._mjw = mjw
@@ -150,12 +176,9 @@ class SolverMuJoCo(SolverBase):
             njmax = max(128, 6 * nconmax + 2 * m.njnt + 6 * m.neq)
         with wp.ScopedDevice(self.device):
             self._put_warp_model()
-            self.mjw_data = mjw.put_data(m, self.mj_data, nworld=self.num_worlds, nconmax=nconmax, njmax=njmax)
-            if self.num_worlds > 1:
-                for name in ("qpos", "qvel"):
-                    getattr(self.mjw_data, name).assign(
-                        np.stack([getattr(d, name) for d in self.mj_datas]).astype(np.float32)
-                    )
+            self.mjw_data = mjw.put_data(m, self._data, nworld=self.num_worlds, nconmax=nconmax, njmax=njmax)
+            self.mjw_data.qpos.assign(qpos.astype(np.float32))
+            self.mjw_data.qvel.assign(qvel.astype(np.float32))
 
     def _put_warp_model(self):
         """The MuJoCo-Warp model of world 0, with a per-world batch for every field that differs."""
@@ -188,29 +211,31 @@ class SolverMuJoCo(SolverBase):
         )
 
     def _scale_acceleration_drives(self, qpos=None):
-        """Scale the acceleration drives of every world (``qpos``: the warp backend's state, per world)."""
+        """Give each acceleration drive the gains ``m_eff * ke`` and ``m_eff * kd``, where ``m_eff`` is its
+        DOF's effective inertia ``1 / (M^-1)_ii`` (the inertia a unit impulse on that DOF meets, the other
+        DOFs free; armature included), so that the drive's motion does not depend on the masses.
+
+        ``M`` is the mass matrix at the current state: the cpu backend's batch factorizes it at the end
+        of every step; for the warp backend it is factorized here on the host from ``qpos`` (per world).
+        """
         if not len(self._accel):
             return
         for w in range(self.num_worlds):
             self._scale_world_drives(w, None if qpos is None else qpos[w])
-        if self.mjw_model is not None:
+        if self.mj_batch is not None:
+            self._models_changed()
+        elif self.mjw_model is not None:
             self._batch_warp_fields(("actuator_gainprm", "actuator_biasprm"))
 
     def _scale_world_drives(self, w, qpos=None):
-        """Give each acceleration drive of world ``w`` the gains ``m_eff * ke`` and ``m_eff * kd``, where
-        ``m_eff`` is its DOF's effective inertia ``1 / (M^-1)_ii`` (the inertia a unit impulse on that DOF
-        meets, the other DOFs free; armature included), so that the drive's motion does not depend on
-        the masses.
-
-        ``M`` is the mass matrix MuJoCo factorized at the start of the last step (C MuJoCo), or at
-        ``qpos`` (factorized here).
-        """
-        m, d = self.mj_models[w], self.mj_datas[w]
+        m, d = self.mj_models[w], self._data
         n = len(self._accel)
         if qpos is not None:
             d.qpos[:] = qpos
             for stage in (mujoco.mj_kinematics, mujoco.mj_comPos, mujoco.mj_crb, mujoco.mj_factorM):
                 stage(m, d)
+        elif self.mj_batch is not None:
+            d.qLD[:], d.qLDiagInv[:] = self._qLD[w], self._qLDiagInv[w]
         unit = np.zeros((n, m.nv))
         unit[np.arange(n), self._accel_mj_dof] = 1.0
         response = np.zeros_like(unit)
@@ -228,7 +253,9 @@ class SolverMuJoCo(SolverBase):
         self._dt = dt
         for m in {id(m): m for m in self.mj_models}.values():
             m.opt.timestep = dt
-        if self.mjw_model is not None:
+        if self.mj_batch is not None:
+            self._models_changed()
+        elif self.mjw_model is not None:
             self.mjw_model.opt.timestep.fill_(dt)
 
     def _needs_push(self, state_in) -> bool:
@@ -241,42 +268,32 @@ class SolverMuJoCo(SolverBase):
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         self._set_timestep(float(dt))
-        W = self.num_worlds
-        datas = self.mj_datas
         push = self._needs_push(state_in)
+        qpos = qvel = ctrl = qfrc = None
         if push:
-            jq, jqd = self._per_world(state_in.joint_q), self._per_world(state_in.joint_qd)
-            for w, d in enumerate(datas):
-                self.map.to_mujoco(jq[w], jqd[w], d.qpos, d.qvel)
-        ctrl = qfrc = None
+            qpos, qvel = self._to_mujoco(state_in.joint_q, state_in.joint_qd)
         if control is not None:
-            ctrl = np.zeros((W, self.mj_model.nu))
-            if len(self.map.actuator_dof):
-                targets = self._per_world(control.joint_target_pos), self._per_world(control.joint_target_vel)
-                ctrl[:, : len(self.map.actuator_dof)] = self.map.ctrl(self._ke, self._kd, *targets)
-            qfrc = np.zeros((W, self.mj_model.nv))
-            self.map.qfrc(self._per_world(control.joint_f), qfrc)
-            mjc = getattr(getattr(control, "mujoco", None), "ctrl", None)
-            if mjc is not None and len(self._mjc_ctrl):
-                built = self._mjc_ctrl >= 0
-                ctrl[:, self._mjc_ctrl[built]] = self._per_world(mjc)[:, built]
-            for w, d in enumerate(datas):
-                d.ctrl[:] = ctrl[w]
-                d.qfrc_applied[:] = qfrc[w]
+            ctrl, qfrc = self._controls(control)
         if self.backend == "cpu":
-            if push and len(self._accel):  # factorize M at the pushed state
-                for w, d in enumerate(datas):
-                    self._scale_world_drives(w, d.qpos.copy())
-            self._step_worlds()
+            b = self.mj_batch
+            if push:
+                self._qpos[:], self._qvel[:] = qpos, qvel
+                if len(self._accel):  # M at the pushed state
+                    b.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)
+            if ctrl is not None:
+                self._ctrl[:], self._qfrc[:] = ctrl, qfrc
+            self._scale_acceleration_drives()
+            try:
+                b.step(stage=mujoco.mjtStage.mjSTAGE_VEL)
+            except self._batch_error as e:
+                raise SimulationError(f"MuJoCo failed: {e}") from None
             self._check_warnings()
-            qpos = np.stack([d.qpos for d in datas])
-            qvel = np.stack([d.qvel for d in datas])
-            body = tuple(np.stack([getattr(d, n) for d in datas]) for n in self._BODY_FIELDS)
+            qpos, qvel, body = self._qpos, self._qvel, self._body_out
         else:
             w = self.mjw_data
             if push:
-                w.qpos.assign(np.stack([d.qpos for d in datas]).astype(np.float32))
-                w.qvel.assign(np.stack([d.qvel for d in datas]).astype(np.float32))
+                w.qpos.assign(qpos.astype(np.float32))
+                w.qvel.assign(qvel.astype(np.float32))
             if ctrl is not None:
                 if self.mj_model.nu:
                     w.ctrl.assign(ctrl.astype(np.float32))
@@ -285,9 +302,29 @@ class SolverMuJoCo(SolverBase):
                 if len(self._accel):
                     self._scale_acceleration_drives(w.qpos.numpy().astype(np.float64))
                 self._mjw.step(self.mjw_model, w)
+                # Kinematics at the new state, so that body poses go with the new coordinates.
+                self._mjw.kinematics(self.mjw_model, w)
+                self._mjw.com_pos(self.mjw_model, w)
+                self._mjw.com_vel(self.mjw_model, w)
             qpos, qvel = w.qpos.numpy(), w.qvel.numpy()
             body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
         self._pull(qpos, qvel, body, state_out)
+
+    def _controls(self, control):
+        """MuJoCo ``(ctrl, qfrc_applied)``, ``(num_worlds, nu|nv)``, from a Control: the drive actuators
+        first (``ke * target_pos + kd * target_vel``), then the MjcActuator prims' controls."""
+        ctrl = np.zeros((self.num_worlds, self.mj_model.nu))
+        n_drives = len(self.map.actuator_dof)
+        if n_drives:
+            targets = self._per_world(control.joint_target_pos), self._per_world(control.joint_target_vel)
+            ctrl[:, :n_drives] = self.map.ctrl(self._ke, self._kd, *targets)
+        qfrc = np.zeros((self.num_worlds, self.mj_model.nv))
+        self.map.qfrc(self._per_world(control.joint_f), qfrc)
+        mjc = getattr(getattr(control, "mujoco", None), "ctrl", None)
+        if mjc is not None and len(self._mjc_ctrl):
+            built = self._mjc_ctrl >= 0
+            ctrl[:, self._mjc_ctrl[built]] = self._per_world(mjc)[:, built]
+        return ctrl, qfrc
 
     _BODY_FIELDS = ("xpos", "xquat", "xipos", "cvel", "subtree_com")
 
@@ -298,22 +335,24 @@ class SolverMuJoCo(SolverBase):
     )
 
     def _check_warnings(self):
-        """C MuJoCo silently resets the state when it goes NaN/Inf/huge; report that as a blow-up instead."""
-        for w, d in enumerate(self.mj_datas):
-            for warning, what in self._BAD_STATE:
-                info = d.warning[warning]
-                if info.number > 0:
-                    dof = int(info.lastinfo)
-                    label = None
-                    if 0 <= dof < self.mj_model.nv:
-                        mj_joint = int(self.mj_model.dof_jntid[dof])
-                        hits = np.nonzero(self.spec_map.joint_mj == mj_joint)[0]
-                        label = self.model.joint_label[int(hits[0])] if len(hits) else None
-                    info.number = 0
-                    where = f" in world {w}" if self.num_worlds > 1 else ""
-                    raise SimulationError(
-                        f"the {what} became NaN, infinite or huge{where} (the simulation blew up)", label=label
-                    )
+        """C MuJoCo silently resets a simulation whose state goes NaN/Inf/huge; report that as a blow-up."""
+        warning = self.mj_batch.warning  # (world, warning, (lastinfo, number))
+        new = warning[:, :, 1] > self._warnings_seen
+        self._warnings_seen = warning[:, :, 1].copy()
+        for index, what in self._BAD_STATE:
+            hit = np.nonzero(new[:, int(index)])[0]
+            if not len(hit):
+                continue
+            w = int(hit[0])
+            dof = int(warning[w, int(index), 0])
+            label = None
+            if 0 <= dof < self.mj_model.nv:
+                mj_joint = int(self.mj_model.dof_jntid[dof])
+                hits = np.nonzero(self.spec_map.joint_mj == mj_joint)[0]
+                label = self.model.joint_label[int(hits[0])] if len(hits) else None
+            where = f" in world {w}" if self.num_worlds > 1 else ""
+            reason = f"the {what} became NaN, infinite or huge{where} (the simulation blew up)"
+            raise SimulationError(reason, label=label)
 
     def _pull(self, qpos, qvel, body, state_out):
         W = self.num_worlds
@@ -362,9 +401,7 @@ class SolverMuJoCo(SolverBase):
         shared = self.mj_models[-1] is self.mj_model
         for w in range(1 if shared else self.num_worlds):
             self._write_parameters(w, model.world_view(w), names)
-        if self.mjw_model is not None:
-            with wp.ScopedDevice(self.device):
-                self._put_warp_model()
+        self._models_changed()
         self.model = model
         return set()
 
@@ -413,14 +450,14 @@ class SolverMuJoCo(SolverBase):
             built = smap.shape_mj >= 0
             m.geom_friction[smap.shape_mj[built]] = mu[built]
         if names & {"body_mass", "body_inertia", "body_com", "joint_armature"}:
-            mujoco.mj_setConst(m, self.mj_datas[w])  # subtree masses, inverse weights (not cheap: only when needed)
+            mujoco.mj_setConst(m, self._data)  # subtree masses, inverse weights (not cheap: only when needed)
 
     # ------------------------------------------------------------------ contacts
     def update_contacts(self, contacts) -> None:
         """Copy the engine's contacts of world 0 into ``contacts`` (up to its capacity)."""
         if self.backend == "cpu":
-            c = self.mj_data.contact
-            n = self.mj_data.ncon
+            d = self.mj_data
+            c, n = d.contact, d.ncon
             geom, pos, frame, dist = c.geom[:n], c.pos[:n], c.frame[:n], c.dist[:n]
         else:
             w = self.mjw_data
