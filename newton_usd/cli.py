@@ -1,6 +1,8 @@
 """``usdsim``: simulate a USD stage headless and write the motion to an output stage.
 
-    usdsim STAGE [-o OUT] [--num-frames N] [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp]
+    usdsim STAGE [-o OUT | --flatten | --in-place] [-n FRAMES | --duration S] [--fps F] [--dt S | --substeps N]
+                 [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N]
+                 [--record-every N] [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
     usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
@@ -9,12 +11,13 @@
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
 warnings' detail. A simulation that blows up saves what it recorded, names the frame and body, and
-exits with status 3.
+exits with status 3; Ctrl-C saves the frames so far and exits with status 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -22,6 +25,7 @@ import time
 
 EXIT_INPUT = 2
 EXIT_SIMULATION = 3
+EXIT_INTERRUPTED = 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,9 +36,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("stage", help="the USD stage to simulate (.usd, .usda, .usdc, .usdz)")
     p.add_argument("-o", "--output", help="output stage (default: STAGE's name with .sim.usda, next to it)")
-    p.add_argument(
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--flatten", action="store_true", help="write one self-contained file (the whole composed stage)")
+    out.add_argument(
+        "--in-place",
+        action="store_true",
+        help="write the motion into STAGE itself (its authored poses are replaced; only when you ask for it)",
+    )
+    length = p.add_mutually_exclusive_group()
+    length.add_argument(
         "-n", "--num-frames", type=int, help="frames to simulate (default: the stage's time range, else 120)"
     )
+    length.add_argument("--duration", type=float, help="seconds to simulate (instead of --num-frames)")
     p.add_argument("--device", default="cpu", help="Warp device for the model: cpu or cuda[:N] (default: cpu)")
     p.add_argument("--solver", help="solver (default: the stage's newton:usd:solver, else mujoco)")
     p.add_argument(
@@ -43,11 +56,13 @@ def _parser() -> argparse.ArgumentParser:
         help="MuJoCo backend: C MuJoCo (cpu) or MuJoCo-Warp (warp); auto picks warp on CUDA",
     )
     p.add_argument("--fps", type=float, help="frames per second (default: the stage's timeCodesPerSecond)")
-    p.add_argument(
+    step = p.add_mutually_exclusive_group()
+    step.add_argument(
         "--substeps",
         type=int,
         help="physics steps per frame (default: the stage's time step, else one of at most 1/480 s)",
     )
+    step.add_argument("--dt", type=float, help="physics time step in seconds (default: the stage's)")
     p.add_argument(
         "--worlds",
         type=int,
@@ -59,6 +74,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also write joint positions and velocities (PhysicsJointStateAPI attributes) onto the joint prims",
     )
+    p.add_argument(
+        "--record-every", type=int, default=1, metavar="N", help="write every N-th frame (default: every frame)"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="PRIM.ATTR=VALUE",
+        help="override an authored value before simulating, e.g. --set /World/Box.physics:mass=2 (repeatable); "
+        "written into the output, never into STAGE",
+    )
+    p.add_argument("--benchmark", action="store_true", help="simulate only: write nothing, and report the timing")
+    p.add_argument("--format", choices=("human", "json"), default="human", help="the closing summary's format")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors, and informational logs")
     return p
@@ -169,19 +197,39 @@ def main(argv=None) -> int:
     if argv and argv[0] == "run":
         argv = argv[1:]
     args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # before the simulation started: nothing to save
+        print("usdsim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args) -> int:
+    """``usdsim run``: simulate, save, summarize. Exit 0, 2 (bad input), 3 (blew up), 130 (interrupted)."""
     logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.INFO if args.verbose else logging.WARNING)
-    if args.num_frames is not None and args.num_frames < 0:
-        return _fail(f"--num-frames must be >= 0, got {args.num_frames}", args)
-    if args.substeps is not None and args.substeps < 1:
-        return _fail(f"--substeps must be >= 1, got {args.substeps}", args)
-    if args.worlds < 1:
-        return _fail(f"--worlds must be >= 1, got {args.worlds}", args)
+    for name, value, least in (
+        ("--num-frames", args.num_frames, 0),
+        ("--substeps", args.substeps, 1),
+        ("--worlds", args.worlds, 1),
+        ("--record-every", args.record_every, 1),
+    ):
+        if value is not None and value < least:
+            return _fail(f"{name} must be >= {least}, got {value}", args)
+    for name, value in (("--duration", args.duration), ("--dt", args.dt), ("--fps", args.fps)):
+        if value is not None and not value > 0:
+            return _fail(f"{name} must be > 0, got {value}", args)
+    if args.in_place and args.output:
+        return _fail("--in-place writes into STAGE: it takes no -o/--output", args)
 
     _init_warp(args.verbose)
     from .errors import NewtonUsdError, SimulationError  # noqa: PLC0415
     from .sim import Simulation, default_output  # noqa: PLC0415
 
-    output = args.output or default_output(args.stage)
+    output = None if args.benchmark else (args.stage if args.in_place else args.output or default_output(args.stage))
+    if output is not None and not args.in_place:
+        directory = os.path.dirname(os.path.abspath(output))
+        if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
+            return _fail(f"{output}: cannot write the output: {directory} is not a writable directory", args)
     t_open = time.perf_counter()
     try:
         sim = Simulation.open(
@@ -191,28 +239,47 @@ def main(argv=None) -> int:
             backend=args.backend,
             fps=args.fps,
             substeps=args.substeps,
+            dt=args.dt,
             joint_states=args.write_joint_states,
             worlds=args.worlds,
+            overrides=args.set,
+            live=False,
         )
     except NewtonUsdError as e:
         return _fail(str(e), args)
     t_setup = time.perf_counter() - t_open
-    frames = sim.default_frames() if args.num_frames is None else args.num_frames
+    sim.record_every = args.record_every
+    sim.write = not args.benchmark
+    if args.duration is not None:
+        frames = max(1, round(args.duration * sim.fps))
+    else:
+        frames = sim.default_frames() if args.num_frames is None else args.num_frames
     bar = _progress(frames, args)
-    status = 0
+    if bar is None and not args.quiet and args.format == "human":
+        note = f"usdsim: simulating {frames} frames of {args.stage} (Ctrl-C stops and saves)"
+        print(note, file=sys.stderr, flush=True)
+    status, error = 0, None
     try:
         sim.run(frames, progress=bar.update if bar else None)
     except SimulationError as e:
-        status = EXIT_SIMULATION
+        status, error = EXIT_SIMULATION, str(e)
         print(f"usdsim: {args.stage}: {e}", file=sys.stderr)
+    except KeyboardInterrupt:
+        status, error = EXIT_INTERRUPTED, f"interrupted at frame {sim.frame}"
+        print(f"usdsim: {args.stage}: interrupted at frame {sim.frame}; saving the frames so far", file=sys.stderr)
     finally:
         if bar:
             bar.close()
-    try:
-        sim.save(output)
-    except NewtonUsdError as e:
-        return _fail(str(e), args)
-    if not args.quiet:
+    if output is not None:
+        try:
+            if status != EXIT_SIMULATION:
+                sim.flush()
+            output = sim.save_in_place() if args.in_place else sim.save(output, flatten=args.flatten)
+        except NewtonUsdError as e:
+            return _fail(str(e), args)
+    if args.format == "json":
+        print(json.dumps(_summary_record(sim, args, output, t_setup, status, error), indent=2))
+    elif not args.quiet:
         _summary(sim, output, t_setup)
     return status
 
@@ -286,18 +353,50 @@ def _progress(frames, args):
     return tqdm(total=frames, unit="frame", desc="usdsim", file=sys.stderr, delay=1.0, leave=False)
 
 
+def _summary_record(sim, args, output, t_setup, status, error) -> dict:
+    """The closing summary as one JSON-able dict (the keys are documented in the README)."""
+    wall = sim.wall_seconds
+    model = sim.model
+    return {
+        "stage": os.fspath(args.stage),
+        "output": output,
+        "exit_code": status,
+        "error": error,
+        "device": str(model.device.alias),
+        "solver": type(sim.solver).__name__,
+        "backend": getattr(sim.solver, "backend", None),
+        "bodies": model.body_count // sim.worlds,
+        "joints": model.joint_count // sim.worlds,
+        "worlds": sim.worlds,
+        "frames": sim.frame,
+        "fps": sim.fps,
+        "substeps": sim.substeps,
+        "dt": sim.dt,
+        "steps": sim.steps,
+        "sim_seconds": sim.sim_seconds,
+        "setup_seconds": t_setup,
+        "first_step_seconds": sim.first_step_seconds,
+        "solver_seconds": wall,
+        "sync_seconds": sim.sync_seconds,
+        "steps_per_second": sim.steps / wall if wall > 0 else None,
+        "realtime_factor": sim.sim_seconds / wall if wall > 0 else None,
+    }
+
+
 def _summary(sim, output, t_setup):
     wall = sim.wall_seconds
     rate = sim.steps / wall if wall > 0 else float("inf")
     realtime = sim.sim_seconds / wall if wall > 0 else float("inf")
     solver = f"{type(sim.solver).__name__}({getattr(sim.solver, 'backend', '')})"
+    first = f", first step {sim.first_step_seconds:.2f} s" if sim.first_step_seconds is not None else ""
     print(
         f"usdsim: {sim.frame} frames, {sim.steps} steps of {sim.dt * 1000:.3f} ms "
         f"({sim.substeps}/frame at {sim.fps:g} fps), "
         f"{sim.model.body_count // sim.worlds} bodies, {sim.model.joint_count // sim.worlds} joints"
         f"{f' x {sim.worlds} worlds' if sim.worlds > 1 else ''}, {solver} on {sim.model.device.alias}\n"
-        f"usdsim: {wall:.2f} s stepping ({rate:,.0f} steps/s, {realtime:.1f}x real time), {t_setup:.2f} s setup\n"
-        f"usdsim: wrote {output}"
+        f"usdsim: {wall:.2f} s in the solver ({rate:,.0f} steps/s, {realtime:.1f}x real time{first}), "
+        f"{sim.sync_seconds:.2f} s writing the stage, {t_setup:.2f} s setup\n"
+        + (f"usdsim: wrote {output}" if output else "usdsim: wrote nothing (--benchmark)")
     )
 
 

@@ -20,6 +20,7 @@ from .solvers import SOLVERS
 from .sync import JointStateSync, StageSync
 from .sync.live_edits import StageWatcher, model_differences
 from .usd import add_usd, open_stage
+from .usd.overrides import apply_overrides
 
 logger = logging.getLogger("newton_usd")
 
@@ -60,6 +61,15 @@ def _carry_body_state(builder, model, state) -> None:
         if jt == JointType.FREE:
             builder.joint_qd[j] = np.asarray(builder.body_qd[builder.joint_child[j]], dtype=np.float64).copy()
     builder.joint_qd_from_body_qd()
+
+
+def _attach_output_layer(stage) -> Sdf.Layer:
+    """A new in-memory layer, strongest in the stage (first sublayer of the session layer)."""
+    layer = Sdf.Layer.CreateAnonymous("newton_usd_output.usda")
+    # Same time-code rate as the stage, or USD rescales the output's time samples.
+    layer.timeCodesPerSecond = stage.GetTimeCodesPerSecond()
+    stage.GetSessionLayer().subLayerPaths.insert(0, layer.identifier)
+    return layer
 
 
 def default_output(stage_path: str) -> str:
@@ -113,6 +123,8 @@ class Simulation:
         joint_states=False,
         live=True,
         order=None,
+        output_layer=None,
+        overrides=(),
     ):
         self.stage = stage
         self.source_file = source_file
@@ -124,10 +136,8 @@ class Simulation:
         self.dt = float(dt) if dt else 1.0 / self.fps / self.substeps
         self.record = record
         self.start_time = stage.GetStartTimeCode() if stage.HasAuthoredTimeCodeRange() else 0.0
-        self.output_layer = Sdf.Layer.CreateAnonymous("newton_usd_output.usda")
-        # Same time-code rate as the stage, or USD rescales the output's time samples.
-        self.output_layer.timeCodesPerSecond = stage.GetTimeCodesPerSecond()
-        stage.GetSessionLayer().subLayerPaths.insert(0, self.output_layer.identifier)
+        self.output_layer = output_layer or _attach_output_layer(stage)
+        self.overrides = list(overrides)  # [(property path, value)] authored into the output layer
         self.worlds = model.num_worlds
         world0 = model.world_view(0)  # world 0 drives the prims
         self.sync = StageSync(stage, self.output_layer, world0.body_label, imported.frame)
@@ -145,7 +155,11 @@ class Simulation:
         self.frame = 0
         self.steps = 0
         self.sim_seconds = 0.0
-        self.wall_seconds = 0.0
+        self.wall_seconds = 0.0  # in the solver (stepping, state exchange included)
+        self.sync_seconds = 0.0  # writing poses onto the stage
+        self.first_step_seconds = None  # the first physics step (MuJoCo-Warp: kernels compiled or loaded)
+        self.record_every = 1  # write every n-th frame (the first and the last are always written)
+        self.write = True  # False: simulate only (benchmarking), nothing goes onto the stage
 
     @classmethod
     def open(
@@ -162,6 +176,8 @@ class Simulation:
         live: bool = True,
         order=None,
         worlds: int = 1,
+        dt: float | None = None,
+        overrides=(),
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
@@ -184,46 +200,57 @@ class Simulation:
             order: the resolver's dialect order (default newton > mjc > physx > physics).
             worlds: simulate this many independent copies of the stage's physics
                 (:meth:`ModelBuilder.replicate`); world 0 is written onto the prims.
+            dt: the physics time step in seconds (default: the stage's); each frame takes
+                ``round(1 / (fps * dt))`` steps (``substeps`` wins when both are given).
+            overrides: ``"/Prim.attribute=VALUE"`` strings, authored into the output layer before
+                importing (so they are simulated and saved with the motion; the source is untouched).
         """
         dev = resolve_device(device)
         if int(worlds) < 1:
             raise NewtonUsdError(f"worlds must be at least 1, got {worlds}")
+        if dt is not None and not dt > 0:
+            raise NewtonUsdError(f"the physics time step must be positive, got {dt}")
         stage, file = open_stage(source)
-        builder, imported = _import_stage(stage, order, int(worlds))
+        output_layer = _attach_output_layer(stage)
+        try:
+            return cls._open(
+                stage, file, output_layer, solver=solver, device=dev, backend=backend, fps=fps, substeps=substeps,
+                record=record, joint_states=joint_states, live=live, order=order, worlds=int(worlds), dt=dt,
+                overrides=overrides,
+            )  # fmt: skip
+        except BaseException:
+            stage.GetSessionLayer().subLayerPaths.remove(output_layer.identifier)
+            raise
+
+    @classmethod
+    def _open(
+        cls, stage, file, output_layer, *, solver, device, backend, fps, substeps, record, joint_states, live, order,
+        worlds, dt, overrides,
+    ):  # fmt: skip
+        applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
+        builder, imported = _import_stage(stage, order, worlds)
         scene = {k: r.value for k, r in imported.scene.items()}
         solver = solver or scene.get("solver") or "mujoco"
         if solver not in SOLVERS:
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
-        model = builder.finalize(dev)
+        model = builder.finalize(device)
         solver_obj = SOLVERS[solver](model, backend=backend or scene.get("mujoco_backend") or "auto")
         fps = float(fps or scene.get("frames_per_second") or stage.GetTimeCodesPerSecond() or 24.0)
         if fps <= 0:
             raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")
         substeps = substeps or scene.get("substeps") or None
-        timestep = scene.get("timestep")
+        timestep = dt or scene.get("timestep")
+        step = None
         if substeps is None and timestep:
             # The stage's own step, exactly: frames advance by whole steps (time codes follow the
             # simulated time, so a step that does not divide the frame time is still recorded truly).
-            substeps = max(1, round(1.0 / fps / timestep))
-            return cls(
-                stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=timestep, record=record,
-                joint_states=joint_states, live=live, order=order,
-            )  # fmt: skip
-        if substeps is None:
+            substeps, step = max(1, round(1.0 / fps / timestep)), timestep
+        elif substeps is None:
             substeps = max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9))
         return cls(
-            stage,
-            file,
-            imported,
-            model,
-            solver_obj,
-            fps=fps,
-            substeps=substeps,
-            record=record,
-            joint_states=joint_states,
-            live=live,
-            order=order,
-        )
+            stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=step, record=record,
+            joint_states=joint_states, live=live, order=order, output_layer=output_layer, overrides=applied,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ stepping
     @property
@@ -239,14 +266,15 @@ class Simulation:
                 return n
         return DEFAULT_FRAMES
 
-    def step_frame(self) -> None:
+    def step_frame(self, last: bool = True) -> None:
         """Simulate one frame (``substeps`` physics steps) and write the poses onto the prims.
 
         Edits made on the stage since the last frame are applied first (see :meth:`apply_edits`).
+        With :attr:`record_every` > 1 only every n-th frame is written, and the frame with ``last``.
         """
         if self.watcher is not None and self.watcher.pending:
             self.apply_edits()
-        if self.frame == 0 and self.sync.frames_written == 0:
+        if self.frame == 0 and self.sync.frames_written == 0 and self.write:
             self._write()
         t0 = time.perf_counter()
         try:
@@ -254,6 +282,8 @@ class Simulation:
                 self.solver.step(self.state, self._next, self.control, None, self.dt)
                 self.state, self._next = self._next, self.state
                 self.steps += 1
+                if self.first_step_seconds is None:
+                    self.first_step_seconds = time.perf_counter() - t0
         except SimulationError as e:
             raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
         self.frame += 1
@@ -266,24 +296,35 @@ class Simulation:
             raise SimulationError(
                 "body pose became NaN or infinite (the simulation blew up)", frame=self.frame, label=label
             )
-        self._write(body_q)
+        if self.write and (last or self.frame % max(1, self.record_every) == 0):
+            self._write(body_q)
 
     def _write(self, body_q=None):
+        t0 = time.perf_counter()
         if body_q is None:
             body_q = self.state.body_q.numpy()
-        time = self.time_code if self.record else None
+        time_code = self.time_code if self.record else None
         with self._own_writes():
-            self.sync.write(body_q[: len(self.sync.paths)], time)
+            self.sync.write(body_q[: len(self.sync.paths)], time_code)
             if self.joint_sync is not None:
-                self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time)
+                self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time_code)
+        self.sync_seconds += time.perf_counter() - t0
+        self._written_frame = self.frame
+
+    def flush(self) -> None:
+        """Write the current frame if it was not written (e.g. with ``record_every`` > 1, when a run
+        stops early)."""
+        if self.write and getattr(self, "_written_frame", None) != self.frame:
+            self._write()
 
     def _own_writes(self):
         return self.watcher.muted() if self.watcher is not None else contextlib.nullcontext()
 
     def run(self, frames: int | None = None, progress=None) -> None:
         """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each."""
-        for _ in range(self.default_frames() if frames is None else int(frames)):
-            self.step_frame()
+        n = self.default_frames() if frames is None else int(frames)
+        for i in range(n):
+            self.step_frame(last=i == n - 1)
             if progress is not None:
                 progress(1)
 
@@ -293,7 +334,7 @@ class Simulation:
         self._next = self.model.state()
         self.control = self.model.control()
         self.frame = self.steps = 0
-        self.sim_seconds = self.wall_seconds = 0.0
+        self.sim_seconds = self.wall_seconds = self.sync_seconds = 0.0
         with self._own_writes():
             if self.joint_sync is not None:
                 self.joint_sync.restore()
@@ -381,8 +422,9 @@ class Simulation:
         self.state, self._next, self.control = model.state(), model.state(), model.control()
 
     # ------------------------------------------------------------------ output
-    def save(self, path) -> str:
-        """Write the output layer to ``path`` as a stage that sublayers the source file.
+    def save(self, path, flatten: bool = False) -> str:
+        """Write the output layer to ``path`` as a stage that sublayers the source file (``flatten``:
+        one self-contained file holding the whole composed stage).
 
         Opening ``path`` shows the source with the simulated motion on top; the source is not touched.
         """
@@ -390,27 +432,63 @@ class Simulation:
         src = self.stage.GetRootLayer()
         if os.path.exists(path) and os.path.realpath(path) == os.path.realpath(src.realPath or ""):
             raise NewtonUsdError(f"{path}: refusing to overwrite the source stage; choose another output path")
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise NewtonUsdError(f"{path}: cannot write the output: no directory {directory}")
         out = Sdf.Layer.Find(path) or Sdf.Layer.CreateNew(path)
-        if src.realPath:
+        if out is None:
+            raise NewtonUsdError(f"{path}: cannot write the output (not a USD file name, or not writable)")
+        if src.realPath and not flatten:
             out.TransferContent(self.output_layer)
-            rel = os.path.relpath(src.realPath, os.path.dirname(os.path.abspath(path)))
+            rel = os.path.relpath(src.realPath, directory)
             out.subLayerPaths = [rel.replace(os.sep, "/")]
-        else:  # an in-memory source has no file to sublayer: write the whole composed stage
+        else:  # one file: the whole composed stage (an in-memory source has no file to sublayer)
             out.TransferContent(self.stage.Flatten(addSourceFileComment=False))
-        for key in _STAGE_METADATA:
-            if src.pseudoRoot.HasInfo(key):
-                out.pseudoRoot.SetInfo(key, src.pseudoRoot.GetInfo(key))
-        if src.defaultPrim:
-            out.defaultPrim = src.defaultPrim
+        self._stamp(out, src)
+        out.comment = f"Simulated by newton_usd from {os.path.basename(src.realPath or src.identifier)}"
+        if not out.Save():
+            raise NewtonUsdError(f"{path}: could not write the output stage")
+        return path
+
+    def save_in_place(self) -> str:
+        """Write the simulated motion (and the ``overrides``) into the source file itself: every
+        attribute of the output layer replaces the source's. Only when the user asks for it."""
+        src = self.stage.GetRootLayer()
+        if not src.realPath:
+            raise NewtonUsdError("the stage has no file to write in place (it was made in memory)")
+        if not os.access(src.realPath, os.W_OK):
+            raise NewtonUsdError(f"{src.realPath}: cannot write in place: the file is not writable")
+        if src.HasTimeCodesPerSecond() and src.timeCodesPerSecond != self.fps:
+            raise NewtonUsdError(
+                f"{src.realPath}: cannot write in place at {self.fps:g} fps: the stage's timeCodesPerSecond is "
+                f"{src.timeCodesPerSecond:g} (its other animation would change speed); write to an output file"
+            )
+
+        def copy(path):
+            if path.IsPropertyPath():
+                Sdf.CreatePrimInLayer(src, path.GetPrimPath())
+                Sdf.CopySpec(self.output_layer, path, src, path)
+
+        with Sdf.ChangeBlock():
+            self.output_layer.Traverse(Sdf.Path.absoluteRootPath, copy)
+            self._stamp(src, src)
+        if not src.Save():
+            raise NewtonUsdError(f"{src.realPath}: could not write the stage in place")
+        return src.realPath
+
+    def _stamp(self, out, src) -> None:
+        """Stage metadata of an output layer: units and up axis of the source, the frame rate and range."""
+        if out is not src:
+            for key in _STAGE_METADATA:
+                if src.pseudoRoot.HasInfo(key):
+                    out.pseudoRoot.SetInfo(key, src.pseudoRoot.GetInfo(key))
+            if src.defaultPrim:
+                out.defaultPrim = src.defaultPrim
         out.timeCodesPerSecond = self.fps
         out.framesPerSecond = self.fps
         if self.record:
             out.startTimeCode = self.start_time
             out.endTimeCode = self.time_code
-        out.comment = f"Simulated by newton_usd from {os.path.basename(src.realPath or src.identifier)}"
-        if not out.Save():
-            raise NewtonUsdError(f"{path}: could not write the output stage")
-        return path
 
     def close(self) -> None:
         """Detach the output layer from the stage (the stage shows the authored poses again)."""

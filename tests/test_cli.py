@@ -3,9 +3,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
-from pxr import Usd, UsdGeom
+from pxr import Sdf, Usd, UsdGeom
 
 from conftest import SAMPLE_STAGES, SAMPLES, has_cuda
 
@@ -183,3 +184,95 @@ def test_info_summarizes_the_stage_and_the_simulation():
     assert "60 time codes/s, frames 0-120" in r.stdout
     assert "2 bodies, 3 shapes, 2 joints (1 prismatic, 1 revolute), 1 articulations" in r.stdout
     assert "8 substeps/frame at 60 fps" in r.stdout and "integrator implicitfast" in r.stdout
+
+
+def _box_z(stage, time_code):
+    xf = UsdGeom.Xformable(stage.GetPrimAtPath("/World/Box"))
+    return xf.ComputeLocalToWorldTransform(time_code).ExtractTranslation()[2]
+
+
+def test_json_summary_duration_record_every_and_set(tmp_path):
+    import json
+
+    src = tmp_path / "boxes.usda"
+    shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
+    before = src.read_bytes()
+    out = tmp_path / "out.usda"
+    sets = ["--set", "/World/Box.physics:mass=3", "--set", "/World/PhysicsScene.physics:gravityMagnitude=4.9"]
+    r = usdsim(src, "-o", out, "--duration", "0.5", "--record-every", "5", "--format", "json", *sets)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    for key in ("device", "solver", "backend", "bodies", "worlds", "frames", "steps_per_second", "realtime_factor",
+                "solver_seconds", "sync_seconds", "first_step_seconds", "output", "exit_code"):  # fmt: skip
+        assert key in summary
+    assert summary["frames"] == 30 and summary["output"] == str(out) and summary["exit_code"] == 0
+    assert src.read_bytes() == before  # the overrides went into the output, not the source
+    stage = Usd.Stage.Open(str(out))
+    attr = stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics")
+    assert attr.GetTimeSamples() == [0, 5, 10, 15, 20, 25, 30]
+    assert stage.GetPrimAtPath("/World/Box").GetAttribute("physics:mass").Get() == 3
+    # half gravity: after 0.25 s the box has fallen 0.5 * 4.9 * 0.25^2 = 0.153 m
+    assert 1.0 - _box_z(stage, 15) == pytest.approx(0.153, abs=0.005)
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["--set", "/World/Nope.physics:mass=1"], "/World/Nope: --set: no such prim"),
+        (["--set", "/World/Box.physics:mas=1"], "did you mean physics:mass"),
+        (["--set", "/World/Box.physics:mass=heavy"], "'heavy' is not a float value"),
+        (["--set", "World/Box"], "--set wants"),
+        (["--solver", "bullet"], "unknown solver 'bullet'"),
+        (["--device", "tpu"], "tpu"),
+        (["-o", "/no/such/dir/out.usda"], "not a writable directory"),
+        (["--worlds", "0"], "--worlds must be >= 1"),
+        (["--dt", "-1"], "--dt must be > 0"),
+    ],
+)
+def test_bad_run_arguments_are_one_line_exit_2_and_write_nothing(tmp_path, args, expected):
+    src = tmp_path / "boxes.usda"
+    shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
+    r = usdsim(src, "-n", "2", *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert expected in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert sorted(os.listdir(tmp_path)) == ["boxes.usda"]
+
+
+def test_flatten_in_place_benchmark_dt_and_worlds(tmp_path):
+    src = tmp_path / "boxes.usda"
+    shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
+    flat = tmp_path / "flat.usda"
+    r = usdsim(src, "-o", flat, "-n", "10", "--flatten", "--dt", "0.004", "--worlds", "3")
+    assert r.returncode == 0, r.stderr
+    assert "x 3 worlds" in r.stdout and "steps of 4.000 ms (4/frame" in r.stdout  # the step as given
+    layer = Sdf.Layer.FindOrOpen(str(flat))
+    assert not layer.subLayerPaths and layer.GetPrimAtPath("/World/PhysicsScene")  # self-contained
+    assert _box_z(Usd.Stage.Open(str(flat)), 10) < 1.0
+    r = usdsim(src, "-n", "10", "--benchmark")
+    assert r.returncode == 0 and "wrote nothing" in r.stdout
+    assert sorted(os.listdir(tmp_path)) == ["boxes.usda", "flat.usda"]
+    r = usdsim(src, "-n", "10", "--in-place")
+    assert r.returncode == 0, r.stderr
+    assert f"wrote {src}" in r.stdout
+    stage = Usd.Stage.Open(str(src))
+    assert _box_z(stage, 0) == pytest.approx(1.0) and _box_z(stage, 10) < 1.0
+
+
+def test_ctrl_c_saves_the_frames_so_far_and_exits_130(tmp_path):
+    import signal
+
+    src = tmp_path / "boxes.usda"
+    shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
+    out = tmp_path / "out.usda"
+    cmd = [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
+    proc = subprocess.Popen(cmd + [str(src), "-o", str(out), "-n", "10000000"], stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()  # "simulating ... frames": the run has started
+    assert "simulating" in line
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted at frame" in err
+    stage = Usd.Stage.Open(str(out))
+    samples = stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics")
+    assert samples.GetNumTimeSamples() > 2
