@@ -63,7 +63,7 @@ def _xform(x):
         return x[:3].copy(), x[3:] / np.linalg.norm(x[3:])
     p, q = x
     q = np.asarray(q, dtype=np.float64)
-    return np.asarray(p, dtype=np.float64).copy(), q / np.linalg.norm(q)
+    return np.array(p, dtype=np.float64), q / math.sqrt(float(q @ q))
 
 
 class ModelBuilder:
@@ -454,11 +454,11 @@ class ModelBuilder:
         self.joint_articulation.append(int(articulation))
         self.joint_label.append(label or f"joint_{len(self.joint_label)}")
         per_dof = joint_type in (JointType.PRISMATIC, JointType.REVOLUTE, JointType.D6)
-        arm = np.broadcast_to(np.asarray(armature, dtype=np.float64), (nd,)) if nd else []
-        fri = np.broadcast_to(np.asarray(friction, dtype=np.float64), (nd,)) if nd else []
+        arm = [float(armature)] * nd if np.isscalar(armature) else np.broadcast_to(np.asarray(armature, float), (nd,))
+        fri = [float(friction)] * nd if np.isscalar(friction) else np.broadcast_to(np.asarray(friction, float), (nd,))
         for d, ax in enumerate(dofs):
             a = np.asarray(ax.axis, dtype=np.float64)
-            self.joint_axis.append(a / np.linalg.norm(a))
+            self.joint_axis.append(a / math.sqrt(float(a @ a)))
             limited = per_dof and (ax.limit_lower is not None or ax.limit_upper is not None)
             self.joint_limited.append(limited)
             self.joint_limit_lower.append(
@@ -584,6 +584,16 @@ class ModelBuilder:
             X_wp = transform_multiply(self.body_q[parent], self.joint_X_p[j0]) if parent >= 0 else self.joint_X_p[j0]
             X_wc = transform_multiply(self.body_q[child], self.joint_X_c[j0])
             rel = transform_multiply(transform_inverse(X_wp), X_wc)
+            if len(joints) == 1 and self.joint_type[j0] in (JointType.REVOLUTE, JointType.PRISMATIC):
+                # One scalar joint (the common case): its coordinate is read off ``rel`` directly.
+                axis = self.joint_axis[dof_start[j0]]
+                if self.joint_type[j0] == JointType.PRISMATIC:
+                    self.joint_q[j0] = np.array([float(np.dot(rel[0], axis))])
+                else:
+                    q = rel[1]
+                    angle = 2.0 * math.atan2(float(np.dot(q[:3], axis)), float(q[3]))
+                    self.joint_q[j0] = np.array([(angle + math.pi) % (2.0 * math.pi) - math.pi])
+                continue
             # The stack's motion in the child body frame, about each joint's anchor.
             x_c0 = self.joint_X_c[j0]
             motion = transform_multiply(transform_multiply(x_c0, rel), transform_inverse(x_c0))

@@ -123,6 +123,10 @@ def transform_inertia(mass, com, inertia, pos, quat):
 
 def combine(parts):
     """Sum ``(mass, com, inertia)`` parts that share one frame into one (parallel axis theorem)."""
+    if len(parts) == 1:  # one part: nothing to move (the common case of a body with one collider)
+        m, c, i = parts[0]
+        if m > 0.0:
+            return m, np.asarray(c, dtype=np.float64), np.asarray(i, dtype=np.float64)
     total = sum(p[0] for p in parts)
     if total <= 0.0:
         return 0.0, np.zeros(3), np.zeros((3, 3))

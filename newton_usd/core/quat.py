@@ -93,6 +93,15 @@ def quat_rotate(q, v) -> np.ndarray:
 def quat_to_matrix(q) -> np.ndarray:
     """Rotation matrix (3x3, column vectors rotated: R @ v) of unit Warp-order quaternion(s)."""
     q = np.asarray(q, dtype=np.float64)
+    if q.ndim == 1:  # one quaternion: plain floats
+        x, y, z, w = q.tolist()
+        return np.array(
+            [
+                [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+            ]
+        )
     x, y, z, w = np.moveaxis(q, -1, 0)
     m = np.stack(
         [

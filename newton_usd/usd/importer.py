@@ -165,7 +165,9 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     for path, _ in bodies:
         b = result.body_index.get(str(path))
         if b is not None:
-            _import_mass(builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file, massless)
+            _import_mass(
+                builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file, massless, result.resolver
+            )
 
     # ---- joints, oriented into trees rooted at the world
     joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
@@ -293,8 +295,8 @@ def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose
     resolver = result.resolver
     if md is not None:
         material_prim = stage.GetPrimAtPath(md.primPath)
-        mu_torsional = resolver.value(material_prim, props.MATERIAL_TORSIONAL, ctx)
-        mu_rolling = resolver.value(material_prim, props.MATERIAL_ROLLING, ctx)
+        rolling = resolver.resolve_all(material_prim, _MATERIAL_PROPERTIES, ctx)
+        mu_torsional, mu_rolling = rolling["torsional_friction"].value, rolling["rolling_friction"].value
     else:
         mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
     prim = stage.GetPrimAtPath(path)
@@ -320,6 +322,9 @@ def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose
     result.shape_index[str(path)] = idx
     if body >= 0:
         shape_parts[body].append((idx, stage.GetPrimAtPath(path), md))
+
+
+_MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)
 
 
 def _axis_token(axis) -> str:
@@ -356,13 +361,24 @@ def _read_mesh(stage, path, scale, file):
     return Mesh(points, np.asarray(tris, dtype=np.int32))
 
 
-def _mass_api(prim, file=None):
-    """(mass, density, com or None, diagonal inertia or None, principal axes quat) authored on ``prim``."""
+_MASS_ATTRIBUTES = frozenset(
+    ("physics:mass", "physics:density", "physics:centerOfMass", "physics:diagonalInertia", "physics:principalAxes")
+)
+_NO_MASS = (0.0, 0.0, None, None, None)
+
+
+def _mass_api(prim, file=None, authored=None):
+    """(mass, density, com or None, diagonal inertia or None, principal axes quat) authored on ``prim``
+    (``authored``: the prim's authored property names, when known, to skip prims that author none)."""
+    if authored is not None and authored.isdisjoint(_MASS_ATTRIBUTES):
+        return _NO_MASS
     if not prim.HasAPI(UsdPhysics.MassAPI):
-        return 0.0, 0.0, None, None, None
+        return _NO_MASS
     api = UsdPhysics.MassAPI(prim)
-    mass = api.GetMassAttr().Get() or 0.0
-    density = api.GetDensityAttr().Get() or 0.0
+    if authored is None:
+        authored = _MASS_ATTRIBUTES
+    mass = (api.GetMassAttr().Get() or 0.0) if "physics:mass" in authored else 0.0
+    density = (api.GetDensityAttr().Get() or 0.0) if "physics:density" in authored else 0.0
     for name, value in (("physics:mass", mass), ("physics:density", density)):
         if value < 0 or not math.isfinite(value):
             raise UsdInputError(
@@ -371,9 +387,9 @@ def _mass_api(prim, file=None):
                 prim=str(prim.GetPath()),
                 attribute=name,
             )
-    com = api.GetCenterOfMassAttr().Get()
+    com = api.GetCenterOfMassAttr().Get() if "physics:centerOfMass" in authored else None
     com = None if com is None or not all(math.isfinite(c) for c in com) else np.array(com, dtype=np.float64)
-    diag = api.GetDiagonalInertiaAttr().Get()
+    diag = api.GetDiagonalInertiaAttr().Get() if "physics:diagonalInertia" in authored else None
     if diag is not None and any(x < 0 for x in diag):
         raise UsdInputError(
             f"must be >= 0 in every component, got {tuple(diag)}",
@@ -382,26 +398,27 @@ def _mass_api(prim, file=None):
             attribute="physics:diagonalInertia",
         )
     diag = None if diag is None or all(x == 0 for x in diag) else np.array(diag, dtype=np.float64)
-    axes = api.GetPrincipalAxesAttr().Get()
+    axes = api.GetPrincipalAxesAttr().Get() if "physics:principalAxes" in authored else None
     axes = None if axes is None else gf_to_xyzw(axes)
     if axes is not None and np.linalg.norm(axes) < 1e-9:
         axes = None
     return float(mass), float(density), com, diag, axes
 
 
-def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file, massless):
+def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file, massless, resolver):
     """Mass properties: body MassAPI mass > sum of collider masses (collider mass > collider density >
     body density > material density > 1000 kg/m^3); COM and inertia from the colliders unless authored."""
     s, k = frame.meters_per_unit, frame.kilograms_per_unit
     density_scale = k / s**3
     prim = stage.GetPrimAtPath(path)
-    b_mass, b_density, b_com, b_inertia, b_axes = _mass_api(prim, file)
+    view = resolver.view
+    b_mass, b_density, b_com, b_inertia, b_axes = _mass_api(prim, file, view(prim).authored)
     collider_props = []
     for shape, shape_prim, md in parts:
         geo = builder.shape_type[shape]
         if geo == GeoType.PLANE:
             continue
-        c_mass, c_density, _, _, _ = _mass_api(shape_prim, file)
+        c_mass, c_density, _, _, _ = _mass_api(shape_prim, file, view(shape_prim).authored)
         if c_density > 0:
             density = c_density * density_scale
         elif b_density > 0:
@@ -522,9 +539,15 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
                     queue.append(child)
 
     walk(-1)
+    roots = {
+        result.body_index[str(rp)]
+        for _, d in descs.get(OT.Articulation, [])
+        for rp in d.rootPrims
+        if str(rp) in result.body_index
+    }
     for b in sorted(result.body_index.values()):
         if b not in visited:  # a floating tree: its root gets a free joint (a kinematic root is welded)
-            root = _pick_root(b, edges, valid, descs, result)
+            root = _pick_root(b, edges, valid, roots)
             label = builder.body_label[root]
             if label in kinematic:
                 j = builder.add_joint_fixed(-1, root, builder.body_q[root], None, label=label)
@@ -603,6 +626,10 @@ _STATE_AXES = {
     JointType.PRISMATIC: ("linear",),
     JointType.D6: ("transX", "transY", "transZ", "rotX", "rotY", "rotZ"),
 }
+_STATE_ATTRIBUTES = {
+    jt: frozenset(f"state:{axis}:physics:{kind}" for axis in axes for kind in ("position", "velocity"))
+    for jt, axes in _STATE_AXES.items()
+}
 
 
 def _import_joint_states(builder, stage, result, frame) -> bool:
@@ -617,7 +644,7 @@ def _import_joint_states(builder, stage, result, frame) -> bool:
         if not axes:
             continue
         prim = stage.GetPrimAtPath(path)
-        if not prim or not any(n.startswith("state:") for n in result.resolver.view(prim).authored):
+        if not prim or result.resolver.view(prim).authored.isdisjoint(_STATE_ATTRIBUTES[jt]):
             continue
         n_lin = builder.joint_dof_dim[j][0]
         for k in range(len(builder.joint_qd[j])):
@@ -634,9 +661,12 @@ def _import_joint_states(builder, stage, result, frame) -> bool:
                 attr = prim.GetAttribute(f"state:{name}:physics:{attr_name}")
                 value = attr.Get() if attr and attr.HasAuthoredValue() else None
                 if value is not None:
-                    target[k] = sign * float(value) * unit
+                    new = sign * float(value) * unit
+                    # Only a position that differs from the one the body poses give moves the bodies
+                    # (stages often author the current angles, e.g. 0 for every joint).
+                    moved |= attr_name == "position" and not math.isclose(new, target[k], rel_tol=1e-6, abs_tol=1e-9)
+                    target[k] = new
                     result.resolver.used.add((path, attr.GetName()))
-                    moved |= attr_name == "position"
     return moved
 
 
@@ -735,15 +765,17 @@ def _scan(stage, paths, type_names):
     ``type_names`` (type name -> prims, in order), and the site prims (under "sites")."""
     order, typed = {}, {t: [] for t in type_names}
     typed["sites"] = []
+    wanted = {Sdf.Path(p) for p in paths}
+    site_apis = ("MjcSiteAPI", "NewtonSiteAPI")
     for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
-        key = str(prim.GetPath())
-        if key in paths:
-            order[key] = len(order)
-        type_name = str(prim.GetTypeName())
+        path = prim.GetPath()
+        if path in wanted:
+            order[str(path)] = len(order)
+        type_name = prim.GetTypeName()
         if type_name in typed:
             typed[type_name].append(prim)
         applied = prim.GetAppliedSchemas()
-        if applied and ("MjcSiteAPI" in applied or "NewtonSiteAPI" in applied):
+        if applied and (site_apis[0] in applied or site_apis[1] in applied):
             typed["sites"].append(prim)
     return order, typed
 
@@ -808,8 +840,9 @@ def _import_mjc_typed(builder, typed, result, ctx):
             builder.mujoco[key] = entries
 
 
-def _pick_root(b, edges, valid, descs, result):
-    """The articulation root body of ``b``'s connected component if one is marked, else ``b``."""
+def _pick_root(b, edges, valid, roots):
+    """The articulation root body of ``b``'s connected component if one is marked (``roots``: the
+    body indices of the ArticulationRootAPI prims), else ``b``."""
     component, stack = {b}, [b]
     while stack:
         n = stack.pop()
@@ -819,12 +852,8 @@ def _pick_root(b, edges, valid, descs, result):
                 if o >= 0 and o not in component:
                     component.add(o)
                     stack.append(o)
-    for _, d in descs.get(OT.Articulation, []):
-        for rp in d.rootPrims:
-            idx = result.body_index.get(str(rp))
-            if idx in component:
-                return idx
-    return min(component)
+    marked = component & roots
+    return min(marked) if marked else min(component)
 
 
 _MUJOCO_DOF_VALUES = {
@@ -882,8 +911,7 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
     if kinds:
         prim = stage.GetPrimAtPath(path)
         for angular in sorted(set(kinds)):
-            joint_ctx = Context(ctx.meters_per_unit, ctx.kilograms_per_unit, angular, ctx.angle_unit)
-            per_kind[angular] = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, joint_ctx)
+            per_kind[angular] = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, ctx.of_kind(angular))
     armature = tuple(per_kind[a]["armature"].value for a in kinds) or 0.0
     friction = tuple(per_kind[a]["frictionloss"].value for a in kinds) or 0.0
     first_dof = len(builder.joint_armature)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, NamedTuple
 
 from pxr import Sdf, Usd
@@ -66,8 +66,9 @@ class Property:
 class Resolved(NamedTuple):
     """A resolved value (SI units) and its provenance.
 
-    ``kind`` is "authored", "fallback" or "default"; ``attribute`` and ``prim`` name the source
-    attribute (None for a default); ``schema`` names the applied schema for a fallback.
+    ``kind`` is "authored", "fallback" or "default"; ``attribute`` names the source attribute (None
+    for a default), ``prim`` the prim it is authored on (authored values only: fallbacks and defaults
+    are shared by every prim that has them); ``schema`` names the applied schema for a fallback.
     """
 
     value: Any
@@ -93,6 +94,10 @@ class Context:
     kilograms_per_unit: float = 1.0
     angular: bool = True
     angle_unit: float = RAD_PER_DEG  # mjc angles follow mjc:compiler:angle (degree by default)
+
+    def of_kind(self, angular: bool) -> "Context":
+        """This context for an angular (True) or linear (False) joint DOF."""
+        return self if self.angular == angular else replace(self, angular=angular)
 
 
 _DEFAULT_CONTEXT = Context()
@@ -121,7 +126,7 @@ class Resolver:
 
     order: tuple = DIALECTS
     file: str | None = None
-    provenance: dict = field(default_factory=dict)  # (prim path, property name) -> Resolved
+    _by_prim: dict = field(default_factory=dict)  # prim path -> {property name: Resolved}
     used: set = field(default_factory=set)  # (prim path, attribute) read by the runtime
     _views: dict = field(default_factory=dict)
     _fallbacks: dict = field(default_factory=dict)  # schema name -> {attribute: fallback}
@@ -130,6 +135,10 @@ class Resolver:
     _defaults: dict = field(default_factory=dict)  # property name -> its shared "default" Resolved
     _fallback_cache: dict = field(default_factory=dict)  # (applied schemas, context) -> {property: fallback}
     _attributes: dict = field(default_factory=dict)  # property name -> its candidate attribute names
+    # Results of property tuples a prim authors none of, per (tuple id, applied schemas, context): shared
+    # by every such prim (each entry keeps its tuple, so a reused id cannot hit a stale entry).
+    _unauthored: dict = field(default_factory=dict)
+    _tuple_attributes: dict = field(default_factory=dict)  # tuple id -> (tuple, its candidate attributes)
 
     def __post_init__(self):
         unknown = [d for d in self.order if d not in DIALECTS]
@@ -153,6 +162,11 @@ class Resolver:
             self._fallbacks[schema] = table
         return table
 
+    @property
+    def provenance(self) -> dict:
+        """(prim path, property name) -> :class:`Resolved`, for every property resolved so far."""
+        return {(path, name): r for path, results in self._by_prim.items() for name, r in results.items()}
+
     def view(self, prim: Usd.Prim) -> _PrimView:
         key = prim.GetPath()
         v = self._views.get(key)
@@ -170,13 +184,25 @@ class Resolver:
         t0 = time.perf_counter()
         view, ctx = self.view(prim), ctx or _DEFAULT_CONTEXT
         path, authored = view.path, view.authored
+        ctx_key = (ctx.angular, ctx.meters_per_unit, ctx.kilograms_per_unit, ctx.angle_unit)
+        shared_key = None
+        if type(properties) is tuple:  # a fixed table: prims that author none of it share one result
+            known = self._tuple_attributes.get(id(properties))
+            if known is None or known[0] is not properties:
+                names = frozenset().union(*(self._attributes_of(p) for p in properties))
+                known = self._tuple_attributes[id(properties)] = (properties, names)
+            if authored.isdisjoint(known[1]):
+                shared_key = (id(properties), view.applied, ctx_key)
+                hit = self._unauthored.get(shared_key)
+                if hit is not None and hit[0] is properties:
+                    self._by_prim.setdefault(path, {}).update(hit[1])
+                    self.seconds += time.perf_counter() - t0
+                    return hit[1]
         # Fallbacks depend only on the applied schemas and the conversion context: cached per both.
         fallbacks = None
         if view.applied:
-            key = (view.applied, ctx.angular, ctx.meters_per_unit, ctx.kilograms_per_unit, ctx.angle_unit)
-            fallbacks = self._fallback_cache.setdefault(key, {})
+            fallbacks = self._fallback_cache.setdefault((view.applied, *ctx_key), {})
         out = {}
-        provenance = self.provenance
         for prop in properties:
             name = prop.name
             candidates = self._ordered.get(name)
@@ -190,14 +216,22 @@ class Resolver:
                 if found is _MISSING:
                     found = fallbacks[name] = self._fallback(prim, prop, candidates, view.applied, ctx)
                 if found is not None:
-                    result = Resolved(found[0], "fallback", found[1], path, found[2])
+                    result = Resolved(found[0], "fallback", found[1], None, found[2])
             if result is None:
                 result = self._defaults.get(name)
                 if result is None:
                     result = self._defaults[name] = Resolved(prop.default, "default")
-            provenance[(path, name)] = out[name] = result
+            out[name] = result
+        self._by_prim.setdefault(path, {}).update(out)
+        if shared_key is not None:
+            self._unauthored[shared_key] = (properties, out)
         self.seconds += time.perf_counter() - t0
         return out
+
+    def _attributes_of(self, prop) -> frozenset:
+        if prop.name not in self._attributes:
+            self._order_candidates(prop)
+        return self._attributes[prop.name]
 
     def _order_candidates(self, prop):
         candidates = sorted(
