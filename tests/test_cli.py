@@ -155,7 +155,7 @@ def test_check_lists_approximations_and_unused_values(tmp_path):
     stage.Save()
     r = usdsim("check", src)
     assert r.returncode == 0, r.stderr
-    assert "DistanceJoint joints are not supported yet and were ignored: /Dist" in r.stdout
+    assert "distance joint with neither a minimum nor a maximum distance does not constrain: /Dist" in r.stdout
     assert "mjc:unknownThing (1 prim: /Cube)" in r.stdout
     assert "mjc:condim" not in r.stdout  # read and used
 

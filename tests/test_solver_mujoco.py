@@ -7,7 +7,7 @@ from newton_usd import ModelBuilder, NewtonUsdError
 from newton_usd.solvers import SolverMuJoCo
 
 from conftest import SAMPLE_STAGES, SAMPLES
-from stages import falling_cube, pendulum
+from stages import falling_cube, new_stage, pendulum
 
 
 def simulate(stage, seconds, dt=1.0 / 480.0, backend="cpu", record=None, device="cpu"):
@@ -448,3 +448,57 @@ def test_acceleration_drive_moves_the_same_for_any_link_mass():
     heavy_f = simulate(driven_pendulum(10.0, False, **force), 0.2, dt, record="joint_q")[3][:, 0]
     assert light_f[-1] == pytest.approx(light[len(light_f) - 1], abs=0.01)
     assert heavy_f[-1] < 0.5 * light_f[-1]
+
+
+def rope_stage(min_distance=None, max_distance=None, d6=False):
+    """A 1 kg ball 1 m from an anchor point in the world, hanging or thrown, held by a distance joint
+    (or a generic joint with free axes and a distance limit)."""
+    from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+
+    stage = new_stage()
+    ball = UsdGeom.Sphere.Define(stage, "/Ball")
+    ball.CreateRadiusAttr(0.05)
+    ball.AddTranslateOp().Set(Gf.Vec3d(0.6, 0, 2.0))
+    UsdPhysics.RigidBodyAPI.Apply(ball.GetPrim()).CreateVelocityAttr(Gf.Vec3f(0, 3, 0))
+    UsdPhysics.CollisionAPI.Apply(ball.GetPrim())
+    UsdPhysics.MassAPI.Apply(ball.GetPrim()).CreateMassAttr(1.0)
+    if d6:
+        joint = UsdPhysics.Joint.Define(stage, "/Rope")  # no LimitAPI on an axis: every axis free
+        limit = UsdPhysics.LimitAPI.Apply(joint.GetPrim(), "distance")
+        limit.CreateLowAttr(min_distance if min_distance is not None else -1.0)
+        limit.CreateHighAttr(max_distance)
+    else:
+        joint = UsdPhysics.DistanceJoint.Define(stage, "/Rope")
+        if min_distance is not None:
+            joint.CreateMinDistanceAttr(min_distance)
+        if max_distance is not None:
+            joint.CreateMaxDistanceAttr(max_distance)
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Ball")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2.0))  # the world anchor
+    return stage
+
+
+@pytest.mark.parametrize("d6", [False, True])
+def test_distance_joint_keeps_the_ball_within_its_range(d6):
+    anchor = np.array([0.0, 0.0, 2.0])
+    _, _, _, traj = simulate(rope_stage(max_distance=1.0, d6=d6), 2.0, record="body_q")
+    dist = np.linalg.norm(traj[:, 0, :3] - anchor, axis=1)
+    assert dist.max() < 1.0 + 0.03  # a rope: the snap overshoots 2 cm (a soft MuJoCo limit), no more
+    assert dist[-1] > 0.95  # it fell until the rope went taut
+    assert traj[:, 0, 2].min() > 0.9  # and never fell past it
+    # a minimum too: started at 0.6 m, the ball is pushed out to 0.8 m at once and stays beyond it
+    _, _, _, traj = simulate(rope_stage(min_distance=0.8, max_distance=1.0, d6=d6), 1.0, record="body_q")
+    dist = np.linalg.norm(traj[:, 0, :3] - anchor, axis=1)
+    assert dist[48:].min() > 0.79 and dist.max() < 1.05  # from 0.1 s on (the push-out overshoots)
+
+
+def test_unconstrained_ball_falls_past_where_the_rope_would_hold():
+    from newton_usd import ModelBuilder
+
+    stage = rope_stage(max_distance=1.0)
+    stage.GetPrimAtPath("/Rope").GetAttribute("physics:jointEnabled").Set(False)
+    _, _, _, traj = simulate(stage, 1.0, record="body_q")
+    assert traj[:, 0, 2].min() < 0.5
+    b = ModelBuilder()
+    b.add_usd(rope_stage(max_distance=1.0))
+    assert b.distance_max == [1.0] and b.distance_body0 == [-1]

@@ -123,14 +123,16 @@ def test_mesh_collider_mass_matches_its_volume():
     np.testing.assert_allclose(m.body_com.numpy()[0], [0.25, 0.25, 0.25], atol=1e-6)
 
 
-def test_unsupported_joint_is_reported_once_per_kind(caplog):
+def test_ignored_joints_are_reported_once_per_kind(caplog):
     stage = falling_cube()
     add_box(stage, "/Other", 0.2, (1, 0, 1), mass=1.0)
-    UsdPhysics.DistanceJoint.Define(stage, "/Dist").CreateBody1Rel().SetTargets([Sdf.Path("/Other")])
+    add_box(stage, "/Third", 0.2, (2, 0, 1), mass=1.0)
+    for path, body in (("/Dist", "/Other"), ("/Dist2", "/Third")):  # no min or max: nothing to hold
+        UsdPhysics.DistanceJoint.Define(stage, path).CreateBody1Rel().SetTargets([Sdf.Path(body)])
     with caplog.at_level("WARNING", logger="newton_usd"):
         load(stage)
-    msgs = [r.getMessage() for r in caplog.records if "DistanceJoint" in r.getMessage()]
-    assert len(msgs) == 1 and "/Dist" in msgs[0]
+    msgs = [r.getMessage() for r in caplog.records if "distance joint" in r.getMessage()]
+    assert len(msgs) == 1 and "/Dist" in msgs[0] and "/Dist2" in msgs[0]
 
 
 def test_negative_mass_names_prim_and_attribute():

@@ -165,3 +165,15 @@ def test_simulation_with_worlds_writes_world_0_and_rebuilds_per_world():
     after = sim.state.body_q.numpy()[[box2, box2 + n2, box2 + 2 * n2], 2]
     np.testing.assert_allclose(after, before, atol=1e-5)
     sim.close()
+
+
+def test_distance_constraints_replicate_per_world():
+    from test_solver_mujoco import rope_stage
+
+    model = replicated(rope_stage(max_distance=1.0), 2).finalize("cpu")
+    assert model.distance_count == 2 and model.distance_body1.numpy().tolist() == [0, 1]
+    final, solver, _ = run(model, 1.0)
+    assert solver.mj_model.ntendon == 1
+    q = final.body_q.numpy()
+    np.testing.assert_allclose(q[0], q[1], atol=1e-6)
+    assert abs(np.linalg.norm(q[0, :3] - [0, 0, 2.0]) - 1.0) < 0.03

@@ -115,6 +115,9 @@ class ModelBuilder:
         self.equality_type, self.equality_body1, self.equality_body2 = [], [], []
         self.equality_anchor, self.equality_active, self.equality_label = [], [], []
         self.equality_relpose = []  # (pos, quat) or None: the initial relative pose
+        # distance constraints: see add_distance_constraint
+        self.distance_body0, self.distance_body1, self.distance_anchor0, self.distance_anchor1 = [], [], [], []
+        self.distance_min, self.distance_max, self.distance_label = [], [], []
         # worlds: replicate() makes num_worlds identical copies, world after world
         self.num_worlds = 1
 
@@ -157,8 +160,15 @@ class ModelBuilder:
             "equality_type", "equality_body1", "equality_body2", "equality_anchor", "equality_active",
             "equality_label", "equality_relpose",
         ),
+        "distance": (
+            "distance_body0", "distance_body1", "distance_anchor0", "distance_anchor1", "distance_min",
+            "distance_max", "distance_label",
+        ),
     }  # fmt: skip
-    _BODY_REFS = ("shape_body", "joint_parent", "joint_child", "site_body", "equality_body1", "equality_body2")
+    _BODY_REFS = (
+        "shape_body", "joint_parent", "joint_child", "site_body", "equality_body1", "equality_body2",
+        "distance_body0", "distance_body1",
+    )  # fmt: skip
 
     def replicate(self, num_worlds: int) -> None:
         """Make the model ``num_worlds`` identical, independent worlds: everything added so far becomes
@@ -522,6 +532,31 @@ class ModelBuilder:
         self.equality_label.append(label or f"equality_{len(self.equality_label)}")
         return len(self.equality_type) - 1
 
+    def add_distance_constraint(
+        self, body0: int, body1: int, anchor0=(0.0, 0.0, 0.0), anchor1=(0.0, 0.0, 0.0), *, min_distance=None,
+        max_distance=None, label=None,
+    ) -> int:  # fmt: skip
+        """Keep the distance between point ``anchor0`` of ``body0`` and point ``anchor1`` of ``body1`` (each
+        in its body's frame; body -1: a world point) within ``[min_distance, max_distance]`` (m; None: no
+        bound on that side). A constraint beside the joint tree, like a rope (max) or a strut (both)."""
+        self._check_not_replicated()
+        if body0 == body1:
+            raise ValueError("a distance constraint needs two different bodies")
+        lo = None if min_distance is None else float(min_distance)
+        hi = None if max_distance is None else float(max_distance)
+        if lo is None and hi is None:
+            raise ValueError("a distance constraint needs a minimum, a maximum or both")
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(f"min_distance {lo} > max_distance {hi}")
+        self.distance_body0.append(int(body0))
+        self.distance_body1.append(int(body1))
+        self.distance_anchor0.append(np.asarray(anchor0, dtype=np.float64))
+        self.distance_anchor1.append(np.asarray(anchor1, dtype=np.float64))
+        self.distance_min.append(-1.0 if lo is None else max(lo, 0.0))
+        self.distance_max.append(-1.0 if hi is None else hi)
+        self.distance_label.append(label or f"distance_{len(self.distance_label)}")
+        return len(self.distance_label) - 1
+
     def add_site(self, body: int, xform=None, *, geo_type: GeoType = GeoType.SPHERE, size=(0.01, 0.0, 0.0), label=None):
         """A site: a frame on ``body`` (-1: the world) that actuators, tendons and sensors can refer to.
 
@@ -818,6 +853,15 @@ class ModelBuilder:
         relpose = [np.concatenate(r) if r is not None else np.full(7, np.nan) for r in self.equality_relpose]
         m.equality_relpose = np.asarray(relpose, dtype=np.float64).reshape(-1, 7)
         m.equality_label = list(self.equality_label)
+
+        m.distance_count = len(self.distance_label)
+        m.distance_body0 = arr(self.distance_body0, wp.int32)
+        m.distance_body1 = arr(self.distance_body1, wp.int32)
+        m.distance_anchor0 = arr(self.distance_anchor0, wp.vec3, (3,))
+        m.distance_anchor1 = arr(self.distance_anchor1, wp.vec3, (3,))
+        m.distance_min = arr(self.distance_min, wp.float32)
+        m.distance_max = arr(self.distance_max, wp.float32)
+        m.distance_label = list(self.distance_label)
 
         m.body_collision_filter_pairs = list(self.body_collision_filter_pairs)
         m.site_count = len(self.site_label)

@@ -39,6 +39,7 @@ _WORLD_ARRAYS = {
         "equality_type", "equality_anchor", "equality_active", "equality_relpose", "equality_label",
     ),
     "site": ("site_transform", "site_type", "site_size", "site_label"),
+    "distance": ("distance_anchor0", "distance_anchor1", "distance_min", "distance_max", "distance_label"),
     "articulation": ("articulation_label",),
 }  # fmt: skip
 # Index arrays: (kind indexed by, kind of the index values); -1 stays -1.
@@ -50,6 +51,8 @@ _WORLD_INDEX_ARRAYS = {
     "equality_body1": ("equality", "body"),
     "equality_body2": ("equality", "body"),
     "site_body": ("site", "body"),
+    "distance_body0": ("distance", "body"),
+    "distance_body1": ("distance", "body"),
 }
 _COUNTS = {
     "body": "body_count",
@@ -59,6 +62,7 @@ _COUNTS = {
     "dof": "joint_dof_count",
     "equality": "equality_count",
     "site": "site_count",
+    "distance": "distance_count",
     "articulation": "articulation_count",
 }
 
@@ -90,6 +94,9 @@ class Model:
         equality_count, equality_type (0 connect, 1 weld), equality_body1, equality_body2 (-1: world),
             equality_anchor, equality_active, equality_label: loop-closing constraints
             (see :meth:`ModelBuilder.add_equality`).
+        distance_count, distance_body0, distance_body1 (-1: world), distance_anchor0, distance_anchor1 (in
+            each body's frame), distance_min, distance_max (m; -1: no bound), distance_label: distance
+            constraints (:meth:`ModelBuilder.add_distance_constraint`; UsdPhysics distance joints).
         body_collision_filter_pairs: list of body pairs (b1 < b2) that do not collide.
         site_count, site_body (-1: world), site_transform (in the body frame), site_type, site_size,
             site_label: sites, frames that actuators, tendons and sensors attach to.
@@ -117,7 +124,7 @@ class Model:
         if not 0 <= world < n:
             raise IndexError(f"world {world} does not exist (the model has {n})")
         out = {}
-        for kind in ("body", "shape", "joint", "equality", "site", "articulation"):
+        for kind in ("body", "shape", "joint", "equality", "site", "articulation", "distance"):
             per = getattr(self, _COUNTS[kind]) // n
             out[kind] = (world * per, (world + 1) * per)
         j0, j1 = out["joint"]

@@ -57,7 +57,7 @@ _JOINT_TYPES = {
     OT.FixedJoint: JointType.FIXED,
     OT.D6Joint: JointType.D6,
 }
-_UNSUPPORTED_JOINTS = (OT.DistanceJoint, OT.CustomJoint)
+_UNSUPPORTED_JOINTS = (OT.CustomJoint,)
 
 # Rotation taking the shape's local +Z onto the authored axis token.
 _AXIS_TO_Z = {
@@ -76,7 +76,8 @@ class UsdImport:
         stage: the opened stage. file: its root layer path.
         frame: units and up axis of the stage.
         body_index: prim path -> builder body index (for the bodies added by this import).
-        shape_index, joint_index: prim path -> builder index.
+        shape_index, joint_index, distance_index: prim path -> builder index (distance joints are
+            distance constraints).
         diagnostics: what was ignored or approximated, per kind.
         resolver: the :class:`Resolver` used, with the provenance of every resolved property.
         scene: the scene's resolved runtime settings (name -> Resolved): timestep, solver,
@@ -89,6 +90,7 @@ class UsdImport:
     body_index: dict = field(default_factory=dict)
     shape_index: dict = field(default_factory=dict)
     joint_index: dict = field(default_factory=dict)
+    distance_index: dict = field(default_factory=dict)
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
     resolver: Resolver | None = None
     scene: dict = field(default_factory=dict)
@@ -173,6 +175,7 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
     order, typed = _scan(stage, joint_paths, _MJC_TYPED)
     _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order)
+    _import_distance_joints(builder, descs.get(OT.DistanceJoint, []), frame, result)
     _resolve_massless(builder, massless, diag)
     builder.joint_q_from_body_q()
     if any(np.any(v) for v in builder.body_qd):
@@ -560,6 +563,42 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
         _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx)
 
 
+def _import_distance_joints(builder, joints, frame, result):
+    """UsdPhysics distance joints: the distance between the joint frames' origins on the two bodies stays
+    within the enabled limits (``physics:minDistance``/``maxDistance``, stage units), as a distance
+    constraint beside the joint tree."""
+    diag = result.diagnostics
+    for path, d in joints:
+        if not d.jointEnabled:
+            diag.add("joint disabled (physics:jointEnabled = false): not simulated", path)
+            continue
+        b0 = -1 if d.body0.isEmpty else result.body_index.get(str(d.body0))
+        b1 = -1 if d.body1.isEmpty else result.body_index.get(str(d.body1))
+        if b0 is None or b1 is None:
+            diag.add("joint attached to a prim that is not a simulated rigid body: ignored", path)
+            continue
+        if b0 == b1:
+            diag.add("joint connects a body to itself: ignored", path)
+            continue
+        s = frame.meters_per_unit
+        lo = d.limit.lower * s if d.minEnabled and math.isfinite(d.limit.lower) else None
+        hi = d.limit.upper * s if d.maxEnabled and math.isfinite(d.limit.upper) else None
+        if lo is None and hi is None:
+            diag.add("distance joint with neither a minimum nor a maximum distance does not constrain", path)
+            continue
+        if lo is not None and hi is not None and lo > hi:
+            raise UsdInputError(
+                f"minDistance ({d.limit.lower}) is greater than maxDistance ({d.limit.upper})",
+                file=result.file,
+                prim=str(path),
+                attribute="physics:minDistance",
+            )
+        x0, x1 = _joint_frames(d, b0, b1, frame)
+        result.distance_index[str(path)] = builder.add_distance_constraint(
+            b0, b1, x0[0], x1[0], min_distance=lo, max_distance=hi, label=str(path)
+        )
+
+
 LOOP_HINGE_SPAN = 0.1
 """m: a revolute loop closure is two connect constraints this far apart along its axis."""
 
@@ -705,7 +744,7 @@ def _import_collision_filters(builder, stage, descs, result):
                     diag.add("filtered pairs with static colliders are not simulated yet", path)
                     continue
                 pairs.add((min(a, b), max(a, b)))
-    for joint_type in list(_JOINT_TYPES):
+    for joint_type in list(_JOINT_TYPES) + [OT.DistanceJoint]:
         for _, d in descs.get(joint_type, []):
             if d.collisionEnabled or not d.jointEnabled:
                 continue
@@ -934,12 +973,33 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
         j = builder.add_joint(jt, parent, child, xp, xc, label=str(path), armature=armature, friction=friction, **kw)
     if cone_limit is not None:
         builder.set_mujoco("joint", "joint_cone_limit", j, cone_limit)
+    if d6_axes is not None:
+        _d6_distance_limit(builder, d, parent, child, xp, xc, frame, result, path)
     for name, key in _MUJOCO_DOF_VALUES.items():
         for k_dof, angular in enumerate(kinds):
             r = per_kind[angular][name]
             if r.kind != "default":
                 builder.set_mujoco("dof", key, first_dof + k_dof, r.value)
     result.joint_index[str(path)] = j
+
+
+def _d6_distance_limit(builder, d, parent, child, xp, xc, frame, result, path):
+    """A generic joint's ``PhysicsLimitAPI:distance``: the distance between the two joint frames' origins
+    stays within [low, high] (a distance constraint beside the joint)."""
+    lim = next((p.second for p in d.jointLimits if p.first == UsdPhysics.JointDOF.Distance), None)
+    if lim is None or not lim.enabled:
+        return
+    s = frame.meters_per_unit
+    lo = lim.lower * s if math.isfinite(lim.lower) and lim.lower > 0 else None
+    hi = lim.upper * s if math.isfinite(lim.upper) and lim.upper >= 0 else None
+    if lo is None and hi is None:
+        return
+    if lo is not None and hi is not None and lo > hi:
+        result.diagnostics.add("distance limit with low > high: ignored", path)
+        return
+    result.distance_index[str(path)] = builder.add_distance_constraint(
+        parent, child, xp[0], xc[0], min_distance=lo, max_distance=hi, label=str(path)
+    )
 
 
 _D6_AXES = (
@@ -957,8 +1017,6 @@ def _d6_axes(d, reverse, frame, path, diag):
     with no limit is free, one whose low > high is locked, any other is limited."""
     limits = {p.first: p.second for p in d.jointLimits}
     drives = {p.first: p.second for p in d.jointDrives}
-    if UsdPhysics.JointDOF.Distance in limits:
-        diag.add("distance limits of generic joints are not simulated yet", path)
     linear, angular = [], []
     for dof, is_angular, axis in _D6_AXES:
         vec = -np.array(axis) if reverse else np.array(axis)

@@ -361,6 +361,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
     tendon_names = _add_tendons(spec, model, joint_handles, geom_handles, site_names, diag)
+    _add_distance_constraints(spec, model, body_handles)
     mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names, site_names)
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles)
 
@@ -507,6 +508,30 @@ def _add_sites(spec, model, body_handles) -> dict:
         )
         names[label] = site.name
     return names
+
+
+DISTANCE_UNBOUNDED = 1e10
+"""m: the upper end of a distance constraint's tendon range when it has no maximum."""
+
+
+def _add_distance_constraints(spec, model, body_handles) -> None:
+    """Distance constraints (UsdPhysics distance joints) as MuJoCo spatial tendons between two sites,
+    their length limited to ``[min, max]``."""
+    if not getattr(model, "distance_count", 0):
+        return
+    bodies = (model.distance_body0.numpy(), model.distance_body1.numpy())
+    anchors = (model.distance_anchor0.numpy().astype(np.float64), model.distance_anchor1.numpy().astype(np.float64))
+    lo, hi = model.distance_min.numpy().astype(np.float64), model.distance_max.numpy().astype(np.float64)
+    for i, label in enumerate(model.distance_label):
+        name = f"{label.rsplit('/', 1)[-1]}_{i}"
+        tendon = spec.add_tendon(name=f"{name}_distance")
+        for end in (0, 1):
+            b = bodies[end][i]
+            holder = spec.worldbody if b < 0 else body_handles[b]
+            site = holder.add_site(name=f"{name}_anchor{end}", pos=anchors[end][i], size=[0.005, 0, 0])
+            tendon.wrap_site(site.name)
+        tendon.limited = mujoco.mjtLimited.mjLIMITED_TRUE
+        tendon.range = [max(lo[i], 0.0), hi[i] if hi[i] >= 0 else DISTANCE_UNBOUNDED]
 
 
 def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names=None, site_names=None):
