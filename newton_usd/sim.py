@@ -305,7 +305,7 @@ class Simulation:
             body_q = self.state.body_q.numpy()
         time_code = self.time_code if self.record else None
         with self._own_writes():
-            self.sync.write(body_q[: len(self.sync.paths)], time_code)
+            self.sync.write(body_q[: self.sync.body_count], time_code)
             if self.joint_sync is not None:
                 self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time_code)
         self.sync_seconds += time.perf_counter() - t0

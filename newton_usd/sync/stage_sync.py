@@ -19,6 +19,7 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom
 
 from ..core.quat import matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, quat_to_matrix
+from .instancer_sync import InstancerSync, instance_of
 
 OP_TRANSLATE = "xformOp:translate:physics"
 OP_ORIENT = "xformOp:orient:physics"
@@ -60,7 +61,18 @@ class StageSync:
         self.stage = stage
         self.layer = layer
         self.frame = frame
-        self.paths = [Sdf.Path(str(p)) for p in body_paths]
+        self.body_count = len(body_paths)
+        # Bodies that are PointInstancer instances ("/Instancer[i]") move their instancer's arrays.
+        rows, instances = [], []
+        for row, label in enumerate(body_paths):
+            of = instance_of(label)
+            if of is None:
+                rows.append(row)
+            else:
+                instances.append((row, *of))
+        self.paths = [Sdf.Path(str(body_paths[r])) for r in rows]
+        self._rows = None if len(rows) == self.body_count else np.array(rows, dtype=np.int64)
+        self.instancers = InstancerSync(stage, layer, instances, self._stage_world) if instances else None
         n = len(self.paths)
         index = {p: i for i, p in enumerate(self.paths)}
         cache = UsdGeom.XformCache(Usd.TimeCode.Default())
@@ -103,12 +115,20 @@ class StageSync:
         self.frames_written = 0
 
     # ------------------------------------------------------------------ pose math
-    def local_transforms(self, body_q: np.ndarray) -> np.ndarray:
-        """Row-vector local 4x4 matrices (stage units) of every body prim for simulated ``body_q``."""
+    def _stage_world(self, body_q: np.ndarray) -> np.ndarray:
+        """Row-vector rigid world matrices, in stage units and axes, of simulated poses ``body_q``."""
         body_q = np.asarray(body_q, dtype=np.float64)
         pos = quat_rotate(self._r_inv, body_q[:, :3]) / self.frame.meters_per_unit
         quat = quat_multiply(np.broadcast_to(self._r_inv, body_q[:, 3:].shape), body_q[:, 3:])
-        world = _rigid_row_matrices(pos, quat)
+        return _rigid_row_matrices(pos, quat)
+
+    def local_transforms(self, body_q: np.ndarray) -> np.ndarray:
+        """Row-vector local 4x4 matrices (stage units) of every body prim for simulated ``body_q`` (the
+        rows of the body prims: instance bodies left out)."""
+        body_q = np.asarray(body_q, dtype=np.float64)
+        if self._rows is not None:
+            body_q = body_q[self._rows]
+        world = self._stage_world(body_q)
         world[:, :3, :3] *= self.world_scale[:, :, None]  # scale rows: S @ X in row-vector form
         parent = self.chain.copy()
         nested = self.parent_body >= 0
@@ -142,8 +162,12 @@ class StageSync:
         self._needs_default[i] = True
 
     def write(self, body_q: np.ndarray, time: float | None = None) -> None:
-        """Write the poses ``body_q`` (simulation frame, (n, 7)) at time code ``time`` (None: default value)."""
+        """Write the poses ``body_q`` (simulation frame, (n, 7), one row per body given to the constructor)
+        at time code ``time`` (None: default value)."""
         time = None if time is None else float(time)
+        if self.instancers is not None:
+            with Sdf.ChangeBlock():
+                self.instancers.write(np.asarray(body_q, dtype=np.float64), time)
         local = self.local_transforms(body_q)
         t = local[:, 3, :3]
         rows = local[:, :3, :3]
@@ -194,6 +218,8 @@ class StageSync:
             old.restore()
         self._retired = []
         with Sdf.ChangeBlock():
+            if self.instancers is not None:
+                self.instancers.restore()
             for i, path in enumerate(self.paths):
                 prim_spec = self.layer.GetPrimAtPath(path)
                 if prim_spec is None:

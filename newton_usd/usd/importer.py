@@ -96,9 +96,9 @@ class UsdImport:
     scene: dict = field(default_factory=dict)
 
 
-def _load_descriptors(stage):
+def _load_descriptors(stage, roots=("/",)):
     load = getattr(UsdPhysics, "UsdPhysicsLoadStageFromPrimRange", None) or UsdPhysics.LoadUsdPhysicsFromRange
-    result = load(stage, ["/"])
+    result = load(stage, list(roots))
     out = defaultdict(list)
     for obj_type, (paths, descs) in result.items():
         for path, desc in zip(paths, descs, strict=True):
@@ -125,9 +125,12 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     descs = _load_descriptors(stage)
     if builder.source is None:
         builder.source = file
+    joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
+    order, typed = _scan(stage, joint_paths, _MJC_TYPED + ("PointInstancer",))
+    instanced = _instancer_prototypes(stage, typed["PointInstancer"], result)
 
     bodies = descs.get(OT.RigidBody, [])
-    if not bodies:
+    if not bodies and not instanced:
         raise UsdInputError(
             "no physics to simulate: no prim has PhysicsRigidBodyAPI applied (author UsdPhysics rigid bodies)",
             file=file,
@@ -162,18 +165,26 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
         for path, d in descs.get(obj_type, []):
             _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx)
 
+    # ---- PointInstancer instances of rigid-body prototypes: a body each, with the prototype's colliders
+    mass_source = {result.body_index[str(p)]: str(p) for p, _ in bodies if str(p) in result.body_index}
+    for proto in instanced:
+        materials.update(proto.materials)
+        for i, pos, rot, lin, ang in proto.instances(frame):
+            label = f"{proto.instancer}[{i}]"
+            b = builder.add_body((pos, rot), velocity=np.concatenate([lin, ang]), label=label)
+            result.body_index[label] = b
+            mass_source[b] = proto.body
+            for obj_type, path, d in proto.shapes:
+                below = str(path)[len(proto.root) :]
+                _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts,
+                              ctx, body=b, label=label + below)  # fmt: skip
+
     # ---- mass properties, with the UsdPhysics precedence
     massless = []
-    for path, _ in bodies:
-        b = result.body_index.get(str(path))
-        if b is not None:
-            _import_mass(
-                builder, stage, b, str(path), shape_parts[b], materials, frame, diag, file, massless, result.resolver
-            )
+    for b, path in mass_source.items():
+        _import_mass(builder, stage, b, path, shape_parts[b], materials, frame, diag, file, massless, result.resolver)
 
     # ---- joints, oriented into trees rooted at the world
-    joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
-    order, typed = _scan(stage, joint_paths, _MJC_TYPED)
     _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order)
     _import_distance_joints(builder, descs.get(OT.DistanceJoint, []), frame, result)
     _resolve_massless(builder, massless, diag)
@@ -187,6 +198,105 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     _import_collision_filters(builder, stage, descs, result)
     diag.emit(file)
     return result
+
+
+@dataclass
+class _InstancedBody:
+    """A rigid-body prototype of a PointInstancer: its body and collider descriptors (as parsed from the
+    prototype), and the instances that use it."""
+
+    instancer: str  # the PointInstancer's path
+    root: str  # the prototype's root prim path
+    body: str  # the rigid body prim path (the root)
+    desc: object  # the body's RigidBodyDesc
+    shapes: list  # [(object type, path, ShapeDesc)] of the body's colliders
+    materials: dict  # physics materials the colliders bind
+    ids: list  # the instancer's indices of the instances of this prototype
+    transforms: list  # per instance: the body's world matrix (Gf.Matrix4d, stage units), None if inactive
+    velocities: list  # per instance: (linear, angular deg/s) world velocity authored on the instancer, or None
+
+    def instances(self, frame):
+        """Per active instance: (instance index, position, Warp quat, linear velocity, angular velocity) in
+        simulation units."""
+        d = self.desc
+        for i, m, vel in zip(self.ids, self.transforms, self.velocities, strict=True):
+            if m is None:
+                continue
+            xf = Gf.Transform(m)
+            pos, rot = frame.world_pose_to_sim(
+                np.array(xf.GetTranslation(), dtype=np.float64), gf_to_xyzw(xf.GetRotation().GetQuat())
+            )
+            lin, ang = vel if vel is not None else (d.linearVelocity, d.angularVelocity)
+            yield (
+                i,
+                pos,
+                rot,
+                frame.world_vector_to_sim(np.array(lin, dtype=np.float64)),
+                frame.world_vector_to_sim(np.array(ang, dtype=np.float64), length=False) * DEG,
+            )
+
+
+def _instancer_prototypes(stage, instancers, result) -> list:
+    """The rigid-body prototypes of the PointInstancers (UsdPhysics' parser skips prototypes): each
+    prototype whose root prim is a rigid body is parsed on its own, and every active instance becomes a
+    body at its instance transform, with the prototype's colliders (sized as in the prototype)."""
+    out = []
+    diag = result.diagnostics
+    cache = UsdGeom.XformCache(Usd.TimeCode.Default())
+    for prim in instancers:
+        pi = UsdGeom.PointInstancer(prim)
+        protos = pi.GetPrototypesRel().GetTargets()
+        if not protos:
+            continue
+        descs = _load_descriptors(stage, [str(p) for p in protos])
+        bodies = descs.get(OT.RigidBody, [])
+        if not bodies:
+            continue
+        for t in list(_JOINT_TYPES) + [OT.DistanceJoint]:
+            for path, _ in descs.get(t, []):
+                diag.add("joints inside PointInstancer prototypes are not simulated yet (each body is free)", path)
+        materials = {str(p): d for p, d in descs.get(OT.RigidBodyMaterial, [])}
+        # Instance transforms (prototype root's own transform included) in the instancer's space.
+        time = Usd.TimeCode.Default()
+        matrices = pi.ComputeInstanceTransformsAtTime(
+            time, time, UsdGeom.PointInstancer.IncludeProtoXform, UsdGeom.PointInstancer.IgnoreMask
+        )
+        proto_index = list(pi.GetProtoIndicesAttr().Get() or [])
+        if len(matrices) != len(proto_index):
+            raise UsdInputError(
+                "protoIndices, positions and orientations do not describe the same number of instances",
+                file=result.file,
+                prim=str(prim.GetPath()),
+                attribute="protoIndices",
+            )
+        mask = list(pi.ComputeMaskAtTime(time) or [])  # empty: every instance active (inactiveIds)
+        inactive = {i for i, on in enumerate(mask) if not on}
+        vels, angs = pi.GetVelocitiesAttr().Get(), pi.GetAngularVelocitiesAttr().Get()
+        instancer_world = cache.GetLocalToWorldTransform(prim)
+        rot_instancer = Gf.Matrix4d(instancer_world).RemoveScaleShear().ExtractRotationMatrix()  # row vectors
+        for path, d in bodies:
+            if not d.rigidBodyEnabled:
+                continue
+            k = next((k for k, p in enumerate(protos) if p == path), None)
+            if k is None:
+                diag.add("rigid bodies below a PointInstancer prototype's root prim are not simulated yet", path)
+                continue
+            root = path
+            shapes = [(t, p, sd) for t in _SHAPE_TYPES for p, sd in descs.get(t, []) if sd.rigidBody == path]
+            ids, transforms, velocities = [], [], []
+            for i, proto_i in enumerate(proto_index):
+                if proto_i != k:
+                    continue
+                ids.append(i)
+                transforms.append(None if i in inactive else matrices[i] * instancer_world)
+                if vels is not None and i < len(vels):
+                    ang = Gf.Vec3d(angs[i]) if angs is not None and i < len(angs) else Gf.Vec3d(0.0)
+                    velocities.append((tuple(Gf.Vec3d(vels[i]) * rot_instancer), tuple(ang * rot_instancer)))
+                else:
+                    velocities.append(None)
+            out.append(_InstancedBody(str(prim.GetPath()), str(root), str(path), d, shapes, materials, ids,
+                                      transforms, velocities))  # fmt: skip
+    return out
 
 
 def _import_scene(builder, stage, scenes, frame, result):
@@ -241,10 +351,15 @@ def _material(d, materials):
     return None
 
 
-def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx):
+def _import_shape(
+    builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx, body=None, label=None
+):
+    """One collider. ``body`` and ``label`` are given for the colliders of PointInstancer instances
+    (the descriptor is the prototype's)."""
     diag = result.diagnostics
     body_path = str(d.rigidBody) if d.rigidBody and not d.rigidBody.isEmpty else ""
-    body = result.body_index.get(body_path, -1)
+    if body is None:
+        body = result.body_index.get(body_path, -1)
     s = frame.meters_per_unit
     local_pos = np.array(d.localPos, dtype=np.float64) * s
     local_rot = gf_to_xyzw(d.localRot)
@@ -317,12 +432,12 @@ def _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose
         margin=resolved["margin"].value,
         gap=resolved["gap"].value,
         collision_enabled=bool(d.collisionEnabled),
-        label=str(path),
+        label=label or str(path),
     )
     for name in ("condim", "priority", "solmix", "solref", "solimp", "group"):
         if resolved[name].kind != "default":
             builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
-    result.shape_index[str(path)] = idx
+    result.shape_index[label or str(path)] = idx
     if body >= 0:
         shape_parts[body].append((idx, stage.GetPrimAtPath(path), md))
 
