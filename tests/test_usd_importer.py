@@ -157,3 +157,60 @@ def test_non_uniformly_scaled_sphere_is_an_ellipsoid():
     assert m.shape_type.numpy()[i] == GeoType.ELLIPSOID
     np.testing.assert_allclose(m.shape_scale.numpy()[i], [0.1, 0.2, 0.4], rtol=1e-5)
     assert m.body_mass.numpy()[0] == pytest.approx(1000.0 * 4 / 3 * math.pi * 0.1 * 0.2 * 0.4, rel=1e-4)
+
+
+def two_towers_stage(approximation):
+    """A static mesh collider of two 1 m towers 1 m apart (one mesh, concave as a whole), and a small
+    ball dropped into the gap between them."""
+    from pxr import Vt
+
+    stage = new_stage()
+    points, counts, indices = [], [], []
+    for x0 in (-1.5, 0.5):  # two unit cubes, bottom at z = 0
+        base = len(points)
+        points += [Gf.Vec3f(x0 + dx, dy - 0.5, dz) for dz in (0, 1) for dy in (0, 1) for dx in (0, 1)]
+        for quad in ((0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)):
+            counts.append(4)
+            indices += [base + q for q in quad]
+    mesh = UsdGeom.Mesh.Define(stage, "/Towers")
+    mesh.CreatePointsAttr(Vt.Vec3fArray(points))
+    mesh.CreateFaceVertexCountsAttr(Vt.IntArray(counts))
+    mesh.CreateFaceVertexIndicesAttr(Vt.IntArray(indices))
+    UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+    UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr(approximation)
+    ball = UsdGeom.Sphere.Define(stage, "/Ball")
+    ball.CreateRadiusAttr(0.1)
+    ball.AddTranslateOp().Set(Gf.Vec3d(0, 0, 2.0))
+    UsdPhysics.RigidBodyAPI.Apply(ball.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(ball.GetPrim())
+    return stage
+
+
+@pytest.mark.parametrize(
+    "approximation,shapes,rest_z",
+    [
+        ("convexHull", ["MESH"], 1.1),  # the hull spans the gap: the ball rests on top
+        ("convexDecomposition", ["MESH", "MESH"], 0.1),  # two convex towers: it falls to the floor (z = 0)
+        ("boundingCube", ["BOX"], 1.1),
+        ("boundingSphere", ["SPHERE"], None),
+    ],
+)
+def test_mesh_collision_approximations(approximation, shapes, rest_z):
+    from newton_usd.sim import Simulation
+
+    stage = two_towers_stage(approximation)
+    b = ModelBuilder()
+    b.add_usd(stage)
+    static = [GeoType(t).name for t, body in zip(b.shape_type, b.shape_body, strict=True) if body < 0]
+    assert static == shapes
+    i = b.shape_body.index(-1)
+    if approximation == "boundingCube":
+        np.testing.assert_allclose(b.shape_scale[i], (1.5, 0.5, 0.5))
+        np.testing.assert_allclose(b.shape_transform[i][0], (0, 0, 0.5))
+    if approximation == "boundingSphere":
+        assert b.shape_scale[i][0] == pytest.approx(np.sqrt(1.5**2 + 0.5**2 + 0.5**2))
+        return
+    add_ground(stage)
+    sim = Simulation.open(stage, device="cpu", record=False)
+    sim.run(90)
+    assert sim.state.body_q.numpy()[0, 2] == pytest.approx(rest_z, abs=0.01)

@@ -398,9 +398,8 @@ def _import_shape(
             diag.add("mesh collider without points or faces ignored", path)
             return
         approx = str(d.approximation) if d.approximation else "none"
-        if approx not in ("none", "convexHull", ""):
-            diag.add(f"mesh collision approximation '{approx}' simulated as the mesh's convex hull", path)
-        geo, scale = GeoType.MESH, (1.0, 1.0, 1.0)
+        parts = _mesh_parts(stage.GetPrimAtPath(path), mesh, approx, path, diag)
+        geo, scale, offset, mesh = parts[0]
     else:
         diag.add(f"{obj_type.name} colliders are not supported yet and were ignored", path)
         return
@@ -419,30 +418,82 @@ def _import_shape(
         mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
     prim = stage.GetPrimAtPath(path)
     resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx)
-    idx = builder.add_shape(
-        body,
-        geo,
-        (local_pos, local_rot),
-        scale,
-        mesh=mesh,
-        mu=mu,
-        restitution=restitution,
-        mu_torsional=mu_torsional,
-        mu_rolling=mu_rolling,
-        margin=resolved["margin"].value,
-        gap=resolved["gap"].value,
-        collision_enabled=bool(d.collisionEnabled),
-        label=label or str(path),
-    )
-    for name in ("condim", "priority", "solmix", "solref", "solimp", "group"):
-        if resolved[name].kind != "default":
-            builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
-    result.shape_index[label or str(path)] = idx
-    if body >= 0:
-        shape_parts[body].append((idx, stage.GetPrimAtPath(path), md))
+    if obj_type != OT.MeshShape:
+        parts = [(geo, scale, None, mesh)]
+    label = label or str(path)
+    for k, (geo, scale, offset, mesh) in enumerate(parts):  # a decomposed mesh: one shape per convex part
+        pose = (local_pos, local_rot) if offset is None else transform_multiply((local_pos, local_rot), offset)
+        idx = builder.add_shape(
+            body,
+            geo,
+            pose,
+            scale,
+            mesh=mesh,
+            mu=mu,
+            restitution=restitution,
+            mu_torsional=mu_torsional,
+            mu_rolling=mu_rolling,
+            margin=resolved["margin"].value,
+            gap=resolved["gap"].value,
+            collision_enabled=bool(d.collisionEnabled),
+            label=label if k == 0 else f"{label}:part{k}",
+        )
+        for name in ("condim", "priority", "solmix", "solref", "solimp", "group"):
+            if resolved[name].kind != "default":
+                builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
+        result.shape_index[label if k == 0 else f"{label}:part{k}"] = idx
+        if body >= 0:
+            shape_parts[body].append((idx, prim, md))
 
 
 _MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)
+
+
+_IDENTITY_ROT = np.array([0.0, 0.0, 0.0, 1.0])
+_DECOMPOSITION = "physxConvexDecompositionCollision:"
+
+
+def _mesh_parts(prim, mesh, approx, path, diag) -> list:
+    """A mesh collider as the shapes its ``physics:approximation`` asks for: ``[(geo type, scale, offset
+    (pos, quat) in the mesh frame or None, Mesh or None)]``.
+
+    none, convexHull: the mesh (MuJoCo collides with its convex hull, computed by MuJoCo's qhull);
+    boundingSphere: the sphere about the bounding box's center through the farthest vertex;
+    boundingCube: the mesh-frame bounding box; convexDecomposition: CoACD's convex parts
+    (``physxConvexDecompositionCollision:maxConvexHulls`` and ``hullVertexLimit`` are honoured);
+    meshSimplification: the convex hull.
+    """
+    v = mesh.vertices
+    if approx == "boundingSphere":
+        center = 0.5 * (v.min(axis=0) + v.max(axis=0))
+        radius = float(np.linalg.norm(v - center, axis=1).max())
+        return [(GeoType.SPHERE, (radius, 0.0, 0.0), (center, _IDENTITY_ROT), None)]
+    if approx == "boundingCube":
+        lo, hi = v.min(axis=0), v.max(axis=0)
+        return [(GeoType.BOX, tuple(np.maximum(0.5 * (hi - lo), 1e-9)), (0.5 * (lo + hi), _IDENTITY_ROT), None)]
+    if approx == "convexDecomposition":
+        return [(GeoType.MESH, (1.0, 1.0, 1.0), None, part) for part in _decompose(prim, mesh, path, diag)]
+    if approx not in ("none", "convexHull", ""):
+        diag.add(f"mesh collision approximation '{approx}' simulated as the mesh's convex hull", path)
+    return [(GeoType.MESH, (1.0, 1.0, 1.0), None, mesh)]
+
+
+def _decompose(prim, mesh, path, diag) -> list:
+    """Convex parts of ``mesh`` by CoACD (collision-aware approximate convex decomposition)."""
+    try:
+        import coacd  # noqa: PLC0415  (loaded only for meshes that ask for a decomposition)
+    except ImportError:  # pragma: no cover - a dependency; kept working without it
+        diag.add("convexDecomposition needs the coacd package: simulated as the mesh's convex hull", path)
+        return [mesh]
+    options = {}
+    for attr, key in (("maxConvexHulls", "max_convex_hull"), ("hullVertexLimit", "max_ch_vertex")):
+        a = prim.GetAttribute(_DECOMPOSITION + attr)
+        if a and a.HasAuthoredValue():
+            options[key] = int(a.Get())
+    coacd.set_log_level("error")
+    parts = coacd.run_coacd(coacd.Mesh(mesh.vertices, mesh.indices.reshape(-1, 3)), **options)
+    out = [Mesh(np.asarray(pv), np.asarray(pf)) for pv, pf in parts if len(pf)]
+    return out or [mesh]
 
 
 def _axis_token(axis) -> str:
