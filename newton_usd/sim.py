@@ -10,10 +10,10 @@ import time
 
 import numpy as np
 import warp as wp
-from pxr import Sdf
+from pxr import Gf, Sdf, UsdGeom
 
 from .core.builder import ModelBuilder
-from .core.quat import quat_rotate
+from .core.quat import gf_to_xyzw, quat_rotate
 from .core.types import JointType
 from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
@@ -61,6 +61,26 @@ def _carry_body_state(builder, model, state) -> None:
         if jt == JointType.FREE:
             builder.joint_qd[j] = np.asarray(builder.body_qd[builder.joint_child[j]], dtype=np.float64).copy()
     builder.joint_qd_from_body_qd()
+
+
+def _written_labels(world0) -> list:
+    """Body labels for the StageSync: None for the kinematic bodies (the stage moves them)."""
+    kinematic = world0.body_kinematic.numpy()
+    return [None if kinematic[b] else label for b, label in enumerate(world0.body_label)]
+
+
+def _kinematic_bodies(stage, model) -> list:
+    """``[(rows in body_q of every world, prim)]`` of the kinematic bodies (welded mocap bodies)."""
+    kinematic = np.nonzero(model.body_kinematic.numpy())[0]
+    if not len(kinematic):
+        return []
+    out = {}
+    for b in kinematic:
+        label = model.body_label[b]
+        prim = stage.GetPrimAtPath(label) if Sdf.Path.IsValidPathString(label) else None
+        if prim:
+            out.setdefault(label, ([], prim))[0].append(int(b))
+    return [(np.array(rows), prim) for rows, prim in out.values()]
 
 
 def _attach_output_layer(stage) -> Sdf.Layer:
@@ -140,7 +160,8 @@ class Simulation:
         self.overrides = list(overrides)  # [(property path, value)] authored into the output layer
         self.worlds = model.num_worlds
         world0 = model.world_view(0)  # world 0 drives the prims
-        self.sync = StageSync(stage, self.output_layer, world0.body_label, imported.frame)
+        self.sync = StageSync(stage, self.output_layer, _written_labels(world0), imported.frame)
+        self._kinematic = _kinematic_bodies(stage, model)
         self.joint_sync = (
             JointStateSync(self.output_layer, world0, imported.frame.meters_per_unit) if joint_states else None
         )
@@ -279,6 +300,8 @@ class Simulation:
         t0 = time.perf_counter()
         try:
             for _ in range(self.substeps):
+                if self._kinematic:
+                    self._move_kinematic(self.start_time + (self.steps + 1) * self.dt * self.fps)
                 self.solver.step(self.state, self._next, self.control, None, self.dt)
                 self.state, self._next = self._next, self.state
                 self.steps += 1
@@ -298,6 +321,20 @@ class Simulation:
             )
         if self.write and (last or self.frame % max(1, self.record_every) == 0):
             self._write(body_q)
+
+    def _move_kinematic(self, time_code: float) -> None:
+        """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""
+        cache = UsdGeom.XformCache(time_code)
+        frame = self.imported.frame
+        body_q = self.state.body_q.numpy()
+        for rows, prim in self._kinematic:
+            xf = Gf.Transform(cache.GetLocalToWorldTransform(prim))
+            pos, rot = frame.world_pose_to_sim(
+                np.array(xf.GetTranslation(), dtype=np.float64), gf_to_xyzw(xf.GetRotation().GetQuat())
+            )
+            body_q[rows] = np.concatenate([pos, rot])
+        if not self.model.device.is_cpu:  # numpy() was a copy
+            self.state.body_q.assign(body_q)
 
     def _write(self, body_q=None):
         t0 = time.perf_counter()
@@ -412,7 +449,8 @@ class Simulation:
         model = builder.finalize(self.model.device)
         solver = type(self.solver)(model, backend=self.solver.backend)
         world0 = model.world_view(0)
-        sync = StageSync(self.stage, self.output_layer, world0.body_label, imported.frame)
+        sync = StageSync(self.stage, self.output_layer, _written_labels(world0), imported.frame)
+        self._kinematic = _kinematic_bodies(self.stage, model)
         if keep_state:
             sync.carry_over(self.sync)
         if self.joint_sync is not None:

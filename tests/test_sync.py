@@ -130,3 +130,39 @@ def test_joint_states_written_in_degrees_and_removed_on_reset(tmp_path):
     # The saved output imports again: its joint state starts at the authored (frame 0) angle.
     again = Simulation.open(out)
     assert again.model.joint_q.numpy()[0] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_animated_kinematic_body_follows_its_animation_and_carries_a_box():
+    """A kinematic platform, animated up 0.5 m over 1 s, lifts the box resting on it; the platform
+    is moved by its own animation (not written back), the box by the simulation."""
+    from pxr import Gf, UsdGeom, UsdPhysics
+
+    from stages import add_box, new_stage
+
+    from newton_usd.sim import Simulation
+
+    stage = new_stage()
+    platform = UsdGeom.Cube.Define(stage, "/Platform")
+    platform.CreateSizeAttr(1.0)
+    op = platform.AddTranslateOp()
+    op.Set(Gf.Vec3d(0, 0, 0), 0)
+    op.Set(Gf.Vec3d(0, 0, 0.5), 60)
+    UsdPhysics.RigidBodyAPI.Apply(platform.GetPrim()).CreateKinematicEnabledAttr(True)
+    UsdPhysics.CollisionAPI.Apply(platform.GetPrim())
+    add_box(stage, "/Box", 0.2, (0, 0, 0.6), mass=1.0)
+    stage.SetStartTimeCode(0)
+    stage.SetEndTimeCode(60)
+    sim = Simulation.open(stage, device="cpu")
+    assert sim.solver.mj_model.nmocap == 1
+    sim.run(30)
+    q = sim.state.body_q.numpy()
+    assert q[0, 2] == pytest.approx(0.25, abs=1e-6)  # the platform is where its animation is at t = 0.5 s
+    # The box rides on it, sunk about 2 cm into it: MuJoCo's contacts are soft (timeconst 0.02 s) and a
+    # mocap body has no velocity for them, so a platform rising at 0.5 m/s pushes through by ~v * 0.02 s.
+    assert q[1, 2] == pytest.approx(0.25 + 0.6, abs=0.03)
+    sim.run(60)  # the animation holds its last value after frame 60
+    assert sim.state.body_q.numpy()[0, 2] == pytest.approx(0.5, abs=1e-6)
+    assert sim.state.body_q.numpy()[1, 2] == pytest.approx(0.5 + 0.6, abs=0.005)  # at rest on it again
+    spec = sim.output_layer.GetPrimAtPath("/Platform")
+    assert spec is None or "xformOp:translate:physics" not in spec.attributes  # its animation is its own
+    assert "xformOp:translate:physics" in sim.output_layer.GetPrimAtPath("/Box").attributes

@@ -88,6 +88,7 @@ class ModelBuilder:
         self.body_q, self.body_qd, self.body_label = [], [], []
         self.body_mass, self.body_com, self.body_inertia = [], [], []
         self._body_mass_explicit = []
+        self.body_kinematic = []
         # shapes
         self.shape_body, self.shape_type, self.shape_transform, self.shape_scale = [], [], [], []
         self.shape_source, self.shape_label, self.shape_collision_enabled = [], [], []
@@ -138,7 +139,10 @@ class ModelBuilder:
     # Every per-element list, by the element kind that indexes it. replicate() copies each of them, so
     # a list added to __init__ must be listed here (replicate checks).
     _ELEMENT_LISTS = {
-        "body": ("body_q", "body_qd", "body_label", "body_mass", "body_com", "body_inertia", "_body_mass_explicit"),
+        "body": (
+            "body_q", "body_qd", "body_label", "body_mass", "body_com", "body_inertia", "_body_mass_explicit",
+            "body_kinematic",
+        ),
         "shape": (
             "shape_body", "shape_type", "shape_transform", "shape_scale", "shape_source", "shape_label",
             "shape_collision_enabled", "shape_material_mu", "shape_material_restitution",
@@ -211,7 +215,9 @@ class ModelBuilder:
             raise ValueError("the builder was replicated into worlds: add everything before replicate()")
 
     # ------------------------------------------------------------------ bodies
-    def add_body(self, xform=None, *, mass=None, com=None, inertia=None, velocity=None, label=None) -> int:
+    def add_body(
+        self, xform=None, *, mass=None, com=None, inertia=None, velocity=None, label=None, kinematic=False
+    ) -> int:
         """Add a rigid body.
 
         Args:
@@ -220,10 +226,14 @@ class ModelBuilder:
                 When ``mass`` is None, the body's mass comes from the density of its shapes.
             velocity: initial spatial velocity (linear velocity of the body origin, angular), world frame.
             label: a unique name, by convention the prim path.
+            kinematic: the body's pose is prescribed (``State.body_q``), not simulated; weld it to the
+                world (``add_joint_fixed(-1, body)``) and the solver moves it where the state says
+                (SolverMuJoCo: a mocap body), dynamic bodies colliding with it.
         """
         self._check_not_replicated()
         p, q = _xform(xform)
         self.body_q.append((p, q))
+        self.body_kinematic.append(bool(kinematic))
         self.body_qd.append(np.zeros(6) if velocity is None else np.asarray(velocity, dtype=np.float64))
         self.body_label.append(label or f"body_{len(self.body_label)}")
         explicit = mass is not None
@@ -789,6 +799,7 @@ class ModelBuilder:
         inv = [np.linalg.inv(i) if np.linalg.det(i) > 0 else np.zeros((3, 3)) for i in inertia]
         m.body_inv_inertia = arr(inv, wp.mat33, (3, 3))
         m.body_world = arr(world_of(self.body_count), wp.int32)
+        m.body_kinematic = arr(self.body_kinematic, wp.bool)
         m.body_label = list(self.body_label)
 
         m.shape_count = self.shape_count

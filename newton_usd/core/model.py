@@ -21,7 +21,7 @@ import warp as wp
 _WORLD_ARRAYS = {
     "body": (
         "body_q", "body_qd", "body_com", "body_mass", "body_inv_mass", "body_inertia", "body_inv_inertia",
-        "body_world", "body_label",
+        "body_world", "body_label", "body_kinematic",
     ),
     "shape": (
         "shape_type", "shape_transform", "shape_scale", "shape_source", "shape_collision_enabled",
@@ -78,7 +78,8 @@ class Model:
         num_worlds: how many identical, independent worlds the model holds (see
             :meth:`ModelBuilder.replicate`); every per-element array holds world 0's elements, then
             world 1's, and so on (:meth:`world_ranges`, :meth:`world_view`).
-        body_world: world index of each body. body_label: list of prim paths.
+        body_world: world index of each body. body_label: list of prim paths. body_kinematic: bodies
+            whose pose is prescribed by ``State.body_q`` (see :meth:`ModelBuilder.add_body`).
         shape_body (-1: static, attached to the world), shape_type (:class:`GeoType`),
         shape_transform (shape frame in its body frame), shape_scale (size parameters),
         shape_source (list: a :class:`Mesh` or None), shape_material_mu, shape_material_restitution,

@@ -53,7 +53,7 @@ class StageSync:
         stage: the stage the model was imported from.
         layer: the ``Sdf.Layer`` to write into (it must be part of the stage's layer stack, stronger
             than the authored opinions, e.g. a sublayer of the session layer).
-        body_paths: the prim path of each model body, in body order.
+        body_paths: the prim path of each model body, in body order (None: a body not to write).
         frame: the :class:`~newton_usd.usd.StageFrame` of the stage (units and up axis).
     """
 
@@ -65,6 +65,8 @@ class StageSync:
         # Bodies that are PointInstancer instances ("/Instancer[i]") move their instancer's arrays.
         rows, instances = [], []
         for row, label in enumerate(body_paths):
+            if label is None:  # not written (e.g. a kinematic body: the stage moves it)
+                continue
             of = instance_of(label)
             if of is None:
                 rows.append(row)

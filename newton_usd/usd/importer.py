@@ -150,10 +150,11 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
             continue
         if d.kinematicBody:
             kinematic.add(str(path))
-            diag.add("kinematic bodies are held at their authored pose (animation is not followed yet)", path)
         lin = frame.world_vector_to_sim(np.array(d.linearVelocity, dtype=np.float64))
         ang = frame.world_vector_to_sim(np.array(d.angularVelocity, dtype=np.float64), length=False) * DEG
-        idx = builder.add_body((pos, rot), velocity=np.concatenate([lin, ang]), label=str(path))
+        idx = builder.add_body(
+            (pos, rot), velocity=np.concatenate([lin, ang]), label=str(path), kinematic=bool(d.kinematicBody)
+        )
         result.body_index[str(path)] = idx
         gravcomp = result.resolver.resolve(stage.GetPrimAtPath(path), props.BODY_GRAVCOMP)
         if gravcomp.kind != "default":
@@ -714,11 +715,14 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
         for rp in d.rootPrims
         if str(rp) in result.body_index
     }
+    moving = {result.body_index[p] for p in kinematic if p in result.body_index}
     for b in sorted(result.body_index.values()):
         if b not in visited:  # a floating tree: its root gets a free joint (a kinematic root is welded)
-            root = _pick_root(b, edges, valid, roots)
+            root = _pick_root(b, edges, valid, moving) if moving else None
+            if root is None or root not in moving:
+                root = _pick_root(b, edges, valid, roots)
             label = builder.body_label[root]
-            if label in kinematic:
+            if label in kinematic:  # moved by the stage's (animated) transform: see Simulation
                 j = builder.add_joint_fixed(-1, root, builder.body_q[root], None, label=label)
             else:
                 j = builder.add_joint_free(root, label=label)

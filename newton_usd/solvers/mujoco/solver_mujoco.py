@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 import warp as wp
 
+from ...core.quat import xyzw_to_wxyz
 from ...core.types import DriveMode
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError, SimulationError
@@ -69,6 +70,9 @@ class SolverMuJoCo(SolverBase):
         self.diagnostics.emit(model.source)
         self.map = CoordinateMap(world0, self.mj_model, self.spec_map)
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
+        mocap = self.spec_map.body_mocap
+        self._mocap_body = np.nonzero(mocap >= 0)[0]  # kinematic bodies, moved from State.body_q
+        self._mocap_id = mocap[self._mocap_body]
         self._dt = None
         self._last_out = None  # (state, joint_q, joint_qd) as this solver wrote them
         # Worlds share one MjModel until their parameters differ (per-world values, acceleration drives).
@@ -157,6 +161,8 @@ class SolverMuJoCo(SolverBase):
         self._models_changed()
         b = self.mj_batch
         self._qpos, self._qvel, self._ctrl, self._qfrc = (b.bind(n) for n in ("qpos", "qvel", "ctrl", "qfrc_applied"))
+        if len(self._mocap_body):
+            self._mocap_pos, self._mocap_quat = b.bind("mocap_pos"), b.bind("mocap_quat")
         self._body_out = tuple(b.bind(n) for n in self._BODY_FIELDS)
         if len(self._accel):
             self._qLD, self._qLDiagInv = b.bind("qLD"), b.bind("qLDiagInv")
@@ -274,8 +280,11 @@ class SolverMuJoCo(SolverBase):
             qpos, qvel = self._to_mujoco(state_in.joint_q, state_in.joint_qd)
         if control is not None:
             ctrl, qfrc = self._controls(control)
+        mocap = self._mocap_poses(state_in) if len(self._mocap_body) else None
         if self.backend == "cpu":
             b = self.mj_batch
+            if mocap is not None:
+                self._mocap_pos[:, self._mocap_id], self._mocap_quat[:, self._mocap_id] = mocap
             if push:
                 self._qpos[:], self._qvel[:] = qpos, qvel
                 if len(self._accel):  # M at the pushed state
@@ -291,6 +300,11 @@ class SolverMuJoCo(SolverBase):
             qpos, qvel, body = self._qpos, self._qvel, self._body_out
         else:
             w = self.mjw_data
+            if mocap is not None:
+                for name, values in zip(("mocap_pos", "mocap_quat"), mocap, strict=True):
+                    full = getattr(w, name).numpy()
+                    full[:, self._mocap_id] = values
+                    getattr(w, name).assign(full)
             if push:
                 w.qpos.assign(qpos.astype(np.float32))
                 w.qvel.assign(qvel.astype(np.float32))
@@ -309,6 +323,11 @@ class SolverMuJoCo(SolverBase):
             qpos, qvel = w.qpos.numpy(), w.qvel.numpy()
             body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
         self._pull(qpos, qvel, body, state_out)
+
+    def _mocap_poses(self, state):
+        """``(mocap_pos, mocap_quat)``, ``(num_worlds, n, 3|4)``, of the kinematic bodies in ``state``."""
+        body_q = self._per_world(state.body_q)[:, self._mocap_body]
+        return body_q[..., :3], xyzw_to_wxyz(body_q[..., 3:])
 
     def _controls(self, control):
         """MuJoCo ``(ctrl, qfrc_applied)``, ``(num_worlds, nu|nv)``, from a Control: the drive actuators

@@ -95,6 +95,7 @@ class SpecMap:
     """Index maps between the Model and the compiled MuJoCo model (filled after compiling)."""
 
     body_mj: np.ndarray = None  # model body -> mj body id
+    body_mocap: np.ndarray = None  # model body -> mj mocap id (-1: not a mocap body)
     shape_mj: np.ndarray = None  # model shape -> mj geom id (-1: not simulated)
     geom_shape: np.ndarray = None  # mj geom id -> model shape (-1: none)
     joint_mj: np.ndarray = None  # model joint -> (first) mj joint id (-1: fixed)
@@ -265,6 +266,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 pose = transform_multiply(pose, in_body)
         return pose
 
+    kinematic = model.body_kinematic.numpy() if hasattr(model, "body_kinematic") else None
     # Add bodies parents first (iterative DFS from the world).
     order, stack = [], list(reversed(children[-1]))
     while stack:
@@ -280,6 +282,9 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         pos, quat = pose_in_parent(b)
         body = parent_handle.add_body(name=body_names(model.body_label[b]), pos=pos, quat=xyzw_to_wxyz(quat))
         body_handles[b] = body
+        welded = all(int(a.joint_type[j]) == JointType.FIXED for j in stack)
+        if parent < 0 and welded and kinematic is not None and kinematic[b]:
+            body.mocap = True  # its pose comes from State.body_q every step
         mass = float(a.body_mass[b])
         body.explicitinertial = True
         body.mass = mass
@@ -687,6 +692,7 @@ def compile_spec(spec, handles, model, file=None):
     body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles = handles
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
+    m.body_mocap = mj_model.body_mocapid[m.body_mj] if len(m.body_mj) else np.zeros(0, np.int32)
     m.shape_mj = np.array([h.id if h is not None else -1 for h in geom_handles], dtype=np.int32)
     m.geom_shape = np.full(mj_model.ngeom, -1, dtype=np.int32)
     for s, g in enumerate(m.shape_mj):
