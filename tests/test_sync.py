@@ -137,9 +137,9 @@ def test_animated_kinematic_body_follows_its_animation_and_carries_a_box():
     is moved by its own animation (not written back), the box by the simulation."""
     from pxr import Gf, UsdGeom, UsdPhysics
 
-    from stages import add_box, new_stage
-
     from newton_usd.sim import Simulation
+
+    from stages import add_box, new_stage
 
     stage = new_stage()
     platform = UsdGeom.Cube.Define(stage, "/Platform")
