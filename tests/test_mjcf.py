@@ -296,3 +296,21 @@ def test_ellipsoid_rolls_like_native(route, tmp_path):
     np.testing.assert_allclose(solver.mj_model.body_mass[1], ref.body_mass[1], rtol=1e-5)
     np.testing.assert_allclose(sorted(solver.mj_model.body_inertia[1]), sorted(ref.body_inertia[1]), rtol=1e-4)
     np.testing.assert_allclose(ours[0], data.xpos[1], atol=2e-4)
+
+
+WELDED_PARENT = """<mujoco><option timestep="0.002"/><worldbody>
+  <body name="base" pos="0 0 1"><geom type="box" size=".1 .1 .1"/>
+    <body name="arm" pos="0 0 0.15"><joint name="s" type="slide" axis="0 0 1"/><geom type="sphere" size="0.05"/>
+    </body></body>
+  <body name="slab" pos="0 0 0.2"><joint type="slide" axis="0 0 1"/><geom type="box" size=".2 .2 .05"/>
+    <body name="tip" pos="0 0 0.06"><joint type="hinge" axis="1 0 0"/><geom type="sphere" size="0.05"/></body>
+  </body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_parent_child_contacts_follow_mujocos_filterparent(route, tmp_path):
+    """MuJoCo lets a child collide with a parent welded to the world (the ball on its slide rests on
+    the base), and filters it with a moving parent (the tip inside the falling slab falls with it)."""
+    _, _, data, ours = side_by_side(WELDED_PARENT, route, tmp_path, ("base", "arm", "slab", "tip"), steps=200)
+    np.testing.assert_allclose(ours, data.xpos[1:5], atol=1e-5)
+    assert ours[1, 2] == pytest.approx(1.15, abs=0.01)

@@ -344,6 +344,11 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
                 joint.CreateUpperLimitAttr(float((m.jnt_range[jid][1] - q0) * unit))
         if parent:
             joint.CreateBody0Rel().SetTargets([body_path[parent]])
+            # UsdPhysics keeps jointed bodies from colliding; MuJoCo filters a parent-child pair only when
+            # the parent is not welded to the world (and filterparent is on): say so where it collides.
+            filterparent = not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT
+            if not filterparent or m.body_weldid[parent] == 0:
+                joint.CreateCollisionEnabledAttr(True)
         joint.CreateBody1Rel().SetTargets([body_path[b]])
         joint.CreateLocalPos0Attr(Gf.Vec3f(*map(float, frame0[0])))
         joint.CreateLocalRot0Attr(_gf_quat(frame0[1]))

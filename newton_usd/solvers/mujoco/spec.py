@@ -126,11 +126,36 @@ UNLIMITED_EFFORT = 1e9
 
 
 def principal_inertia(inertia):
-    """Principal moments and Warp-order rotation of a symmetric 3x3 inertia tensor."""
-    w, v = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    """Principal moments and Warp-order rotation of a symmetric 3x3 inertia tensor.
+
+    The principal axes are ordered and signed to lie closest to the body axes, so a diagonal tensor
+    keeps its moments in place with the identity rotation (MuJoCo derives constraint weights from
+    the inertial frame: a permuted one would change the simulation)."""
+    inertia = 0.5 * (inertia + inertia.T)
+    if np.abs(inertia - np.diag(np.diag(inertia))).max() <= 1e-12 * max(np.abs(inertia).max(), 1e-300):
+        return np.maximum(np.diag(inertia), 0.0), np.array([0.0, 0.0, 0.0, 1.0])
+    w, v = np.linalg.eigh(inertia)
+    perm, free = [0, 0, 0], [0, 1, 2]
+    for axis in np.argsort(-np.abs(v).max(axis=1)):  # most decided axis first
+        j = max(free, key=lambda c: abs(v[axis, c]))
+        perm[axis] = j
+        free.remove(j)
+    w, v = w[perm], v[:, perm]
+    v *= np.where(np.diag(v) < 0, -1.0, 1.0)
     if np.linalg.det(v) < 0:
         v[:, 2] *= -1.0
     return np.maximum(w, 0.0), matrix_to_quat(v)
+
+
+AXIS_SNAP = 1e-6
+"""A joint axis within this of a body axis is that axis exactly: float32 round trips (a USD quatf)
+leave ~1e-8 components, and MuJoCo treats a body whose slide axes are body axes as "simple"."""
+
+
+def _snap_axis(axis):
+    axis = np.asarray(axis, dtype=np.float64)
+    snapped = np.where(np.abs(axis) < AXIS_SNAP, 0.0, axis)
+    return snapped / np.linalg.norm(snapped)
 
 
 def mj_inertial(mass, inertia):
@@ -671,7 +696,7 @@ def _add_mj_joints(body, j, a, model, names, dof_handles):
         mj_joint = body.add_joint(name=names(label), type=kind)
         mj_joint.ref = float(a.joint_q[int(a.joint_q_start[j]) + k])  # placed at the initial coordinates
         mj_joint.pos = xc[0]
-        mj_joint.axis = quat_rotate(xc[1], a.joint_axis[dof])
+        mj_joint.axis = _snap_axis(quat_rotate(xc[1], a.joint_axis[dof]))
         if a.joint_limited[dof]:
             mj_joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
             mj_joint.range = [a.joint_limit_lower[dof], a.joint_limit_upper[dof]]
