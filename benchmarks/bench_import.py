@@ -34,6 +34,8 @@ import subprocess
 import sys
 import tempfile
 
+from warnings_capture import capture_warnings  # a sibling file: benchmarks/ is sys.path[0]
+
 HERE = os.path.abspath(__file__)
 RESULT = "BENCH_IMPORT_RESULT "
 TARGET = 10.0  # the issue's target speedup over Newton's add_usd
@@ -66,26 +68,8 @@ def _timed_runs(make_builder, stage: str, repeat: int):
     return times, builder
 
 
-def _capture_warnings(logger_names):
-    """Collect warnings (``warnings`` and the given loggers) into a list of strings."""
-    import logging
-    import warnings
-
-    caught = []
-
-    class Handler(logging.Handler):
-        def emit(self, record):
-            caught.append(f"{record.name}: {record.getMessage()}")
-
-    for name in logger_names:
-        logging.getLogger(name).addHandler(Handler(logging.WARNING))
-    warnings.simplefilter("always")
-    warnings.showwarning = lambda msg, cat, *a, **k: caught.append(f"{cat.__name__}: {msg}")
-    return caught
-
-
 def worker_ours(stage: str, repeat: int) -> dict:
-    caught = _capture_warnings(["newton_usd"])
+    caught = capture_warnings(["newton_usd"])
     from collections import Counter
 
     from pxr import Usd
@@ -114,7 +98,7 @@ def worker_ours(stage: str, repeat: int) -> dict:
 
 
 def worker_newton(stage: str, repeat: int) -> dict:
-    caught = _capture_warnings(["newton"])
+    caught = capture_warnings(["newton"])
     from collections import Counter
 
     import warp as wp

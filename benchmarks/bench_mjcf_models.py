@@ -54,6 +54,8 @@ import sys
 import tempfile
 import time
 
+from warnings_capture import capture_warnings  # a sibling file: benchmarks/ is sys.path[0]
+
 HERE = os.path.abspath(__file__)
 RESULT = "BENCH_MJCF_RESULT "
 QPOS_TOL = 1e-5  # the bound on |qpos - native qpos|
@@ -96,23 +98,6 @@ FIND_MENAGERIE = (
 
 
 # ---------------------------------------------------------------- workers (run in a fresh process)
-def _capture_warnings(logger_names):
-    import logging
-    import warnings
-
-    caught = []
-
-    class Handler(logging.Handler):
-        def emit(self, record):
-            caught.append(f"{record.name}: {record.getMessage()}")
-
-    for name in logger_names:
-        logging.getLogger(name).addHandler(Handler(logging.WARNING))
-    warnings.simplefilter("always")
-    warnings.showwarning = lambda msg, cat, *a, **k: caught.append(f"{cat.__name__}: {msg}")
-    return caught
-
-
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:300]
@@ -227,7 +212,7 @@ def worker(route: str, xml: str, work: str, steps: int, usd: str | None) -> dict
     if route == "peer-convert":
         out.update(_peer_convert(xml, work))
         return out
-    caught = _capture_warnings(["newton_usd"])
+    caught = capture_warnings(["newton_usd"])
     import mujoco
     import numpy as np
 

@@ -642,21 +642,15 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
     # Authored (traversal) order: stacked joints between two bodies compose in this order, as in MJCF.
     joints.sort(key=lambda j: order.get(str(j[0]), len(order)))
 
-    def body_of(p):
-        return -1 if (not p or p.isEmpty) else result.body_index.get(str(p), None)
-
     # Undirected graph of bodies (and the world, -1) connected by joints.
     edges = defaultdict(list)
     valid = []
     loops = []  # loop-closing joints: equality constraints
     for path, d, jt in joints:
-        b0, b1 = body_of(d.body0), body_of(d.body1)
-        if b0 is None or b1 is None:
-            diag.add("joint attached to a prim that is not a simulated rigid body: ignored", path)
+        bodies = _joint_bodies(d, path, result)
+        if bodies is None:
             continue
-        if b0 == b1:
-            diag.add("joint connects a body to itself: ignored", path)
-            continue
+        b0, b1 = bodies
         if d.excludeFromArticulation:
             loops.append((path, d, jt, b0, b1))
             continue
@@ -733,6 +727,20 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
         _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx)
 
 
+def _joint_bodies(d, path, result):
+    """A joint's ``(body0, body1)`` indices (-1: the world), or None (reported) when a target is not a
+    simulated body or both are the same body."""
+    b0 = -1 if (not d.body0 or d.body0.isEmpty) else result.body_index.get(str(d.body0))
+    b1 = -1 if (not d.body1 or d.body1.isEmpty) else result.body_index.get(str(d.body1))
+    if b0 is None or b1 is None:
+        result.diagnostics.add("joint attached to a prim that is not a simulated rigid body: ignored", path)
+        return None
+    if b0 == b1:
+        result.diagnostics.add("joint connects a body to itself: ignored", path)
+        return None
+    return b0, b1
+
+
 def _import_distance_joints(builder, joints, frame, result):
     """UsdPhysics distance joints: the distance between the joint frames' origins on the two bodies stays
     within the enabled limits (``physics:minDistance``/``maxDistance``, stage units), as a distance
@@ -742,14 +750,10 @@ def _import_distance_joints(builder, joints, frame, result):
         if not d.jointEnabled:
             diag.add("joint disabled (physics:jointEnabled = false): not simulated", path)
             continue
-        b0 = -1 if d.body0.isEmpty else result.body_index.get(str(d.body0))
-        b1 = -1 if d.body1.isEmpty else result.body_index.get(str(d.body1))
-        if b0 is None or b1 is None:
-            diag.add("joint attached to a prim that is not a simulated rigid body: ignored", path)
+        bodies = _joint_bodies(d, path, result)
+        if bodies is None:
             continue
-        if b0 == b1:
-            diag.add("joint connects a body to itself: ignored", path)
-            continue
+        b0, b1 = bodies
         s = frame.meters_per_unit
         lo = d.limit.lower * s if d.minEnabled and math.isfinite(d.limit.lower) else None
         hi = d.limit.upper * s if d.maxEnabled and math.isfinite(d.limit.upper) else None
