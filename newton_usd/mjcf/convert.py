@@ -256,11 +256,35 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
     return path
 
 
+def _filterparent(m) -> bool:
+    return not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT
+
+
+def _mujoco_filters(m, b1, b2) -> bool:
+    """MuJoCo's own body-pair filter: the same weld body, or (with filterparent) a weld body and its
+    weld parent, neither of them the world."""
+    w1, w2 = int(m.body_weldid[b1]), int(m.body_weldid[b2])
+    if w1 == w2:
+        return True
+    p1, p2 = int(m.body_weldid[m.body_parentid[w1]]), int(m.body_weldid[m.body_parentid[w2]])
+    return _filterparent(m) and w1 != 0 and w2 != 0 and (w1 == p2 or w2 == p1)
+
+
+def _joint_filters(m, b1, b2) -> bool:
+    """Whether the USD joint the converter writes between parent and child keeps them apart (a weld;
+    a joint with ``collisionEnabled`` left false: see :func:`_write_joints`)."""
+    for parent, child in ((b1, b2), (b2, b1)):
+        if int(m.body_parentid[child]) == parent:
+            return m.body_jntnum[child] == 0 or (_filterparent(m) and m.body_weldid[parent] != 0)
+    return False
+
+
 def _write_collision_filters(stage, m, body_path, diag):
     """contype/conaffinity as UsdPhysics filtered pairs between bodies: a pair of bodies none of whose
     colliders may touch (by MuJoCo's rule (ct1 & ca2) || (ct2 & ca1)) gets a PhysicsFilteredPairsAPI.
-    Parent and child need none (MuJoCo filters them). Mixed pairs and the world's colliders cannot be
-    expressed this way and are reported."""
+    Body pairs MuJoCo filters by their welds (:func:`_mujoco_filters`) get one unless the joint written
+    between them already keeps them apart. Mixed pairs and the world's colliders cannot be expressed
+    this way and are reported."""
     colliders = {}
     for g in range(m.ngeom):
         if m.geom_contype[g] or m.geom_conaffinity[g]:
@@ -281,7 +305,11 @@ def _write_collision_filters(stage, m, body_path, diag):
             filtered.setdefault(min(b1, b2), []).append(body_path[max(b1, b2)])
     for i, b1 in enumerate(bodies):
         for b2 in bodies[i + 1 :]:
-            if not b1 or int(m.body_parentid[b2]) == b1 or int(m.body_parentid[b1]) == b2:
+            if not b1:
+                continue
+            if _mujoco_filters(m, b1, b2):  # MuJoCo never collides them: nor must USD
+                if not _joint_filters(m, b1, b2) and body_path[b2] not in filtered.get(b1, []):
+                    filtered.setdefault(b1, []).append(body_path[b2])
                 continue
             pairs = [touch(g1, g2) for g1 in colliders[b1] for g2 in colliders[b2]]
             if not any(pairs) and body_path[b2] not in filtered.get(b1, []):
@@ -346,8 +374,7 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
             joint.CreateBody0Rel().SetTargets([body_path[parent]])
             # UsdPhysics keeps jointed bodies from colliding; MuJoCo filters a parent-child pair only when
             # the parent is not welded to the world (and filterparent is on): say so where it collides.
-            filterparent = not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT
-            if not filterparent or m.body_weldid[parent] == 0:
+            if not (_filterparent(m) and m.body_weldid[parent] != 0):
                 joint.CreateCollisionEnabledAttr(True)
         joint.CreateBody1Rel().SetTargets([body_path[b]])
         joint.CreateLocalPos0Attr(Gf.Vec3f(*map(float, frame0[0])))
