@@ -17,6 +17,7 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, Vt
 
 from ..core.quat import matrix_to_quat
+from .specs import over_prim_spec
 
 INSTANCE_LABEL = re.compile(r"^(?P<instancer>/.*)\[(?P<index>\d+)\]$")
 """Body labels of PointInstancer instances: the instancer's path and the instance index."""
@@ -120,8 +121,6 @@ class InstancerSync:
                     self.layer.SetTimeSample(spec.path, time, value)
 
     def _prepare(self, g: _Instancer):
-        from .stage_sync import over_prim_spec  # noqa: PLC0415  (stage_sync imports this module)
-
         prim_spec = over_prim_spec(self.layer, g.path)
         specs = []
         types = ((POSITIONS, Sdf.ValueTypeNames.Point3fArray), (ORIENTATIONS, Sdf.ValueTypeNames.QuatfArray))

@@ -14,7 +14,7 @@ import numpy as np
 from pxr import Sdf
 
 from ..core.types import JointType
-from .stage_sync import over_prim_spec
+from .specs import over_prim_spec
 
 _DEG = 180.0 / math.pi
 

@@ -20,20 +20,13 @@ from pxr import Gf, Sdf, Usd, UsdGeom
 
 from ..core.quat import matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, quat_to_matrix
 from .instancer_sync import InstancerSync, instance_of
+from .specs import over_prim_spec
 
 OP_TRANSLATE = "xformOp:translate:physics"
 OP_ORIENT = "xformOp:orient:physics"
 OP_SCALE = "xformOp:scale:physics"
 OP_MATRIX = "xformOp:transform:physics"
 RESET = "!resetXformStack!"
-
-
-def over_prim_spec(layer: Sdf.Layer, path: Sdf.Path) -> Sdf.PrimSpec:
-    """The prim spec at ``path`` in ``layer``, created as an ``over`` (opinions on an existing prim)."""
-    prim_spec = Sdf.CreatePrimInLayer(layer, path)
-    if prim_spec.specifier != Sdf.SpecifierDef:
-        prim_spec.specifier = Sdf.SpecifierOver
-    return prim_spec
 
 
 def _rigid_row_matrices(pos, quat):

@@ -176,7 +176,7 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
             result.body_index[label] = b
             mass_source[b] = proto.body
             for obj_type, path, d in proto.shapes:
-                below = str(path)[len(proto.root) :]
+                below = str(path)[len(proto.body) :]
                 _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts,
                               ctx, body=b, label=label + below)  # fmt: skip
 
@@ -207,8 +207,7 @@ class _InstancedBody:
     prototype), and the instances that use it."""
 
     instancer: str  # the PointInstancer's path
-    root: str  # the prototype's root prim path
-    body: str  # the rigid body prim path (the root)
+    body: str  # the rigid body prim path: the prototype's root prim
     desc: object  # the body's RigidBodyDesc
     shapes: list  # [(object type, path, ShapeDesc)] of the body's colliders
     materials: dict  # physics materials the colliders bind
@@ -282,7 +281,6 @@ def _instancer_prototypes(stage, instancers, result) -> list:
             if k is None:
                 diag.add("rigid bodies below a PointInstancer prototype's root prim are not simulated yet", path)
                 continue
-            root = path
             shapes = [(t, p, sd) for t in _SHAPE_TYPES for p, sd in descs.get(t, []) if sd.rigidBody == path]
             ids, transforms, velocities = [], [], []
             for i, proto_i in enumerate(proto_index):
@@ -295,7 +293,7 @@ def _instancer_prototypes(stage, instancers, result) -> list:
                     velocities.append((tuple(Gf.Vec3d(vels[i]) * rot_instancer), tuple(ang * rot_instancer)))
                 else:
                     velocities.append(None)
-            out.append(_InstancedBody(str(prim.GetPath()), str(root), str(path), d, shapes, materials, ids,
+            out.append(_InstancedBody(str(prim.GetPath()), str(path), d, shapes, materials, ids,
                                       transforms, velocities))  # fmt: skip
     return out
 

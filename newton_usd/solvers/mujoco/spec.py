@@ -291,7 +291,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 pose = transform_multiply(pose, in_body)
         return pose
 
-    kinematic = model.body_kinematic.numpy() if hasattr(model, "body_kinematic") else None
+    kinematic = model.body_kinematic.numpy()
     # Add bodies parents first (iterative DFS from the world).
     order, stack = [], list(reversed(children[-1]))
     while stack:
@@ -308,7 +308,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         body = parent_handle.add_body(name=body_names(model.body_label[b]), pos=pos, quat=xyzw_to_wxyz(quat))
         body_handles[b] = body
         welded = all(int(a.joint_type[j]) == JointType.FIXED for j in stack)
-        if parent < 0 and welded and kinematic is not None and kinematic[b]:
+        if parent < 0 and welded and kinematic[b]:
             body.mocap = True  # its pose comes from State.body_q every step
         mass = float(a.body_mass[b])
         body.explicitinertial = True
