@@ -314,3 +314,102 @@ def test_parent_child_contacts_follow_mujocos_filterparent(route, tmp_path):
     _, _, data, ours = side_by_side(WELDED_PARENT, route, tmp_path, ("base", "arm", "slab", "tip"), steps=200)
     np.testing.assert_allclose(ours, data.xpos[1:5], atol=1e-5)
     assert ours[1, 2] == pytest.approx(1.15, abs=0.01)
+
+
+EQUALITIES = """
+<mujoco model="linkage">
+  <option timestep="0.002"/>
+  <worldbody>
+    <site name="hook" pos="0.6 -0.6 1.2"/>
+    <body name="arm" pos="0 0 1"><joint name="shoulder" type="hinge" axis="0 1 0" ref="0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size=".03"/>
+      <body name="forearm" pos="0.4 0 0"><joint name="elbow" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03"/></body></body>
+    <body name="slider" pos="0 1 1"><joint name="rail" type="slide" axis="1 0 0" ref="0.1"/>
+      <geom type="box" size=".05 .05 .05"/></body>
+    <body name="follower" pos="0.5 1 1"><joint name="rail2" type="slide" axis="1 0 0"/>
+      <geom type="box" size=".05 .05 .05"/></body>
+    <body name="pendulum" pos="0.6 -0.6 1"><freejoint/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.3" size=".02"/>
+      <site name="tip" pos="0 0 0.25"/><site name="frame" pos="0 0 -0.3" euler="0 0 40"/></body>
+    <body name="welded" pos="0.6 -0.1 0.7"><freejoint/><geom type="box" size=".04 .04 .04"/>
+      <site name="socket" pos="0 0 0" euler="0 0 40"/></body>
+  </worldbody>
+  <tendon><fixed name="pair"><joint joint="shoulder" coef="1"/><joint joint="elbow" coef="0.5"/></fixed>
+    <fixed name="rails"><joint joint="rail" coef="1"/><joint joint="rail2" coef="1"/></fixed></tendon>
+  <equality>
+    <tendon name="hold_pair" tendon1="pair" polycoef="0.05 0 0 0 0"/>
+    <joint name="mimic" joint1="rail2" joint2="rail" polycoef="0.02 -0.5 0.3 0 0"/>
+    <connect name="hang" site1="tip" site2="hook"/>
+    <weld name="glue" site1="frame" site2="socket" torquescale="3"/>
+    <joint name="off" joint1="elbow" polycoef="0.3 0 0 0 0" active="false"/>
+  </equality>
+  <actuator><position name="servo" joint="shoulder" kp="20"/><motor name="push" joint="rail"/></actuator>
+  <keyframe><key name="lifted" qpos="0.5 -0.2 0.3 0.1 0.6 -0.5 1.05 1 0 0 0 0.6 -0.1 0.7 1 0 0 0"
+                  qvel="0.3 0 0 0 0 0 0 0 0 0 0 0 0 0" ctrl="0.4 1"/></keyframe>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_equalities_keyframes_and_joint_refs_match_native(route, tmp_path):
+    """Joint (polynomial), tendon, site connect and site weld equalities, an inactive one, joints with a
+    ref under a position actuator, and a keyframe: the same MuJoCo model and motion as native."""
+    names = ["arm", "forearm", "slider", "follower", "pendulum", "welded"]
+    solver, ref, data, ours = side_by_side(EQUALITIES, route, tmp_path, names, steps=300)
+    m = solver.mj_model
+    assert (m.neq, m.nkey, m.ntendon) == (ref.neq, ref.nkey, ref.ntendon)
+    assert sorted(m.eq_type) == sorted(ref.eq_type) and sorted(m.eq_active0) == sorted(ref.eq_active0)
+    for k, n in enumerate(names):
+        np.testing.assert_allclose(ours[k], data.xpos[ref.body(n).id], atol=1e-5, err_msg=n)
+    assert np.abs(data.qpos - ref.qpos0).max() > 0.05  # the constraints and the servo moved things
+
+    # From the keyframe, with its controls: the same motion again.
+    model = solver.model
+    assert model.keyframe_label[-1].endswith("lifted")
+    s0, s1, control = model.state(), model.state(), model.control()
+    solver.reset_to_keyframe(s0, "lifted" if route == "mjcf" else model.keyframe_label[0], control)
+    np.testing.assert_allclose(control.mujoco.ctrl.numpy(), [0.4, 1.0])
+    native = mujoco.MjData(ref)
+    mujoco.mj_resetDataKeyframe(ref, native, 0)
+    mujoco.mj_forward(ref, native)
+    index = [next(i for i, label in enumerate(model.body_label) if label.endswith(n)) for n in names]
+    np.testing.assert_allclose(s0.body_q.numpy()[index, :3], native.xpos[[ref.body(n).id for n in names]], atol=1e-6)
+    for _ in range(200):
+        solver.step(s0, s1, control, None, ref.opt.timestep)
+        s0, s1 = s1, s0
+        mujoco.mj_step(ref, native)
+    mujoco.mj_kinematics(ref, native)
+    np.testing.assert_allclose(s0.body_q.numpy()[index, :3], native.xpos[[ref.body(n).id for n in names]], atol=1e-5)
+
+
+def test_unknown_keyframe_is_named():
+    model = ModelBuilder()
+    model.add_mjcf(EQUALITIES)
+    solver = SolverMuJoCo(model.finalize("cpu"), backend="cpu")
+    with pytest.raises(Exception, match="no keyframe 'squat'; the model has: lifted"):
+        solver.reset_to_keyframe(solver.model.state(), "squat")
+
+
+OFFSET_MESH = """
+<mujoco model="wedge">
+  <option timestep="0.002"/>
+  <asset><mesh name="wedge" vertex="1 1 0  1.4 1 0  1 1.3 0  1 1 0.2  1.4 1 0.2  1 1.3 0.2"/></asset>
+  <worldbody>
+    <geom type="plane" size="2 2 .1"/>
+    <body name="piece" pos="0 0 0.3" euler="10 20 30"><freejoint/><geom type="mesh" mesh="wedge"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_mesh_keeps_its_asset_frame(route, tmp_path):
+    """MuJoCo moves a mesh onto its centroid and principal axes when compiling: the import hands it the
+    mesh as authored, so that it is moved once (not twice) and lands where native MuJoCo puts it."""
+    solver, ref, data, ours = side_by_side(OFFSET_MESH, route, tmp_path, ["piece"], steps=400)
+    m = solver.mj_model
+    np.testing.assert_allclose(m.mesh_pos[0], ref.mesh_pos[0], atol=1e-6)
+    np.testing.assert_allclose(np.abs(m.mesh_quat[0]), np.abs(ref.mesh_quat[0]), atol=1e-6)
+    np.testing.assert_allclose(ours[0], data.xpos[ref.body("piece").id], atol=1e-5)
+    assert data.xpos[ref.body("piece").id][2] < 0.1  # it fell onto the floor

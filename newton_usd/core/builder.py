@@ -16,8 +16,17 @@ from .quat import quat_conjugate, quat_from_axis_angle, quat_rotate, transform_i
 from .types import JOINT_COORD_COUNT, DriveMode, GeoType, JointType
 
 IDENTITY = (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))
-EQUALITY_KINDS = ("connect", "weld")
+EQUALITY_KINDS = ("connect", "weld", "joint")
 """Equality constraint kinds; ``equality_type`` holds the index."""
+
+
+@dataclass
+class Keyframe:
+    """A named state to reset to: coordinates of some joints (the others keep their initial values)."""
+
+    time: float = 0.0
+    joint_q: dict = None  # joint index -> its coordinates (model coordinates, as joint_q)
+    joint_qd: dict = None  # joint index -> its velocities (as joint_qd)
 
 
 @dataclass
@@ -116,6 +125,10 @@ class ModelBuilder:
         self.equality_type, self.equality_body1, self.equality_body2 = [], [], []
         self.equality_anchor, self.equality_active, self.equality_label = [], [], []
         self.equality_relpose = []  # (pos, quat) or None: the initial relative pose
+        self.equality_anchor2 = []  # connect: body2's point (None: where anchor is initially)
+        self.equality_joint1, self.equality_joint2, self.equality_polycoef = [], [], []  # joint equalities
+        # keyframes: label -> Keyframe (a dict: keyframes are shared by all worlds, not replicated)
+        self.keyframes = {}
         # distance constraints: see add_distance_constraint
         self.distance_body0, self.distance_body1, self.distance_anchor0, self.distance_anchor1 = [], [], [], []
         self.distance_min, self.distance_max, self.distance_label = [], [], []
@@ -162,7 +175,8 @@ class ModelBuilder:
         "site": ("site_body", "site_transform", "site_type", "site_size", "site_label"),
         "equality": (
             "equality_type", "equality_body1", "equality_body2", "equality_anchor", "equality_active",
-            "equality_label", "equality_relpose",
+            "equality_label", "equality_relpose", "equality_anchor2", "equality_joint1", "equality_joint2",
+            "equality_polycoef",
         ),
         "distance": (
             "distance_body0", "distance_body1", "distance_anchor0", "distance_anchor1", "distance_min",
@@ -173,6 +187,7 @@ class ModelBuilder:
         "shape_body", "joint_parent", "joint_child", "site_body", "equality_body1", "equality_body2",
         "distance_body0", "distance_body1",
     )  # fmt: skip
+    _JOINT_REFS = ("equality_joint1", "equality_joint2")
 
     def replicate(self, num_worlds: int) -> None:
         """Make the model ``num_worlds`` identical, independent worlds: everything added so far becomes
@@ -190,7 +205,7 @@ class ModelBuilder:
             raise RuntimeError(f"ModelBuilder.replicate does not know how to copy {unlisted}")
         counts = {kind: len(getattr(self, names[0])) for kind, names in self._ELEMENT_LISTS.items()}
         counts["dof"] = len(self.joint_axis)
-        nb, na = counts["body"], counts["articulation"]
+        nb, na, nj = counts["body"], counts["articulation"], counts["joint"]
         for w in range(1, n):
             for names in self._ELEMENT_LISTS.values():
                 for name in names:
@@ -198,6 +213,8 @@ class ModelBuilder:
                     base = values[: counts[_kind_of(self._ELEMENT_LISTS, name)]]
                     if name in self._BODY_REFS:
                         values.extend(b + w * nb if b >= 0 else b for b in base)
+                    elif name in self._JOINT_REFS:
+                        values.extend(j + w * nj if j >= 0 else j for j in base)
                     elif name == "joint_articulation":
                         values.extend(a + w * na if a >= 0 else a for a in base)
                     elif name == "body_collision_filter_pairs":
@@ -521,26 +538,78 @@ class ModelBuilder:
         return j
 
     def add_equality(
-        self, kind: str, body1: int, body2: int, anchor, *, active: bool = True, relpose=None, label=None
-    ) -> int:
+        self, kind: str, body1: int, body2: int, anchor, *, anchor2=None, active: bool = True, relpose=None,
+        label=None,
+    ) -> int:  # fmt: skip
         """A loop-closing constraint between ``body1`` and ``body2`` (-1: the world).
 
-        ``kind`` "connect": the point ``anchor`` (in body1's frame) and the point of body2 that coincides
-        with it in the initial configuration stay together (a ball joint). "weld": body2 keeps the pose
-        ``relpose`` (position, Warp quat) relative to body1, by default its initial one; ``anchor`` (in
-        body2's frame) is where the constraint acts.
+        ``kind`` "connect": the point ``anchor`` (in body1's frame) and the point ``anchor2`` of body2 (in
+        body2's frame; None: the point that coincides with ``anchor`` in the initial configuration) stay
+        together (a ball joint). "weld": body2 keeps the pose ``relpose`` (position, Warp quat) relative to
+        body1, by default its initial one; ``anchor`` (in body2's frame) is where the constraint acts.
+        For joint equalities see :meth:`add_equality_joint`.
         """
+        if kind not in ("connect", "weld"):
+            raise ValueError(f"unknown equality kind {kind!r}; valid: connect, weld (joint: add_equality_joint)")
+        i = self._add_equality_row(kind, active, label)
+        self.equality_body1[i], self.equality_body2[i] = int(body1), int(body2)
+        self.equality_anchor[i] = np.asarray(anchor, dtype=np.float64)
+        self.equality_relpose[i] = None if relpose is None else _xform(relpose)
+        self.equality_anchor2[i] = None if anchor2 is None else np.asarray(anchor2, dtype=np.float64)
+        return i
+
+    def add_equality_joint(
+        self, joint1: int, joint2: int = -1, polycoef=(0.0, 1.0, 0.0, 0.0, 0.0), *, active: bool = True, label=None
+    ) -> int:
+        """Couple two single-DOF joints (revolute or prismatic): ``q1 = p(q2)`` with the polynomial
+        ``p(x) = c0 + c1 x + c2 x^2 + c3 x^3 + c4 x^4`` of ``polycoef`` (up to 5 coefficients), in model
+        coordinates (rad or m). ``joint2`` -1: ``joint1`` is held at ``c0``. A mimic joint is
+        ``polycoef=(offset, ratio)``."""
+        coef = np.zeros(5)
+        values = np.asarray(polycoef, dtype=np.float64).ravel()
+        if len(values) > 5:
+            raise ValueError(f"a joint equality has at most 5 polynomial coefficients, got {len(values)}")
+        coef[: len(values)] = values
+        for j in (joint1, joint2):
+            if j >= 0 and len(self.joint_qd[j]) != 1:
+                raise ValueError(f"joint equality on {self.joint_label[j]}: only single-DOF joints can be coupled")
+        i = self._add_equality_row("joint", active, label)
+        self.equality_joint1[i], self.equality_joint2[i] = int(joint1), int(joint2)
+        self.equality_polycoef[i] = coef
+        return i
+
+    def _add_equality_row(self, kind, active, label) -> int:
+        """A new equality row with every column at its "not used" value; returns its index."""
         self._check_not_replicated()
-        if kind not in EQUALITY_KINDS:
-            raise ValueError(f"unknown equality kind {kind!r}; valid: {', '.join(EQUALITY_KINDS)}")
         self.equality_type.append(EQUALITY_KINDS.index(kind))
-        self.equality_body1.append(int(body1))
-        self.equality_body2.append(int(body2))
-        self.equality_anchor.append(np.asarray(anchor, dtype=np.float64))
+        self.equality_body1.append(-1)
+        self.equality_body2.append(-1)
+        self.equality_anchor.append(np.zeros(3))
+        self.equality_anchor2.append(None)
+        self.equality_relpose.append(None)
+        self.equality_joint1.append(-1)
+        self.equality_joint2.append(-1)
+        self.equality_polycoef.append(np.zeros(5))
         self.equality_active.append(bool(active))
-        self.equality_relpose.append(None if relpose is None else _xform(relpose))
         self.equality_label.append(label or f"equality_{len(self.equality_label)}")
         return len(self.equality_type) - 1
+
+    def add_keyframe(self, label: str, joint_q=None, joint_qd=None, *, time: float = 0.0) -> None:
+        """A named state to reset to (MJCF ``<key>``, an MjcKeyframe prim): ``joint_q`` and ``joint_qd`` map
+        a joint index to its coordinates and velocities (model conventions, as ``joint_q``/``joint_qd``);
+        joints not named keep their initial values. Keyframes hold for every world."""
+        for name, values, sizes in (("joint_q", joint_q, self.joint_q), ("joint_qd", joint_qd, self.joint_qd)):
+            for j, v in (values or {}).items():
+                if np.size(v) != len(sizes[j]):
+                    raise ValueError(
+                        f"keyframe {label!r}: {name} of joint {self.joint_label[j]} has {np.size(v)} values, "
+                        f"the joint has {len(sizes[j])}"
+                    )
+        self.keyframes[label] = Keyframe(
+            float(time),
+            {int(j): np.asarray(v, dtype=np.float64).ravel() for j, v in (joint_q or {}).items()},
+            {int(j): np.asarray(v, dtype=np.float64).ravel() for j, v in (joint_qd or {}).items()},
+        )
 
     def add_distance_constraint(
         self, body0: int, body1: int, anchor0=(0.0, 0.0, 0.0), anchor1=(0.0, 0.0, 0.0), *, min_distance=None,
@@ -864,6 +933,12 @@ class ModelBuilder:
         relpose = [np.concatenate(r) if r is not None else np.full(7, np.nan) for r in self.equality_relpose]
         m.equality_relpose = np.asarray(relpose, dtype=np.float64).reshape(-1, 7)
         m.equality_label = list(self.equality_label)
+        anchor2 = [a if a is not None else np.full(3, np.nan) for a in self.equality_anchor2]
+        m.equality_anchor2 = np.asarray(anchor2, dtype=np.float64).reshape(-1, 3)  # NaN: computed by the solver
+        m.equality_joint1 = arr(self.equality_joint1, wp.int32)
+        m.equality_joint2 = arr(self.equality_joint2, wp.int32)
+        m.equality_polycoef = np.asarray(self.equality_polycoef, dtype=np.float64).reshape(-1, 5)
+        self._finalize_keyframes(m, q_start, qd_start)
 
         m.distance_count = len(self.distance_label)
         m.distance_body0 = arr(self.distance_body0, wp.int32)
@@ -884,6 +959,27 @@ class ModelBuilder:
         m.articulation_count = len(self.articulation_label)
         m.articulation_label = list(self.articulation_label)
         return m
+
+    def _finalize_keyframes(self, m, q_start, qd_start):
+        """``keyframe_label``, ``keyframe_time`` and full ``keyframe_joint_q``/``keyframe_joint_qd`` rows
+        (float64 numpy, every world alike; joints a keyframe does not name keep their initial values)."""
+        m.keyframe_label = list(self.keyframes)
+        m.keyframe_time = np.array([k.time for k in self.keyframes.values()], dtype=np.float64)
+        q0 = np.concatenate(self.joint_q) if self.joint_q else np.zeros(0)
+        qd0 = np.concatenate(self.joint_qd) if self.joint_qd else np.zeros(0)
+        nj = self.joint_count // self.num_worlds
+        rows_q, rows_qd = [], []
+        for key in self.keyframes.values():
+            q, qd = q0.copy(), qd0.copy()
+            for w in range(self.num_worlds):
+                for j, v in key.joint_q.items():
+                    q[q_start[j + w * nj] : q_start[j + w * nj + 1]] = v
+                for j, v in key.joint_qd.items():
+                    qd[qd_start[j + w * nj] : qd_start[j + w * nj + 1]] = v
+            rows_q.append(q)
+            rows_qd.append(qd)
+        m.keyframe_joint_q = np.asarray(rows_q, dtype=np.float64).reshape(len(rows_q), len(q0))
+        m.keyframe_joint_qd = np.asarray(rows_qd, dtype=np.float64).reshape(len(rows_qd), len(qd0))
 
     # ------------------------------------------------------------------ importers
     def add_mjcf(self, source, **kwargs):

@@ -37,6 +37,7 @@ _WORLD_ARRAYS = {
     ),
     "equality": (
         "equality_type", "equality_anchor", "equality_active", "equality_relpose", "equality_label",
+        "equality_anchor2", "equality_polycoef",
     ),
     "site": ("site_transform", "site_type", "site_size", "site_label"),
     "distance": ("distance_anchor0", "distance_anchor1", "distance_min", "distance_max", "distance_label"),
@@ -50,6 +51,8 @@ _WORLD_INDEX_ARRAYS = {
     "joint_articulation": ("joint", "articulation"),
     "equality_body1": ("equality", "body"),
     "equality_body2": ("equality", "body"),
+    "equality_joint1": ("equality", "joint"),
+    "equality_joint2": ("equality", "joint"),
     "site_body": ("site", "body"),
     "distance_body0": ("distance", "body"),
     "distance_body1": ("distance", "body"),
@@ -92,9 +95,13 @@ class Model:
             joint_target_kd, joint_target_mode, joint_drive_acceleration (gains are accelerations, scaled
             by the DOF's effective inertia), joint_effort_limit, joint_armature, joint_friction (per DOF),
             joint_articulation (-1: none), joint_world, joint_label.
-        equality_count, equality_type (0 connect, 1 weld), equality_body1, equality_body2 (-1: world),
-            equality_anchor, equality_active, equality_label: loop-closing constraints
-            (see :meth:`ModelBuilder.add_equality`).
+        equality_count, equality_type (0 connect, 1 weld, 2 joint), equality_body1, equality_body2 (-1:
+            world), equality_anchor, equality_anchor2 (numpy; NaN: derived from the initial pose),
+            equality_relpose (numpy; NaN: the initial one), equality_joint1, equality_joint2 (-1: none),
+            equality_polycoef (numpy, 5 per row), equality_active, equality_label: equality constraints
+            (:meth:`ModelBuilder.add_equality`, :meth:`ModelBuilder.add_equality_joint`).
+        keyframe_label, keyframe_time, keyframe_joint_q, keyframe_joint_qd (numpy float64, one full row
+            per keyframe): named states to reset to (:meth:`ModelBuilder.add_keyframe`).
         distance_count, distance_body0, distance_body1 (-1: world), distance_anchor0, distance_anchor1 (in
             each body's frame), distance_min, distance_max (m; -1: no bound), distance_label: distance
             constraints (:meth:`ModelBuilder.add_distance_constraint`; UsdPhysics distance joints).
@@ -157,6 +164,8 @@ class Model:
         for name, kind in (("joint_q_start", "coord"), ("joint_qd_start", "dof")):
             start = getattr(self, name).numpy()[j0 : j1 + 1] - ranges[kind][0]
             setattr(view, name, wp.array(start.astype(np.int32), dtype=wp.int32, device=self.device))
+        view.keyframe_joint_q = self.keyframe_joint_q[:, slice(*ranges["coord"])]
+        view.keyframe_joint_qd = self.keyframe_joint_qd[:, slice(*ranges["dof"])]
         b0, b1 = ranges["body"]
         view.body_collision_filter_pairs = [
             (p - b0, q - b0) for p, q in self.body_collision_filter_pairs if b0 <= p < b1 and b0 <= q < b1

@@ -8,7 +8,8 @@ PhysicsCollisionAPI and MjcCollisionAPI; physics materials for the friction trip
 joint per MJCF joint (several per body stay several, in order; a body without joints gets a fixed
 joint; free joints need none), with MjcJointAPI values; MjcActuator prims; connect and weld
 equalities as joints excluded from articulations; a PhysicsScene with MjcSceneAPI and every option
-and flag, the time step exact. Coordinates start at 0 at qpos0 (a joint's ref is folded in).
+and flag, the time step exact. The bodies are placed at qpos0, so a joint's USD coordinate is MuJoCo's
+qpos minus the joint's ref (``mjc:ref``, kept with ``mjc:springref`` as MuJoCo's values).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 
 import mujoco
 import numpy as np
-from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, UsdShade
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
 
 from ..core.quat import transform_inverse, transform_multiply, wxyz_to_xyzw
 from ..diagnostics import Diagnostics
@@ -31,6 +32,7 @@ from .importer import (
     actuator_values,
     excluded_body_pairs,
     load_mjcf,
+    mesh_in_asset_frame,
     tendon_path,
     tendon_values,
 )
@@ -110,7 +112,9 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
         _set_xform(prim, local)
         if parent == 0 and any(int(m.body_parentid[c]) == b for c in range(1, m.nbody)):
             UsdPhysics.ArticulationRootAPI.Apply(prim)
-        UsdPhysics.RigidBodyAPI.Apply(prim)
+        body = UsdPhysics.RigidBodyAPI.Apply(prim)
+        if m.body_mocapid[b] >= 0:  # a mocap body: moved by its (animated) transform
+            body.CreateKinematicEnabledAttr(True)
         if m.body_gravcomp[b]:
             _set(prim, "mjc:body:gravcomp", T.Double, float(m.body_gravcomp[b]))  # as mujoco-usd-converter
         if m.body_mass[b] <= 0:  # UsdPhysics reads mass 0 as "not set": author nothing
@@ -134,11 +138,9 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     site_path = _write_sites(stage, m, body_path, names)
     tendon_paths = _write_tendons(stage, m, root, names, joint_path, site_path, geom_path, diag)
     _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_paths, site_path)
-    _write_equalities(stage, m, world, body_path, root, names, diag)
-    for kind, count in (
-        ("sensors", m.nsensor), ("keyframes", m.nkey),
-        ("contact pairs", m.npair),
-    ):  # fmt: skip
+    _write_equalities(stage, m, world, body_path, site_path, joint_path, tendon_paths, root, names, diag)
+    _write_keyframes(stage, m, root, names, diag)
+    for kind, count in (("sensors", m.nsensor), ("contact pairs", m.npair)):
         if count:
             diag.add(f"MJCF {kind} are not converted yet", file)
     stage.GetRootLayer().Save()
@@ -205,18 +207,16 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
         geom.CreateWidthAttr(2.0 * float(size[0]) or 20.0)
         geom.CreateLengthAttr(2.0 * float(size[1]) or 20.0)
     elif gt == mujoco.mjtGeom.mjGEOM_MESH:
-        mid = int(m.geom_dataid[g])
-        va, vn = m.mesh_vertadr[mid], m.mesh_vertnum[mid]
-        fa, fn = m.mesh_faceadr[mid], m.mesh_facenum[mid]
+        vertices, faces, pose = mesh_in_asset_frame(m, g)
         geom = UsdGeom.Mesh.Define(stage, path)
-        geom.CreatePointsAttr([Gf.Vec3f(*map(float, v)) for v in m.mesh_vert[va : va + vn]])
-        geom.CreateFaceVertexCountsAttr([3] * int(fn))
-        geom.CreateFaceVertexIndicesAttr([int(i) for i in m.mesh_face[fa : fa + fn].ravel()])
+        geom.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(vertices.astype(np.float32)))
+        geom.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), 3, dtype=np.int32)))
+        geom.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(faces.astype(np.int32).ravel()))
     else:
         diag.add(f"{mujoco.mjtGeom(gt).name[7:].lower()} geoms are not converted yet", path)
         return
     prim = geom.GetPrim()
-    _set_xform(prim, (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g])))
+    _set_xform(prim, pose if gt == mujoco.mjtGeom.mjGEOM_MESH else (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g])))
     if gt in (mujoco.mjtGeom.mjGEOM_BOX, mujoco.mjtGeom.mjGEOM_ELLIPSOID):
         UsdGeom.Xformable(prim).AddScaleOp().Set(Gf.Vec3f(*map(float, size)))
     rgba = m.geom_rgba[g]
@@ -395,9 +395,10 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
             ("mjc:solimpfriction", T.DoubleArray, [float(x) for x in m.dof_solimp[dof]]),
         ]
         values.append(("mjc:stiffness", T.Double, float(m.jnt_stiffness[jid])))
-        if jt != mujoco.mjtJoint.mjJNT_BALL:
+        if jt != mujoco.mjtJoint.mjJNT_BALL:  # MuJoCo's values: the USD coordinate is qpos - ref
             adr = m.jnt_qposadr[jid]
-            values.append(("mjc:springref", T.Double, float(m.qpos_spring[adr] - m.qpos0[adr])))
+            values.append(("mjc:ref", T.Double, float(m.qpos0[adr])))
+            values.append(("mjc:springref", T.Double, float(m.qpos_spring[adr])))
         for name, type_name, value in values:
             _set(prim, name, type_name, value)
         joint_path[jid] = path
@@ -511,46 +512,129 @@ def _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_
             _set(prim, f"mjc:{key}", type_name, list(value) if type_name == T.DoubleArray else value)
 
 
-def _write_equalities(stage, m, world, body_path, root, names, diag):
-    if not m.neq:
-        return
+def _write_equalities(stage, m, world, body_path, site_path, joint_path, tendon_path, root, names, diag):
+    """Equalities: connect and weld as joints excluded from articulations (between bodies, or between
+    the sites' bodies with frames at the sites), joint equalities as NewtonMimicAPI + MjcEqualityJointAPI
+    on the follower joint, tendon equalities as NewtonUsdTendonEqualityAPI on the follower tendon."""
     scope = root.AppendChild("Equalities")
-    UsdGeom.Scope.Define(stage, scope)
+    mimics = set()
     for e in range(m.neq):
         kind = int(m.eq_type[e])
-        if (
-            kind not in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD)
-            or int(m.eq_objtype[e]) != mujoco.mjtObj.mjOBJ_BODY
-        ):
-            diag.add("joint, tendon and site equalities are not converted yet", scope)
+        name = _name(m, mujoco.mjtObj.mjOBJ_EQUALITY, e, "equality")
+        id1, id2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+        if kind == mujoco.mjtEq.mjEQ_JOINT:
+            if id1 not in joint_path or (id2 >= 0 and id2 not in joint_path) or id1 in mimics:
+                why = "a second joint equality on one joint" if id1 in mimics else "a joint that was not converted"
+                diag.add(f"joint equality on {why}: not converted", name)
+                continue
+            mimics.add(id1)
+            _write_joint_equality(stage, m, e, joint_path)
             continue
-        b1, b2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
-        path = names.child(scope, _name(m, mujoco.mjtObj.mjOBJ_EQUALITY, e, "equality"))
-        weld = kind == mujoco.mjtEq.mjEQ_WELD
-        joint = (UsdPhysics.FixedJoint if weld else UsdPhysics.SphericalJoint).Define(stage, path)
+        if kind == mujoco.mjtEq.mjEQ_TENDON:
+            if id1 not in tendon_path or (id2 >= 0 and id2 not in tendon_path):
+                diag.add("tendon equality on a tendon that was not converted: not converted", name)
+                continue
+            prim = stage.GetPrimAtPath(tendon_path[id1])
+            instance = Tf.MakeValidIdentifier(name)
+            prim.ApplyAPI("NewtonUsdTendonEqualityAPI", instance)
+            prefix = f"newton:usd:tendonEquality:{instance}:"
+            if id2 >= 0:
+                prim.CreateRelationship(prefix + "leader", custom=False).SetTargets([tendon_path[id2]])
+            _set(prim, prefix + "polycoef", T.DoubleArray, [float(x) for x in m.eq_data[e][0:5]])
+            _set(prim, prefix + "enabled", T.Bool, bool(m.eq_active0[e]))
+            _set(prim, prefix + "solref", T.DoubleArray, [float(x) for x in m.eq_solref[e]])
+            _set(prim, prefix + "solimp", T.DoubleArray, [float(x) for x in m.eq_solimp[e]])
+            continue
+        if kind not in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD):
+            diag.add(f"{mujoco.mjtEq(kind).name[5:].lower()} equalities are not converted", name)
+            continue
+        if not stage.GetPrimAtPath(scope):
+            UsdGeom.Scope.Define(stage, scope)
+        _write_body_equality(stage, m, e, world, body_path, names.child(scope, name))
+
+
+def _write_joint_equality(stage, m, e, joint_path):
+    """A joint equality on its follower joint: NewtonMimicAPI (enabled, leader, offset and ratio, the offset
+    in the joint's USD unit) and MjcEqualityJointAPI (the higher coefficients, solref, solimp); without a
+    leader (no ``newton:mimicJoint`` target), the joint is held at ``mjc:coef0`` (MuJoCo's unit)."""
+    id1, id2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+    prim = stage.GetPrimAtPath(joint_path[id1])
+    data = m.eq_data[e]
+    prim.ApplyAPI("NewtonMimicAPI")
+    _set(prim, "newton:mimicEnabled", T.Bool, bool(m.eq_active0[e]))
+    if id2 >= 0:
+        hinge = int(m.jnt_type[id1]) == mujoco.mjtJoint.mjJNT_HINGE
+        prim.CreateRelationship("newton:mimicJoint", custom=False).SetTargets([joint_path[id2]])
+        _set(prim, "newton:mimicCoef0", T.Float, float(data[0]) * (DEG if hinge else 1.0))
+        _set(prim, "newton:mimicCoef1", T.Float, float(data[1]))
+    else:
+        _set(prim, "mjc:coef0", T.Double, float(data[0]))
+    prim.ApplyAPI("MjcEqualityJointAPI")
+    for k in (2, 3, 4):
+        _set(prim, f"mjc:coef{k}", T.Double, float(data[k]))
+    _set(prim, "mjc:solref", T.DoubleArray, [float(x) for x in m.eq_solref[e]])
+    _set(prim, "mjc:solimp", T.DoubleArray, [float(x) for x in m.eq_solimp[e]])
+
+
+def _write_body_equality(stage, m, e, world, body_path, path):
+    """A connect (spherical joint) or weld (fixed joint) equality, excluded from articulations; between
+    sites, the joint's body rels target the sites' bodies with the frames at the sites."""
+    kind = int(m.eq_type[e])
+    weld = kind == mujoco.mjtEq.mjEQ_WELD
+    identity = np.array([0.0, 0.0, 0.0, 1.0])
+    id1, id2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+    if int(m.eq_objtype[e]) == mujoco.mjtObj.mjOBJ_SITE:
+        b1, b2 = int(m.site_bodyid[id1]), int(m.site_bodyid[id2])
+        pos0, rot0 = m.site_pos[id1].copy(), wxyz_to_xyzw(m.site_quat[id1])
+        pos1, rot1 = m.site_pos[id2].copy(), wxyz_to_xyzw(m.site_quat[id2])
+        if not weld:  # a connect joins the points; the frames' rotations do not matter
+            rot0 = rot1 = identity
+    else:
+        b1, b2 = id1, id2
         anchor1 = m.eq_data[e][0:3].copy()
         if weld:  # anchor on body2; the frames hold body2's pose relative to body1 (MuJoCo's relpose)
             rp = m.eq_data[e][3:10]
             rel = (rp[0:3].copy(), wxyz_to_xyzw(rp[3:7]))
-            pos0, rot0 = transform_multiply(rel, (anchor1, np.array([0.0, 0.0, 0.0, 1.0])))
-            pos1, rot1 = anchor1, np.array([0.0, 0.0, 0.0, 1.0])
+            pos0, rot0 = transform_multiply(rel, (anchor1, identity))
+            pos1, rot1 = anchor1, identity
         else:  # anchor on body1; body2's point is where it is at qpos0
-            pos0, rot0 = anchor1, np.array([0.0, 0.0, 0.0, 1.0])
+            pos0, rot0 = anchor1, identity
             world_anchor = transform_multiply(world[b1], (anchor1, rot0))
             pos1, rot1 = transform_multiply(transform_inverse(world[b2]), world_anchor)
-        if b1:
-            joint.CreateBody0Rel().SetTargets([body_path[b1]])
-        if b2:
-            joint.CreateBody1Rel().SetTargets([body_path[b2]])
-        joint.CreateLocalPos0Attr(Gf.Vec3f(*map(float, pos0)))
-        joint.CreateLocalRot0Attr(_gf_quat(rot0))
-        joint.CreateLocalPos1Attr(Gf.Vec3f(*map(float, pos1)))
-        joint.CreateLocalRot1Attr(_gf_quat(rot1))
-        joint.CreateExcludeFromArticulationAttr(True)
-        joint.CreateJointEnabledAttr(bool(m.eq_active0[e]))
-        prim = joint.GetPrim()
-        prim.ApplyAPI("MjcEqualityWeldAPI" if weld else "MjcEqualityConnectAPI")
-        _set(prim, "mjc:solref", T.DoubleArray, [float(x) for x in m.eq_solref[e]])
-        _set(prim, "mjc:solimp", T.DoubleArray, [float(x) for x in m.eq_solimp[e]])
-        if weld:
-            _set(prim, "mjc:torqueScale", T.Float, float(m.eq_data[e][10]))
+    joint = (UsdPhysics.FixedJoint if weld else UsdPhysics.SphericalJoint).Define(stage, path)
+    if b1:
+        joint.CreateBody0Rel().SetTargets([body_path[b1]])
+    if b2:
+        joint.CreateBody1Rel().SetTargets([body_path[b2]])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(*map(float, pos0)))
+    joint.CreateLocalRot0Attr(_gf_quat(rot0))
+    joint.CreateLocalPos1Attr(Gf.Vec3f(*map(float, pos1)))
+    joint.CreateLocalRot1Attr(_gf_quat(rot1))
+    joint.CreateExcludeFromArticulationAttr(True)
+    joint.CreateCollisionEnabledAttr(True)  # an equality does not keep MuJoCo from colliding the two bodies
+    joint.CreateJointEnabledAttr(bool(m.eq_active0[e]))
+    prim = joint.GetPrim()
+    prim.ApplyAPI("MjcEqualityWeldAPI" if weld else "MjcEqualityConnectAPI")
+    _set(prim, "mjc:solref", T.DoubleArray, [float(x) for x in m.eq_solref[e]])
+    _set(prim, "mjc:solimp", T.DoubleArray, [float(x) for x in m.eq_solimp[e]])
+    if weld:
+        _set(prim, "mjc:torqueScale", T.Float, float(m.eq_data[e][10]))
+
+
+def _write_keyframes(stage, m, root, names, diag):
+    """Keyframes as MjcKeyframe prims under ``Keyframes/``, in MuJoCo's layout (qpos with each joint's
+    ref, as ``mjc:ref``), read back in the layout of the bodies' and joints' prim order."""
+    if not m.nkey:
+        return
+    scope = root.AppendChild("Keyframes")
+    UsdGeom.Scope.Define(stage, scope)
+    for k in range(m.nkey):
+        prim = stage.DefinePrim(names.child(scope, _name(m, mujoco.mjtObj.mjOBJ_KEY, k, "key")), "MjcKeyframe")
+        for attr, values in (
+            ("qpos", m.key_qpos[k]), ("qvel", m.key_qvel[k]), ("act", m.key_act[k]), ("ctrl", m.key_ctrl[k]),
+            ("mpos", m.key_mpos[k]), ("mquat", m.key_mquat[k]),
+        ):  # fmt: skip
+            if len(values):
+                _set(prim, f"mjc:{attr}", T.DoubleArray, Vt.DoubleArray.FromNumpy(np.asarray(values, np.float64)))
+        if m.key_time[k]:
+            diag.add("keyframe times are not converted (MjcKeyframe has no time)", prim.GetPath())

@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 
 from ..core.builder import Mesh, ModelBuilder
-from ..core.quat import quat_to_matrix, transform_inverse, transform_multiply, wxyz_to_xyzw
+from ..core.quat import quat_rotate, quat_to_matrix, transform_inverse, transform_multiply, wxyz_to_xyzw
 from ..core.types import GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
@@ -86,8 +86,9 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
     """Import an MJCF model (path or XML text) into ``builder``.
 
     Bodies, joints (several per body stay stacked joints, in MJCF order), geoms with their contact
-    parameters, inertials, actuators (``model.mujoco.actuator``), connect/weld equalities and the
-    options and flags become the same MuJoCo model again when SolverMuJoCo builds it. Labels are the
+    parameters, inertials, actuators (``model.mujoco.actuator``), equalities (connect, weld, joint,
+    tendon), keyframes, and the options and flags become the same MuJoCo model again when SolverMuJoCo
+    builds it. Labels are the
     MJCF names (``label_prefix`` + name; unnamed elements get ``body_<i>``, ``joint_<i>``, ...).
     """
     m, file = load_mjcf(source)
@@ -112,6 +113,7 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
             com=m.body_ipos[b].copy(),
             inertia=inertia,
             label=label,
+            kinematic=bool(m.body_mocapid[b] >= 0),  # a mocap body: its pose is prescribed
         )
         body_of[b] = idx
         result.body_index[label] = idx
@@ -122,6 +124,7 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
     _import_tendons(builder, m, label_prefix, result)
     _import_actuators(builder, m, label_prefix, result)
     _import_equalities(builder, m, body_of, label_prefix, result)
+    _import_keyframes(builder, m, body_of, label_prefix, result)
     for b1, b2 in excluded_body_pairs(m):
         if body_of[b1] >= 0 and body_of[b2] >= 0:
             builder.body_collision_filter_pairs.append(tuple(sorted((body_of[b1], body_of[b2]))))
@@ -178,17 +181,17 @@ def _import_geoms(builder, m, body_of, prefix, result):
             elif geo == GeoType.BOX:
                 scale = tuple(float(x) for x in size)
             else:
-                mid = int(m.geom_dataid[g])
-                va, vn = m.mesh_vertadr[mid], m.mesh_vertnum[mid]
-                fa, fn = m.mesh_faceadr[mid], m.mesh_facenum[mid]
-                mesh = Mesh(m.mesh_vert[va : va + vn].copy(), m.mesh_face[fa : fa + fn].copy())
+                vertices, faces, xform = mesh_in_asset_frame(m, g)
+                mesh = Mesh(vertices, faces)
                 scale = (1.0, 1.0, 1.0)
+        if mesh is None:
+            xform = (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g]))
         body = body_of[int(m.geom_bodyid[g])]
         friction = m.geom_friction[g]
         idx = builder.add_shape(
             body,
             geo,
-            (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g])),
+            xform,
             scale,
             mesh=mesh,
             mu=float(friction[0]),
@@ -211,6 +214,20 @@ def _import_geoms(builder, m, body_of, prefix, result):
         ):
             builder.set_mujoco("shape", key, idx, np.array(values[g], dtype=np.float64))
         result.shape_index[label] = idx
+
+
+def mesh_in_asset_frame(m, g):
+    """Mesh geom ``g``'s vertices, faces and geom pose with the mesh in its asset frame (as in the file,
+    scaled): MuJoCo's compiler moves a mesh onto its centroid and principal axes (``mesh_pos``,
+    ``mesh_quat``) and places the geom to match; handing it the compiled vertices again would move
+    them twice and change the convex hull's polygons, hence the contacts."""
+    mid = int(m.geom_dataid[g])
+    va, vn = m.mesh_vertadr[mid], m.mesh_vertnum[mid]
+    fa, fn = m.mesh_faceadr[mid], m.mesh_facenum[mid]
+    offset = (m.mesh_pos[mid].astype(np.float64), wxyz_to_xyzw(m.mesh_quat[mid]))
+    vertices = m.mesh_vert[va : va + vn].astype(np.float64) @ quat_to_matrix(offset[1]).T + offset[0]
+    geom = (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g]))
+    return vertices, m.mesh_face[fa : fa + fn].copy(), transform_multiply(geom, transform_inverse(offset))
 
 
 def _import_joints(builder, m, d, body_of, prefix, result):
@@ -252,11 +269,7 @@ def _import_joints(builder, m, d, body_of, prefix, result):
                 if m.jnt_limited[jid]:
                     builder.set_mujoco("joint", "joint_cone_limit", j, float(m.jnt_range[jid][1]))
             else:
-                ref = float(m.qpos0[m.jnt_qposadr[jid]])
-                if ref != 0.0:
-                    result.diagnostics.add(
-                        "joint ref is folded into the body placement (coordinates start at 0)", label
-                    )
+                ref = float(m.qpos0[m.jnt_qposadr[jid]])  # coordinates start at 0 there; MuJoCo's at ref
                 limited = bool(m.jnt_limited[jid])
                 kind = JointType.REVOLUTE if jt == mujoco.mjtJoint.mjJNT_HINGE else JointType.PRISMATIC
                 j = builder.add_joint(
@@ -273,11 +286,12 @@ def _import_joints(builder, m, d, body_of, prefix, result):
             first_dof = sum(len(qd) for qd in builder.joint_qd[:j])
             for k in range(len(builder.joint_qd[j])):
                 mdof = dof + k
+                scalar = jt in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
                 for key, value in (
                     ("dof_damping", m.dof_damping[mdof]),
                     ("dof_stiffness", m.jnt_stiffness[jid]),
-                    ("dof_springref", m.qpos_spring[m.jnt_qposadr[jid]] - m.qpos0[m.jnt_qposadr[jid]]
-                     if jt in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE) else np.nan),
+                    ("dof_ref", m.qpos0[m.jnt_qposadr[jid]] if scalar else np.nan),
+                    ("dof_springref", m.qpos_spring[m.jnt_qposadr[jid]] if scalar else np.nan),
                     ("dof_limit_margin", m.jnt_margin[jid]),
                     ("dof_solref_limit", m.jnt_solref[jid]),
                     ("dof_solimp_limit", m.jnt_solimp[jid]),
@@ -454,34 +468,100 @@ def _import_actuators(builder, m, prefix, result):
 
 
 def _import_equalities(builder, m, body_of, prefix, result):
+    """Connect and weld equalities (between bodies or sites), joint equalities and tendon equalities
+    (``model.mujoco.tendon_equality``). Joint coordinates and tendon lengths are measured from qpos0 in
+    MuJoCo as in the builder (a joint's ref is folded into the placement), so the polynomials carry over."""
+    tendons = []
     for e in range(m.neq):
-        kind = int(m.eq_type[e])
+        kind, objtype = int(m.eq_type[e]), int(m.eq_objtype[e])
         label = prefix + _name(m, mujoco.mjtObj.mjOBJ_EQUALITY, e, "equality")
-        if (
-            kind not in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD)
-            or int(m.eq_objtype[e]) != mujoco.mjtObj.mjOBJ_BODY
-        ):
-            result.diagnostics.add("joint, tendon and site equalities are not imported yet", label)
+        id1, id2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+        data = m.eq_data[e]
+        if kind == mujoco.mjtEq.mjEQ_JOINT:
+            joint = [result.joint_index[prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, j, "joint")] if j >= 0 else -1
+                     for j in (id1, id2)]  # fmt: skip
+            i = builder.add_equality_joint(joint[0], joint[1], data[0:5], active=bool(m.eq_active0[e]), label=label)
+        elif kind == mujoco.mjtEq.mjEQ_TENDON:
+            names = [prefix + _name(m, mujoco.mjtObj.mjOBJ_TENDON, t, "tendon") if t >= 0 else None for t in (id1, id2)]
+            tendons.append({
+                "path": label, "tendon1": names[0], "tendon2": names[1], "position": len(builder.equality_type),
+                "polycoef": tuple(float(x) for x in data[0:5]), "active": bool(m.eq_active0[e]),
+                "solref": tuple(float(x) for x in m.eq_solref[e]), "solimp": tuple(float(x) for x in m.eq_solimp[e]),
+            })  # fmt: skip
             continue
-        b1, b2 = body_of[int(m.eq_obj1id[e])], body_of[int(m.eq_obj2id[e])]
-        weld = kind == mujoco.mjtEq.mjEQ_WELD
-        relpose = None
-        if weld:  # MuJoCo's compiled relpose (pos, wxyz quat): body2's pose in body1
-            rp = m.eq_data[e][3:10]
-            relpose = (rp[0:3].copy(), wxyz_to_xyzw(rp[3:7]))
-        i = builder.add_equality(
-            "weld" if weld else "connect",
-            b1,
-            b2,
-            m.eq_data[e][0:3].copy(),
-            active=bool(m.eq_active0[e]),
-            relpose=relpose,
-            label=label,
-        )
+        elif kind not in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD):
+            result.diagnostics.add(f"{mujoco.mjtEq(kind).name[5:].lower()} equalities are not imported", label)
+            continue
+        else:
+            i = _add_body_equality(builder, m, e, body_of, objtype == mujoco.mjtObj.mjOBJ_SITE, label)
         builder.set_mujoco("equality", "eq_solref", i, np.array(m.eq_solref[e], dtype=np.float64))
         builder.set_mujoco("equality", "eq_solimp", i, np.array(m.eq_solimp[e], dtype=np.float64))
         if kind == mujoco.mjtEq.mjEQ_WELD:
-            builder.set_mujoco("equality", "eq_torquescale", i, float(m.eq_data[e][10]))
+            builder.set_mujoco("equality", "eq_torquescale", i, float(data[10]))
+    if tendons:
+        builder.mujoco["tendon_equality"] = tendons
+
+
+def _add_body_equality(builder, m, e, body_of, sites: bool, label) -> int:
+    """A connect or weld equality between two bodies, or between two sites (as the sites' bodies: a
+    connect keeps the two site points together, a weld the two site frames)."""
+    weld = int(m.eq_type[e]) == mujoco.mjtEq.mjEQ_WELD
+    id1, id2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+    active = bool(m.eq_active0[e])
+    if not sites:  # MuJoCo's compiled data: anchor, and (weld) relpose as (pos, wxyz quat)
+        rp = m.eq_data[e][3:10]
+        relpose = (rp[0:3].copy(), wxyz_to_xyzw(rp[3:7])) if weld else None
+        return builder.add_equality(
+            "weld" if weld else "connect", body_of[int(m.eq_obj1id[e])], body_of[int(m.eq_obj2id[e])],
+            m.eq_data[e][0:3].copy(), active=active, relpose=relpose, label=label,
+        )  # fmt: skip
+    b1, b2 = body_of[int(m.site_bodyid[id1])], body_of[int(m.site_bodyid[id2])]
+    x1 = (m.site_pos[id1].copy(), wxyz_to_xyzw(m.site_quat[id1]))
+    x2 = (m.site_pos[id2].copy(), wxyz_to_xyzw(m.site_quat[id2]))
+    if weld:  # body2 keeps the pose that makes the site frames coincide; it acts at site2
+        relpose = transform_multiply(x1, transform_inverse(x2))
+        return builder.add_equality("weld", b1, b2, x2[0], active=active, relpose=relpose, label=label)
+    return builder.add_equality("connect", b1, b2, x1[0], anchor2=x2[0], active=active, label=label)
+
+
+def _import_keyframes(builder, m, body_of, prefix, result):
+    """MJCF keyframes as builder keyframes (joint coordinates relative to qpos0, as the builder's), with
+    the MjcActuator controls and activations and the mocap poses in ``model.mujoco.keyframe``."""
+    joints = []  # (builder joint, MuJoCo joint)
+    for jid in range(m.njnt):
+        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, jid, "joint")
+        if label in result.joint_index:
+            joints.append((result.joint_index[label], jid))
+    actuators = [prefix + _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator") for a in range(m.nu)]
+    mocap = {int(m.body_mocapid[b]): builder.body_label[body_of[b]] for b in range(1, m.nbody)
+             if m.body_mocapid[b] >= 0}  # fmt: skip
+    extras = {}
+    for k in range(m.nkey):
+        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_KEY, k, "key")
+        qpos, qvel = m.key_qpos[k], m.key_qvel[k]
+        joint_q, joint_qd = {}, {}
+        for j, jid in joints:
+            adr, dadr, jt = int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid]), int(m.jnt_type[jid])
+            if jt == mujoco.mjtJoint.mjJNT_FREE:
+                quat = wxyz_to_xyzw(qpos[adr + 3 : adr + 7])
+                joint_q[j] = np.concatenate([qpos[adr : adr + 3], quat])
+                joint_qd[j] = np.concatenate([qvel[dadr : dadr + 3], quat_rotate(quat, qvel[dadr + 3 : dadr + 6])])
+            elif jt == mujoco.mjtJoint.mjJNT_BALL:
+                joint_q[j], joint_qd[j] = wxyz_to_xyzw(qpos[adr : adr + 4]), qvel[dadr : dadr + 3].copy()
+            else:
+                joint_q[j], joint_qd[j] = [qpos[adr] - m.qpos0[adr]], [qvel[dadr]]
+        builder.add_keyframe(label, joint_q, joint_qd, time=float(m.key_time[k]))
+        extras[label] = {
+            "ctrl": {actuators[a]: float(m.key_ctrl[k, a]) for a in range(m.nu)},
+            "act": {
+                actuators[a]: m.key_act[k, adr : adr + m.actuator_actnum[a]].copy()
+                for a, adr in enumerate(m.actuator_actadr)
+                if m.actuator_actnum[a]
+            },  # fmt: skip
+            "mocap": {body: (m.key_mpos[k, i].copy(), wxyz_to_xyzw(m.key_mquat[k, i])) for i, body in mocap.items()},
+        }
+    if extras:
+        builder.mujoco["keyframe"] = extras
 
 
 __all__ = ["MjcfImport", "add_mjcf", "load_mjcf"]

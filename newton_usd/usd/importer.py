@@ -30,6 +30,8 @@ from ..core.types import DriveMode, GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
 from . import properties as props
+from .equalities import import_joint_equalities, import_tendon_equalities
+from .keyframes import import_keyframes
 from .resolver import DIALECTS, Context, Resolver
 from .stage import StageFrame, open_stage
 
@@ -126,7 +128,8 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     if builder.source is None:
         builder.source = file
     joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
-    order, typed = _scan(stage, joint_paths, _MJC_TYPED + ("PointInstancer",))
+    body_paths = {str(p) for p, _ in descs.get(OT.RigidBody, [])}
+    order, typed = _scan(stage, joint_paths | body_paths, _MJC_TYPED + ("MjcKeyframe", "PointInstancer"))
     instanced = _instancer_prototypes(stage, typed["PointInstancer"], result)
 
     bodies = descs.get(OT.RigidBody, [])
@@ -196,6 +199,9 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
         builder.body_q_from_joint_q()
     _import_sites(builder, typed["sites"], result, frame)
     _import_mjc_typed(builder, typed, result, ctx)
+    import_joint_equalities(builder, stage, result, ctx)
+    import_tendon_equalities(builder, typed["MjcTendon"], result)
+    import_keyframes(builder, typed["MjcKeyframe"], result, frame, order)
     _import_collision_filters(builder, stage, descs, result)
     diag.emit(file)
     return result
@@ -633,7 +639,7 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
             diag.add(f"{obj_type.name} joints are not supported yet and were ignored", path)
     for obj_type, jt in _JOINT_TYPES.items():
         for path, d in descs.get(obj_type, []):
-            if not d.jointEnabled:
+            if not d.jointEnabled and not _is_equality(stage, path, d):
                 diag.add("joint disabled (physics:jointEnabled = false): not simulated", path)
                 continue
             joints.append((path, d, jt))
@@ -649,7 +655,7 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
         if bodies is None:
             continue
         b0, b1 = bodies
-        if d.excludeFromArticulation:
+        if d.excludeFromArticulation or not d.jointEnabled:  # (disabled: an inactive MjcEquality)
             loops.append((path, d, jt, b0, b1))
             continue
         i = len(valid)
@@ -786,22 +792,51 @@ def _joint_frames(d, b0, b1, frame):
     return x0, x1
 
 
+_EQUALITY_APIS = ("MjcEqualityConnectAPI", "MjcEqualityWeldAPI")
+
+
+def _is_equality(stage, path, d) -> bool:
+    """A joint excluded from articulations that carries an MjcEquality API: an equality constraint
+    (``physics:jointEnabled`` false: inactive at the start, as MuJoCo's ``active``)."""
+    if not d.excludeFromArticulation:
+        return False
+    applied = stage.GetPrimAtPath(path).GetAppliedSchemas()
+    return any(api in applied for api in _EQUALITY_APIS)
+
+
+COINCIDENT = 1e-6
+"""m: two joint-frame origins closer than this in the initial pose coincide (a connect constraint then
+joins them where they are; farther apart, it pulls them together)."""
+
+
 def _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
     """A joint that closes a loop (or is excluded from articulations) as equality constraints: a fixed
-    joint welds, a spherical joint connects, a revolute joint connects at two points of its axis."""
+    joint welds, a spherical joint connects, a revolute joint connects at two points of its axis. The
+    joint frames are brought together (UsdPhysics), so a connect holds both frames' points."""
     x0, x1_pose = _joint_frames(d, b0, b1, frame)
     x1 = x1_pose[0]
     label = str(path)
+    active = bool(d.jointEnabled)
+
+    def connect(p0, p1):
+        world = [transform_multiply(builder.body_q[b], (p, np.array([0.0, 0.0, 0.0, 1.0])))[0] if b >= 0 else p
+                 for b, p in ((b0, p0), (b1, p1))]  # fmt: skip
+        apart = np.linalg.norm(world[0] - world[1]) > COINCIDENT
+        return builder.add_equality("connect", b0, b1, p0, anchor2=p1 if apart else None, active=active, label=label)
+
     if jt == JointType.FIXED:  # body1 keeps the pose that makes the two joint frames coincide
         relpose = transform_multiply(x0, transform_inverse(x1_pose))
-        ids = [builder.add_equality("weld", b0, b1, x1, relpose=relpose, label=label)]
+        ids = [builder.add_equality("weld", b0, b1, x1, relpose=relpose, active=active, label=label)]
     elif jt == JointType.BALL:
-        ids = [builder.add_equality("connect", b0, b1, x0[0], label=label)]
+        ids = [connect(x0[0], x1)]
     elif jt == JointType.REVOLUTE:
-        axis = quat_rotate(x0[1], _AXIS_VEC[_axis_token(d.axis)])
+        axis = _AXIS_VEC[_axis_token(d.axis)]
         ids = [
-            builder.add_equality("connect", b0, b1, x0[0], label=label),
-            builder.add_equality("connect", b0, b1, x0[0] + LOOP_HINGE_SPAN * axis, label=label),
+            connect(x0[0], x1),
+            connect(
+                x0[0] + LOOP_HINGE_SPAN * quat_rotate(x0[1], axis),
+                x1 + LOOP_HINGE_SPAN * quat_rotate(x1_pose[1], axis),
+            ),
         ]
     else:
         result.diagnostics.add(f"loop-closing {jt.name.lower()} joints are not simulated yet", path)
@@ -968,7 +1003,7 @@ def _import_collision_filters(builder, stage, descs, result):
             builder.set_mujoco("shape", "geom_conaffinity", idx, conaffinity)
 
 
-_MJC_TYPED = ("MjcActuator", "MjcTendon")
+_MJC_TYPED = ("MjcActuator", "MjcTendon")  # (MjcKeyframe: see usd/keyframes.py)
 
 
 def _scan(stage, paths, type_names):
@@ -1071,6 +1106,7 @@ _MUJOCO_DOF_VALUES = {
     "damping": "dof_damping",
     "stiffness": "dof_stiffness",
     "springref": "dof_springref",
+    "ref": "dof_ref",
     "limit_margin": "dof_limit_margin",
     "solref_limit": "dof_solref_limit",
     "solimp_limit": "dof_solimp_limit",

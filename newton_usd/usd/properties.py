@@ -236,7 +236,7 @@ JOINT_SOLIMP_FRICTION = Property(
 )
 # mjc:ref is not applied yet: MuJoCo's qpos0 offset would shift every coordinate (reported by usdsim check).
 JOINT_PROPERTIES = (
-    JOINT_ARMATURE, JOINT_FRICTION, JOINT_DAMPING, JOINT_STIFFNESS, JOINT_SPRINGREF, JOINT_MARGIN,
+    JOINT_ARMATURE, JOINT_FRICTION, JOINT_DAMPING, JOINT_STIFFNESS, JOINT_SPRINGREF, JOINT_REF, JOINT_MARGIN,
     JOINT_SOLREF_LIMIT, JOINT_SOLIMP_LIMIT, JOINT_SOLREF_FRICTION, JOINT_SOLIMP_FRICTION,
 )  # fmt: skip
 
@@ -287,6 +287,28 @@ BODY_GRAVCOMP = Property("gravcomp", (C("mjc", "mjc:body:gravcomp", _float),), d
 
 # ---------------------------------------------------------------- loop closures (MjcEquality*API on a joint prim)
 EQ_TORQUESCALE = Property("torquescale", (C("mjc", "mjc:torqueScale", _float),), default=1.0)
+
+
+def _mimic_offset(v, ctx):
+    """newton:mimicCoef0: degrees (angular follower) or stage distance -> rad or m."""
+    return float(v) * (RAD_PER_DEG if ctx.angular else ctx.meters_per_unit)
+
+
+def _mjc_offset(v, ctx):
+    """mjc:coef0: radians (angular follower, as MuJoCo) or stage distance -> rad or m."""
+    return float(v) * (1.0 if ctx.angular else ctx.meters_per_unit)
+
+
+# Joint equalities (NewtonMimicAPI, MjcEqualityJointAPI on the follower joint): follower = p(leader).
+MIMIC_ENABLED = Property("enabled", (C("newton", "newton:mimicEnabled", _bool),), default=True)
+MIMIC_COEFFICIENTS = (
+    Property("coef0", (C("newton", "newton:mimicCoef0", _mimic_offset), C("mjc", "mjc:coef0", _mjc_offset)),
+             default=0.0, unit="rad | m"),
+    Property("coef1", (C("newton", "newton:mimicCoef1", _float), C("mjc", "mjc:coef1", _float)), default=1.0),
+    Property("coef2", (C("mjc", "mjc:coef2", _float),), default=0.0),
+    Property("coef3", (C("mjc", "mjc:coef3", _float),), default=0.0),
+    Property("coef4", (C("mjc", "mjc:coef4", _float),), default=0.0),
+)  # fmt: skip
 
 # ---------------------------------------------------------------- physics materials
 MATERIAL_TORSIONAL = Property(

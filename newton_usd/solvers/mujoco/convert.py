@@ -20,6 +20,14 @@ from ...core.quat import cross, quat_conjugate, quat_multiply, quat_rotate, wxyz
 from ...core.types import JointType
 
 
+def dof_refs(model) -> np.ndarray:
+    """Per DOF: MuJoCo's qpos minus the model coordinate (``model.mujoco.dof_ref``; 0 where unset)."""
+    refs = getattr(model.mujoco, "dof_ref", None)
+    if refs is None:
+        return np.zeros(model.joint_dof_count)
+    return np.nan_to_num(np.asarray(refs, dtype=np.float64), nan=0.0)
+
+
 class CoordinateMap:
     """Index tables between one world of a Model and a compiled ``mujoco.MjModel``."""
 
@@ -54,6 +62,9 @@ class CoordinateMap:
             elif t == JointType.FREE:
                 free.append((q_start[j], adr, qd_start[j], dadr))
         self.scalar = [np.asarray(x, dtype=np.int64) for x in (scalar_q, scalar_qpos, scalar_qd, scalar_qvel)]
+        # MuJoCo qpos = model coordinate + the DOF's ref (mjc:ref, MJCF joint ref): see spec
+        self.dof_ref = dof_refs(model)
+        self.scalar_ref = self.dof_ref[self.scalar[2]]
         self.ball_q = np.array([b[0] for b in ball], dtype=np.int64)
         self.ball_qpos = np.array([b[1] for b in ball], dtype=np.int64)
         self.ball_qd = np.array([b[2] for b in ball], dtype=np.int64)
@@ -92,7 +103,7 @@ class CoordinateMap:
     def to_mujoco(self, joint_q, joint_qd, qpos_out, qvel_out):
         """Write model coordinates into MuJoCo ``qpos``/``qvel`` arrays (in place)."""
         sq, sqp, sqd, sqv = self.scalar
-        qpos_out[..., sqp] = joint_q[..., sq]
+        qpos_out[..., sqp] = joint_q[..., sq] + self.scalar_ref
         qvel_out[..., sqv] = joint_qd[..., sqd]
         if len(self.free_q):
             q7, pos3, quat4, qd6, lin3, ang3 = self.free_seg[:6]
@@ -112,7 +123,7 @@ class CoordinateMap:
     def from_mujoco(self, qpos, qvel, joint_q_out, joint_qd_out):
         """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place)."""
         sq, sqp, sqd, sqv = self.scalar
-        joint_q_out[..., sq] = qpos[..., sqp]
+        joint_q_out[..., sq] = qpos[..., sqp] - self.scalar_ref
         joint_qd_out[..., sqd] = qvel[..., sqv]
         if len(self.free_q):
             _, pos3, quat4, _, lin3, ang3, q_pos3, q_quat4, qd_lin3, qd_ang3 = self.free_seg
@@ -137,9 +148,10 @@ class CoordinateMap:
         return body_q, np.concatenate([lin, ang], axis=-1)
 
     def ctrl(self, ke, kd, target_pos, target_vel):
-        """Actuator controls ``ke * target_pos + kd * target_vel`` for the driven DOFs."""
+        """Actuator controls ``ke * target_pos + kd * target_vel`` for the driven DOFs (positions as MuJoCo's
+        qpos, which is offset by the DOF's ref)."""
         d = self.actuator_dof
-        return ke[..., d] * target_pos[..., d] + kd[..., d] * target_vel[..., d]
+        return ke[..., d] * (target_pos[..., d] + self.dof_ref[d]) + kd[..., d] * target_vel[..., d]
 
     def qfrc(self, joint_f, qfrc_out):
         """Generalized forces of scalar DOFs into MuJoCo ``qfrc_applied`` (in place)."""

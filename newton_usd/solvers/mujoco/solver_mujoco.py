@@ -70,6 +70,7 @@ class SolverMuJoCo(SolverBase):
         self.diagnostics.emit(model.source)
         self.map = CoordinateMap(world0, self.mj_model, self.spec_map)
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
+        self._init_keyframes(world0)
         mocap = self.spec_map.body_mocap
         self._mocap_body = np.nonzero(mocap >= 0)[0]  # kinematic bodies, moved from State.body_q
         self._mocap_id = mocap[self._mocap_body]
@@ -100,6 +101,85 @@ class SolverMuJoCo(SolverBase):
         if self.mj_batch is not None:
             self.mj_batch.get_data(0, self._data)
         return self._data
+
+    # ------------------------------------------------------------------ keyframes
+    def _init_keyframes(self, world0):
+        """Fill the compiled model's keyframes (``key_*``) from the model's keyframes (model coordinates)
+        and their MuJoCo extras (``model.mujoco.keyframe``: MjcActuator controls and activations, mocap
+        poses), so that ``mj_resetDataKeyframe`` and :meth:`reset_to_keyframe` agree."""
+        m = self.mj_model
+        if not m.nkey:
+            return
+        qpos, qvel = np.array(m.key_qpos), np.array(m.key_qvel)
+        self.map.to_mujoco(world0.keyframe_joint_q, world0.keyframe_joint_qd, qpos, qvel)
+        m.key_qpos[:], m.key_qvel[:] = qpos, qvel
+        extras = getattr(world0.mujoco, "keyframe", None) or {}
+        actuators = {e["path"]: i for i, e in enumerate(getattr(world0.mujoco, "actuator", None) or [])}
+        bodies = {label: b for b, label in enumerate(world0.body_label)}
+        for k, label in enumerate(world0.keyframe_label):
+            extra = extras.get(label, {})
+            for path, value in extra.get("ctrl", {}).items():
+                a = self._mjc_ctrl[actuators[path]] if path in actuators else -1
+                if a >= 0:
+                    m.key_ctrl[k, a] = value
+            for path, value in extra.get("act", {}).items():
+                a = self._mjc_ctrl[actuators[path]] if path in actuators else -1
+                if a >= 0 and m.actuator_actnum[a]:
+                    adr = m.actuator_actadr[a]
+                    m.key_act[k, adr : adr + m.actuator_actnum[a]] = value
+            for body, (pos, quat) in extra.get("mocap", {}).items():
+                mocap = self.spec_map.body_mocap[bodies[body]] if body in bodies else -1
+                if mocap >= 0:
+                    m.key_mpos[k, mocap], m.key_mquat[k, mocap] = pos, xyzw_to_wxyz(quat)
+
+    def keyframe_index(self, key) -> int:
+        """The index of keyframe ``key`` (an index or a label, e.g. the MJCF key name)."""
+        labels = self.model.keyframe_label
+        if isinstance(key, (int, np.integer)):
+            if not 0 <= key < len(labels):
+                raise NewtonUsdError(f"keyframe {key} does not exist (the model has {len(labels)})")
+            return int(key)
+        if key not in labels:
+            raise NewtonUsdError(f"no keyframe {key!r}; the model has: {', '.join(labels) or 'none'}")
+        return labels.index(key)
+
+    def reset_to_keyframe(self, state, key, control=None) -> None:
+        """Put every world into keyframe ``key`` (index or label), as ``mj_resetDataKeyframe`` does: joint
+        coordinates and velocities, actuator activations and mocap (kinematic) poses, and, when
+        ``control`` is given, the MjcActuator controls; ``state`` gets the keyframe's body poses."""
+        k = self.keyframe_index(key)
+        m = self.mj_model
+        W = self.num_worlds
+        qpos = np.broadcast_to(m.key_qpos[k], (W, m.nq)).copy()
+        qvel = np.broadcast_to(m.key_qvel[k], (W, m.nv)).copy()
+        if self.backend == "cpu":
+            b = self.mj_batch
+            self._qpos[:], self._qvel[:] = qpos, qvel
+            if m.na:
+                b.bind("act")[:] = m.key_act[k]
+            if len(self._mocap_body):
+                self._mocap_pos[:], self._mocap_quat[:] = m.key_mpos[k], m.key_mquat[k]
+            b.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)
+            body = self._body_out
+        else:
+            w = self.mjw_data
+            w.qpos.assign(qpos.astype(np.float32))
+            w.qvel.assign(qvel.astype(np.float32))
+            if m.na:
+                w.act.assign(np.broadcast_to(m.key_act[k], (W, m.na)).astype(np.float32))
+            if len(self._mocap_body):
+                w.mocap_pos.assign(np.broadcast_to(m.key_mpos[k], (W, m.nmocap, 3)).astype(np.float32))
+                w.mocap_quat.assign(np.broadcast_to(m.key_mquat[k], (W, m.nmocap, 4)).astype(np.float32))
+            with wp.ScopedDevice(self.device):
+                for stage in (self._mjw.kinematics, self._mjw.com_pos, self._mjw.com_vel):
+                    stage(self.mjw_model, w)
+            body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
+        self._pull(qpos, qvel, body, state)
+        if control is not None and len(self._mjc_ctrl):
+            built = self._mjc_ctrl >= 0
+            ctrl = self._per_world(control.mujoco.ctrl)
+            ctrl[:, built] = m.key_ctrl[k, self._mjc_ctrl[built]]
+            _store(control.mujoco.ctrl, ctrl.reshape(-1).astype(np.float32))
 
     # ------------------------------------------------------------------ worlds
     def _per_world(self, array, dtype=np.float64) -> np.ndarray:
@@ -440,10 +520,11 @@ class SolverMuJoCo(SolverBase):
         if names & {"joint_limit_lower", "joint_limit_upper", "joint_limited"}:
             lower, upper = world.joint_limit_lower.numpy(), world.joint_limit_upper.numpy()
             limited = world.joint_limited.numpy()
+            ref = self.map.dof_ref
             for dof, mj in enumerate(smap.dof_mj):
                 if mj >= 0:
                     m.jnt_limited[mj] = bool(limited[dof])
-                    m.jnt_range[mj] = (lower[dof], upper[dof]) if limited[dof] else (0.0, 0.0)
+                    m.jnt_range[mj] = (lower[dof] + ref[dof], upper[dof] + ref[dof]) if limited[dof] else (0.0, 0.0)
         n_drives = len(self.map.actuator_dof)
         if names & {"joint_target_ke", "joint_target_kd"}:
             m.actuator_biasprm[:n_drives, 1] = -self._ke[w, self.map.actuator_dof]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from ...core.builder import EQUALITY_KINDS
 from ...core.kinematics import joint_motions
 from ...core.quat import (
     matrix_to_quat,
@@ -27,6 +28,7 @@ from ...core.quat import (
 from ...core.types import DriveMode, GeoType, JointType
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
+from .convert import dof_refs
 
 _GEOM = {
     GeoType.PLANE: mujoco.mjtGeom.mjGEOM_PLANE,
@@ -88,6 +90,7 @@ class ModelArrays:
         for name in self.NAMES:
             v = getattr(model, name).numpy()
             setattr(self, name, v.astype(np.float64) if v.dtype == np.float32 else v)
+        self.dof_ref = dof_refs(model)
 
 
 @dataclass
@@ -360,7 +363,6 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
             geom_handles[s] = g
 
     site_names = _add_sites(spec, model, body_handles)
-    _add_equalities(spec, model, body_handles)
     gravcomp = getattr(model.mujoco, "body_gravcomp", None)
     if gravcomp is not None:
         for b in np.nonzero(~np.isnan(gravcomp))[0]:
@@ -391,47 +393,118 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
     tendon_names = _add_tendons(spec, model, joint_handles, geom_handles, site_names, diag)
+    _add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag)
     _add_distance_constraints(spec, model, body_handles)
     mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names, site_names)
+    key_names = _Names()
+    for label, time in zip(model.keyframe_label, model.keyframe_time, strict=True):
+        spec.add_key(name=key_names(label), time=float(time))  # values: set by SolverMuJoCo after compiling
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles)
 
 
-def _add_equalities(spec, model, body_handles):
-    """Loop closures: connect and weld equality constraints. MuJoCo derives the second anchor (connect)
-    and the relative pose (weld) from qpos0, which is the authored configuration."""
-    if not model.equality_count:
-        return
+def _add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag):
+    """Equality constraints, in the model's order with the tendon equalities (``model.mujoco.
+    tendon_equality``, each at its recorded ``position`` among the model's) in between: connect and weld
+    between bodies (MuJoCo derives a connect's second anchor and a weld's relative pose from qpos0, the
+    authored configuration, unless the model gives them; a given second anchor becomes a pair of
+    sites), and joint equalities, whose polynomial MuJoCo measures from qpos0 (see
+    :func:`shifted_polycoef`)."""
+    tendon_eqs = {}
+    for entry in getattr(model.mujoco, "tendon_equality", None) or []:
+        position = min(int(entry.get("position", model.equality_count)), model.equality_count)
+        tendon_eqs.setdefault(position, []).append(entry)
     kinds = model.equality_type.numpy()
     b1, b2 = model.equality_body1.numpy(), model.equality_body2.numpy()
+    j1, j2 = model.equality_joint1.numpy(), model.equality_joint2.numpy()
     anchors = model.equality_anchor.numpy().astype(np.float64)
     active = model.equality_active.numpy()
-    solref = getattr(model.mujoco, "eq_solref", None)
-    solimp = getattr(model.mujoco, "eq_solimp", None)
+    q0, q_start = model.joint_q.numpy().astype(np.float64), model.joint_q_start.numpy()
     torquescale = getattr(model.mujoco, "eq_torquescale", None)
-    for i in range(model.equality_count):
-        weld = int(kinds[i]) == 1
-        eq = spec.add_equality(
-            type=mujoco.mjtEq.mjEQ_WELD if weld else mujoco.mjtEq.mjEQ_CONNECT,
-            objtype=mujoco.mjtObj.mjOBJ_BODY,
-            name1=body_handles[b1[i]].name if b1[i] >= 0 else "world",
-            name2=body_handles[b2[i]].name if b2[i] >= 0 else "world",
-        )
-        data = np.array(eq.data, dtype=np.float64)
-        data[0:3] = anchors[i]
-        data[3:10] = 0.0  # second anchor / relative pose: computed by MuJoCo at qpos0, unless given
-        relpose = model.equality_relpose[i]
-        if weld and not np.isnan(relpose).any():
-            data[3:6] = relpose[:3]
-            data[6:10] = xyzw_to_wxyz(relpose[3:])
-        if weld and torquescale is not None and not np.isnan(torquescale[i]):
-            data[10] = torquescale[i]
+    eq_names = _Names()
+    for i in range(model.equality_count + 1):
+        for entry in tendon_eqs.get(i, []):
+            _add_tendon_equality(spec, entry, tendon_names, eq_names(entry["path"]), diag)
+        if i == model.equality_count:
+            break
+        name = eq_names(model.equality_label[i])
+        kind = EQUALITY_KINDS[int(kinds[i])]
+        if kind == "joint":
+            follower = joint_handles[j1[i]]
+            leader = joint_handles[j2[i]] if j2[i] >= 0 else None
+            if follower is None or (j2[i] >= 0 and leader is None):
+                diag.add("joint equality on a joint that is not simulated: ignored", model.equality_label[i])
+                continue
+            eq = spec.add_equality(
+                type=mujoco.mjtEq.mjEQ_JOINT, name1=follower.name, name2=leader.name if leader else ""
+            )
+            data = np.zeros(len(eq.data))
+            r2 = q0[q_start[j2[i]]] if leader else None
+            data[0:5] = shifted_polycoef(model.equality_polycoef[i], q0[q_start[j1[i]]], r2)
+        else:
+            weld = kind == "weld"
+            names = [body_handles[b].name if b >= 0 else "world" for b in (b1[i], b2[i])]
+            anchor2 = model.equality_anchor2[i]
+            objtype = mujoco.mjtObj.mjOBJ_BODY
+            if not weld and not np.isnan(anchor2).any():  # both points given: MuJoCo's site connect
+                objtype = mujoco.mjtObj.mjOBJ_SITE
+                for k, (b, point) in enumerate(((b1[i], anchors[i]), (b2[i], anchor2))):
+                    holder = spec.worldbody if b < 0 else body_handles[b]
+                    names[k] = holder.add_site(name=f"{name}_anchor{k + 1}", pos=point, size=[0.005, 0, 0]).name
+            eq = spec.add_equality(
+                type=mujoco.mjtEq.mjEQ_WELD if weld else mujoco.mjtEq.mjEQ_CONNECT,
+                objtype=objtype,
+                name1=names[0],
+                name2=names[1],
+            )
+            data = np.array(eq.data, dtype=np.float64)
+            data[0:3] = anchors[i] if objtype == mujoco.mjtObj.mjOBJ_BODY else 0.0
+            data[3:10] = 0.0  # second anchor / relative pose: computed by MuJoCo at qpos0, unless given
+            relpose = model.equality_relpose[i]
+            if weld and not np.isnan(relpose).any():
+                data[3:6] = relpose[:3]
+                data[6:10] = xyzw_to_wxyz(relpose[3:])
+            if weld and torquescale is not None and not np.isnan(torquescale[i]):
+                data[10] = torquescale[i]
         eq.data = data
         eq.active = bool(active[i])
-        eq.name = f"{model.equality_label[i].rsplit('/', 1)[-1]}_{i}"
-        if solref is not None and not np.isnan(solref[i]).any():
-            eq.solref = [float(x) for x in solref[i]]
-        if solimp is not None and not np.isnan(solimp[i]).any():
-            eq.solimp = [float(x) for x in solimp[i]]
+        eq.name = name
+        _set_from(eq, model, i, EQUALITY_VALUES)
+
+
+def shifted_polycoef(polycoef, ref1: float, ref2: float | None) -> np.ndarray:
+    """MuJoCo's joint-equality coefficients for ``q1 = p(q2)`` in model coordinates: MuJoCo measures both
+    joints from qpos0 (``ref1``, ``ref2``: the initial coordinates, which the spec makes qpos0), so
+    ``q1 - ref1 = p(u + ref2) - ref1`` with ``u = q2 - ref2``. ``ref2`` None: no second joint
+    (``q1 = c0``)."""
+    coef = np.asarray(polycoef, dtype=np.float64)
+    if ref2 is None:
+        out = np.zeros(5)
+        out[0] = coef[0] - ref1
+        return out
+    shifted = np.polynomial.Polynomial(coef)(np.polynomial.Polynomial([ref2, 1.0])).coef
+    out = np.zeros(5)
+    out[: min(5, len(shifted))] = shifted[:5]
+    out[0] -= ref1
+    return out
+
+
+def _add_tendon_equality(spec, entry, tendon_names, name, diag):
+    """A tendon equality (an entry of ``model.mujoco.tendon_equality``): ``L1 - L1_0 = p(L2 - L2_0)``, the
+    lengths measured from those at qpos0 (as in MuJoCo); no second tendon: ``L1 - L1_0 = c0``."""
+    t1 = tendon_names.get(entry["tendon1"])
+    t2 = tendon_names.get(entry["tendon2"]) if entry.get("tendon2") else ""
+    if t1 is None or t2 is None:
+        diag.add("tendon equality on a tendon that is not simulated: ignored", entry["path"])
+        return
+    eq = spec.add_equality(type=mujoco.mjtEq.mjEQ_TENDON, name1=t1, name2=t2)
+    data = np.zeros(len(eq.data))
+    data[0:5] = _params(entry["polycoef"], 5)
+    eq.data = data
+    eq.active = bool(entry.get("active", True))
+    eq.name = name
+    for key in ("solref", "solimp"):
+        if entry.get(key) is not None:
+            setattr(eq, key, [float(x) for x in entry[key]])
 
 
 def _limited(token) -> int:
@@ -623,6 +696,7 @@ JOINT_VALUES = {
     "dof_solref_friction": ("solref_friction", list),
     "dof_solimp_friction": ("solimp_friction", list),
 }
+EQUALITY_VALUES = {"eq_solref": ("solref", list), "eq_solimp": ("solimp", list)}
 GEOM_VALUES = {
     "geom_contype": ("contype", int),
     "geom_conaffinity": ("conaffinity", int),
@@ -694,12 +768,14 @@ def _add_mj_joints(body, j, a, model, names, dof_handles):
             model.joint_label[j] if end - start == 1 else f"{model.joint_label[j]}_{'lin' if k < n_lin else 'ang'}{k}"
         )
         mj_joint = body.add_joint(name=names(label), type=kind)
-        mj_joint.ref = float(a.joint_q[int(a.joint_q_start[j]) + k])  # placed at the initial coordinates
+        # Placed at the initial coordinates; MuJoCo's qpos is the model coordinate + the DOF's ref.
+        ref = float(a.dof_ref[dof])
+        mj_joint.ref = float(a.joint_q[int(a.joint_q_start[j]) + k]) + ref
         mj_joint.pos = xc[0]
         mj_joint.axis = _snap_axis(quat_rotate(xc[1], a.joint_axis[dof]))
         if a.joint_limited[dof]:
             mj_joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
-            mj_joint.range = [a.joint_limit_lower[dof], a.joint_limit_upper[dof]]
+            mj_joint.range = [a.joint_limit_lower[dof] + ref, a.joint_limit_upper[dof] + ref]
         mj_joint.armature = float(a.joint_armature[dof])
         mj_joint.frictionloss = float(a.joint_friction[dof])
         _set_from(mj_joint, model, dof, JOINT_VALUES)
