@@ -103,19 +103,57 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:300]
 
 
-def native_run(m, steps: int, key: int | None = None):
-    """qpos (and xpos) of native MuJoCo after ``steps`` steps from qpos0 (or keyframe ``key``), zero ctrl."""
+CHAOS_EPS = 1e-9  # the perturbation of qpos0 that measures how chaotic a model is
+OFFSET = 0.1  # the offset of every hinge and slide joint in the offset run
+LONG_STEPS = 1000
+
+
+def native_run(m, steps: int, key: int | None = None, offset: float = 0.0, perturb: float = 0.0):
+    """qpos (and xpos) of native MuJoCo after ``steps`` steps from qpos0 (or keyframe ``key``), zero ctrl;
+    ``offset``: every hinge and slide coordinate moved by it first; ``perturb``: every coordinate moved by
+    +-perturb (alternating signs)."""
     import mujoco
     import numpy as np
 
     d = mujoco.MjData(m)
     if key is not None:
         mujoco.mj_resetDataKeyframe(m, d, key)
+    for j in range(m.njnt):
+        if offset and int(m.jnt_type[j]) in (mujoco.mjtJoint.mjJNT_SLIDE, mujoco.mjtJoint.mjJNT_HINGE):
+            d.qpos[m.jnt_qposadr[j]] += offset
+    d.qpos[:] += perturb * np.where(np.arange(m.nq) % 2, 1.0, -1.0)
     d.ctrl[:] = 0.0
     for _ in range(steps):
         mujoco.mj_step(m, d)
     mujoco.mj_kinematics(m, d)
     return np.array(d.qpos), np.array(d.xpos)
+
+
+def our_run(model, solver, steps: int, dt: float, key=None, offset: float = 0.0):
+    """qpos and xpos of our (fresh: no warm start left from another run) solver's MuJoCo data after
+    ``steps`` steps from the model's initial state (or keyframe ``key``), zero control; ``offset``: every
+    revolute and prismatic joint moved by it first, through ``State.joint_q`` (found by
+    ``model.joint_q_start``)."""
+    import mujoco
+    import numpy as np
+
+    from newton_usd.core.types import JointType
+
+    s0, s1, control = model.state(), model.state(), model.control()
+    if key is not None:
+        solver.reset_to_keyframe(s0, key)  # (control zero: native zeroes ctrl too)
+    if offset:
+        q, kinds = s0.joint_q.numpy(), model.joint_type.numpy()
+        for j, start in enumerate(model.joint_q_start.numpy()[:-1]):
+            if kinds[j] in (JointType.REVOLUTE, JointType.PRISMATIC):
+                q[start] += offset
+        s0.joint_q.assign(q)
+    for _ in range(steps):
+        solver.step(s0, s1, control, None, dt)
+        s0, s1 = s1, s0
+    data = solver.mj_data
+    mujoco.mj_kinematics(solver.mj_model, data)
+    return np.array(data.qpos), np.array(data.xpos)
 
 
 def _valid_identifier(name: str) -> str:
@@ -209,6 +247,7 @@ def _peer_convert(xml: str, work: str) -> dict:
 def worker(route: str, xml: str, work: str, steps: int, usd: str | None) -> dict:
     """One route on one model, with native MuJoCo computed here as the reference."""
     out = {"route": route}
+    long_steps = max(LONG_STEPS, steps)
     if route == "peer-convert":
         out.update(_peer_convert(xml, work))
         return out
@@ -255,30 +294,35 @@ def worker(route: str, xml: str, work: str, steps: int, usd: str | None) -> dict
         labels = {int(mj): model.body_label[i] for i, mj in enumerate(solver.spec_map.body_mj)}
         match = match_bodies(ref, mine, labels)
         out["bodies_unmatched"] = ref.nbody - len(match)
-        # keyframes: exposed by the import?
-        key_attrs = sorted(k for k in vars(model.mujoco) if "key" in k.lower()) if hasattr(model, "mujoco") else []
-        out["key_support"] = bool(key_attrs) or mine.nkey > 0
         stage = "step"
-        s0, s1, control = model.state(), model.state(), model.control()
         t0 = time.perf_counter()
-        for _ in range(steps):
-            solver.step(s0, s1, control, None, dt)
-            s0, s1 = s1, s0
+        q_ours, x_ours = our_run(model, solver, steps, dt)
         out["step_s"] = time.perf_counter() - t0
-        data = solver.mj_data
-        q_ours = np.array(data.qpos)
         q_ref, x_ref = native_run(ref, steps)
         out["finite"] = bool(np.isfinite(q_ours).all())
         out["native_moved"] = float(np.max(np.abs(q_ref - ref.qpos0), initial=0.0))  # the check is not vacuous
         out["dqpos"], out["joints_compared"], out["joints_missing"] = qpos_difference(ref, mine, match, q_ref, q_ours)
-        mujoco.mj_kinematics(mine, data)
-        out["dxpos"] = max(
-            (float(np.max(np.abs(data.xpos[c] - x_ref[bb]))) for bb, c in match.items() if bb), default=0.0
-        )
-        if ref.nkey:  # native runs from keyframe 0; ours only if the import kept the keyframes
+        out["dxpos"] = max((float(np.max(np.abs(x_ours[c] - x_ref[bb]))) for bb, c in match.items() if bb), default=0.0)
+        # How chaotic the model is: native against itself with qpos0 moved by 1e-9.
+        q_eps, _ = native_run(ref, steps, perturb=CHAOS_EPS)
+        out["chaos"] = float(np.max(np.abs(q_eps - q_ref), initial=0.0))
+        stage = "offset run"  # every hinge and slide joint moved by 0.1 through State.joint_q
+        q_ours, _ = our_run(model, SolverMuJoCo(model, backend="cpu"), steps, dt, offset=OFFSET)
+        q_ref, _ = native_run(ref, steps, offset=OFFSET)
+        out["dqpos_offset"] = qpos_difference(ref, mine, match, q_ref, q_ours)[0]
+        stage = "long run"
+        q_ours, _ = our_run(model, SolverMuJoCo(model, backend="cpu"), long_steps, dt)
+        q_ref, _ = native_run(ref, long_steps)
+        out["dqpos_long"] = qpos_difference(ref, mine, match, q_ref, q_ours)[0]
+        if ref.nkey:  # native and ours from keyframe 0 (SolverMuJoCo.reset_to_keyframe), zero ctrl after
+            stage = "keyframe run"
             q_key, _ = native_run(ref, steps, key=0)
             out["native_key0_moved"] = float(np.max(np.abs(q_key - ref.key_qpos[0])))
-            out["key0"] = "not run" if out["key_support"] else "unsupported"
+            if not model.keyframe_label:
+                out["key0"] = "unsupported"
+            else:
+                q_ours, _ = our_run(model, SolverMuJoCo(model, backend="cpu"), steps, dt, key=0)
+                out["key0"] = qpos_difference(ref, mine, match, q_key, q_ours)[0]
     except Exception as e:  # noqa: BLE001  (the row reports it)
         out["error"] = f"{stage}: {_first_line(e)}"
     out["warnings"] = sorted(set(caught))
@@ -419,21 +463,34 @@ def bench(models, routes, peer_python, args, root) -> list:
 
 
 def _passes_qpos0(r) -> bool:
+    return _structure_ok(r) and r.get("dqpos", 1.0) <= QPOS_TOL
+
+
+def _structure_ok(r) -> bool:
     return (
         "error" not in r
         and not r.get("count_diffs")
         and r.get("mass_rel", 1.0) <= MASS_RTOL
         and r.get("finite", False)
-        and r.get("dqpos", 1.0) <= QPOS_TOL
         and not r.get("joints_missing")
         and not r.get("bodies_unmatched")
     )
 
 
 def _verdict(r) -> str:
-    """PASS: the qpos0 checks pass and, where the model has keyframes, so does the keyframe run (which
-    needs keyframes our import does not keep yet)."""
-    return "PASS" if _passes_qpos0(r) and "key0" not in r else "FAIL"
+    """PASS: counts, mass, and |dqpos| within the tolerance from qpos0, with every hinge and slide offset
+    by 0.1, and from keyframe 0 where the model has one. CHAOS: only the trajectories differ, and native
+    MuJoCo itself moves more than the tolerance when qpos0 moves by 1e-9 (the model is chaotic over
+    these steps). FAIL otherwise."""
+    key0 = r.get("key0")
+    if key0 is not None and not isinstance(key0, float):
+        return "FAIL"
+    runs = [r.get("dqpos", 1.0), r.get("dqpos_offset", 1.0)] + ([key0] if key0 is not None else [])
+    if not _structure_ok(r):
+        return "FAIL"
+    if max(runs) <= QPOS_TOL:
+        return "PASS"
+    return "CHAOS" if r.get("chaos", 0.0) >= QPOS_TOL else "FAIL"
 
 
 def _counts_text(r) -> str:
@@ -446,21 +503,25 @@ def _counts_text(r) -> str:
 def report(results, routes, steps):
     print(
         f"\nMJCF models through newton_usd vs native MuJoCo: counts (ours/native where they differ), total mass,"
-        f" max |qpos - native| after {steps} steps from qpos0 (zero ctrl); key0: from keyframe 0 where the model"
-        f" has one. PASS: counts equal, mass within {MASS_RTOL:g}, |dqpos| <= {QPOS_TOL:g} (and key0 run)."
+        f" max |qpos - native| after {steps} steps (zero ctrl) from qpos0 (|dqpos|), with every hinge and slide"
+        f" offset by {OFFSET:g} (offset), from keyframe 0 (key0, where the model has one), and from qpos0 after"
+        f" {LONG_STEPS} steps (@{LONG_STEPS}, reported only).\nPASS: counts equal, mass within {MASS_RTOL:g},"
+        f" |dqpos|, offset and key0 <= {QPOS_TOL:g}. CHAOS: only the trajectories differ, and native MuJoCo itself"
+        f" moves more than that when qpos0 moves by {CHAOS_EPS:g} (chaos column, after {steps} steps)."
         "\n|dxpos|: max body position difference (m); moved: max |native qpos - qpos0| (the check is not vacuous);"
         " conv s: the convert call alone."
     )
     w = max([14] + [len(res["model"]) for res in results])
     head = (
         f"{'model':<{w}} {'route':<5} {'counts':<34} {'mass rel':>9} {'|dqpos|':>9} {'|dxpos|':>9}"
-        f" {'moved':>8} {'key0':<12} {'conv s':>7} {'result':<6} error"
+        f" {'offset':>9} {'key0':>9} {'@' + str(LONG_STEPS):>9} {'chaos':>9} {'moved':>8} {'conv s':>7}"
+        f" {'result':<6} error"
     )
     print(head)
     print("-" * len(head))
     for res in results:
         if "error" in res:
-            blank = f"{'':>9} {'':>9} {'':>9} {'':>8} {'':<12} {'':>7}"
+            blank = f"{'':>9} {'':>9} {'':>9} {'':>9} {'':>9} {'':>9} {'':>9} {'':>8} {'':>7}"
             print(f"{res['model']:<{w}} {'-':<5} {'-':<34} {blank} {'FAIL':<6} {res['error']}")
             continue
         for route in routes:
@@ -480,15 +541,20 @@ def report(results, routes, steps):
             if r.get("bodies_unmatched"):
                 extra.append(f"{r['bodies_unmatched']} bodies unmatched")
             err = "; ".join(extra + ([r["error"]] if "error" in r else []))
+            key0 = r.get("key0", "-")
+            key0 = f"{key0:.1e}" if isinstance(key0, float) else key0[:9]
+            more = " ".join(f"{r[k]:>9.1e}" if k in r else f"{'-':>9}" for k in ("dqpos_offset", "dqpos_long"))
+            chaos = f"{r['chaos']:.1e}" if "chaos" in r else "-"
             print(
                 f"{res['model']:<{w}} {route:<5} {_counts_text(r):<34.34} {mass:>9} {dq:>9} {dx:>9}"
-                f" {moved:>8} {r.get('key0', 'no keys'):<12} {conv:>7} {_verdict(r):<6} {err}"
+                f" {more.split()[0]:>9} {key0:>9} {more.split()[1]:>9} {chaos:>9} {moved:>8} {conv:>7}"
+                f" {_verdict(r):<6} {err}"
             )
-    n = sum(1 for res in results for r in res.get("routes", {}).values() if _verdict(r) == "PASS")
+    verdicts = [_verdict(r) for res in results for r in res.get("routes", {}).values()]
     total = sum(len(res.get("routes", {})) or 1 for res in results)
     print(
-        f"{n} of {total} (model, route) rows pass; qpos0 alone: "
-        f"{sum(1 for res in results for r in res.get('routes', {}).values() if _passes_qpos0(r))} of {total}"
+        f"{verdicts.count('PASS')} of {total} (model, route) rows pass, {verdicts.count('CHAOS')} chaotic; qpos0"
+        f" alone: {sum(1 for res in results for r in res.get('routes', {}).values() if _passes_qpos0(r))} of {total}"
     )
 
     if "peer" in routes:
