@@ -413,3 +413,31 @@ def test_mesh_keeps_its_asset_frame(route, tmp_path):
     np.testing.assert_allclose(np.abs(m.mesh_quat[0]), np.abs(ref.mesh_quat[0]), atol=1e-6)
     np.testing.assert_allclose(ours[0], data.xpos[ref.body("piece").id], atol=1e-5)
     assert data.xpos[ref.body("piece").id][2] < 0.1  # it fell onto the floor
+
+
+VISUALS = """
+<mujoco model="visuals">
+  <asset><mesh name="tetra" vertex="0 0 0  0.1 0 0  0 0.1 0  0 0 0.1"/></asset>
+  <worldbody>
+    <geom type="plane" size="2 2 .1"/>
+    <body name="box" pos="0 0 0.3"><freejoint/><geom type="box" size=".1 .1 .1"/>
+      <geom type="sphere" size=".3" pos="0 0 -0.2" contype="0" conaffinity="0" group="2" mass="0"/>
+      <geom type="mesh" mesh="tetra" contype="0" conaffinity="0" group="1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".05" contype="0" conaffinity="0" density="0"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_converted_visual_geoms_become_non_colliding_geoms(tmp_path):
+    """MjcImageableAPI gprims (MJCF geoms with contype = conaffinity = 0) come back as MuJoCo geoms that
+    neither collide nor add mass: the same geoms and groups as native, and the box still lands on the
+    floor through its visual sphere."""
+    solver, ref, data, ours = side_by_side(VISUALS, "usd", tmp_path, ["box"], steps=300)
+    m = solver.mj_model
+    assert m.ngeom == ref.ngeom == 5
+    assert sorted(m.geom_group) == sorted(ref.geom_group)
+    assert not m.geom_contype[m.geom_group > 0].any() and not m.geom_conaffinity[m.geom_group > 0].any()
+    np.testing.assert_allclose(m.body_mass.sum(), ref.body_mass.sum(), rtol=1e-6)
+    np.testing.assert_allclose(ours[0], data.xpos[ref.body("box").id], atol=1e-5)
+    assert abs(ours[0][2] - 0.1) < 2e-3  # resting on its box, not on the visual sphere

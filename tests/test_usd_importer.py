@@ -214,3 +214,19 @@ def test_mesh_collision_approximations(approximation, shapes, rest_z):
     sim = Simulation.open(stage, device="cpu", record=False)
     sim.run(90)
     assert sim.state.body_q.numpy()[0, 2] == pytest.approx(rest_z, abs=0.01)
+
+
+def test_mesh_polygons_are_fan_triangulated():
+    from pxr import Usd, UsdGeom
+
+    from newton_usd.usd.gprims import read_mesh
+
+    stage = Usd.Stage.CreateInMemory()
+    mesh = UsdGeom.Mesh.Define(stage, "/m")
+    quad = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0)]
+    mesh.CreatePointsAttr(quad + [(2, 0, 0), (3, 0, 0), (3, 1, 0), (2.5, 2, 0), (2, 1, 0)])
+    mesh.CreateFaceVertexCountsAttr([4, 5])
+    mesh.CreateFaceVertexIndicesAttr([0, 1, 2, 3, 4, 5, 6, 7, 8])
+    m = read_mesh(mesh.GetPrim(), 2.0, "mem")
+    assert m.indices.reshape(-1, 3).tolist() == [[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7], [4, 7, 8]]
+    assert m.vertices[1].tolist() == [2.0, 0.0, 0.0]

@@ -19,7 +19,6 @@ from ..core import inertia as mass_props
 from ..core.builder import JointAxis, Mesh, ModelBuilder
 from ..core.quat import (
     gf_to_xyzw,
-    quat_from_axis_angle,
     quat_multiply,
     quat_rotate,
     quat_to_matrix,
@@ -31,6 +30,7 @@ from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
 from . import properties as props
 from .equalities import import_joint_equalities, import_tendon_equalities
+from .gprims import AXIS_TO_Z, VISUAL_API, import_visual_geoms, read_mesh
 from .keyframes import import_keyframes
 from .resolver import DIALECTS, Context, Resolver
 from .stage import StageFrame, open_stage
@@ -61,12 +61,6 @@ _JOINT_TYPES = {
 }
 _UNSUPPORTED_JOINTS = (OT.CustomJoint,)
 
-# Rotation taking the shape's local +Z onto the authored axis token.
-_AXIS_TO_Z = {
-    "X": quat_from_axis_angle((0.0, 1.0, 0.0), 0.5 * math.pi),
-    "Y": quat_from_axis_angle((1.0, 0.0, 0.0), -0.5 * math.pi),
-    "Z": np.array([0.0, 0.0, 0.0, 1.0]),
-}
 _AXIS_VEC = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
 
@@ -198,6 +192,7 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     if _import_joint_states(builder, stage, result, frame):
         builder.body_q_from_joint_q()
     _import_sites(builder, typed["sites"], result, frame)
+    import_visual_geoms(builder, typed["visuals"], result, frame, result.resolver, ctx)
     _import_mjc_typed(builder, typed, result, ctx)
     import_joint_equalities(builder, stage, result, ctx)
     import_tendon_equalities(builder, typed["MjcTendon"], result)
@@ -393,12 +388,12 @@ def _import_shape(
         else:
             radius = d.radius
         scale = (radius * s, d.halfHeight * s, 0.0)
-        local_rot = quat_multiply(local_rot, _AXIS_TO_Z[_axis_token(d.axis)])
+        local_rot = quat_multiply(local_rot, AXIS_TO_Z[_axis_token(d.axis)])
     elif obj_type == OT.PlaneShape:
         geo, scale = GeoType.PLANE, (0.0, 0.0, 0.0)
-        local_rot = quat_multiply(local_rot, _AXIS_TO_Z[_axis_token(d.axis)])
+        local_rot = quat_multiply(local_rot, AXIS_TO_Z[_axis_token(d.axis)])
     elif obj_type == OT.MeshShape:
-        mesh = _read_mesh(stage, path, np.array(d.meshScale, dtype=np.float64) * s, result.file)
+        mesh = read_mesh(stage.GetPrimAtPath(path), np.array(d.meshScale, dtype=np.float64) * s, result.file)
         if mesh is None:
             diag.add("mesh collider without points or faces ignored", path)
             return
@@ -504,35 +499,6 @@ def _decompose(prim, mesh, path, diag) -> list:
 def _axis_token(axis) -> str:
     name = str(axis).split(".")[-1]
     return name if name in _AXIS_VEC else "Z"
-
-
-def _read_mesh(stage, path, scale, file):
-    prim = stage.GetPrimAtPath(path)
-    geom = UsdGeom.Mesh(prim)
-    points = geom.GetPointsAttr().Get()
-    counts = geom.GetFaceVertexCountsAttr().Get()
-    indices = geom.GetFaceVertexIndicesAttr().Get()
-    if not points or not counts or not indices:
-        return None
-    points = np.array(points, dtype=np.float64) * scale
-    counts = np.asarray(counts, dtype=np.int64)
-    indices = np.asarray(indices, dtype=np.int64)
-    if indices.max() >= len(points) or counts.sum() != len(indices):
-        raise UsdInputError(
-            "faceVertexIndices/faceVertexCounts do not match the points",
-            file=file,
-            prim=str(path),
-            attribute="faceVertexIndices",
-        )
-    tris = []
-    start = 0
-    for c in counts:  # fan-triangulate each polygon
-        for k in range(1, c - 1):
-            tris.append((indices[start], indices[start + k], indices[start + k + 1]))
-        start += c
-    if not tris:
-        return None
-    return Mesh(points, np.asarray(tris, dtype=np.int32))
 
 
 _MASS_ATTRIBUTES = frozenset(
@@ -1008,9 +974,10 @@ _MJC_TYPED = ("MjcActuator", "MjcTendon")  # (MjcKeyframe: see usd/keyframes.py)
 
 def _scan(stage, paths, type_names):
     """One traversal: the authored order of ``paths`` (prim path -> index), the prims of each of
-    ``type_names`` (type name -> prims, in order), and the site prims (under "sites")."""
+    ``type_names`` (type name -> prims, in order), the site prims (under "sites") and the MuJoCo
+    visual geoms (under "visuals")."""
     order, typed = {}, {t: [] for t in type_names}
-    typed["sites"] = []
+    typed["sites"], typed["visuals"] = [], []
     wanted = {Sdf.Path(p) for p in paths}
     site_apis = ("MjcSiteAPI", "NewtonSiteAPI")
     for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
@@ -1023,6 +990,8 @@ def _scan(stage, paths, type_names):
         applied = prim.GetAppliedSchemas()
         if applied and (site_apis[0] in applied or site_apis[1] in applied):
             typed["sites"].append(prim)
+        elif applied and VISUAL_API in applied and "PhysicsCollisionAPI" not in applied:
+            typed["visuals"].append(prim)
     return order, typed
 
 

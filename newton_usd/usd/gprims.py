@@ -1,0 +1,120 @@
+"""Geometry read from UsdGeom gprims: mesh triangles, and MuJoCo visual geoms.
+
+A gprim with MjcImageableAPI (and no PhysicsCollisionAPI) is a MuJoCo visual geom, as both MJCF
+converters write one (contype = conaffinity = 0): it becomes a shape that does not collide and adds
+no mass, so that the MuJoCo model keeps the MJCF's geoms (and groups). Other gprims without
+PhysicsCollisionAPI are rendering only and are not imported.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pxr import Gf, Sdf, UsdGeom
+
+from ..core.builder import Mesh
+from ..core.quat import gf_to_xyzw, quat_from_axis_angle, quat_multiply, transform_inverse, transform_multiply
+from ..core.types import GeoType
+from ..errors import UsdInputError
+from . import properties as props
+
+VISUAL_API = "MjcImageableAPI"
+
+# Rotation taking a gprim's local +Z onto its axis token.
+AXIS_TO_Z = {
+    "X": quat_from_axis_angle((0.0, 1.0, 0.0), 0.5 * math.pi),
+    "Y": quat_from_axis_angle((1.0, 0.0, 0.0), -0.5 * math.pi),
+    "Z": np.array([0.0, 0.0, 0.0, 1.0]),
+}
+
+
+def read_mesh(prim, scale, file):
+    """A UsdGeom.Mesh's triangles (polygons fan-triangulated), its points scaled by ``scale``; None
+    when it has no points or faces."""
+    geom = UsdGeom.Mesh(prim)
+    points = geom.GetPointsAttr().Get()
+    counts = geom.GetFaceVertexCountsAttr().Get()
+    indices = geom.GetFaceVertexIndicesAttr().Get()
+    if not points or not counts or not indices:
+        return None
+    points = np.asarray(points, dtype=np.float64) * scale
+    counts = np.asarray(counts, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    if indices.max() >= len(points) or indices.min() < 0 or counts.sum() != len(indices) or counts.min() < 0:
+        raise UsdInputError(
+            "faceVertexIndices/faceVertexCounts do not match the points",
+            file=file,
+            prim=str(prim.GetPath()),
+            attribute="faceVertexIndices",
+        )
+    if np.all(counts == 3):
+        tris = indices.reshape(-1, 3)
+    else:  # fan-triangulate each polygon: (first, k, k + 1) for k = 1 .. n - 2
+        n_tris = np.maximum(counts - 2, 0)
+        if not n_tris.sum():
+            return None
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        first = np.repeat(starts, n_tris)
+        k = np.arange(n_tris.sum()) - np.repeat(np.cumsum(n_tris) - n_tris, n_tris) + 1
+        tris = np.stack([indices[first], indices[first + k], indices[first + k + 1]], axis=1)
+    return Mesh(points, tris.astype(np.int32))
+
+
+def import_visual_geoms(builder, prims, result, frame, resolver, ctx) -> None:
+    """Non-colliding shapes for the MjcImageableAPI gprims ``prims`` on their nearest rigid-body
+    ancestor (or the world), at their authored pose; ``mjc:group`` kept."""
+    if not prims:
+        return
+    cache = UsdGeom.XformCache()
+    for prim in prims:
+        path = str(prim.GetPath())
+        body, ancestor = -1, prim.GetParent()
+        while ancestor and ancestor.GetPath() != Sdf.Path.absoluteRootPath:
+            body = result.body_index.get(str(ancestor.GetPath()), -1)
+            if body >= 0:
+                break
+            ancestor = ancestor.GetParent()
+        world = Gf.Transform(cache.GetLocalToWorldTransform(prim))
+        pose = frame.world_pose_to_sim(
+            np.array(world.GetTranslation(), dtype=np.float64), gf_to_xyzw(world.GetRotation().GetQuat())
+        )
+        if body >= 0:
+            pose = transform_multiply(transform_inverse(builder.body_q[body]), pose)
+        shape = _geometry(prim, np.abs(np.array(world.GetScale(), dtype=np.float64)) * frame.meters_per_unit, result)
+        if shape is None:
+            result.diagnostics.add(f"visual {prim.GetTypeName()} gprims are not imported", path)
+            continue
+        geo, size, mesh, rot = shape
+        idx = builder.add_shape(
+            body, geo, (pose[0], quat_multiply(pose[1], rot)), size, mesh=mesh, collision_enabled=False, label=path
+        )
+        result.shape_index[path] = idx
+        group = resolver.resolve(prim, props.SHAPE_GROUP, ctx)
+        if group.kind != "default":
+            builder.set_mujoco("shape", "geom_group", idx, group.value)
+
+
+def _geometry(prim, scale, result):
+    """(GeoType, size, Mesh or None, rotation onto the shape's +Z) of a gprim, sized by ``scale``."""
+    kind = prim.GetTypeName()
+    identity = AXIS_TO_Z["Z"]
+    if kind == "Sphere":
+        r = float(UsdGeom.Sphere(prim).GetRadiusAttr().Get())
+        if np.ptp(scale) > 1e-6 * scale.max():
+            return GeoType.ELLIPSOID, tuple(r * scale), None, identity
+        return GeoType.SPHERE, (r * scale.max(), 0.0, 0.0), None, identity
+    if kind == "Cube":
+        half = 0.5 * float(UsdGeom.Cube(prim).GetSizeAttr().Get())
+        return GeoType.BOX, tuple(half * scale), None, identity
+    if kind in ("Capsule", "Cylinder"):
+        g = UsdGeom.Capsule(prim) if kind == "Capsule" else UsdGeom.Cylinder(prim)
+        axis = str(g.GetAxisAttr().Get() or "Z")
+        radial = [scale[i] for i in range(3) if "XYZ"[i] != axis]
+        r, h = float(g.GetRadiusAttr().Get()) * max(radial), float(g.GetHeightAttr().Get()) * scale["XYZ".index(axis)]
+        geo = GeoType.CAPSULE if kind == "Capsule" else GeoType.CYLINDER
+        return geo, (r, 0.5 * h, 0.0), None, AXIS_TO_Z[axis]
+    if kind == "Mesh":
+        mesh = read_mesh(prim, scale, result.file)
+        return (GeoType.MESH, (1.0, 1.0, 1.0), mesh, identity) if mesh is not None else None
+    return None
