@@ -441,3 +441,22 @@ def test_converted_visual_geoms_become_non_colliding_geoms(tmp_path):
     np.testing.assert_allclose(m.body_mass.sum(), ref.body_mass.sum(), rtol=1e-6)
     np.testing.assert_allclose(ours[0], data.xpos[ref.body("box").id], atol=1e-5)
     assert abs(ours[0][2] - 0.1) < 2e-3  # resting on its box, not on the visual sphere
+
+
+HFIELD = """
+<mujoco model="terrain">
+  <asset><hfield name="terrain" nrow="3" ncol="4" size="1 1 0.3 0.1"
+                 elevation="0 0.2 0.5 1  0 0.1 0.1 0.3  0.6 0.2 0 0.4"/></asset>
+  <worldbody><geom type="hfield" hfield="terrain" pos="0.1 0 0"/>
+    <body name="ball" pos="0.2 0.1 0.6"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body name="box" pos="-0.5 -0.4 0.6"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body></worldbody>
+</mujoco>
+"""
+
+
+def test_height_field_terrain_matches_native(tmp_path):
+    solver, ref, data, ours = side_by_side(HFIELD, "mjcf", tmp_path, ["ball", "box"], steps=500)
+    assert solver.mj_model.nhfield == 1 and solver.mj_model.ngeom == ref.ngeom
+    np.testing.assert_allclose(solver.mj_model.hfield_data, ref.hfield_data, atol=1e-7)
+    np.testing.assert_allclose(ours, data.xpos[1:3], atol=1e-5)
+    assert abs(data.xpos[1][1] - 0.1) > 0.1  # the ball rolled down the slope

@@ -42,6 +42,22 @@ class Mesh:
 
 
 @dataclass
+class Heightfield:
+    """A height field in its shape frame (MuJoCo's hfield): ``elevation`` (rows along Y, columns along X,
+    normalized to [0, 1]) spans ``[-size[0], size[0]] x [-size[1], size[1]]``; heights run from 0 to
+    ``size[2]``, and the solid extends ``size[3]`` below 0."""
+
+    elevation: np.ndarray
+    size: tuple
+
+    def __post_init__(self):
+        self.elevation = np.asarray(self.elevation, dtype=np.float64)
+        if self.elevation.ndim != 2 or min(self.elevation.shape) < 2:
+            raise ValueError(f"a height field needs at least 2 x 2 samples, got shape {self.elevation.shape}")
+        self.size = tuple(float(x) for x in self.size)
+
+
+@dataclass
 class JointAxis:
     """One DOF of a joint: its axis (in the joint frame), limits (None: off), drive and effort limit."""
 
@@ -279,7 +295,7 @@ class ModelBuilder:
         xform=None,
         scale=(0.0, 0.0, 0.0),
         *,
-        mesh: Mesh | None = None,
+        mesh: Mesh | Heightfield | None = None,
         density: float = 0.0,
         mu: float = 1.0,
         restitution: float = 0.0,
@@ -296,12 +312,15 @@ class ModelBuilder:
         was set explicitly). See :class:`GeoType` for what ``scale`` holds per type. ``mu`` is the
         sliding friction coefficient, ``mu_torsional`` and ``mu_rolling`` are in meters (MuJoCo's
         convention); contacts are detected within ``margin + gap`` and active within ``margin``.
+        ``mesh``: the :class:`Mesh` of a MESH shape, the :class:`Heightfield` of an HFIELD shape.
         """
         self._check_not_replicated()
         p, q = _xform(xform)
         geo_type = GeoType(geo_type)
-        if geo_type == GeoType.MESH and mesh is None:
+        if geo_type == GeoType.MESH and not isinstance(mesh, Mesh):
             raise ValueError("a mesh shape needs a Mesh")
+        if geo_type == GeoType.HFIELD and not isinstance(mesh, Heightfield):
+            raise ValueError("a height field shape needs a Heightfield")
         self.shape_body.append(int(body))
         self.shape_type.append(geo_type)
         self.shape_transform.append((p, q))

@@ -43,10 +43,12 @@ class GeoType(IntEnum):
 
     ``shape_scale`` holds the size parameters: PLANE (half width, half length, 0; zeros: infinite),
     SPHERE (radius, 0, 0), ELLIPSOID (the three radii), CAPSULE and CYLINDER (radius, half height, 0)
-    along the shape's local Z, BOX (half extents), MESH (scale applied to ``shape_source``'s vertices).
+    along the shape's local Z, BOX (half extents), MESH (scale applied to ``shape_source``'s vertices),
+    HFIELD (half width, half length, height of the top: ``shape_source`` is the :class:`Heightfield`).
     """
 
     PLANE = 0
+    HFIELD = 1
     SPHERE = 2
     CAPSULE = 3
     ELLIPSOID = 4

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from ..core.builder import Mesh, ModelBuilder
+from ..core.builder import Heightfield, Mesh, ModelBuilder
 from ..core.quat import quat_rotate, quat_to_matrix, transform_inverse, transform_multiply, wxyz_to_xyzw
 from ..core.types import GeoType, JointType
 from ..diagnostics import Diagnostics
@@ -167,6 +167,11 @@ def _import_geoms(builder, m, body_of, prefix, result):
         mesh = None
         if gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID:
             geo, scale = GeoType.ELLIPSOID, tuple(float(x) for x in size)
+        elif gt == mujoco.mjtGeom.mjGEOM_HFIELD:
+            h = int(m.geom_dataid[g])
+            nrow, ncol, adr = int(m.hfield_nrow[h]), int(m.hfield_ncol[h]), int(m.hfield_adr[h])
+            mesh = Heightfield(m.hfield_data[adr : adr + nrow * ncol].reshape(nrow, ncol), m.hfield_size[h])
+            geo, scale = GeoType.HFIELD, tuple(float(x) for x in m.hfield_size[h][:3])
         elif gt not in _GEOM:
             diag.add(f"{mujoco.mjtGeom(gt).name[7:].lower()} geoms are not imported yet", label)
             continue
@@ -184,7 +189,7 @@ def _import_geoms(builder, m, body_of, prefix, result):
                 vertices, faces, xform = mesh_in_asset_frame(m, g)
                 mesh = Mesh(vertices, faces)
                 scale = (1.0, 1.0, 1.0)
-        if mesh is None:
+        if geo != GeoType.MESH:
             xform = (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g]))
         body = body_of[int(m.geom_bodyid[g])]
         friction = m.geom_friction[g]

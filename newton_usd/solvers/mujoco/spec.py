@@ -38,6 +38,7 @@ _GEOM = {
     GeoType.BOX: mujoco.mjtGeom.mjGEOM_BOX,
     GeoType.MESH: mujoco.mjtGeom.mjGEOM_MESH,
     GeoType.CYLINDER: mujoco.mjtGeom.mjGEOM_CYLINDER,
+    GeoType.HFIELD: mujoco.mjtGeom.mjGEOM_HFIELD,
 }
 _JOINT = {
     JointType.REVOLUTE: mujoco.mjtJoint.mjJNT_HINGE,
@@ -349,6 +350,12 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 mesh.uservert = (src.vertices * sc).astype(np.float32).ravel()
                 mesh.userface = src.indices.astype(np.int32).ravel()
                 g.meshname = mesh.name
+            elif gt == GeoType.HFIELD:
+                src = model.shape_source[s]
+                nrow, ncol = src.elevation.shape
+                hfield = spec.add_hfield(name=mesh_names(model.shape_label[s]), nrow=nrow, ncol=ncol, size=src.size)
+                hfield.userdata = src.elevation.astype(np.float32).ravel()
+                g.hfieldname = hfield.name
             g.friction = [
                 float(a.shape_material_mu[s]),
                 float(a.shape_material_mu_torsional[s]),
