@@ -169,7 +169,9 @@ def _info(argv) -> int:
           f"{stage.GetTimeCodesPerSecond():g} time codes/s, frames {sim.start_time:g}-{end:g}")  # fmt: skip
     print(f"  model: {model.body_count} bodies, {model.shape_count} shapes, {model.joint_count} joints "
           f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), "
-          f"{model.articulation_count} articulations, {model.equality_count} loop closures, "
+          f"{model.articulation_count} articulations, "
+          f"{model.equality_count + len(getattr(model.mujoco, 'tendon_equality', None) or [])} equalities, "
+          f"{len(model.keyframe_label)} keyframes, "
           f"{len(getattr(model.mujoco, 'actuator', []) or [])} MjcActuators")  # fmt: skip
     gravity = tuple(round(float(g), 4) for g in model.gravity)
     print(f"  simulation: {type(sim.solver).__name__}({sim.solver.backend}), step {sim.dt * 1000:.4g} ms, "
