@@ -688,6 +688,10 @@ class ModelBuilder:
             raise ValueError(f"unknown element kind {kind!r}")
         self._mujoco_elements.setdefault((kind, name), {})[index] = value
 
+    def get_mujoco(self, kind: str, name: str, index: int, default=None):
+        """The MuJoCo-only value recorded by :meth:`set_mujoco` for element ``index``, else ``default``."""
+        return self._mujoco_elements.get((kind, name), {}).get(index, default)
+
     def _mujoco_arrays(self, counts: dict) -> dict:
         out = {}
         for (kind, name), values in self._mujoco_elements.items():

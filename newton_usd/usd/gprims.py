@@ -61,7 +61,7 @@ def read_mesh(prim, scale, file):
     return Mesh(points, tris.astype(np.int32))
 
 
-def import_visual_geoms(builder, prims, result, frame, resolver, ctx) -> None:
+def import_visual_geoms(builder, prims, result, frame, ctx) -> None:
     """Non-colliding shapes for the MjcImageableAPI gprims ``prims`` on their nearest rigid-body
     ancestor (or the world), at their authored pose; ``mjc:group`` kept."""
     if not prims:
@@ -90,7 +90,7 @@ def import_visual_geoms(builder, prims, result, frame, resolver, ctx) -> None:
             body, geo, (pose[0], quat_multiply(pose[1], rot)), size, mesh=mesh, collision_enabled=False, label=path
         )
         result.shape_index[path] = idx
-        group = resolver.resolve(prim, props.SHAPE_GROUP, ctx)
+        group = result.resolver.resolve(prim, props.SHAPE_GROUP, ctx)
         if group.kind != "default":
             builder.set_mujoco("shape", "geom_group", idx, group.value)
 

@@ -192,7 +192,7 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     if _import_joint_states(builder, stage, result, frame):
         builder.body_q_from_joint_q()
     _import_sites(builder, typed["sites"], result, frame)
-    import_visual_geoms(builder, typed["visuals"], result, frame, result.resolver, ctx)
+    import_visual_geoms(builder, typed["visuals"], result, frame, ctx)
     _import_mjc_typed(builder, typed, result, ctx)
     import_joint_equalities(builder, stage, result, ctx)
     import_tendon_equalities(builder, typed["MjcTendon"], result)

@@ -73,13 +73,11 @@ def _layout(builder, result, order):
     for j in set(result.joint_index.values()):
         if builder.joint_type[j] != JointType.FIXED:
             by_child.setdefault(builder.joint_child[j], []).append(j)
+    to_world = {builder.joint_child[j] for j in result.joint_index.values() if builder.joint_parent[j] < 0}
     joints, mocap = [], []
     for b in bodies:
         joints.extend(sorted(by_child.get(b, []), key=lambda j: order.get(builder.joint_label[j], -1)))
-        welded = b not in by_child and any(
-            builder.joint_child[j] == b and builder.joint_parent[j] < 0 for j in result.joint_index.values()
-        )
-        if builder.body_kinematic[b] and welded:
+        if builder.body_kinematic[b] and b not in by_child and b in to_world:  # welded to the world
             mocap.append(b)
     return joints, mocap
 
@@ -96,14 +94,14 @@ def _act_dim(values) -> int:
 
 def _joint_values(builder, joints, qpos, qvel, frame):
     """Per joint, model coordinates and velocities from MuJoCo's flat vectors (None: keep initial)."""
-    refs = builder._mujoco_elements.get(("dof", "dof_ref"), {})
     s = frame.meters_per_unit
+    dof_start = np.concatenate([[0], np.cumsum([len(qd) for qd in builder.joint_qd])]).astype(int)
     joint_q, joint_qd = {}, {}
     a = va = 0
     for j in joints:
         nq, nv = _sizes(builder, j)
         jt = builder.joint_type[j]
-        dof0 = sum(len(qd) for qd in builder.joint_qd[:j])
+        dof0 = int(dof_start[j])
         q = qpos[a : a + nq] if qpos is not None else None
         qd = qvel[va : va + nv] if qvel is not None else None
         qc = builder.joint_X_c[j][1]
@@ -125,7 +123,8 @@ def _joint_values(builder, joints, qpos, qvel, frame):
                       for k in range(nv)]  # fmt: skip
             unit = np.array([s if lin else 1.0 for lin in linear])
             if q is not None:
-                joint_q[j] = q * unit - np.array([refs.get(dof0 + k, 0.0) for k in range(nq)])
+                refs = [builder.get_mujoco("dof", "dof_ref", dof0 + k, 0.0) for k in range(nq)]
+                joint_q[j] = q * unit - np.array(refs)
             if qd is not None:
                 joint_qd[j] = qd * unit
         a += nq
