@@ -460,3 +460,50 @@ def test_height_field_terrain_matches_native(tmp_path):
     np.testing.assert_allclose(solver.mj_model.hfield_data, ref.hfield_data, atol=1e-7)
     np.testing.assert_allclose(ours, data.xpos[1:3], atol=1e-5)
     assert abs(data.xpos[1][1] - 0.1) > 0.1  # the ball rolled down the slope
+
+
+CONTACT_PAIRS = """
+<mujoco model="pairs">
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1" contype="0" conaffinity="0"/>
+    <body name="ball" pos="0 0 0.3">
+      <freejoint/>
+      <geom name="ball_geom" type="sphere" size="0.1" contype="0" conaffinity="0"/>
+    </body>
+    <body name="box" pos="0.5 0 0.3" euler="10 0 20">
+      <freejoint/>
+      <geom name="box_geom" type="box" size="0.1 0.08 0.06"/>
+    </body>
+  </worldbody>
+  <contact>
+    <pair name="ball_floor" geom1="ball_geom" geom2="floor" condim="6" friction="0.8 0.8 0.01 0.001 0.001"
+          solref="0.01 0.8" margin="0.001"/>
+    <pair geom1="floor" geom2="box_geom" condim="4" solreffriction="0.03 1" gap="0.0005"
+          solimp="0.8 0.9 0.002 0.5 2"/>
+  </contact>
+  <keyframe><key name="later" time="1.5" qpos="0 0 0.5 1 0 0 0 0.5 0 0.5 1 0 0 0"/></keyframe>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_contact_pairs_match_native(route, tmp_path):
+    """Contact pairs, one between geoms that collide with nothing else (contype = conaffinity = 0), keep
+    their parameters and the motion they give; a keyframe keeps its time."""
+    solver, ref, data, ours = side_by_side(CONTACT_PAIRS, route, tmp_path, ["ball", "box"], steps=400)
+    m = solver.mj_model
+    assert m.npair == ref.npair == 2
+    for field in ("pair_dim", "pair_friction", "pair_solref", "pair_solreffriction", "pair_solimp", "pair_margin"):
+        np.testing.assert_allclose(getattr(m, field), getattr(ref, field), err_msg=field)
+    np.testing.assert_allclose(m.pair_gap, ref.pair_gap)
+    np.testing.assert_allclose(ours, data.xpos[[ref.body("ball").id, ref.body("box").id]], atol=1e-5)
+    assert ours[0, 2] == pytest.approx(0.1, abs=2e-3)  # resting on the floor through its pair only
+    assert ours[1, 2] < 0.1
+    assert solver.model.keyframe_time[0] == 1.5 and m.key_time[0] == 1.5
+    if route == "usd":
+        from pxr import Usd
+
+        stage = Usd.Stage.Open(str(tmp_path / "model.usda"))
+        floor = stage.GetPrimAtPath("/pairs/floor")
+        assert floor.HasAPI("PhysicsCollisionAPI") and not floor.GetAttribute("physics:collisionEnabled").Get()
+        assert stage.GetPrimAtPath("/pairs/ContactPairs/ball_floor").GetTypeName() == "NewtonUsdContactPair"

@@ -30,6 +30,7 @@ from .importer import (
     _enum_token,
     _name,
     actuator_values,
+    contact_pair_values,
     excluded_body_pairs,
     load_mjcf,
     mesh_in_asset_frame,
@@ -127,8 +128,9 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
 
     materials = {}
     geom_path = {}
+    paired = {int(g) for g in np.concatenate([m.pair_geom1, m.pair_geom2])}
     for g in range(m.ngeom):
-        path = _write_geom(stage, m, g, body_path, names, materials, root, diag)
+        path = _write_geom(stage, m, g, body_path, names, materials, root, diag, paired)
         if path is not None:
             geom_path[g] = path
     _write_collision_filters(stage, m, body_path, diag)
@@ -140,9 +142,9 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     _write_actuators(stage, m, root, names, joint_path, body_path, diag, tendon_paths, site_path)
     _write_equalities(stage, m, world, body_path, site_path, joint_path, tendon_paths, root, names, diag)
     _write_keyframes(stage, m, root, names, diag)
-    for kind, count in (("sensors", m.nsensor), ("contact pairs", m.npair)):
-        if count:
-            diag.add(f"MJCF {kind} are not converted yet", file)
+    _write_contact_pairs(stage, m, root, names, geom_path, diag)
+    if m.nsensor:
+        diag.add("MJCF sensors are not converted yet", file)
     stage.GetRootLayer().Save()
     diag.emit(file)
     return output
@@ -180,8 +182,9 @@ def _write_scene(stage, m):
             _set(prim, f"mjc:flag:{flag}", T.Bool, bool(m.opt.enableflags & int(enable)))
 
 
-def _write_geom(stage, m, g, body_path, names, materials, root, diag):
-    """One geom as a gprim (a collider unless contype = conaffinity = 0); returns its path, or None."""
+def _write_geom(stage, m, g, body_path, names, materials, root, diag, paired=frozenset()):
+    """One geom as a gprim (a collider unless contype = conaffinity = 0 and no contact pair names it in
+    ``paired``); returns its path, or None."""
     gt = int(m.geom_type[g])
     size = m.geom_size[g]
     parent = body_path[int(m.geom_bodyid[g])]
@@ -221,11 +224,14 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
         UsdGeom.Xformable(prim).AddScaleOp().Set(Gf.Vec3f(*map(float, size)))
     rgba = m.geom_rgba[g]
     geom.CreateDisplayColorAttr([Gf.Vec3f(*map(float, rgba[:3]))])
-    if not (m.geom_contype[g] or m.geom_conaffinity[g]):
+    filtered = not (m.geom_contype[g] or m.geom_conaffinity[g])
+    if filtered and g not in paired:
         prim.ApplyAPI("MjcImageableAPI")
         _set(prim, "mjc:group", T.Int, int(m.geom_group[g]))
         return path
-    UsdPhysics.CollisionAPI.Apply(prim)
+    collider = UsdPhysics.CollisionAPI.Apply(prim)
+    if filtered:  # collides only through its contact pairs
+        collider.CreateCollisionEnabledAttr(False)
     if gt == mujoco.mjtGeom.mjGEOM_MESH:
         UsdPhysics.MeshCollisionAPI.Apply(prim).CreateApproximationAttr(UsdPhysics.Tokens.convexHull)
     prim.ApplyAPI("MjcCollisionAPI")
@@ -636,5 +642,32 @@ def _write_keyframes(stage, m, root, names, diag):
         ):  # fmt: skip
             if len(values):
                 _set(prim, f"mjc:{attr}", T.DoubleArray, Vt.DoubleArray.FromNumpy(np.asarray(values, np.float64)))
-        if m.key_time[k]:
-            diag.add("keyframe times are not converted (MjcKeyframe has no time)", prim.GetPath())
+        if m.key_time[k]:  # MjcKeyframe has no time: NewtonUsdKeyframeAPI holds it
+            prim.ApplyAPI("NewtonUsdKeyframeAPI")
+            _set(prim, "newton:usd:time", T.Double, float(m.key_time[k]))
+
+
+def _write_contact_pairs(stage, m, root, names, geom_path, diag):
+    """MJCF contact pairs as NewtonUsdContactPair prims under ``ContactPairs/``."""
+    if not m.npair:
+        return
+    scope = root.AppendChild("ContactPairs")
+    UsdGeom.Scope.Define(stage, scope)
+    types = {"condim": T.Int, "margin": T.Double, "gap": T.Double}
+    for p in range(m.npair):
+        name = _name(m, mujoco.mjtObj.mjOBJ_PAIR, p, "pair")
+        if int(m.pair_geom1[p]) not in geom_path or int(m.pair_geom2[p]) not in geom_path:
+            diag.add(
+                f"contact pair {name!r} between geoms that were not converted: dropped", stage.GetRootLayer().identifier
+            )
+            continue
+        prim = stage.DefinePrim(names.child(scope, name), "NewtonUsdContactPair")
+        for rel, g in (("newton:usd:geom0", m.pair_geom1[p]), ("newton:usd:geom1", m.pair_geom2[p])):
+            prim.CreateRelationship(rel, custom=False).SetTargets([geom_path[int(g)]])
+        for key, value in contact_pair_values(m, p).items():
+            _set(
+                prim,
+                f"newton:usd:{key}",
+                types.get(key, T.DoubleArray),
+                value if key in types else Vt.DoubleArray(value),
+            )

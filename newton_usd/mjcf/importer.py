@@ -125,15 +125,15 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
     _import_actuators(builder, m, label_prefix, result)
     _import_equalities(builder, m, body_of, label_prefix, result)
     _import_keyframes(builder, m, body_of, label_prefix, result)
+    _import_contact_pairs(builder, m, label_prefix)
     for b1, b2 in excluded_body_pairs(m):
         if body_of[b1] >= 0 and body_of[b2] >= 0:
             builder.body_collision_filter_pairs.append(tuple(sorted((body_of[b1], body_of[b2]))))
     for b in range(1, m.nbody):
         if m.body_gravcomp[b]:
             builder.set_mujoco("body", "body_gravcomp", body_of[b], float(m.body_gravcomp[b]))
-    for kind, count in (("sensors", m.nsensor), ("contact pairs", m.npair)):
-        if count:
-            diag.add(f"MJCF {kind} are not imported yet", file)
+    if m.nsensor:
+        diag.add("MJCF sensors are not imported yet", file)
     diag.emit(file)
     return result
 
@@ -377,6 +377,35 @@ def tendon_values(m, t) -> dict:
         "actuatorfrcrange:max": float(m.tendon_actfrcrange[t][1]),
         "group": int(m.tendon_group[t]),
     }
+
+
+def contact_pair_values(m, p) -> dict:
+    """The NewtonUsdContactPair attribute values (without the ``newton:usd:`` prefix) of compiled contact
+    pair ``p``."""
+    return {
+        "condim": int(m.pair_dim[p]),
+        "friction": tuple(float(x) for x in m.pair_friction[p]),
+        "solref": tuple(float(x) for x in m.pair_solref[p]),
+        "solreffriction": tuple(float(x) for x in m.pair_solreffriction[p]),
+        "solimp": tuple(float(x) for x in m.pair_solimp[p]),
+        "margin": float(m.pair_margin[p]),
+        "gap": float(m.pair_gap[p]),
+    }
+
+
+def _import_contact_pairs(builder, m, prefix):
+    """MJCF contact pairs into ``model.mujoco.contact_pair`` (the same entries the USD importer makes
+    from NewtonUsdContactPair prims): "path", "values" and the two geoms' shape labels, "geom0" and
+    "geom1"."""
+    entries = []
+    for p in range(m.npair):
+        geoms = [
+            [prefix + _name(m, mujoco.mjtObj.mjOBJ_GEOM, int(g), "geom")] for g in (m.pair_geom1[p], m.pair_geom2[p])
+        ]
+        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_PAIR, p, "pair")
+        entries.append({"path": label, "values": contact_pair_values(m, p), "geom0": geoms[0], "geom1": geoms[1]})
+    if entries:
+        builder.mujoco["contact_pair"] = entries
 
 
 _OBJ_FALLBACK = {mujoco.mjtObj.mjOBJ_JOINT: "joint", mujoco.mjtObj.mjOBJ_SITE: "site", mujoco.mjtObj.mjOBJ_GEOM: "geom"}

@@ -969,7 +969,7 @@ def _import_collision_filters(builder, stage, descs, result):
             builder.set_mujoco("shape", "geom_conaffinity", idx, conaffinity)
 
 
-_MJC_TYPED = ("MjcActuator", "MjcTendon")  # (MjcKeyframe: see usd/keyframes.py)
+_MJC_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")  # (MjcKeyframe: see usd/keyframes.py)
 
 
 def _scan(stage, paths, type_names):
@@ -1032,18 +1032,20 @@ def _import_sites(builder, sites, result, frame):
 
 
 def _import_mjc_typed(builder, typed, result, ctx):
-    """MjcActuator and MjcTendon prims: every value resolved (authored, else the schema's fallback) into
-    ``model.mujoco.actuator`` / ``model.mujoco.tendon``, lists of dicts with "path", "values" and the
-    relationship targets (prim paths): "target", "refSite", "sliderSite" (actuators), "wrap" (the
-    tendon's ``mjc:path``) and "sideSites" (tendons)."""
+    """MjcActuator, MjcTendon and NewtonUsdContactPair prims: every value resolved (authored, else the
+    schema's fallback) into ``model.mujoco.actuator`` / ``tendon`` / ``contact_pair``, lists of dicts with
+    "path", "values" and the relationship targets (prim paths): "target", "refSite", "sliderSite"
+    (actuators), "wrap" (the tendon's ``mjc:path``), "sideSites" (tendons), "geom0" and "geom1" (pairs)."""
     for type_name, key, rels in (
         ("MjcActuator", "actuator", {"mjc:target": "target", "mjc:refSite": "refSite", "mjc:sliderSite": "sliderSite"}),
         ("MjcTendon", "tendon", {"mjc:path": "wrap", "mjc:sideSites": "sideSites"}),
+        ("NewtonUsdContactPair", "contact_pair", {"newton:usd:geom0": "geom0", "newton:usd:geom1": "geom1"}),
     ):
         entries = []
         table = props.schema_properties(type_name)
         for prim in typed.get(type_name, []):
-            values = {k: r.value for k, r in result.resolver.resolve_all(prim, table.values(), ctx).items()}
+            resolved = result.resolver.resolve_all(prim, table.values(), ctx)
+            values = {k.split(":", 1)[1]: r.value for k, r in resolved.items()}
             targets = {}
             for rel_name, entry_key in rels.items():
                 rel = prim.GetRelationship(rel_name)

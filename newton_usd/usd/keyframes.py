@@ -6,7 +6,8 @@ gives it: bodies in depth-first (prim) order, each body's joints in prim order; 
 free joint takes 7 positions (position, quaternion w x y z) and 6 velocities (linear in world,
 angular in the body frame), a spherical joint 4 and 3, other joints one per degree of freedom,
 positions including the joint's ``mjc:ref``. Controls and activations follow the MjcActuator prims
-in prim order, mocap poses the kinematic bodies welded to the world in prim order.
+in prim order, mocap poses the kinematic bodies welded to the world in prim order. The keyframe's time
+is NewtonUsdKeyframeAPI's ``newton:usd:time`` (MjcKeyframe has none).
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def import_keyframes(builder, prims, result, frame, order) -> None:
             result.diagnostics.add(f"keyframe that does not fit the stage's joints: skipped ({wrong[0]})", path)
             continue
         joint_q, joint_qd = _joint_values(builder, joints, v["qpos"], v["qvel"], frame)
-        builder.add_keyframe(path, joint_q, joint_qd)
+        time = prim.GetAttribute("newton:usd:time")  # NewtonUsdKeyframeAPI
+        builder.add_keyframe(path, joint_q, joint_qd, time=float(time.Get() or 0.0) if time else 0.0)
+        if time and time.HasAuthoredValue():
+            result.resolver.used.add((path, "newton:usd:time"))
         extra = {"ctrl": {}, "act": {}, "mocap": {}}
         if v["ctrl"] is not None:
             extra["ctrl"] = {e["path"]: float(c) for e, c in zip(actuators, v["ctrl"], strict=True)}

@@ -333,7 +333,9 @@ _schema_properties_cache: dict = {}
 
 
 def schema_properties(schema: str) -> dict:
-    """Every attribute of a typed schema (e.g. "MjcActuator") as a Property, by attribute name.
+    """Every attribute of a typed schema (e.g. "MjcActuator") as a Property, by attribute name; the
+    Property's name is the schema's name, a colon and the attribute's name without its namespace
+    ("MjcTendon:range:min", "NewtonUsdContactPair:condim").
 
     Values are taken as MuJoCo takes them (the actuator and tendon parameters have no stage-unit
     conversion); tokens are checked against the schema's allowed tokens. Needs the schema registered.
@@ -356,9 +358,9 @@ def schema_properties(schema: str) -> dict:
                 convert = lambda v, ctx: tuple(float(x) for x in v)  # noqa: E731
             else:
                 convert = _BY_TYPE.get(type_name, lambda v, ctx: v)
-            short = name.split(":", 1)[1] if ":" in name else name
+            short = name.removeprefix("newton:usd:") if name.startswith("newton:usd:") else name.split(":", 1)[-1]
             table[name] = Property(
-                short,
+                f"{schema}:{short}",  # unique: the resolver knows a property by its name
                 (C("mjc", name, convert),),
                 default=attr.GetFallbackValue(),
                 allowed=tuple(str(t) for t in allowed) if allowed else (),

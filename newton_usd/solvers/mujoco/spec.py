@@ -399,7 +399,9 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
                 act.forcerange = [-limit, limit]
             actuators.append((act, dof))
-    tendon_names = _add_tendons(spec, model, joint_handles, geom_handles, site_names, diag)
+    geom_names_by_label = _built_geom_names(model, geom_handles)
+    tendon_names = _add_tendons(spec, model, joint_handles, geom_names_by_label, site_names, diag)
+    _add_contact_pairs(spec, model, geom_names_by_label, diag)
     _add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag)
     _add_distance_constraints(spec, model, body_handles)
     mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names, site_names)
@@ -525,13 +527,41 @@ def _params(values, n=10):
     return out
 
 
-def _add_tendons(spec, model, joint_handles, geom_handles, site_names, diag) -> dict:
+def _built_geom_names(model, geom_handles) -> dict:
+    """Shape label -> MuJoCo geom name, for the shapes the spec built."""
+    return {label: g.name for label, g in zip(model.shape_label, geom_handles, strict=True) if g is not None}
+
+
+def _add_contact_pairs(spec, model, geom_of, diag):
+    """MuJoCo explicit contact pairs (``model.mujoco.contact_pair``: "path", "values" as NewtonUsdContactPair's
+    attributes, and the shape labels "geom0" and "geom1")."""
+    names = _Names()
+    for entry in getattr(model.mujoco, "contact_pair", None) or []:
+        geoms = [entry.get(k) or [] for k in ("geom0", "geom1")]
+        if any(len(g) != 1 or g[0] not in geom_of for g in geoms):
+            diag.add("contact pair whose two geoms are not each one simulated collider: ignored", entry["path"])
+            continue
+        v = entry["values"]
+        spec.add_pair(
+            name=names(entry["path"]),
+            geomname1=geom_of[geoms[0][0]],
+            geomname2=geom_of[geoms[1][0]],
+            condim=int(v["condim"]),
+            friction=_params(v["friction"], 5),
+            solref=_params(v["solref"], 2),
+            solreffriction=_params(v["solreffriction"], 2),
+            solimp=_params(v["solimp"], 5),
+            margin=float(v["margin"]),
+            gap=float(v["gap"]),
+        )
+
+
+def _add_tendons(spec, model, joint_handles, geom_of, site_names, diag) -> dict:
     """Tendons (``model.mujoco.tendon``): fixed ones on joints, spatial ones through sites and around
     sphere/cylinder geoms (with side sites and pulley branches), with their limits, spring, damping and
-    friction; returns tendon path -> MuJoCo name."""
+    friction; returns tendon path -> MuJoCo name. ``geom_of``: shape label -> MuJoCo geom name."""
     names = {}
     joint_of = {label: j for j, label in enumerate(model.joint_label)}
-    geom_of = {label: g.name for label, g in zip(model.shape_label, geom_handles, strict=True) if g is not None}
     for entry in getattr(model.mujoco, "tendon", None) or []:
         v = entry["values"]
         wrap, side = entry.get("wrap", []), entry.get("sideSites", [])
