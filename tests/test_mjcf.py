@@ -507,3 +507,67 @@ def test_contact_pairs_match_native(route, tmp_path):
         floor = stage.GetPrimAtPath("/pairs/floor")
         assert floor.HasAPI("PhysicsCollisionAPI") and not floor.GetAttribute("physics:collisionEnabled").Get()
         assert stage.GetPrimAtPath("/pairs/ContactPairs/ball_floor").GetTypeName() == "NewtonUsdContactPair"
+
+
+CAMERAS_AND_LIGHTS = """
+<mujoco model="cams">
+  <visual><map znear="0.02" zfar="40"/></visual>
+  <worldbody>
+    <light name="sun" type="directional" dir="0 1 -1" diffuse="0.5 0.4 0.3" castshadow="false"/>
+    <light name="spot" pos="0 0 3" dir="0.3 0 -1" cutoff="30"/>
+    <light name="bulb" type="point" pos="1 1 2" active="false"/>
+    <camera name="front" pos="2 0 1" xyaxes="0 1 0 -0.4 0 1" fovy="60" resolution="640 480"/>
+    <camera name="ortho" pos="0 0 5" projection="orthographic" fovy="3"/>
+    <camera name="phys" pos="0 -2 1" xyaxes="1 0 0 0 0.4 1" sensorsize="0.0036 0.0027" focal="0.004 0.004"
+            resolution="640 480"/>
+    <geom type="plane" size="3 3 0.1"/>
+    <body name="ball" pos="0 0 1" euler="0 0 30">
+      <freejoint/>
+      <geom size="0.1"/>
+      <camera name="onboard" pos="0 0.1 0.2" euler="20 0 0"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_cameras_and_lights_are_converted(tmp_path):
+    """MJCF cameras become UsdGeom cameras and lights UsdLux lights, on their bodies, where MuJoCo puts
+    them, looking and shining where MuJoCo's do, with MuJoCo's field of view."""
+    from pxr import Gf, Usd, UsdGeom, UsdLux
+
+    from newton_usd.mjcf import convert
+
+    stage = Usd.Stage.Open(convert(CAMERAS_AND_LIGHTS, tmp_path / "cams.usda"))
+    m = mujoco.MjModel.from_xml_string(CAMERAS_AND_LIGHTS)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    cache = UsdGeom.XformCache()
+    for name in ("front", "ortho", "phys", "onboard"):
+        prim = stage.GetPrimAtPath(f"/cams/{name}" if name != "onboard" else "/cams/ball/onboard")
+        camera = UsdGeom.Camera(prim).GetCamera()
+        world = cache.GetLocalToWorldTransform(prim)
+        c = m.camera(name).id
+        np.testing.assert_allclose(world.ExtractTranslation(), d.cam_xpos[c], atol=1e-6, err_msg=name)
+        looks = world.TransformDir(Gf.Vec3d(0, 0, -1))
+        np.testing.assert_allclose(looks, -d.cam_xmat[c].reshape(3, 3)[:, 2], atol=1e-6, err_msg=name)
+        if name == "ortho":
+            assert camera.projection == Gf.Camera.Orthographic
+            assert camera.verticalAperture == pytest.approx(30.0)  # 3 m high, in tenths of a unit
+        else:
+            assert camera.GetFieldOfView(Gf.Camera.FOVVertical) == pytest.approx(
+                60.0 if name == "front" else 45.0 if name == "onboard" else 2 * np.degrees(np.arctan(1.35 / 4))
+            )
+    front = UsdGeom.Camera(stage.GetPrimAtPath("/cams/front")).GetCamera()
+    assert front.aspectRatio == pytest.approx(640 / 480)
+    assert front.clippingRange.min == pytest.approx(0.02 * m.stat.extent, rel=1e-6)
+
+    sun, spot, bulb = (stage.GetPrimAtPath(f"/cams/{n}") for n in ("sun", "spot", "bulb"))
+    assert sun.IsA(UsdLux.DistantLight) and spot.IsA(UsdLux.SphereLight) and bulb.IsA(UsdLux.SphereLight)
+    for prim, light in ((sun, "sun"), (spot, "spot")):
+        shines = cache.GetLocalToWorldTransform(prim).TransformDir(Gf.Vec3d(0, 0, -1))
+        np.testing.assert_allclose(shines, d.light_xdir[m.light(light).id], atol=1e-6, err_msg=light)
+    assert UsdLux.ShapingAPI(spot).GetShapingConeAngleAttr().Get() == pytest.approx(30.0)
+    np.testing.assert_allclose(UsdLux.DistantLight(sun).GetColorAttr().Get(), [1.0, 0.8, 0.6], rtol=1e-6)
+    assert not UsdLux.ShadowAPI(sun).GetShadowEnableAttr().Get()
+    assert UsdGeom.Imageable(bulb).ComputeVisibility() == UsdGeom.Tokens.invisible  # inactive in MJCF

@@ -8,8 +8,9 @@ PhysicsCollisionAPI and MjcCollisionAPI; physics materials for the friction trip
 joint per MJCF joint (several per body stay several, in order; a body without joints gets a fixed
 joint; free joints need none), with MjcJointAPI values; MjcActuator prims; connect and weld
 equalities as joints excluded from articulations; a PhysicsScene with MjcSceneAPI and every option
-and flag, the time step exact. The bodies are placed at qpos0, so a joint's USD coordinate is MuJoCo's
-qpos minus the joint's ref (``mjc:ref``, kept with ``mjc:springref`` as MuJoCo's values).
+and flag, the time step exact; contact pairs, keyframes, cameras and lights. The bodies are placed at
+qpos0, so a joint's USD coordinate is MuJoCo's qpos minus the joint's ref (``mjc:ref``, kept with
+``mjc:springref`` as MuJoCo's values).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 
 import mujoco
 import numpy as np
-from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt
 
 from ..core.quat import transform_inverse, transform_multiply, wxyz_to_xyzw
 from ..diagnostics import Diagnostics
@@ -46,17 +47,23 @@ def _gf_quat(q_xyzw, gf=Gf.Quatf):
     return gf(float(q_xyzw[3]), float(q_xyzw[0]), float(q_xyzw[1]), float(q_xyzw[2]))
 
 
-def _quat_x_to(axis) -> np.ndarray:
-    """A Warp-order quaternion rotating +X onto unit ``axis``."""
+def _quat_from_to(source, axis) -> np.ndarray:
+    """A Warp-order quaternion rotating unit vector ``source`` onto the direction ``axis``."""
     a = np.asarray(axis, dtype=np.float64)
     a = a / np.linalg.norm(a)
-    x = np.array([1.0, 0.0, 0.0])
+    x = np.asarray(source, dtype=np.float64)
     c = float(np.dot(x, a))
-    if c < -1.0 + 1e-12:
-        return np.array([0.0, 0.0, 1.0, 0.0])  # 180 degrees about Z
+    if c < -1.0 + 1e-12:  # opposite: half a turn about any perpendicular axis
+        perp = np.cross(x, [1.0, 0.0, 0.0] if abs(x[0]) < 0.9 else [0.0, 1.0, 0.0])
+        return np.append(perp / np.linalg.norm(perp), 0.0)
     v = np.cross(x, a)
     q = np.array([v[0], v[1], v[2], 1.0 + c])
     return q / np.linalg.norm(q)
+
+
+def _quat_x_to(axis) -> np.ndarray:
+    """A Warp-order quaternion rotating +X onto unit ``axis``."""
+    return _quat_from_to((1.0, 0.0, 0.0), axis)
 
 
 class _Names:
@@ -143,6 +150,8 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     _write_equalities(stage, m, world, body_path, site_path, joint_path, tendon_paths, root, names, diag)
     _write_keyframes(stage, m, root, names, diag)
     _write_contact_pairs(stage, m, root, names, geom_path, diag)
+    _write_cameras(stage, m, body_path, names, diag)
+    _write_lights(stage, m, body_path, names, diag)
     if m.nsensor:
         diag.add("MJCF sensors are not converted yet", file)
     stage.GetRootLayer().Save()
@@ -671,3 +680,69 @@ def _write_contact_pairs(stage, m, root, names, geom_path, diag):
                 types.get(key, T.DoubleArray),
                 value if key in types else Vt.DoubleArray(value),
             )
+
+
+_VERTICAL_APERTURE = 20.955  # mm, USD's default horizontal aperture; the focal length then gives fovy
+
+
+def _write_cameras(stage, m, body_path, names, diag):
+    """MJCF cameras as UsdGeom.Camera prims on their bodies (both look along their -Z with +Y up): the
+    vertical field of view (or the sensor size and focal length when the MJCF gives them), the aspect of
+    the camera's resolution, orthographic projection, and clipping from MuJoCo's znear/zfar."""
+    extent = float(m.stat.extent)
+    for c in range(m.ncam):
+        path = names.child(body_path[int(m.cam_bodyid[c])], _name(m, mujoco.mjtObj.mjOBJ_CAMERA, c, "camera"))
+        camera = UsdGeom.Camera.Define(stage, path)
+        _set_xform(camera.GetPrim(), (m.cam_pos[c].copy(), wxyz_to_xyzw(m.cam_quat[c])))
+        res = m.cam_resolution[c]
+        aspect = float(res[0]) / float(res[1]) if res[0] > 0 and res[1] > 0 else 1.0
+        sensor, focal = m.cam_sensorsize[c], m.cam_intrinsic[c][:2]
+        if int(m.cam_projection[c]) == int(mujoco.mjtProjection.mjPROJ_ORTHOGRAPHIC):
+            camera.CreateProjectionAttr(UsdGeom.Tokens.orthographic)
+            vertical = 10.0 * float(m.cam_fovy[c])  # tenths of a stage unit: fovy is the view's height here
+        elif sensor[1] > 0 and focal[1] > 0:  # a physical camera: sensor size and focal length in meters
+            vertical = 1000.0 * float(sensor[1])
+            aspect = float(sensor[0] / sensor[1])
+            camera.CreateFocalLengthAttr(1000.0 * float(focal[1]))
+        else:
+            vertical = _VERTICAL_APERTURE
+            camera.CreateFocalLengthAttr(0.5 * vertical / math.tan(0.5 * math.radians(float(m.cam_fovy[c]))))
+        camera.CreateVerticalApertureAttr(vertical)
+        camera.CreateHorizontalApertureAttr(vertical * aspect)
+        camera.CreateClippingRangeAttr(Gf.Vec2f(float(m.vis.map.znear) * extent, float(m.vis.map.zfar) * extent))
+        _warn_tracking(m.cam_mode[c], "camera", path, diag)
+
+
+def _write_lights(stage, m, body_path, names, diag):
+    """MJCF lights as UsdLux lights on their bodies, shining along their -Z: directional lights as
+    DistantLight, spot lights as SphereLight with a cone (ShapingAPI), point lights as SphereLight; the
+    colour is the diffuse colour, the intensity its brightest component (or MuJoCo's ``intensity``)."""
+    for i in range(m.nlight):
+        path = names.child(body_path[int(m.light_bodyid[i])], _name(m, mujoco.mjtObj.mjOBJ_LIGHT, i, "light"))
+        kind = int(m.light_type[i])
+        if kind == int(mujoco.mjtLightType.mjLIGHT_IMAGE):
+            diag.add("image-based lights are not converted", path)
+            continue
+        if kind == int(mujoco.mjtLightType.mjLIGHT_DIRECTIONAL):
+            light = UsdLux.DistantLight.Define(stage, path)
+        else:
+            light = UsdLux.SphereLight.Define(stage, path)
+            light.CreateRadiusAttr(float(m.light_bulbradius[i]))
+            if kind == int(mujoco.mjtLightType.mjLIGHT_SPOT):
+                UsdLux.ShapingAPI.Apply(light.GetPrim()).CreateShapingConeAngleAttr(float(m.light_cutoff[i]))
+        direction = _quat_from_to((0.0, 0.0, -1.0), m.light_dir[i])
+        _set_xform(light.GetPrim(), (m.light_pos[i].copy(), direction))
+        diffuse = np.asarray(m.light_diffuse[i], dtype=np.float64)
+        peak = float(diffuse.max())
+        light.CreateColorAttr(Gf.Vec3f(*map(float, diffuse / peak)) if peak > 0 else Gf.Vec3f(1.0))
+        light.CreateIntensityAttr(float(m.light_intensity[i]) if m.light_intensity[i] > 0 else peak)
+        UsdLux.ShadowAPI.Apply(light.GetPrim()).CreateShadowEnableAttr(bool(m.light_castshadow[i]))
+        if not m.light_active[i]:
+            light.CreateVisibilityAttr(UsdGeom.Tokens.invisible)
+        _warn_tracking(m.light_mode[i], "light", path, diag)
+
+
+def _warn_tracking(mode, what, path, diag):
+    mode = mujoco.mjtCamLight(int(mode)).name.split("_", 1)[1].lower()
+    if mode != "fixed":
+        diag.add(f"{what} mode {mode!r} is not converted: the {what} stays fixed to its body", path)
