@@ -85,6 +85,11 @@ def _parser() -> argparse.ArgumentParser:
         help="override an authored value before simulating, e.g. --set /World/Box.physics:mass=2 (repeatable); "
         "written into the output, never into STAGE",
     )
+    p.add_argument(
+        "--keyframe",
+        metavar="KEY",
+        help="start from this keyframe (an MjcKeyframe prim's name or path, or an index)",
+    )
     p.add_argument("--benchmark", action="store_true", help="simulate only: write nothing, and report the timing")
     p.add_argument("--format", choices=("human", "json"), default="human", help="the closing summary's format")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
@@ -246,6 +251,7 @@ def _run(args) -> int:
             worlds=args.worlds,
             overrides=args.set,
             live=False,
+            keyframe=int(args.keyframe) if args.keyframe and args.keyframe.isdigit() else args.keyframe,
         )
     except NewtonUsdError as e:
         return _fail(str(e), args)

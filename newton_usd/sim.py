@@ -199,6 +199,7 @@ class Simulation:
         worlds: int = 1,
         dt: float | None = None,
         overrides=(),
+        keyframe=None,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
@@ -225,6 +226,7 @@ class Simulation:
                 ``round(1 / (fps * dt))`` steps (``substeps`` wins when both are given).
             overrides: ``"/Prim.attribute=VALUE"`` strings, authored into the output layer before
                 importing (so they are simulated and saved with the motion; the source is untouched).
+            keyframe: start from this keyframe (MjcKeyframe; see :meth:`start_from_keyframe`).
         """
         dev = resolve_device(device)
         if int(worlds) < 1:
@@ -234,11 +236,14 @@ class Simulation:
         stage, file = open_stage(source)
         output_layer = _attach_output_layer(stage)
         try:
-            return cls._open(
+            sim = cls._open(
                 stage, file, output_layer, solver=solver, device=dev, backend=backend, fps=fps, substeps=substeps,
                 record=record, joint_states=joint_states, live=live, order=order, worlds=int(worlds), dt=dt,
                 overrides=overrides,
             )  # fmt: skip
+            if keyframe is not None:
+                sim.start_from_keyframe(keyframe)
+            return sim
         except BaseException:
             stage.GetSessionLayer().subLayerPaths.remove(output_layer.identifier)
             raise
@@ -365,8 +370,9 @@ class Simulation:
             if progress is not None:
                 progress(1)
 
-    def reset(self) -> None:
-        """Back to the authored state: initial model state, frame 0, authored poses on the stage."""
+    def reset(self, keyframe=None) -> None:
+        """Back to the authored state: initial model state, frame 0, authored poses on the stage; with
+        ``keyframe``, then into that keyframe (see :meth:`start_from_keyframe`)."""
         self.state = self.model.state()
         self._next = self.model.state()
         self.control = self.model.control()
@@ -382,6 +388,20 @@ class Simulation:
         if self.rebuilds:  # the model holds the state of the last rebuild: import the authored one again
             self._rebuild(*_import_stage(self.stage, self._order, self.worlds), keep_state=False)
             self.rebuilds = 0
+        if keyframe is not None:
+            self.start_from_keyframe(keyframe)
+
+    def start_from_keyframe(self, keyframe) -> None:
+        """Put every world into ``keyframe`` (an index, a label such as the MjcKeyframe prim path, or its
+        last name) before the first frame: joint positions and velocities, activations, kinematic
+        (mocap) poses and the keyframe's controls. The recording still starts at the stage's start time
+        (a keyframe's own time is not added)."""
+        if self.frame:
+            raise NewtonUsdError("a keyframe can only start a simulation: call reset() first")
+        reset = getattr(self.solver, "reset_to_keyframe", None)
+        if reset is None:
+            raise NewtonUsdError(f"{type(self.solver).__name__} cannot reset to a keyframe")
+        reset(self.state, keyframe, self.control)
 
     # ------------------------------------------------------------------ live edits
     def apply_edits(self) -> str | None:

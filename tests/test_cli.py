@@ -276,3 +276,45 @@ def test_ctrl_c_saves_the_frames_so_far_and_exits_130(tmp_path):
     stage = Usd.Stage.Open(str(out))
     samples = stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics")
     assert samples.GetNumTimeSamples() > 2
+
+
+PENDULUM_WITH_KEYS = """
+<mujoco model="pendulum">
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="swing" type="hinge" axis="0 1 0" ref="0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03"/>
+      <body name="tip" pos="0.5 0 0"><geom size="0.05"/></body>
+    </body>
+  </worldbody>
+  <keyframe>
+    <key name="raised" qpos="1.4"/>
+    <key name="down" qpos="-1.0" qvel="2"/>
+  </keyframe>
+</mujoco>
+"""
+
+
+def test_run_starts_from_a_keyframe(tmp_path):
+    """`usdsim run --keyframe NAME` starts the converted model in that MJCF keyframe: the first frame
+    written is the keyframe's pose, as MuJoCo's mj_resetDataKeyframe gives it; an unknown one is exit 2."""
+    import mujoco
+    import numpy as np
+
+    src = tmp_path / "pendulum.xml"
+    src.write_text(PENDULUM_WITH_KEYS)
+    assert usdsim("convert", src).returncode == 0
+    m = mujoco.MjModel.from_xml_string(PENDULUM_WITH_KEYS)
+    d = mujoco.MjData(m)
+    for key in ("raised", "1"):
+        out = tmp_path / f"out_{key}.usda"
+        r = usdsim(tmp_path / "pendulum.usda", "-n", "2", "-q", "--keyframe", key, "-o", out)
+        assert r.returncode == 0, r.stderr
+        stage = Usd.Stage.Open(str(out))
+        tip = stage.GetPrimAtPath("/pendulum/arm/tip")
+        world = UsdGeom.Xformable(tip).ComputeLocalToWorldTransform(stage.GetStartTimeCode())
+        mujoco.mj_resetDataKeyframe(m, d, 0 if key == "raised" else 1)
+        mujoco.mj_forward(m, d)
+        np.testing.assert_allclose(world.ExtractTranslation(), d.xpos[m.body("tip").id], atol=1e-5, err_msg=key)
+    r = usdsim(tmp_path / "pendulum.usda", "-n", "2", "--keyframe", "squat", "-o", tmp_path / "out.usda")
+    assert r.returncode == 2 and "no keyframe 'squat'" in r.stderr and "raised" in r.stderr
