@@ -454,11 +454,16 @@ HFIELD = """
 """
 
 
-def test_height_field_terrain_matches_native(tmp_path):
-    solver, ref, data, ours = side_by_side(HFIELD, "mjcf", tmp_path, ["ball", "box"], steps=500)
-    assert solver.mj_model.nhfield == 1 and solver.mj_model.ngeom == ref.ngeom
-    np.testing.assert_allclose(solver.mj_model.hfield_data, ref.hfield_data, atol=1e-7)
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_height_field_terrain_matches_native(route, tmp_path):
+    solver, ref, data, ours = side_by_side(HFIELD, route, tmp_path, ["ball", "box"], steps=500)
+    m = solver.mj_model
+    assert m.nhfield == 1 and m.ngeom == ref.ngeom
+    assert (m.hfield_nrow[0], m.hfield_ncol[0]) == (ref.hfield_nrow[0], ref.hfield_ncol[0]) == (3, 4)
+    np.testing.assert_allclose(m.hfield_size, ref.hfield_size, rtol=1e-12)
+    np.testing.assert_allclose(m.hfield_data, ref.hfield_data, atol=1e-7)
     np.testing.assert_allclose(ours, data.xpos[1:3], atol=1e-5)
+    np.testing.assert_allclose(solver.mj_data.qpos, data.qpos, atol=1e-5)
     assert abs(data.xpos[1][1] - 0.1) > 0.1  # the ball rolled down the slope
 
 
@@ -571,3 +576,53 @@ def test_cameras_and_lights_are_converted(tmp_path):
     np.testing.assert_allclose(UsdLux.DistantLight(sun).GetColorAttr().Get(), [1.0, 0.8, 0.6], rtol=1e-6)
     assert not UsdLux.ShadowAPI(sun).GetShadowEnableAttr().Get()
     assert UsdGeom.Imageable(bulb).ComputeVisibility() == UsdGeom.Tokens.invisible  # inactive in MJCF
+
+
+def test_converted_height_field_mesh_is_mujocos_surface(tmp_path):
+    """The converted Mesh (NewtonUsdHeightfieldAPI, approximation "none") is the surface MuJoCo collides with:
+    at its vertices and inside its triangles, its height is where a ray cast by native MuJoCo meets the field."""
+    from pxr import Usd, UsdGeom, UsdPhysics
+
+    from newton_usd.mjcf import convert
+
+    stage = Usd.Stage.Open(convert(HFIELD, tmp_path / "terrain.usda"))
+    prim = next(p for p in stage.Traverse() if p.HasAPI("NewtonUsdHeightfieldAPI"))
+    assert prim.IsA(UsdGeom.Mesh) and prim.HasAPI(UsdPhysics.CollisionAPI)
+    assert UsdPhysics.MeshCollisionAPI(prim).GetApproximationAttr().Get() == "none"
+    assert prim.GetAttribute("newton:usd:heightfield:rows").Get() == 3
+    assert prim.GetAttribute("newton:usd:heightfield:columns").Get() == 4
+    assert list(prim.GetAttribute("newton:usd:heightfield:size").Get()) == [1, 1, 0.3, 0.1]
+    assert prim.GetAttribute("mjc:condim").Get() == 3
+    mesh = UsdGeom.Mesh(prim)
+    points = np.array(mesh.GetPointsAttr().Get(), dtype=np.float64)
+    triangles = np.array(mesh.GetFaceVertexIndicesAttr().Get()).reshape(-1, 3)
+    assert len(points) == 12 and len(triangles) == 12
+    ref = mujoco.MjModel.from_xml_string(HFIELD)
+    data = mujoco.MjData(ref)
+    mujoco.mj_forward(ref, data)
+    offset = np.array([0.1, 0.0, 0.0])  # the geom's pos (the prim's translate)
+    # The row at -Y is the XML's last row (MuJoCo flips the XML rows): point 0 is (-1, -1, 0.6 * 0.3).
+    np.testing.assert_allclose(points[0], [-1, -1, 0.18], atol=1e-6)
+    rng = np.random.default_rng(0)
+    w = rng.dirichlet(np.ones(3), size=len(triangles))
+    inside = np.einsum("tk,tkj->tj", w, points[triangles])  # a random point inside every triangle
+    samples = np.concatenate([points * [1 - 1e-7, 1 - 1e-7, 1], inside])  # the vertices, just inside the edges
+    geomid = np.zeros(1, np.int32)
+    for x, y, z in samples:
+        top = np.array([x, y, 2.0]) + offset
+        dist = mujoco.mj_ray(ref, data, top, np.array([0.0, 0.0, -1.0]), None, 1, -1, geomid)
+        assert geomid[0] == 0
+        assert 2.0 - dist == pytest.approx(z, abs=1e-6)
+
+
+def test_visual_height_field_stays_a_visual_height_field(tmp_path):
+    """An hfield geom that does not collide (contype = conaffinity = 0) comes back as a non-colliding hfield."""
+    xml = HFIELD.replace(
+        'pos="0.1 0 0"/>', 'pos="0.1 0 0"/><geom type="hfield" hfield="terrain" contype="0" conaffinity="0"/>'
+    )
+    solver, ref, data, ours = side_by_side(xml, "usd", tmp_path, ["ball", "box"], steps=200)
+    m = solver.mj_model
+    assert m.ngeom == ref.ngeom == 4
+    hfields = np.flatnonzero(m.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD)
+    assert len(hfields) == 2 and sorted(m.geom_contype[hfields]) == [0, 1]
+    np.testing.assert_allclose(ours, data.xpos[1:3], atol=1e-5)

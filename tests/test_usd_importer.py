@@ -230,3 +230,93 @@ def test_mesh_polygons_are_fan_triangulated():
     m = read_mesh(mesh.GetPrim(), 2.0, "mem")
     assert m.indices.reshape(-1, 3).tolist() == [[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7], [4, 7, 8]]
     assert m.vertices[1].tolist() == [2.0, 0.0, 0.0]
+
+
+def heightfield_stage(meters_per_unit=1.0, scale=None, rotate_z=None, parent_scale=None, **values):
+    """A cube above a static Mesh collider with NewtonUsdHeightfieldAPI (3 x 4 samples unless ``values`` say
+    otherwise; a value of None is left unauthored)."""
+    stage = new_stage(meters_per_unit=meters_per_unit)
+    add_box(stage, "/Cube", 0.2, (0, 0, 2), mass=1.0)
+    parent = UsdGeom.Xform.Define(stage, "/Terrain")
+    if parent_scale is not None:
+        parent.AddScaleOp().Set(Gf.Vec3d(*parent_scale))
+    mesh = UsdGeom.Mesh.Define(stage, "/Terrain/Field")
+    mesh.AddTranslateOp().Set(Gf.Vec3d(0.5, 0, 0))
+    if rotate_z is not None:
+        mesh.AddRotateZOp().Set(rotate_z)
+    if scale is not None:
+        mesh.AddScaleOp().Set(Gf.Vec3d(*scale))
+    mesh.CreatePointsAttr([(0, 0, 0), (1, 0, 0), (0, 1, 0)])  # not read: the height field simulates
+    mesh.CreateFaceVertexCountsAttr([3])
+    mesh.CreateFaceVertexIndicesAttr([0, 1, 2])
+    prim = mesh.GetPrim()
+    UsdPhysics.CollisionAPI.Apply(prim)
+    UsdPhysics.MeshCollisionAPI.Apply(prim).CreateApproximationAttr("none")
+    prim.ApplyAPI("NewtonUsdHeightfieldAPI")
+    authored = {"rows": 3, "columns": 4, "elevation": [0, 1, 2, 2, 0, 0, 1, 0, 2, 1, 0, 0], "size": [1, 2, 0.5, 0.1]}
+    authored.update(values)
+    types = {"rows": Sdf.ValueTypeNames.Int, "columns": Sdf.ValueTypeNames.Int}
+    types.update(elevation=Sdf.ValueTypeNames.FloatArray, size=Sdf.ValueTypeNames.DoubleArray)
+    for name, value in authored.items():
+        if value is not None:
+            prim.CreateAttribute(f"newton:usd:heightfield:{name}", types[name], custom=False).Set(value)
+    return stage
+
+
+def test_height_field_mesh_becomes_a_height_field_shape():
+    """Not the mesh's hull: MuJoCo's hfield, elevations scaled to [0, 1] as MuJoCo scales them."""
+    from newton_usd.core.builder import Heightfield
+    from newton_usd.solvers import SolverMuJoCo
+
+    b = ModelBuilder()
+    imported = b.add_usd(heightfield_stage())
+    s = imported.shape_index["/Terrain/Field"]
+    assert b.shape_type[s] == GeoType.HFIELD and b.shape_body[s] == -1
+    source = b.shape_source[s]
+    assert isinstance(source, Heightfield) and source.size == (1, 2, 0.5, 0.1)
+    np.testing.assert_array_equal(source.elevation, np.array([0, 1, 2, 2, 0, 0, 1, 0, 2, 1, 0, 0]).reshape(3, 4) / 2)
+    np.testing.assert_allclose(b.shape_scale[s], [1, 2, 0.5])
+    np.testing.assert_allclose(b.shape_transform[s][0], [0.5, 0, 0])
+    mj = SolverMuJoCo(b.finalize("cpu"), backend="cpu").mj_model
+    assert (mj.nhfield, mj.hfield_nrow[0], mj.hfield_ncol[0]) == (1, 3, 4)
+    np.testing.assert_allclose(mj.hfield_data, source.elevation.ravel(), atol=1e-7)
+    assert not imported.diagnostics
+
+
+@pytest.mark.parametrize(
+    "stage_kw, factors, warned",
+    [
+        ({"meters_per_unit": 0.01}, (0.01, 0.01, 0.01), False),
+        ({"scale": (2, 2, 2), "rotate_z": 30}, (2, 2, 2), False),
+        ({"scale": (1, 3, 0.5), "rotate_z": 30}, (1, 3, 0.5), False),  # scaled along its own axes: exact
+        ({"parent_scale": (2, 2, 2), "rotate_z": 30}, (2, 2, 2), False),
+        ({"parent_scale": (1, 3, 1), "rotate_z": 30}, None, True),  # sheared
+        ({"scale": (1, 1, -1)}, (1, 1, 1), True),  # mirrored
+    ],
+)
+def test_height_field_size_follows_scale_and_units(stage_kw, factors, warned):
+    b = ModelBuilder()
+    imported = b.add_usd(heightfield_stage(**stage_kw))
+    source = b.shape_source[imported.shape_index["/Terrain/Field"]]
+    if factors is not None:
+        sx, sy, sz = factors
+        np.testing.assert_allclose(source.size, [1 * sx, 2 * sy, 0.5 * sz, 0.1 * sz], rtol=1e-12)
+    kinds = [k for k in imported.diagnostics.kinds if "height field" in k]
+    assert bool(kinds) == warned
+
+
+@pytest.mark.parametrize(
+    "values, attribute, message",
+    [
+        ({"elevation": [0, 1, 2]}, "elevation", "has 3 values, not rows x columns = 3 x 4 = 12"),
+        ({"elevation": None}, "elevation", "not authored"),
+        ({"rows": 1, "elevation": [0, 1, 2, 3]}, "rows", "must be at least 2"),
+        ({"rows": None}, "rows", "must be at least 2"),
+        ({"columns": 0}, "columns", "must be at least 2"),
+        ({"size": [1, 1, 1]}, "size", "expected 4 numbers, got 3"),
+        ({"size": [1, 1, 0.5, 0]}, "size", "every value must be positive"),
+    ],
+)
+def test_bad_height_field_names_prim_and_attribute(values, attribute, message):
+    with pytest.raises(UsdInputError, match=rf"/Terrain/Field\.newton:usd:heightfield:{attribute}: .*{message}"):
+        load(heightfield_stage(**values))

@@ -4,7 +4,8 @@ schemas).
 
 The compiled model at qpos0 is written out: one Xform per body, nested as in the MJCF tree, with a
 PhysicsRigidBodyAPI and its compiled inertial (PhysicsMassAPI); one gprim per geom with
-PhysicsCollisionAPI and MjcCollisionAPI; physics materials for the friction triples; one UsdPhysics
+PhysicsCollisionAPI and MjcCollisionAPI (a height field: a Mesh of its surface with
+NewtonUsdHeightfieldAPI holding MuJoCo's grid); physics materials for the friction triples; one UsdPhysics
 joint per MJCF joint (several per body stay several, in order; a body without joints gets a fixed
 joint; free joints need none), with MjcJointAPI values; MjcActuator prims; connect and weld
 equalities as joints excluded from articulations; a PhysicsScene with MjcSceneAPI and every option
@@ -224,6 +225,8 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag, paired=fro
         geom.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(vertices.astype(np.float32)))
         geom.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), 3, dtype=np.int32)))
         geom.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(faces.astype(np.int32).ravel()))
+    elif gt == mujoco.mjtGeom.mjGEOM_HFIELD:
+        geom = _write_heightfield(stage, m, int(m.geom_dataid[g]), path)
     else:
         diag.add(f"{mujoco.mjtGeom(gt).name[7:].lower()} geoms are not converted yet", path)
         return
@@ -243,6 +246,8 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag, paired=fro
         collider.CreateCollisionEnabledAttr(False)
     if gt == mujoco.mjtGeom.mjGEOM_MESH:
         UsdPhysics.MeshCollisionAPI.Apply(prim).CreateApproximationAttr(UsdPhysics.Tokens.convexHull)
+    elif gt == mujoco.mjtGeom.mjGEOM_HFIELD:  # tools that do not read the height field see the triangle mesh
+        UsdPhysics.MeshCollisionAPI.Apply(prim).CreateApproximationAttr(UsdPhysics.Tokens.none)
     prim.ApplyAPI("MjcCollisionAPI")
     for name, type_name, value in (
         ("mjc:condim", T.Int, int(m.geom_condim[g])),
@@ -269,6 +274,41 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag, paired=fro
         materials[friction] = material
     UsdShade.MaterialBindingAPI.Apply(prim).Bind(material, UsdShade.Tokens.weakerThanDescendants, "physics")
     return path
+
+
+def heightfield_surface(elevation, size):
+    """The surface of a height field as MuJoCo collides with it: (points (rows * columns, 3), triangles
+    (N, 3)). ``elevation`` (rows, columns) in [0, 1], rows from -Y to +Y, columns from -X to +X, over
+    ``[-size[0], size[0]] x [-size[1], size[1]]``, heights ``elevation * size[2]``; each cell is split along
+    its diagonal from (-X, -Y) to (+X, +Y), as MuJoCo splits it."""
+    elevation = np.asarray(elevation, dtype=np.float64)
+    rows, cols = elevation.shape
+    x, y = np.meshgrid(np.linspace(-size[0], size[0], cols), np.linspace(-size[1], size[1], rows))
+    points = np.stack([x.ravel(), y.ravel(), elevation.ravel() * size[2]], axis=1)
+    corner = (np.arange(rows - 1)[:, None] * cols + np.arange(cols - 1)[None, :]).ravel()
+    a, b, c, d = corner, corner + 1, corner + cols + 1, corner + cols  # counter-clockwise seen from +Z
+    triangles = np.concatenate([np.stack([a, b, c], axis=1), np.stack([a, c, d], axis=1)])
+    return points, triangles
+
+
+def _write_heightfield(stage, m, h, path):
+    """A Mesh with NewtonUsdHeightfieldAPI for MuJoCo hfield ``h``: MuJoCo's compiled grid (rows from -Y,
+    elevations in [0, 1]) and size, and the surface as the mesh, for tools that do not read the schema."""
+    nrow, ncol, adr = int(m.hfield_nrow[h]), int(m.hfield_ncol[h]), int(m.hfield_adr[h])
+    elevation = np.asarray(m.hfield_data[adr : adr + nrow * ncol], dtype=np.float32)
+    size = [float(x) for x in m.hfield_size[h]]
+    points, triangles = heightfield_surface(elevation.reshape(nrow, ncol), size)
+    geom = UsdGeom.Mesh.Define(stage, path)
+    geom.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(points.astype(np.float32)))
+    geom.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(triangles), 3, dtype=np.int32)))
+    geom.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(triangles.astype(np.int32).ravel()))
+    prim = geom.GetPrim()
+    prim.ApplyAPI("NewtonUsdHeightfieldAPI")
+    _set(prim, "newton:usd:heightfield:rows", T.Int, nrow)
+    _set(prim, "newton:usd:heightfield:columns", T.Int, ncol)
+    _set(prim, "newton:usd:heightfield:elevation", T.FloatArray, Vt.FloatArray.FromNumpy(elevation))
+    _set(prim, "newton:usd:heightfield:size", T.DoubleArray, size)
+    return geom
 
 
 def _filterparent(m) -> bool:

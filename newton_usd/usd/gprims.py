@@ -11,15 +11,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pxr import Gf, Sdf, UsdGeom
+from pxr import Gf, Sdf, Usd, UsdGeom
 
-from ..core.builder import Mesh
+from ..core.builder import Heightfield, Mesh
 from ..core.quat import gf_to_xyzw, quat_from_axis_angle, quat_multiply, transform_inverse, transform_multiply
 from ..core.types import GeoType
 from ..errors import UsdInputError
 from . import properties as props
 
 VISUAL_API = "MjcImageableAPI"
+HEIGHTFIELD_API = "NewtonUsdHeightfieldAPI"
 
 # Rotation taking a gprim's local +Z onto its axis token.
 AXIS_TO_Z = {
@@ -61,6 +62,43 @@ def read_mesh(prim, scale, file):
     return Mesh(points, tris.astype(np.int32))
 
 
+def read_heightfield(prim, result, ctx):
+    """(size, Heightfield) of a Mesh with NewtonUsdHeightfieldAPI: MuJoCo's grid with its elevations scaled
+    to [0, 1] (as MuJoCo scales them), its size in meters with x, y and z (and the base depth) multiplied by
+    the prim's world scale along its x, y and z axes: exact unless the transform shears or mirrors the field
+    (reported).
+
+    Raises:
+        UsdInputError: rows or columns below 2, elevations that are missing, not finite or not rows x
+            columns many, or a size that is not 4 positive values.
+    """
+    path = str(prim.GetPath())
+    values = result.resolver.resolve_all(prim, props.HEIGHTFIELD_PROPERTIES, ctx)
+    rows, cols = values["heightfield_rows"].value, values["heightfield_columns"].value
+    elevation, size = values["heightfield_elevation"].value, values["heightfield_size"].value
+    problem = None
+    if elevation is None:
+        problem = f"not authored: a height field needs its rows x columns ({rows} x {cols}) elevations"
+    elif len(elevation) != rows * cols:
+        problem = f"has {len(elevation)} values, not rows x columns = {rows} x {cols} = {rows * cols}"
+    elif not np.isfinite(elevation).all():
+        problem = "must be finite numbers"
+    if problem:
+        raise UsdInputError(
+            problem, file=result.file, prim=path, attribute=props.HEIGHTFIELD_ELEVATION.candidates[0].attribute
+        )
+    axes = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))[:3, :3]
+    gram = axes @ axes.T  # the prim's scaled axes in the world (rows): orthogonal unless sheared
+    off = np.abs(gram - np.diag(np.diag(gram))).max()
+    if off > 1e-6 * np.diag(gram).max() or np.linalg.det(axes) < 0:
+        result.diagnostics.add("height field under a sheared or mirrored transform: sized by its axis scales", path)
+    sx, sy, sz = np.sqrt(np.diag(gram))
+    size = (size[0] * sx, size[1] * sy, size[2] * sz, size[3] * sz)
+    lo, hi = elevation.min(), elevation.max()
+    normalized = (elevation - lo) / (hi - lo) if hi > lo else np.zeros_like(elevation)
+    return size, Heightfield(normalized.reshape(rows, cols), size)
+
+
 def import_visual_geoms(builder, prims, result, frame, ctx) -> None:
     """Non-colliding shapes for the MjcImageableAPI gprims ``prims`` on their nearest rigid-body
     ancestor (or the world), at their authored pose; ``mjc:group`` kept."""
@@ -81,7 +119,13 @@ def import_visual_geoms(builder, prims, result, frame, ctx) -> None:
         )
         if body >= 0:
             pose = transform_multiply(transform_inverse(builder.body_q[body]), pose)
-        shape = _geometry(prim, np.abs(np.array(world.GetScale(), dtype=np.float64)) * frame.meters_per_unit, result)
+        if prim.HasAPI(HEIGHTFIELD_API):
+            size, field = read_heightfield(prim, result, ctx)
+            shape = GeoType.HFIELD, size[:3], field, AXIS_TO_Z["Z"]
+        else:
+            shape = _geometry(
+                prim, np.abs(np.array(world.GetScale(), dtype=np.float64)) * frame.meters_per_unit, result
+            )
         if shape is None:
             result.diagnostics.add(f"visual {prim.GetTypeName()} gprims are not imported", path)
             continue

@@ -30,7 +30,7 @@ from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
 from . import properties as props
 from .equalities import import_joint_equalities, import_tendon_equalities
-from .gprims import AXIS_TO_Z, VISUAL_API, import_visual_geoms, read_mesh
+from .gprims import AXIS_TO_Z, HEIGHTFIELD_API, VISUAL_API, import_visual_geoms, read_heightfield, read_mesh
 from .keyframes import import_keyframes
 from .resolver import DIALECTS, Context, Resolver
 from .stage import StageFrame, open_stage
@@ -370,6 +370,7 @@ def _import_shape(
         else:  # a static collider: its pose is a world pose
             local_pos, local_rot = frame.world_pose_to_sim(np.array(d.localPos, dtype=np.float64), local_rot)
 
+    prim = stage.GetPrimAtPath(path)
     mesh = None
     if obj_type == OT.CubeShape:
         geo, scale = GeoType.BOX, np.array(d.halfExtents, dtype=np.float64) * s
@@ -392,13 +393,16 @@ def _import_shape(
     elif obj_type == OT.PlaneShape:
         geo, scale = GeoType.PLANE, (0.0, 0.0, 0.0)
         local_rot = quat_multiply(local_rot, AXIS_TO_Z[_axis_token(d.axis)])
+    elif obj_type == OT.MeshShape and prim.HasAPI(HEIGHTFIELD_API):  # a height field, not the mesh's hull
+        size, field = read_heightfield(prim, result, ctx)
+        parts = [(GeoType.HFIELD, size[:3], None, field)]
     elif obj_type == OT.MeshShape:
-        mesh = read_mesh(stage.GetPrimAtPath(path), np.array(d.meshScale, dtype=np.float64) * s, result.file)
+        mesh = read_mesh(prim, np.array(d.meshScale, dtype=np.float64) * s, result.file)
         if mesh is None:
             diag.add("mesh collider without points or faces ignored", path)
             return
         approx = str(d.approximation) if d.approximation else "none"
-        parts = _mesh_parts(stage.GetPrimAtPath(path), mesh, approx, path, diag)
+        parts = _mesh_parts(prim, mesh, approx, path, diag)
         geo, scale, offset, mesh = parts[0]
     else:
         diag.add(f"{obj_type.name} colliders are not supported yet and were ignored", path)
@@ -416,7 +420,6 @@ def _import_shape(
         mu_torsional, mu_rolling = rolling["torsional_friction"].value, rolling["rolling_friction"].value
     else:
         mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
-    prim = stage.GetPrimAtPath(path)
     resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx)
     if obj_type != OT.MeshShape:
         parts = [(geo, scale, None, mesh)]

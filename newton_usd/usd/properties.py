@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .resolver import RAD_PER_DEG, Candidate, Property
 
 _INF_UNSET = lambda v: v is None or (isinstance(v, float) and math.isinf(v))  # noqa: E731
@@ -280,6 +282,42 @@ SHAPE_PROPERTIES = (
     SHAPE_SOLIMP,
     SHAPE_GROUP,
 )
+
+
+# ---------------------------------------------------------------- height fields (NewtonUsdHeightfieldAPI on a Mesh)
+def _elevation(v, ctx):
+    return np.asarray(v, dtype=np.float64).ravel()  # checked by the reader (a message must not print it all)
+
+
+def _hfield_size(v, ctx):
+    return tuple(x * ctx.meters_per_unit for x in _vec(4)(v, ctx))
+
+
+def _at_least_two(v):
+    return None if v >= 2 else "must be at least 2"
+
+
+def _all_positive(v):
+    return None if all(x > 0 for x in v) else "every value must be positive"
+
+
+HEIGHTFIELD_ROWS = Property(
+    "heightfield_rows", (C("newton", "newton:usd:heightfield:rows", _int),), default=0, check=_at_least_two
+)
+HEIGHTFIELD_COLUMNS = Property(
+    "heightfield_columns", (C("newton", "newton:usd:heightfield:columns", _int),), default=0, check=_at_least_two
+)
+HEIGHTFIELD_ELEVATION = Property(
+    "heightfield_elevation", (C("newton", "newton:usd:heightfield:elevation", _elevation),), default=None
+)
+HEIGHTFIELD_SIZE = Property(
+    "heightfield_size",
+    (C("newton", "newton:usd:heightfield:size", _hfield_size),),
+    default=(1.0, 1.0, 1.0, 0.1),
+    unit="m",
+    check=_all_positive,
+)
+HEIGHTFIELD_PROPERTIES = (HEIGHTFIELD_ROWS, HEIGHTFIELD_COLUMNS, HEIGHTFIELD_ELEVATION, HEIGHTFIELD_SIZE)
 
 # ---------------------------------------------------------------- bodies
 BODY_GRAVCOMP = Property("gravcomp", (C("mjc", "mjc:body:gravcomp", _float),), default=0.0)
