@@ -9,9 +9,10 @@ For each model and route the same checks as the issue's: the MuJoCo model Solver
 nu, ntendon, neq, nq, nv) and its total mass, and after ``--steps`` steps from qpos0 with zero
 control its ``mj_data.qpos`` is within 1e-5 of native MuJoCo's (joint by joint, matched through the
 bodies; hinge and slide coordinates relative to each side's qpos0, since newton_usd folds a joint's
-``ref`` into the placement). Models with keyframes are also run natively from keyframe 0; our side
-runs from it only where the import exposes keyframes (today: neither route does, so the column says
-"unsupported"). Routes:
+``ref`` into the placement). Models with keyframes are also run from keyframe 0 on both sides
+(``SolverMuJoCo.reset_to_keyframe``). The 1000-step run is also timed against ``mj_step`` on the MuJoCo
+model SolverMuJoCo compiled (the state exchange's cost per step); ``--warp`` also runs the warp
+backend (MuJoCo-Warp on Warp's CPU device) against the cpu backend. Routes:
 
 - ``mjcf``: ``ModelBuilder().add_mjcf(xml)``;
 - ``usd``: ``newton_usd.mjcf.convert(xml, out.usda)`` (timed), then ``add_usd(out.usda)``;
@@ -106,6 +107,8 @@ def _first_line(e: BaseException) -> str:
 CHAOS_EPS = 1e-9  # the perturbation of qpos0 that measures how chaotic a model is
 OFFSET = 0.1  # the offset of every hinge and slide joint in the offset run
 LONG_STEPS = 1000
+WARP_TOL = 1e-4  # cpu (float64) vs warp (float32) backends
+WARP_CHAOS_FACTOR = 100.0  # float32 rounding (~1e-7) is 100x the chaos column's 1e-9 perturbation
 
 
 def native_run(m, steps: int, key: int | None = None, offset: float = 0.0, perturb: float = 0.0):
@@ -154,6 +157,38 @@ def our_run(model, solver, steps: int, dt: float, key=None, offset: float = 0.0)
     data = solver.mj_data
     mujoco.mj_kinematics(solver.mj_model, data)
     return np.array(data.qpos), np.array(data.xpos)
+
+
+def native_step_us(m, steps: int) -> float:
+    """Microseconds per ``mujoco.mj_step`` of model ``m`` from its qpos0 (zero ctrl), best of 3."""
+    import mujoco
+
+    best = float("inf")
+    for _ in range(3):
+        d = mujoco.MjData(m)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            mujoco.mj_step(m, d)
+        best = min(best, time.perf_counter() - t0)
+    return best / steps * 1e6
+
+
+def backend_difference(model, steps: int, dt: float) -> float:
+    """Max |joint_q(warp) - joint_q(cpu)| after ``steps`` steps from the initial state, zero control,
+    both read from ``State.joint_q`` (the warp backend on the model's device, here Warp's CPU)."""
+    import numpy as np
+
+    from newton_usd.solvers import SolverMuJoCo
+
+    q = {}
+    for backend in ("cpu", "warp"):
+        solver = SolverMuJoCo(model, backend=backend)
+        s0, s1, control = model.state(), model.state(), model.control()
+        for _ in range(steps):
+            solver.step(s0, s1, control, None, dt)
+            s0, s1 = s1, s0
+        q[backend] = s0.joint_q.numpy().astype(np.float64)
+    return float(np.max(np.abs(q["warp"] - q["cpu"]), initial=0.0))
 
 
 def _valid_identifier(name: str) -> str:
@@ -244,7 +279,7 @@ def _peer_convert(xml: str, work: str) -> dict:
     return {"usd": path, "convert_s": seconds, "version": muc.__version__}
 
 
-def worker(route: str, xml: str, work: str, steps: int, usd: str | None) -> dict:
+def worker(route: str, xml: str, work: str, steps: int, usd: str | None, warp: bool = False) -> dict:
     """One route on one model, with native MuJoCo computed here as the reference."""
     out = {"route": route}
     long_steps = max(LONG_STEPS, steps)
@@ -310,10 +345,17 @@ def worker(route: str, xml: str, work: str, steps: int, usd: str | None) -> dict
         q_ours, _ = our_run(model, SolverMuJoCo(model, backend="cpu"), steps, dt, offset=OFFSET)
         q_ref, _ = native_run(ref, steps, offset=OFFSET)
         out["dqpos_offset"] = qpos_difference(ref, mine, match, q_ref, q_ours)[0]
-        stage = "long run"
-        q_ours, _ = our_run(model, SolverMuJoCo(model, backend="cpu"), long_steps, dt)
+        stage = "long run"  # also timed: our cpu step against mj_step on the model SolverMuJoCo compiled
+        long_solver = SolverMuJoCo(model, backend="cpu")
+        t0 = time.perf_counter()
+        q_ours, _ = our_run(model, long_solver, long_steps, dt)
+        out["our_step_us"] = (time.perf_counter() - t0) / long_steps * 1e6
+        out["native_step_us"] = native_step_us(long_solver.mj_model, long_steps)
         q_ref, _ = native_run(ref, long_steps)
         out["dqpos_long"] = qpos_difference(ref, mine, match, q_ref, q_ours)[0]
+        if warp:  # the warp backend (MuJoCo-Warp, float32) on Warp's CPU device against our cpu backend
+            stage = "warp run"
+            out["warp_dq"] = backend_difference(model, steps, dt)
         if ref.nkey:  # native and ours from keyframe 0 (SolverMuJoCo.reset_to_keyframe), zero ctrl after
             stage = "keyframe run"
             q_key, _ = native_run(ref, steps, key=0)
@@ -330,7 +372,7 @@ def worker(route: str, xml: str, work: str, steps: int, usd: str | None) -> dict
 
 
 # ---------------------------------------------------------------- driver
-def run_worker(python: str, route: str, xml: str, work: str, steps: int, timeout: float, usd=None) -> dict:
+def run_worker(python: str, route: str, xml: str, work: str, steps: int, timeout: float, usd=None, warp=False) -> dict:
     env = dict(os.environ)
     if route == "peer-convert":
         env.pop("PYTHONPATH", None)
@@ -338,6 +380,8 @@ def run_worker(python: str, route: str, xml: str, work: str, steps: int, timeout
     cmd = [python, HERE, "--worker", route, "--xml", xml, "--work", work, "--steps", str(steps)]
     if usd:
         cmd += ["--usd", usd]
+    if warp:
+        cmd.append("--warp")
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work, timeout=timeout)
@@ -406,13 +450,19 @@ def main():
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per worker process")
     p.add_argument("--keep", metavar="DIR", help="keep the converted USD files here (default: a temporary dir)")
     p.add_argument("--json", metavar="PATH", help="also write the results here")
+    p.add_argument(
+        "--warp",
+        action="store_true",
+        help="also run the warp backend (MuJoCo-Warp on Warp's CPU device: slow) against the cpu backend",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--xml", help=argparse.SUPPRESS)
     p.add_argument("--work", help=argparse.SUPPRESS)
     p.add_argument("--usd", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        print(RESULT + json.dumps(worker(args.worker, args.xml, args.work, args.steps, args.usd)), flush=True)
+        result = worker(args.worker, args.xml, args.work, args.steps, args.usd, args.warp)
+        print(RESULT + json.dumps(result), flush=True)
         return
 
     zoo_python = python_of(args.zoo_python, "ZOO_PYTHON", "--zoo-python")
@@ -454,7 +504,7 @@ def bench(models, routes, peer_python, args, root) -> list:
                     print(f"{name:<{w}} {route:<5} {res['routes'][route]['error']}", flush=True)
                     continue
                 usd = conv["usd"]
-            r = run_worker(sys.executable, route, xml, work, args.steps, args.timeout, usd=usd)
+            r = run_worker(sys.executable, route, xml, work, args.steps, args.timeout, usd=usd, warp=args.warp)
             if route == "peer":
                 r["convert_s"] = res["peer_convert"]["convert_s"]
             res["routes"][route] = r
@@ -565,6 +615,39 @@ def report(results, routes, steps):
             peer = res.get("peer_convert", {}).get("convert_s")
             ratio = f"{peer / ours:.2f}x" if ours and peer else "-"
             print(f"{res['model']:<{w}} {_fmt(ours):>8} {_fmt(peer):>8} {ratio:>10}")
+
+    print(
+        f"\nStep time, cpu backend: our step (state exchange included) against mujoco.mj_step on the MuJoCo model"
+        f" SolverMuJoCo compiled, over {LONG_STEPS} steps from qpos0 (native: best of 3). Target: overhead <= 3 us."
+    )
+    print(f"{'model':<{w}} {'route':<5} {'native us':>10} {'ours us':>9} {'overhead':>9} {'ratio':>6}")
+    for res in results:
+        for route, r in res.get("routes", {}).items():
+            if "our_step_us" in r:
+                ours, native = r["our_step_us"], r["native_step_us"]
+                print(
+                    f"{res['model']:<{w}} {route:<5} {native:>10.1f} {ours:>9.1f} {ours - native:>9.1f}"
+                    f" {ours / native:>6.2f}"
+                )
+    if any("warp_dq" in r for res in results for r in res.get("routes", {}).values()):
+        print(
+            f"\ncpu vs warp backend (MuJoCo-Warp in float32 on Warp's CPU device): max |joint_q difference| after"
+            f" {steps} steps from qpos0. agree: <= {WARP_TOL:g}; CHAOS: native MuJoCo moves more than that when"
+            f" qpos0 moves by {CHAOS_EPS:g} x {WARP_CHAOS_FACTOR:g} (float32's rounding)."
+        )
+        print(f"{'model':<{w}} {'route':<5} {'|dq|':>9} {'result':<6}")
+        for res in results:
+            for route, r in res.get("routes", {}).items():
+                if "warp_dq" in r:
+                    dq = r["warp_dq"]
+                    verdict = (
+                        "agree"
+                        if dq <= WARP_TOL
+                        else "CHAOS"
+                        if r.get("chaos", 0) * WARP_CHAOS_FACTOR > WARP_TOL
+                        else "FAIL"
+                    )
+                    print(f"{res['model']:<{w}} {route:<5} {dq:>9.1e} {verdict:<6}")
 
     print("\nnewton_usd warnings per model and route (distinct, first 6):")
     for res in results:

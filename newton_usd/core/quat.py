@@ -68,11 +68,13 @@ def quat_conjugate(q) -> np.ndarray:
     return q
 
 
+_YZX, _ZXY = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
 def cross(a, b) -> np.ndarray:
     """Cross product over the last axis (batched); much cheaper than ``np.cross`` on small arrays."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    take = np.take
+    return take(a, _YZX, -1) * take(b, _ZXY, -1) - take(a, _ZXY, -1) * take(b, _YZX, -1)
 
 
 def quat_rotate(q, v) -> np.ndarray:

@@ -28,6 +28,14 @@ def dof_refs(model) -> np.ndarray:
     return np.nan_to_num(np.asarray(refs, dtype=np.float64), nan=0.0)
 
 
+def _as_slice(index: np.ndarray):
+    """``index`` as a slice when it is a run of consecutive integers (numpy then copies without
+    gathering), else unchanged."""
+    if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+        return slice(int(index[0]), int(index[0]) + len(index))
+    return index
+
+
 class CoordinateMap:
     """Index tables between one world of a Model and a compiled ``mujoco.MjModel``."""
 
@@ -61,10 +69,12 @@ class CoordinateMap:
                 ball.append((q_start[j], adr, qd_start[j], dadr, x_c[j, 3:], r0))
             elif t == JointType.FREE:
                 free.append((q_start[j], adr, qd_start[j], dadr))
-        self.scalar = [np.asarray(x, dtype=np.int64) for x in (scalar_q, scalar_qpos, scalar_qd, scalar_qvel)]
+        scalar = [np.asarray(x, dtype=np.int64) for x in (scalar_q, scalar_qpos, scalar_qd, scalar_qvel)]
+        self.scalar = [_as_slice(x) for x in scalar]  # (slices where consecutive: cheaper to copy)
         # MuJoCo qpos = model coordinate + the DOF's ref (mjc:ref, MJCF joint ref): see spec
         self.dof_ref = dof_refs(model)
-        self.scalar_ref = self.dof_ref[self.scalar[2]]
+        self.scalar_ref = self.dof_ref[scalar[2]]
+        self.has_ref = bool(self.scalar_ref.any())
         self.ball_q = np.array([b[0] for b in ball], dtype=np.int64)
         self.ball_qpos = np.array([b[1] for b in ball], dtype=np.int64)
         self.ball_qd = np.array([b[2] for b in ball], dtype=np.int64)
@@ -91,10 +101,11 @@ class CoordinateMap:
         )
         self.ball_seg = (seg(self.ball_q, 4), seg(self.ball_qpos, 4), seg(self.ball_qd, 3), seg(self.ball_qvel, 3))
         self.body_mj = np.asarray(spec_map.body_mj, dtype=np.int64)
+        self.body_index = _as_slice(self.body_mj)  # a slice where the bodies are in MuJoCo's order
         self.body_root = mj_model.body_rootid[self.body_mj] if len(self.body_mj) else np.zeros(0, np.int64)
         self.actuator_dof = np.asarray(spec_map.actuator_dof, dtype=np.int64)
         self.dof_qvel = np.full(self.model_nv, -1, dtype=np.int64)  # scalar DOFs only, for joint_f
-        self.dof_qvel[self.scalar[2]] = self.scalar[3]
+        self.dof_qvel[scalar[2]] = scalar[3]
 
     @staticmethod
     def _seg(idx, n):
@@ -123,7 +134,7 @@ class CoordinateMap:
     def from_mujoco(self, qpos, qvel, joint_q_out, joint_qd_out):
         """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place)."""
         sq, sqp, sqd, sqv = self.scalar
-        joint_q_out[..., sq] = qpos[..., sqp] - self.scalar_ref
+        joint_q_out[..., sq] = qpos[..., sqp] - self.scalar_ref if self.has_ref else qpos[..., sqp]
         joint_qd_out[..., sqd] = qvel[..., sqv]
         if len(self.free_q):
             _, pos3, quat4, _, lin3, ang3, q_pos3, q_quat4, qd_lin3, qd_ang3 = self.free_seg
@@ -146,6 +157,16 @@ class CoordinateMap:
         ang = cvel[..., b, 0:3]
         lin = cvel[..., b, 3:6] + cross(ang, xipos[..., b, :] - subtree_com[..., self.body_root, :])
         return body_q, np.concatenate([lin, ang], axis=-1)
+
+    def body_state_into(self, xpos, xquat, xipos, cvel, subtree_com, body_q_out, body_qd_out):
+        """:meth:`body_state`, written into ``body_q_out`` (..., n, 7) and ``body_qd_out`` (..., n, 6)."""
+        b = self.body_index
+        body_q_out[..., 0:3] = xpos[..., b, :]
+        body_q_out[..., 3:6] = xquat[..., b, 1:4]
+        body_q_out[..., 6] = xquat[..., b, 0]
+        ang = cvel[..., b, 0:3]
+        body_qd_out[..., 3:6] = ang
+        body_qd_out[..., 0:3] = cvel[..., b, 3:6] + cross(ang, xipos[..., b, :] - subtree_com[..., self.body_root, :])
 
     def ctrl(self, ke, kd, target_pos, target_vel):
         """Actuator controls ``ke * target_pos + kd * target_vel`` for the driven DOFs (positions as MuJoCo's

@@ -70,12 +70,15 @@ class SolverMuJoCo(SolverBase):
         self.diagnostics.emit(model.source)
         self.map = CoordinateMap(world0, self.mj_model, self.spec_map)
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
+        self._mjc_built = self._mjc_ctrl >= 0
+        self._qfrc_set = True  # qfrc_applied may hold forces (see _controls_into_batch)
         self._init_keyframes(world0)
         mocap = self.spec_map.body_mocap
         self._mocap_body = np.nonzero(mocap >= 0)[0]  # kinematic bodies, moved from State.body_q
         self._mocap_id = mocap[self._mocap_body]
         self._dt = None
-        self._last_out = None  # (state, joint_q, joint_qd) as this solver wrote them
+        self._last_out = None  # (state, joint_q bytes, joint_qd bytes) as this solver wrote them
+        self._views = {}  # id(Warp array) -> (array, numpy view): see _host_view
         # Worlds share one MjModel until their parameters differ (per-world values, acceleration drives).
         self.mj_models = [self.mj_model] * self.num_worlds
         self._data = mujoco.MjData(self.mj_model)  # world 0 (warp: the host copy), and scratch
@@ -191,6 +194,35 @@ class SolverMuJoCo(SolverBase):
         a = array.numpy()
         return a.reshape((self.num_worlds, -1) + a.shape[1:]).astype(dtype, copy=False)
 
+    def _bundle_views(self, holder, names):
+        """:meth:`_host_view` of the arrays ``names`` of a State or Control (cached per holder while it
+        keeps the same arrays), or None if one is not on the CPU."""
+        key = (id(holder), names)
+        hit = self._views.get(key)
+        arrays = tuple(getattr(holder, n) for n in names)
+        if hit is not None and all(a is b for a, b in zip(hit[0], arrays, strict=True)):
+            return hit[1]
+        views = tuple(self._host_view(a) for a in arrays)
+        if any(v is None for v in views):
+            return None
+        self._views[key] = (arrays, views)
+        return views
+
+    def _host_view(self, array):
+        """A ``(num_worlds, per world, ...)`` numpy view sharing a CPU Warp array's memory (cached: the
+        per-step exchange writes and reads through it), or None for an array on another device."""
+        hit = self._views.get(id(array))
+        if hit is not None and hit[0] is array:
+            return hit[1]
+        if not array.device.is_cpu:
+            return None
+        if len(self._views) > 256:  # states come and go (resets): drop the old views
+            self._views.clear()
+        a = array.numpy()
+        view = a.reshape((self.num_worlds, -1) + a.shape[1:])
+        self._views[id(array)] = (array, view)
+        return view
+
     def _to_mujoco(self, joint_q, joint_qd):
         """MuJoCo ``(qpos, qvel)``, ``(num_worlds, nq|nv)``, from model coordinate arrays."""
         qpos = np.zeros((self.num_worlds, self.mj_model.nq))
@@ -252,6 +284,7 @@ class SolverMuJoCo(SolverBase):
             self._qLD, self._qLDiagInv = b.bind("qLD"), b.bind("qLDiagInv")
         self._qpos[:], self._qvel[:] = qpos, qvel
         self._warnings_seen = np.zeros_like(b.warning[:, :, 1])  # a bad initial state is reported at step 1
+        self._warnings_seen_raw = self._warnings_seen.tobytes()
         b.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)
 
     # ------------------------------------------------------------------ warp backend
@@ -349,12 +382,12 @@ class SolverMuJoCo(SolverBase):
             self.mjw_model.opt.timestep.fill_(dt)
 
     def _needs_push(self, state_in) -> bool:
+        """Whether ``state_in``'s coordinates must go into MuJoCo: not when it is the state this solver
+        wrote last, unchanged (MuJoCo then goes on from its own double-precision state)."""
         last = self._last_out
         if last is None or last[0] is not state_in:
             return True
-        return not (
-            np.array_equal(state_in.joint_q.numpy(), last[1]) and np.array_equal(state_in.joint_qd.numpy(), last[2])
-        )
+        return _raw(self, state_in.joint_q) != last[1] or _raw(self, state_in.joint_qd) != last[2]
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         self._set_timestep(float(dt))
@@ -362,10 +395,11 @@ class SolverMuJoCo(SolverBase):
         qpos = qvel = ctrl = qfrc = None
         if push:
             qpos, qvel = self._to_mujoco(state_in.joint_q, state_in.joint_qd)
-        if control is not None:
+        cpu = self.backend == "cpu"
+        if control is not None and not (cpu and self._controls_into_batch(control)):
             ctrl, qfrc = self._controls(control)
         mocap = self._mocap_poses(state_in) if len(self._mocap_body) else None
-        if self.backend == "cpu":
+        if cpu:
             b = self.mj_batch
             if mocap is not None:
                 self._mocap_pos[:, self._mocap_id], self._mocap_quat[:, self._mocap_id] = mocap
@@ -413,6 +447,26 @@ class SolverMuJoCo(SolverBase):
         body_q = self._per_world(state.body_q)[:, self._mocap_body]
         return body_q[..., :3], xyzw_to_wxyz(body_q[..., 3:])
 
+    def _controls_into_batch(self, control) -> bool:
+        """The cpu backend's controls, written straight into the batch's ``ctrl`` and ``qfrc_applied``
+        rows through views of the Control's arrays (as :meth:`_controls` computes them); False when an
+        array is not on the CPU (then :meth:`_controls` does it)."""
+        views = self._bundle_views(control, ("joint_target_pos", "joint_target_vel", "joint_f"))
+        mjc = getattr(getattr(control, "mujoco", None), "ctrl", None)
+        mjc_view = self._host_view(mjc) if mjc is not None and len(self._mjc_ctrl) else None
+        if views is None or (mjc is not None and len(self._mjc_ctrl) and mjc_view is None):
+            return False
+        target_pos, target_vel, joint_f = views
+        if len(self.map.actuator_dof):
+            self._ctrl[:, : len(self.map.actuator_dof)] = self.map.ctrl(self._ke, self._kd, target_pos, target_vel)
+        if self._qfrc_set or joint_f.any():  # (zero forces, already written: nothing to do)
+            self.map.qfrc(joint_f, self._qfrc)
+            self._qfrc_set = bool(joint_f.any())
+        if mjc_view is not None:
+            built = self._mjc_built
+            self._ctrl[:, self._mjc_ctrl[built]] = mjc_view[:, built]
+        return True
+
     def _controls(self, control):
         """MuJoCo ``(ctrl, qfrc_applied)``, ``(num_worlds, nu|nv)``, from a Control: the drive actuators
         first (``ke * target_pos + kd * target_vel``), then the MjcActuator prims' controls."""
@@ -440,7 +494,11 @@ class SolverMuJoCo(SolverBase):
     def _check_warnings(self):
         """C MuJoCo silently resets a simulation whose state goes NaN/Inf/huge; report that as a blow-up."""
         warning = self.mj_batch.warning  # (world, warning, (lastinfo, number))
-        new = warning[:, :, 1] > self._warnings_seen
+        counts = warning[:, :, 1]
+        if counts.tobytes() == self._warnings_seen_raw:  # nothing new: the usual case, cheaply
+            return
+        self._warnings_seen_raw = counts.tobytes()
+        new = counts > self._warnings_seen
         self._warnings_seen = warning[:, :, 1].copy()
         for index, what in self._BAD_STATE:
             hit = np.nonzero(new[:, int(index)])[0]
@@ -458,6 +516,14 @@ class SolverMuJoCo(SolverBase):
             raise SimulationError(reason, label=label)
 
     def _pull(self, qpos, qvel, body, state_out):
+        """MuJoCo's state into ``state_out``: straight into views of its arrays on the CPU."""
+        views = self._bundle_views(state_out, ("joint_q", "joint_qd", "body_q", "body_qd"))
+        if views is not None:
+            jq, jqd, body_q, body_qd = views
+            self.map.from_mujoco(qpos, qvel, jq, jqd)
+            self.map.body_state_into(*body, body_q, body_qd)
+            self._last_out = (state_out, jq.tobytes(), jqd.tobytes())
+            return
         W = self.num_worlds
         jq = np.zeros((W, self.map.model_nq))
         jqd = np.zeros((W, self.map.model_nv))
@@ -468,7 +534,7 @@ class SolverMuJoCo(SolverBase):
         _store(state_out.joint_qd, jqd32)
         _store(state_out.body_q, body_q.reshape(-1, 7))
         _store(state_out.body_qd, body_qd.reshape(-1, 6))
-        self._last_out = (state_out, jq32, jqd32)
+        self._last_out = (state_out, jq32.tobytes(), jqd32.tobytes())
 
     def save_mjcf(self, path) -> None:
         """Write the MuJoCo model this solver built (world 0) as MJCF, for debugging."""
@@ -589,6 +655,12 @@ class SolverMuJoCo(SolverBase):
         contacts.rigid_contact_depth.assign(
             np.concatenate([-np.asarray(dist[:n]), np.zeros(contacts.capacity - n)]).astype(np.float32)
         )
+
+
+def _raw(solver, array) -> bytes:
+    """The bytes of a Warp array (through the solver's cached view on the CPU): a cheap equality key."""
+    view = solver._host_view(array)
+    return view.tobytes() if view is not None else array.numpy().astype(np.float32).tobytes()
 
 
 def _store(array: wp.array, values: np.ndarray) -> None:
