@@ -23,6 +23,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
 
 from ..core.quat import transform_inverse, transform_multiply, wxyz_to_xyzw
 from ..diagnostics import Diagnostics
+from ..errors import UsdInputError
 from .importer import (
     _OPTION_ENUMS,
     _OPTION_VALUES,
@@ -84,13 +85,17 @@ def _set_xform(prim, pose):
 
 
 def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
-    """Convert the MJCF ``source`` (path or XML text) to the USD file ``output``; returns its path."""
+    """Convert the MJCF ``source`` (path or XML text) to the USD file ``output``; returns its path.
+
+    The stage is built in memory and written to a temporary file next to ``output``, renamed to
+    ``output`` once complete: a failure leaves no file behind (and an existing ``output`` as it was)."""
+    output = os.fspath(output)
+    _check_output(output)
     m, file = load_mjcf(source)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
-    output = os.fspath(output)
-    stage = Usd.Stage.CreateNew(output)
+    stage = Usd.Stage.CreateInMemory()
     UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
     UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
@@ -143,9 +148,40 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     for kind, count in (("sensors", m.nsensor), ("contact pairs", m.npair)):
         if count:
             diag.add(f"MJCF {kind} are not converted yet", file)
-    stage.GetRootLayer().Save()
+    _save(stage, output)
     diag.emit(file)
     return output
+
+
+def _check_output(output: str) -> None:
+    folder = os.path.dirname(os.path.abspath(output))
+    ext = os.path.splitext(output)[1][1:].lower()
+    if ext not in ("usd", "usda", "usdc"):
+        raise UsdInputError("cannot write the output: not a .usd, .usda or .usdc file name", file=output)
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise UsdInputError(f"cannot write the output: {folder} is not a writable directory", file=output)
+
+
+def _save(stage, output: str) -> None:
+    """Export ``stage`` to a temporary file beside ``output``, then rename it to ``output``."""
+    folder, name = os.path.split(os.path.abspath(output))
+    stem, ext = os.path.splitext(name)
+    tmp = os.path.join(folder, f".{stem}.{os.getpid()}.tmp{ext}")
+    try:
+        try:
+            written = stage.GetRootLayer().Export(tmp)
+        except Tf.ErrorException as e:
+            raise UsdInputError(f"cannot write the output: {str(e).strip()}", file=output) from None
+        if not written:
+            raise UsdInputError("cannot write the output", file=output)
+        os.replace(tmp, output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    layer = Sdf.Layer.Find(output)  # a layer of that name open in this process: show it the new file
+    if layer:
+        layer.Reload()
 
 
 def _write_scene(stage, m):
