@@ -161,3 +161,93 @@ def test_unwritable_output_is_an_input_error(output, expected, tmp_path):
         convert(src, tmp_path / output)
     r = usdsim("convert", src, "-o", tmp_path / output)
     assert r.returncode == 2 and expected in r.stderr
+
+
+# Many features in one model, with names that are not USD identifiers or are used twice in one body.
+MANY = """<mujoco model="many features">
+  <option timestep="0.002"/>
+  <default><geom friction="0.8 0.01 0.001"/></default>
+  <asset>
+    <mesh name="tetra" vertex="0 0 0  0.1 0 0  0 0.1 0  0 0 0.1"/>
+    <mesh name="hull" file="hull.obj"/>
+  </asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 0.1"/>
+    <site name="hook" pos="0.6 -0.6 1.2"/>
+    <body name="left-hip" pos="0 0 1">
+      <joint name="1st joint" type="hinge" axis="0 1 0" range="-60 60" ref="10"/>
+      <geom name="thigh bone" type="capsule" fromto="0 0 0 0.4 0 0" size=".03"/>
+      <geom name="look" type="mesh" mesh="tetra" contype="0" conaffinity="0" group="2"/>
+      <site name="thigh bone" pos="0.2 0 0"/>
+      <body name="shin" pos="0.4 0 0">
+        <joint name="knee" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03"/>
+        <body name="laser" pos="0.3 0 0">
+          <inertial pos="0 0 0" mass="0.01" diaginertia="0 0 0"/>
+          <geom type="box" size=".01 .01 .01" contype="0" conaffinity="0" mass="0"/>
+        </body>
+      </body>
+    </body>
+    <body name="slider" pos="0 1 1"><joint name="rail" type="slide" axis="1 0 0" range="-0.5 0.5"/>
+      <geom type="box" size=".05 .05 .05"/></body>
+    <body name="follower" pos="0.5 1 1"><joint name="rail 2" type="slide" axis="1 0 0"/>
+      <geom type="cylinder" size=".05 .05"/></body>
+    <body name="pendulum" pos="0.6 -0.6 1"><freejoint/>
+      <geom type="mesh" mesh="hull"/>
+      <site name="tip" pos="0 0 0.25"/><site name="frame" pos="0 0 -0.3" euler="0 0 40"/></body>
+    <body name="ball" pos="1 1 1"><joint name="swivel" type="ball"/>
+      <geom type="sphere" size=".05" pos="0 0 -0.2"/></body>
+    <body name="target" mocap="true" pos="1 -1 1">
+      <geom type="box" size=".05 .05 .05" contype="0" conaffinity="0"/></body>
+    <body name="puck" pos="1 -1 0.5"><freejoint/><geom type="cylinder" size=".05 .02"/></body>
+  </worldbody>
+  <contact><exclude body1="left-hip" body2="slider"/></contact>
+  <tendon>
+    <fixed name="pair"><joint joint="1st joint" coef="1"/><joint joint="knee" coef="0.5"/></fixed>
+    <fixed name="rails"><joint joint="rail" coef="1"/><joint joint="rail 2" coef="1"/></fixed>
+    <spatial name="rope line" limited="true" range="0 1.5"><site site="hook"/><site site="tip"/></spatial>
+  </tendon>
+  <equality>
+    <tendon name="hold pair" tendon1="pair" polycoef="0.05 0 0 0 0"/>
+    <joint name="mimic" joint1="rail 2" joint2="rail" polycoef="0.02 -0.5 0 0 0"/>
+    <connect name="hang" site1="tip" site2="hook"/>
+    <weld name="glue-1" body1="puck" body2="target"/>
+  </equality>
+  <actuator>
+    <position name="servo/1" joint="1st joint" kp="20"/>
+    <motor name="push" joint="rail"/>
+    <motor name="pull" tendon="rails"/>
+    <general name="thrust" site="tip" gear="0 0 1 0 0 0"/>
+  </actuator>
+  <keyframe><key name="start pose" ctrl="0.1 0 0 0" mpos="1 -1 1.2"/></keyframe>
+</mujoco>
+"""
+CUBE_OBJ = "".join(f"v {x} {y} {z}\n" for z in (-0.05, 0.05) for y in (-0.05, 0.05) for x in (-0.05, 0.05)) + (
+    "f 1 3 4\nf 1 4 2\nf 5 6 8\nf 5 8 7\nf 1 2 6\nf 1 6 5\nf 3 7 8\nf 3 8 4\nf 1 5 7\nf 1 7 3\nf 2 4 8\nf 2 8 6\n"
+)
+
+
+def write_many(tmp_path):
+    (tmp_path / "hull.obj").write_text(CUBE_OBJ)
+    src = tmp_path / "many.xml"
+    src.write_text(MANY)
+    return src
+
+
+def test_prims_named_otherwise_keep_the_mjcf_name_as_display_name(tmp_path):
+    out = convert(write_many(tmp_path), tmp_path / "many.usda")
+    stage = Usd.Stage.Open(out)
+    shown = {str(p.GetPath()): p.GetDisplayName() for p in stage.Traverse() if p.HasAuthoredDisplayName()}
+    assert shown == {
+        "/many_features": "many features",  # the model
+        "/many_features/left_hip": "left-hip",  # a body
+        "/many_features/left_hip/thigh_bone": "thigh bone",  # a geom
+        "/many_features/left_hip/thigh_bone_2": "thigh bone",  # a site of the geom's name: made unique
+        "/many_features/left_hip/_st_joint": "1st joint",  # joints
+        "/many_features/follower/rail_2": "rail 2",
+        "/many_features/Tendons/rope_line": "rope line",
+        "/many_features/Actuators/servo_1": "servo/1",
+        "/many_features/Equalities/glue_1": "glue-1",
+        "/many_features/Keyframes/start_pose": "start pose",
+    }  # unnamed elements (geom_3, ...) and valid names have none
+    assert stage.GetPrimAtPath("/many_features/Tendons/pair").HasAPI("NewtonUsdTendonEqualityAPI", "hold_pair")

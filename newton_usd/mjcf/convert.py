@@ -29,7 +29,6 @@ from .importer import (
     _OPTION_VALUES,
     _OPTION_VECTORS,
     _enum_token,
-    _name,
     actuator_values,
     excluded_body_pairs,
     load_mjcf,
@@ -59,9 +58,22 @@ def _quat_x_to(axis) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
+class _MjcfName(str):
+    """An MJCF element's own name (not one made up here for an unnamed element)."""
+
+
+def _name(m, obj, i, fallback):
+    n = mujoco.mj_id2name(m, obj, i)
+    return _MjcfName(n) if n else f"{fallback}_{i}"
+
+
 class _Names:
+    """Unique, valid prim names; where a prim's name is not its MJCF element's name (made a valid
+    identifier, or made unique with a ``_<n>`` suffix), the MJCF name is kept as its displayName."""
+
     def __init__(self):
         self.used = set()
+        self.display = {}
 
     def child(self, parent: Sdf.Path, name: str) -> Sdf.Path:
         base = Tf.MakeValidIdentifier(name) or "prim"
@@ -71,7 +83,15 @@ class _Names:
             candidate = f"{base}_{n}"
         path = parent.AppendChild(candidate)
         self.used.add(path)
+        if isinstance(name, _MjcfName) and candidate != name:
+            self.display[path] = str(name)
         return path
+
+    def set_display_names(self, stage) -> None:
+        for path, name in self.display.items():
+            prim = stage.GetPrimAtPath(path)
+            if prim:
+                prim.SetDisplayName(name)
 
 
 def _set(prim, name, type_name, value):
@@ -101,7 +121,7 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
     names = _Names()
     model_name = m.names[: m.names.find(b"\0")].decode() if m.names else "model"
-    root = names.child(Sdf.Path.absoluteRootPath, model_name or "model")
+    root = names.child(Sdf.Path.absoluteRootPath, _MjcfName(model_name) if model_name else "model")
     stage.SetDefaultPrim(UsdGeom.Xform.Define(stage, root).GetPrim())
     stage.GetRootLayer().customLayerData = {"newton_usd:source": os.path.basename(file)}
 
@@ -148,6 +168,7 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     for kind, count in (("sensors", m.nsensor), ("contact pairs", m.npair)):
         if count:
             diag.add(f"MJCF {kind} are not converted yet", file)
+    names.set_display_names(stage)
     _save(stage, output)
     diag.emit(file)
     return output
