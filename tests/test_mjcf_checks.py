@@ -251,3 +251,33 @@ def test_prims_named_otherwise_keep_the_mjcf_name_as_display_name(tmp_path):
         "/many_features/Keyframes/start_pose": "start pose",
     }  # unnamed elements (geom_3, ...) and valid names have none
     assert stage.GetPrimAtPath("/many_features/Tendons/pair").HasAPI("NewtonUsdTendonEqualityAPI", "hold_pair")
+
+
+MOCAP_KEY = """<mujoco><worldbody>
+  <body name="t1" mocap="true" pos="1 -1 1"><geom type="box" size=".05 .05 .05" contype="0" conaffinity="0"/></body>
+  <body name="b" pos="0 0 1"><freejoint/><geom type="sphere" size=".1"/></body>
+  <body name="t2" mocap="true" pos="0 0 1"><geom type="box" size=".05 .05 .05" contype="0" conaffinity="0"/></body>
+  </worldbody>
+  <keyframe><key name="k" qpos="0 0 2 1 0 0 0" mpos="1 2 3 4 5 6" mquat="1 0 0 0 0.6 0 0 0.8"/></keyframe>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_keyframes_with_several_mocap_bodies_match_native(route, tmp_path):
+    import mujoco
+
+    from newton_usd.solvers import SolverMuJoCo
+
+    b = ModelBuilder()
+    if route == "mjcf":
+        b.add_mjcf(MOCAP_KEY)
+    else:
+        b.add_usd(convert(MOCAP_KEY, tmp_path / "mocap.usda"))
+    m = SolverMuJoCo(b.finalize("cpu"), backend="cpu").mj_model
+    ref = mujoco.MjModel.from_xml_string(MOCAP_KEY)
+
+    def poses(model):  # the mocap bodies' keyframe poses, in any order
+        rows = zip(model.key_mpos[0].reshape(-1, 3), model.key_mquat[0].reshape(-1, 4), strict=True)
+        return {tuple(p) + tuple(q) for p, q in rows}
+
+    assert poses(m) == poses(ref) and len(poses(m)) == 2

@@ -564,7 +564,10 @@ def _import_keyframes(builder, m, body_of, prefix, result):
                 for a, adr in enumerate(m.actuator_actadr)
                 if m.actuator_actnum[a]
             },  # fmt: skip
-            "mocap": {body: (m.key_mpos[k, i].copy(), wxyz_to_xyzw(m.key_mquat[k, i])) for i, body in mocap.items()},
+            "mocap": {  # key_mpos and key_mquat: nmocap positions and quaternions in a row
+                body: (m.key_mpos[k, 3 * i : 3 * i + 3].copy(), wxyz_to_xyzw(m.key_mquat[k, 4 * i : 4 * i + 4]))
+                for i, body in mocap.items()
+            },
         }
     if extras:
         builder.mujoco["keyframe"] = extras
