@@ -59,6 +59,15 @@ BAD_INPUT = {
         },
         "model.xml", "assets.xml:4", "Error opening file",
     ),
+    "repeated name, the second in an included file": (
+        {
+            "model.xml": '<mujoco>\n  <worldbody>\n    <body name="a">\n      <joint name="j"/>\n'
+            '      <geom size="0.1"/>\n    </body>\n    <include file="part.xml"/>\n  </worldbody>\n</mujoco>\n',
+            "part.xml": '<mujoco>\n  <body name="b">\n    <geom size="0.1"/>\n    <joint name="j"/>\n'
+            "  </body>\n</mujoco>\n",
+        },
+        "model.xml", "part.xml:4", "repeated name 'j' in joint at <joint name=\"j\">",
+    ),
     "include cycle": (
         {
             "model.xml": '<mujoco>\n  <include file="a.xml"/>\n</mujoco>\n',

@@ -20,6 +20,7 @@ _ELEMENT = re.compile(r"Element (?:name '(?P<name>[^']*)', id (?P<id>\d+)|'(?P<t
 _PARSE_LINE = re.compile(r"Line number=(\d+)")
 _QUOTED = re.compile(r"'([^'\n]+)'")
 _OPENING = re.compile(r"Error opening file '([^']+)'")
+_SHOWN = ("name", "class", "file", "mesh", "joint", "tendon", "site", "body", "body1", "geom1")  # of an element
 
 
 @dataclass
@@ -30,7 +31,7 @@ class _Element:
     attrs: dict
 
     def describe(self) -> str:
-        shown = [f'{k}="{self.attrs[k]}"' for k in ("name", "class", "file", "mesh") if k in self.attrs]
+        shown = [f'{k}="{self.attrs[k]}"' for k in _SHOWN if k in self.attrs]
         return f"<{' '.join([self.tag, *shown])}>"
 
 
@@ -88,7 +89,8 @@ def mujoco_load_error(message: str, source: str | None) -> UsdInputError:
     """The :class:`UsdInputError` for MuJoCo's ``ValueError`` ``message`` on loading ``source`` (an MJCF
     path, or None for XML text): ``file:line:``, then MuJoCo's words and the element, when known."""
     lines = [x.strip() for x in message.strip().splitlines() if x.strip()]
-    where = next((m for m in map(_ELEMENT.fullmatch, lines) if m), None)
+    match = next((m for m in map(_ELEMENT.fullmatch, lines) if m), None)
+    where = {k: v or None for k, v in match.groupdict().items()} if match else None  # (name '': unnamed)
     words = re.sub(r"\s+'$", "'", " ".join(x for x in lines if not _ELEMENT.fullmatch(x)))
     parse_line = _PARSE_LINE.search(message)
     opening = _OPENING.search(message)
@@ -113,18 +115,19 @@ def mujoco_load_error(message: str, source: str | None) -> UsdInputError:
         elif where is not None and int(where["line"]) > 0:  # an element of the main file
             line = int(where["line"])
             at = [e for e in elements if e.file == source and e.line == line]
-            at = [e for e in at if where["tag"] in (None, e.tag) and where["name"] in (None, e.attrs.get("name"))]
-            element = at[0] if len(at) == 1 else None
+            named = [e for e in at if where["tag"] in (None, e.tag) and where["name"] in (None, e.attrs.get("name"))]
+            element = named[0] if len(named) == 1 else at[0] if len(at) == 1 else None
         else:  # an element of an included file (MuJoCo says line 0), or a missing asset file (no element)
             if where is not None:
-                candidates = [e for e in elements if e.file != source]
+                candidates = elements
                 if where["tag"]:
                     candidates = [e for e in candidates if e.tag == where["tag"]]
                 if where["name"]:
                     candidates = [e for e in candidates if e.attrs.get("name") == where["name"]]
                 candidates = _narrow(candidates, _QUOTED.findall(words))
-                if "repeated name" in words:  # the second element of that name is the one MuJoCo reports
+                if "repeated name" in words:  # MuJoCo reports the second element of that name
                     candidates = candidates[1:2]
+                candidates = [e for e in candidates if e.file != source]
             elif opening:
                 candidates = [e for e in elements if "file" in e.attrs and _same_file(opening[1], e.attrs["file"])]
             else:
@@ -135,17 +138,17 @@ def mujoco_load_error(message: str, source: str | None) -> UsdInputError:
             elif where is not None:
                 files = sorted({e.file for e in candidates}) or sorted({e.file for e in elements} - {source})
                 note = f"; MuJoCo gives no line: it is in {' or '.join(files)}" if files else ""
-        if opening:
-            path = opening[1] if os.path.isabs(opening[1]) else os.path.join(os.path.dirname(source), opening[1])
-            if not os.path.exists(path):
-                note += f"; no such file: {os.path.normpath(path)}"
+        if opening and not os.path.exists(opening[1]):  # (MuJoCo's path: the model's folder joined in)
+            note += f"; no such file: {os.path.normpath(opening[1])}"
 
     if element is not None:
         at = f" at {element.describe()}"
-    elif where is not None and where["name"] is not None:
+    elif where is not None and where["name"]:
         at = f" at the element named '{where['name']}' (id {where['id']})"
-    elif where is not None:
+    elif where is not None and where["tag"]:
         at = f" at <{where['tag']}>"
+    elif where is not None:
+        at = f" at an unnamed element (id {where['id']})"
     else:
         at = ""
     what = "the MJCF" if file == source or source is None else source
