@@ -246,7 +246,9 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
     if gt == mujoco.mjtGeom.mjGEOM_SPHERE:
         geom = UsdGeom.Sphere.Define(stage, path)
         geom.CreateRadiusAttr(float(size[0]))
-    elif gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID:  # a unit sphere scaled by the radii
+    elif gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID and (m.geom_contype[g] or m.geom_conaffinity[g]):
+        geom = _ellipsoid_mesh(stage, path, size)  # a collider
+    elif gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID:  # a visual geom: a unit sphere scaled by the radii
         geom = UsdGeom.Sphere.Define(stage, path)
         geom.CreateRadiusAttr(1.0)
     elif gt == mujoco.mjtGeom.mjGEOM_BOX:
@@ -274,7 +276,7 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
         return
     prim = geom.GetPrim()
     _set_xform(prim, pose if gt == mujoco.mjtGeom.mjGEOM_MESH else (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g])))
-    if gt in (mujoco.mjtGeom.mjGEOM_BOX, mujoco.mjtGeom.mjGEOM_ELLIPSOID):
+    if gt == mujoco.mjtGeom.mjGEOM_BOX or (gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID and prim.IsA(UsdGeom.Sphere)):
         UsdGeom.Xformable(prim).AddScaleOp().Set(Gf.Vec3f(*map(float, size)))
     rgba = m.geom_rgba[g]
     geom.CreateDisplayColorAttr([Gf.Vec3f(*map(float, rgba[:3]))])
@@ -311,6 +313,37 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag):
         materials[friction] = material
     UsdShade.MaterialBindingAPI.Apply(prim).Bind(material, UsdShade.Tokens.weakerThanDescendants, "physics")
     return path
+
+
+def _ellipsoid_mesh(stage, path, radii, segments=16, rings=8):
+    """An ellipsoid collider: UsdPhysics has no ellipsoid and takes no non-uniformly scaled Sphere, so a
+    Mesh of the ellipsoid (a convex hull for tools that read UsdPhysics only) with NewtonUsdEllipsoidAPI
+    and the radii (the exact ellipsoid for newton_usd)."""
+    theta = np.linspace(0.0, np.pi, rings + 1)[1:-1]  # from the +Z pole, the poles apart
+    phi = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
+    t, p = np.meshgrid(theta, phi, indexing="ij")
+    ring = np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)], axis=-1).reshape(-1, 3)
+    points = np.vstack([[0.0, 0.0, 1.0], ring, [0.0, 0.0, -1.0]]) * np.asarray(radii, dtype=np.float64)
+    bottom = len(points) - 1
+    faces = []
+    for j in range(segments):
+        k = (j + 1) % segments
+        faces.append((0, 1 + j, 1 + k))
+        for r in range(rings - 2):
+            a, b = 1 + r * segments, 1 + (r + 1) * segments
+            faces += [(a + j, b + j, b + k), (a + j, b + k, a + k)]
+        last = 1 + (rings - 2) * segments
+        faces.append((last + j, bottom, last + k))
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    mesh.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(points.astype(np.float32)))
+    mesh.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), 3, dtype=np.int32)))
+    mesh.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(np.array(faces, dtype=np.int32).ravel()))
+    mesh.CreateExtentAttr(UsdGeom.Mesh.ComputeExtent(mesh.GetPointsAttr().Get()))
+    prim = mesh.GetPrim()
+    UsdPhysics.MeshCollisionAPI.Apply(prim).CreateApproximationAttr(UsdPhysics.Tokens.convexHull)
+    prim.ApplyAPI("NewtonUsdEllipsoidAPI")
+    _set(prim, "newton:usd:ellipsoid:radii", T.Double3, Gf.Vec3d(*map(float, radii)))
+    return mesh
 
 
 def _filterparent(m) -> bool:
