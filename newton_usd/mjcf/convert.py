@@ -147,6 +147,9 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
         mass = UsdPhysics.MassAPI.Apply(prim)
         mass.CreateMassAttr(float(m.body_mass[b]))
         mass.CreateCenterOfMassAttr(Gf.Vec3f(*map(float, m.body_ipos[b])))
+        if (m.body_inertia[b] <= 0).any():  # UsdPhysics takes positive inertias only; none: from the colliders
+            diag.add("a zero inertia has no UsdPhysics form (positive only): not written, so from the colliders", path)
+            continue
         mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, m.body_inertia[b])))
         mass.CreatePrincipalAxesAttr(_gf_quat(wxyz_to_xyzw(m.body_iquat[b])))
 
