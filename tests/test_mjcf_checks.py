@@ -1,14 +1,18 @@
 """MJCF conversion checks: bad input named by file and line with no partial output."""
 
 import importlib
+import json
 import os
 
 import pytest
 from pxr import Usd
 from test_cli import usdsim
+from test_schemas import run_python
 
 from newton_usd import ModelBuilder, UsdInputError
 from newton_usd.mjcf import convert
+
+from conftest import REPO
 
 BALL = """<mujoco model="ball">
   <worldbody>
@@ -209,6 +213,9 @@ MANY = """<mujoco model="many features">
     <body name="target" mocap="true" pos="1 -1 1">
       <geom type="box" size=".05 .05 .05" contype="0" conaffinity="0"/></body>
     <body name="puck" pos="1 -1 0.5"><freejoint/><geom type="cylinder" size=".05 .02"/></body>
+    <body name="egg" pos="-1 0 0.5" euler="30 20 0"><freejoint/>
+      <geom name="shell" type="ellipsoid" size="0.05 0.08 0.12"/>
+      <geom name="glaze" type="ellipsoid" size="0.06 0.09 0.13" contype="0" conaffinity="0" group="1"/></body>
   </worldbody>
   <contact><exclude body1="left-hip" body2="slider"/></contact>
   <tendon>
@@ -290,3 +297,80 @@ def test_keyframes_with_several_mocap_bodies_match_native(route, tmp_path):
         return {tuple(p) + tuple(q) for p, q in rows}
 
     assert poses(m) == poses(ref) and len(poses(m)) == 2
+
+
+def validation_errors(path) -> list[str]:
+    """What pxr's validators (as usdchecker runs them, less the usdz package checks) call errors."""
+    from pxr import UsdValidation
+
+    registry = UsdValidation.ValidationRegistry()
+    names = [v.name for v in registry.GetAllValidatorMetadata() if "UsdzValidators" not in v.GetKeywords()]
+    assert "usdPhysicsValidators:ColliderChecker" in names and "usdValidation:StageMetadataChecker" in names
+    context = UsdValidation.ValidationContext(registry.GetOrLoadValidatorsByName(names))
+    errors = context.Validate(Usd.Stage.Open(str(path)))
+    return [e.GetErrorAsString() for e in errors if e.GetType() == UsdValidation.ValidationErrorType.Error]
+
+
+def test_converted_asset_passes_usd_validation(tmp_path):
+    from newton_usd.core.types import GeoType
+    from newton_usd.diagnostics import Diagnostics
+
+    diagnostics = Diagnostics()
+    out = convert(write_many(tmp_path), tmp_path / "many.usda", diagnostics=diagnostics)
+    assert validation_errors(out) == []
+    # What it took: an ellipsoid collider is a Mesh the newton_usd schema makes an ellipsoid again (UsdPhysics
+    # takes no non-uniformly scaled Sphere); a zero inertia is left unwritten (UsdPhysics takes positive ones).
+    stage = Usd.Stage.Open(out)
+    egg = stage.GetPrimAtPath("/many_features/egg/shell")
+    assert egg.GetTypeName() == "Mesh" and "NewtonUsdEllipsoidAPI" in egg.GetAppliedSchemas()
+    assert stage.GetPrimAtPath("/many_features/egg/glaze").GetTypeName() == "Sphere"  # visual: a scaled Sphere
+    laser = stage.GetPrimAtPath("/many_features/left_hip/shin/laser")
+    assert not laser.GetAttribute("physics:diagonalInertia").HasAuthoredValue()
+    assert not laser.GetAttribute("physics:principalAxes").HasAuthoredValue()
+    assert any("zero inertia" in kind for kind in diagnostics.kinds)
+    b = ModelBuilder()
+    b.add_usd(out)
+    shape = b.shape_label.index("/many_features/egg/shell")
+    assert b.shape_type[shape] == GeoType.ELLIPSOID
+    assert tuple(b.shape_scale[shape]) == pytest.approx((0.05, 0.08, 0.12))
+
+
+PLAIN_PXR = """
+import json, sys
+from pxr import Usd, UsdValidation
+stage = Usd.Stage.Open(sys.argv[1])
+unknown = set()
+for prim in stage.Traverse():
+    if prim.GetTypeName() and not prim.GetPrimTypeInfo().GetSchemaType():
+        unknown.add(str(prim.GetTypeName()))
+    listed = prim.GetMetadata("apiSchemas")
+    for api in listed.GetAddedOrExplicitItems() if listed else []:
+        if api not in prim.GetAppliedSchemas():
+            unknown.add(api)
+registry = UsdValidation.ValidationRegistry()
+names = [v.name for v in registry.GetAllValidatorMetadata() if "UsdzValidators" not in v.GetKeywords()]
+errors = UsdValidation.ValidationContext(registry.GetOrLoadValidatorsByName(names)).Validate(stage)
+print(json.dumps({
+    "prims": len(list(stage.Traverse())),
+    "unknown": sorted(unknown),
+    "errors": [e.GetErrorAsString() for e in errors if e.GetType() == UsdValidation.ValidationErrorType.Error],
+}))
+"""
+
+
+def test_converted_asset_opens_in_plain_pxr_and_runs_in_usdsim(tmp_path):
+    out = convert(write_many(tmp_path), tmp_path / "many.usda")
+    plugins = REPO / "newton_usd" / "schemas_plugins"
+    r = run_python(PLAIN_PXR, out, pluginpath=plugins)  # pxr alone: no newton_usd, no PYTHONPATH
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["prims"] > 40 and report["unknown"] == [] and report["errors"] == []
+    r = run_python(PLAIN_PXR, out)  # without the plugins, the mjc and newton schemas are unknown
+    assert {"MjcActuator", "MjcSceneAPI", "NewtonUsdEllipsoidAPI"} <= set(json.loads(r.stdout)["unknown"])
+
+    r = usdsim("run", out, "--num-frames", "10", "-q")
+    assert r.returncode == 0, r.stderr
+    motion = Usd.Stage.Open(str(tmp_path / "many.sim.usda"))
+    for body in ("egg", "pendulum", "left_hip/shin"):
+        attr = motion.GetPrimAtPath(f"/many_features/{body}").GetAttribute("xformOp:translate:physics")
+        assert attr.GetNumTimeSamples() == 11, body  # the start and 10 frames
