@@ -18,18 +18,28 @@ class UsdInputError(NewtonUsdError):
     Args:
         message: What is wrong and what would be valid.
         file: The file the problem was found in, if known.
+        line: The line of ``file`` (1-based), if known; the message then starts ``file:line:``.
         prim: The prim path, if the problem belongs to one prim.
         attribute: The attribute name, if the problem belongs to one attribute.
     """
 
-    def __init__(self, message: str, *, file: str | None = None, prim: str | None = None, attribute: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        prim: str | None = None,
+        attribute: str | None = None,
+    ):
         self.file = file
+        self.line = line
         self.prim = prim
         self.attribute = attribute
         self.reason = message
         where = []
         if file:
-            where.append(str(file))
+            where.append(f"{file}:{line}" if line else str(file))
         if prim:
             where.append(str(prim) + (f".{attribute}" if attribute else ""))
         elif attribute:

@@ -90,7 +90,7 @@ def test_bad_mjcf_names_the_file(tmp_path):
         ModelBuilder().add_mjcf(str(tmp_path / "missing.xml"))
     bad = tmp_path / "bad.xml"
     bad.write_text("<mujoco><worldbody><body><joint type='nonsense'/></body></worldbody></mujoco>")
-    with pytest.raises(UsdInputError, match=r"bad.xml: MuJoCo could not load the MJCF"):
+    with pytest.raises(UsdInputError, match=r"bad.xml:1: MuJoCo could not load the MJCF"):
         ModelBuilder().add_mjcf(str(bad))
 
 

@@ -25,12 +25,12 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt
 
 from ..core.quat import transform_inverse, transform_multiply, wxyz_to_xyzw
 from ..diagnostics import Diagnostics
+from ..errors import UsdInputError
 from .importer import (
     _OPTION_ENUMS,
     _OPTION_VALUES,
     _OPTION_VECTORS,
     _enum_token,
-    _name,
     actuator_values,
     contact_pair_values,
     excluded_body_pairs,
@@ -67,9 +67,22 @@ def _quat_x_to(axis) -> np.ndarray:
     return _quat_from_to((1.0, 0.0, 0.0), axis)
 
 
+class _MjcfName(str):
+    """An MJCF element's own name (not one made up here for an unnamed element)."""
+
+
+def _name(m, obj, i, fallback):
+    n = mujoco.mj_id2name(m, obj, i)
+    return _MjcfName(n) if n else f"{fallback}_{i}"
+
+
 class _Names:
+    """Unique, valid prim names; where a prim's name is not its MJCF element's name (made a valid
+    identifier, or made unique with a ``_<n>`` suffix), the MJCF name is kept as its displayName."""
+
     def __init__(self):
         self.used = set()
+        self.display = {}
 
     def child(self, parent: Sdf.Path, name: str) -> Sdf.Path:
         base = Tf.MakeValidIdentifier(name) or "prim"
@@ -79,7 +92,15 @@ class _Names:
             candidate = f"{base}_{n}"
         path = parent.AppendChild(candidate)
         self.used.add(path)
+        if isinstance(name, _MjcfName) and candidate != name:
+            self.display[path] = str(name)
         return path
+
+    def set_display_names(self, stage) -> None:
+        for path, name in self.display.items():
+            prim = stage.GetPrimAtPath(path)
+            if prim:
+                prim.SetDisplayName(name)
 
 
 def _set(prim, name, type_name, value):
@@ -93,19 +114,23 @@ def _set_xform(prim, pose):
 
 
 def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
-    """Convert the MJCF ``source`` (path or XML text) to the USD file ``output``; returns its path."""
+    """Convert the MJCF ``source`` (path or XML text) to the USD file ``output``; returns its path.
+
+    The stage is built in memory and written to a temporary file next to ``output``, renamed to
+    ``output`` once complete: a failure leaves no file behind (and an existing ``output`` as it was)."""
+    output = os.fspath(output)
+    _check_output(output)
     m, file = load_mjcf(source)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
-    output = os.fspath(output)
-    stage = Usd.Stage.CreateNew(output)
+    stage = Usd.Stage.CreateInMemory()
     UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
     UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
     names = _Names()
     model_name = m.names[: m.names.find(b"\0")].decode() if m.names else "model"
-    root = names.child(Sdf.Path.absoluteRootPath, model_name or "model")
+    root = names.child(Sdf.Path.absoluteRootPath, _MjcfName(model_name) if model_name else "model")
     stage.SetDefaultPrim(UsdGeom.Xform.Define(stage, root).GetPrim())
     stage.GetRootLayer().customLayerData = {"newton_usd:source": os.path.basename(file)}
 
@@ -131,6 +156,9 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
         mass = UsdPhysics.MassAPI.Apply(prim)
         mass.CreateMassAttr(float(m.body_mass[b]))
         mass.CreateCenterOfMassAttr(Gf.Vec3f(*map(float, m.body_ipos[b])))
+        if (m.body_inertia[b] <= 0).any():  # UsdPhysics takes positive inertias only; none: from the colliders
+            diag.add("a zero inertia has no UsdPhysics form (positive only): not written, so from the colliders", path)
+            continue
         mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, m.body_inertia[b])))
         mass.CreatePrincipalAxesAttr(_gf_quat(wxyz_to_xyzw(m.body_iquat[b])))
 
@@ -155,9 +183,41 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     _write_lights(stage, m, body_path, names, diag)
     if m.nsensor:
         diag.add("MJCF sensors are not converted yet", file)
-    stage.GetRootLayer().Save()
+    names.set_display_names(stage)
+    _save(stage, output)
     diag.emit(file)
     return output
+
+
+def _check_output(output: str) -> None:
+    folder = os.path.dirname(os.path.abspath(output))
+    ext = os.path.splitext(output)[1][1:].lower()
+    if ext not in ("usd", "usda", "usdc"):
+        raise UsdInputError("cannot write the output: not a .usd, .usda or .usdc file name", file=output)
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise UsdInputError(f"cannot write the output: {folder} is not a writable directory", file=output)
+
+
+def _save(stage, output: str) -> None:
+    """Export ``stage`` to a temporary file beside ``output``, then rename it to ``output``."""
+    folder, name = os.path.split(os.path.abspath(output))
+    stem, ext = os.path.splitext(name)
+    tmp = os.path.join(folder, f".{stem}.{os.getpid()}.tmp{ext}")
+    try:
+        try:
+            written = stage.GetRootLayer().Export(tmp)
+        except Tf.ErrorException as e:
+            raise UsdInputError(f"cannot write the output: {str(e).strip()}", file=output) from None
+        if not written:
+            raise UsdInputError("cannot write the output", file=output)
+        os.replace(tmp, output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    layer = Sdf.Layer.Find(output)  # a layer of that name open in this process: show it the new file
+    if layer:
+        layer.Reload()
 
 
 def _write_scene(stage, m):
@@ -202,7 +262,9 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag, paired=fro
     if gt == mujoco.mjtGeom.mjGEOM_SPHERE:
         geom = UsdGeom.Sphere.Define(stage, path)
         geom.CreateRadiusAttr(float(size[0]))
-    elif gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID:  # a unit sphere scaled by the radii
+    elif gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID and (m.geom_contype[g] or m.geom_conaffinity[g]):
+        geom = _ellipsoid_mesh(stage, path, size)  # a collider
+    elif gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID:  # a visual geom: a unit sphere scaled by the radii
         geom = UsdGeom.Sphere.Define(stage, path)
         geom.CreateRadiusAttr(1.0)
     elif gt == mujoco.mjtGeom.mjGEOM_BOX:
@@ -232,7 +294,7 @@ def _write_geom(stage, m, g, body_path, names, materials, root, diag, paired=fro
         return
     prim = geom.GetPrim()
     _set_xform(prim, pose if gt == mujoco.mjtGeom.mjGEOM_MESH else (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g])))
-    if gt in (mujoco.mjtGeom.mjGEOM_BOX, mujoco.mjtGeom.mjGEOM_ELLIPSOID):
+    if gt == mujoco.mjtGeom.mjGEOM_BOX or (gt == mujoco.mjtGeom.mjGEOM_ELLIPSOID and prim.IsA(UsdGeom.Sphere)):
         UsdGeom.Xformable(prim).AddScaleOp().Set(Gf.Vec3f(*map(float, size)))
     rgba = m.geom_rgba[g]
     geom.CreateDisplayColorAttr([Gf.Vec3f(*map(float, rgba[:3]))])
@@ -309,6 +371,37 @@ def _write_heightfield(stage, m, h, path):
     _set(prim, "newton:usd:heightfield:elevation", T.FloatArray, Vt.FloatArray.FromNumpy(elevation))
     _set(prim, "newton:usd:heightfield:size", T.DoubleArray, size)
     return geom
+
+
+def _ellipsoid_mesh(stage, path, radii, segments=16, rings=8):
+    """An ellipsoid collider: UsdPhysics has no ellipsoid and takes no non-uniformly scaled Sphere, so a
+    Mesh of the ellipsoid (a convex hull for tools that read UsdPhysics only) with NewtonUsdEllipsoidAPI
+    and the radii (the exact ellipsoid for newton_usd)."""
+    theta = np.linspace(0.0, np.pi, rings + 1)[1:-1]  # from the +Z pole, the poles apart
+    phi = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
+    t, p = np.meshgrid(theta, phi, indexing="ij")
+    ring = np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)], axis=-1).reshape(-1, 3)
+    points = np.vstack([[0.0, 0.0, 1.0], ring, [0.0, 0.0, -1.0]]) * np.asarray(radii, dtype=np.float64)
+    bottom = len(points) - 1
+    faces = []
+    for j in range(segments):
+        k = (j + 1) % segments
+        faces.append((0, 1 + j, 1 + k))
+        for r in range(rings - 2):
+            a, b = 1 + r * segments, 1 + (r + 1) * segments
+            faces += [(a + j, b + j, b + k), (a + j, b + k, a + k)]
+        last = 1 + (rings - 2) * segments
+        faces.append((last + j, bottom, last + k))
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    mesh.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(points.astype(np.float32)))
+    mesh.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), 3, dtype=np.int32)))
+    mesh.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(np.array(faces, dtype=np.int32).ravel()))
+    mesh.CreateExtentAttr(UsdGeom.Mesh.ComputeExtent(mesh.GetPointsAttr().Get()))
+    prim = mesh.GetPrim()
+    UsdPhysics.MeshCollisionAPI.Apply(prim).CreateApproximationAttr(UsdPhysics.Tokens.convexHull)
+    prim.ApplyAPI("NewtonUsdEllipsoidAPI")
+    _set(prim, "newton:usd:ellipsoid:radii", T.Double3, Gf.Vec3d(*map(float, radii)))
+    return mesh
 
 
 def _filterparent(m) -> bool:
@@ -707,7 +800,7 @@ def _write_contact_pairs(stage, m, root, names, geom_path, diag):
         name = _name(m, mujoco.mjtObj.mjOBJ_PAIR, p, "pair")
         if int(m.pair_geom1[p]) not in geom_path or int(m.pair_geom2[p]) not in geom_path:
             diag.add(
-                f"contact pair {name!r} between geoms that were not converted: dropped", stage.GetRootLayer().identifier
+                f"contact pair {name!r} between geoms that were not converted: dropped", str(scope.AppendChild(name))
             )
             continue
         prim = stage.DefinePrim(names.child(scope, name), "NewtonUsdContactPair")

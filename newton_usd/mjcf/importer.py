@@ -19,6 +19,7 @@ from ..core.quat import quat_rotate, quat_to_matrix, transform_inverse, transfor
 from ..core.types import GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
+from .errors import mujoco_load_error
 
 _GEOM = {
     mujoco.mjtGeom.mjGEOM_PLANE: GeoType.PLANE,
@@ -79,7 +80,7 @@ def load_mjcf(source) -> tuple[mujoco.MjModel, str]:
         spec = mujoco.MjSpec.from_string(text) if is_xml else mujoco.MjSpec.from_file(name)
         return spec.compile(), name
     except ValueError as e:
-        raise UsdInputError(f"MuJoCo could not load the MJCF ({str(e).strip().splitlines()[0]})", file=name) from None
+        raise mujoco_load_error(str(e), None if is_xml else name) from None
 
 
 def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfImport:
@@ -592,7 +593,10 @@ def _import_keyframes(builder, m, body_of, prefix, result):
                 for a, adr in enumerate(m.actuator_actadr)
                 if m.actuator_actnum[a]
             },  # fmt: skip
-            "mocap": {body: (m.key_mpos[k, i].copy(), wxyz_to_xyzw(m.key_mquat[k, i])) for i, body in mocap.items()},
+            "mocap": {  # key_mpos and key_mquat: nmocap positions and quaternions in a row
+                body: (m.key_mpos[k, 3 * i : 3 * i + 3].copy(), wxyz_to_xyzw(m.key_mquat[k, 4 * i : 4 * i + 4]))
+                for i, body in mocap.items()
+            },
         }
     if extras:
         builder.mujoco["keyframe"] = extras

@@ -396,6 +396,14 @@ def _import_shape(
     elif obj_type == OT.MeshShape and prim.HasAPI(HEIGHTFIELD_API):  # a height field, not the mesh's hull
         size, field = read_heightfield(prim, result, ctx)
         parts = [(GeoType.HFIELD, size[:3], None, field)]
+    elif obj_type == OT.MeshShape and prim.HasAPI("NewtonUsdEllipsoidAPI"):
+        radii = prim.GetAttribute(_ELLIPSOID_RADII).Get()
+        if radii is None or min(radii) <= 0:
+            raise UsdInputError(f"must be > 0 in every component, got {radii}", file=result.file, prim=str(path),
+                                attribute=_ELLIPSOID_RADII)  # fmt: skip
+        result.resolver.used.add((str(path), _ELLIPSOID_RADII))
+        scale = tuple(float(r) * abs(float(k)) * s for r, k in zip(radii, d.meshScale, strict=True))
+        parts = [(GeoType.ELLIPSOID, scale, None, None)]
     elif obj_type == OT.MeshShape:
         mesh = read_mesh(prim, np.array(d.meshScale, dtype=np.float64) * s, result.file)
         if mesh is None:
@@ -453,6 +461,7 @@ _MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)
 
 
 _IDENTITY_ROT = np.array([0.0, 0.0, 0.0, 1.0])
+_ELLIPSOID_RADII = "newton:usd:ellipsoid:radii"  # NewtonUsdEllipsoidAPI: a Mesh collider that is an ellipsoid
 _DECOMPOSITION = "physxConvexDecompositionCollision:"
 
 

@@ -133,7 +133,8 @@ class SolverMuJoCo(SolverBase):
             for body, (pos, quat) in extra.get("mocap", {}).items():
                 mocap = self.spec_map.body_mocap[bodies[body]] if body in bodies else -1
                 if mocap >= 0:
-                    m.key_mpos[k, mocap], m.key_mquat[k, mocap] = pos, xyzw_to_wxyz(quat)
+                    m.key_mpos[k, 3 * mocap : 3 * mocap + 3] = pos  # nmocap positions in a row
+                    m.key_mquat[k, 4 * mocap : 4 * mocap + 4] = xyzw_to_wxyz(quat)
 
     def keyframe_index(self, key) -> int:
         """The index of keyframe ``key``: an index, a label (the MJCF key name, the MjcKeyframe prim path),
