@@ -261,6 +261,47 @@ def test_spherical_joint_started_tilted_matches_native_mujoco():
     assert abs(np.dot(traj[-1, 0, 3:], traj[0, 0, 3:])) < 0.999  # it swung (the pivot itself stays)
 
 
+def test_a_state_read_back_and_pushed_again_goes_on_the_same():
+    """joint_q/joint_qd as the solver reports them are exact model coordinates: pushed into a fresh solver
+    (a ball joint with a rotated child frame and a tilted start, a tumbling free body), the motion goes on
+    as in the solver that never left MuJoCo's own state."""
+    from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+
+    from stages import add_box
+
+    stage = pendulum(angle_deg=0.0)
+    UsdGeom.Xformable(stage.GetPrimAtPath("/Pendulum")).GetOrderedXformOps()[1].Set(Gf.Vec3f(20, 10, 0))
+    stage.RemovePrim("/Hinge")
+    joint = UsdPhysics.SphericalJoint.Define(stage, "/Ball")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Pendulum")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
+    joint.CreateLocalRot0Attr(Gf.Quatf(0.9, 0.1, 0.3, 0.2).GetNormalized())
+    joint.CreateLocalRot1Attr(Gf.Quatf(0.8, -0.2, 0.1, 0.4).GetNormalized())
+    add_box(stage, "/Tumbler", 0.2, (3, 0, 2), mass=1.0, rotate_xyz=(30, 40, 10))
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Tumbler")).CreateAngularVelocityAttr(Gf.Vec3f(200, -100, 300))
+    b = ModelBuilder()
+    b.add_usd(stage)
+    model = b.finalize("cpu")
+    dt = 1.0 / 480.0
+    solver = SolverMuJoCo(model, backend="cpu")
+    s0, s1, control = model.state(), model.state(), model.control()
+    for _ in range(120):
+        solver.step(s0, s1, control, None, dt)
+        s0, s1 = s1, s0
+    copy, fresh_out = model.state(), model.state()
+    copy.joint_q.assign(s0.joint_q.numpy())
+    copy.joint_qd.assign(s0.joint_qd.numpy())
+    fresh = SolverMuJoCo(model, backend="cpu")
+    for _ in range(60):
+        solver.step(s0, s1, control, None, dt)
+        s0, s1 = s1, s0
+        fresh.step(copy, fresh_out, control, None, dt)
+        copy, fresh_out = fresh_out, copy
+    assert np.abs(s0.joint_qd.numpy()).max() > 1.0  # both joints moving
+    np.testing.assert_allclose(copy.body_q.numpy(), s0.body_q.numpy(), atol=2e-5)
+    np.testing.assert_allclose(copy.joint_qd.numpy(), s0.joint_qd.numpy(), atol=1e-3)
+
+
 def four_bar_stage(tilt_deg=20.0):
     """A parallelogram four-bar linkage: crank and rocker hinged to the world, a coupler on both; the
     rocker-coupler hinge closes the loop."""

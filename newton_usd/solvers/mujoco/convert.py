@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.quat import cross, quat_conjugate, quat_multiply, quat_rotate, wxyz_to_xyzw, xyzw_to_wxyz
+from ...core.quat import (
+    cross,
+    quat_conjugate,
+    quat_multiply,
+    quat_rotate,
+    quat_to_matrix,
+    wxyz_to_xyzw,
+    xyzw_to_wxyz,
+)
 from ...core.types import JointType
 
 
@@ -68,7 +76,7 @@ class CoordinateMap:
                 r0 = np.array([0.0, 0.0, 0.0, 1.0]) if coned else joint_q0[q_start[j] : q_start[j] + 4]
                 ball.append((q_start[j], adr, qd_start[j], dadr, x_c[j, 3:], r0))
             elif t == JointType.FREE:
-                free.append((q_start[j], adr, qd_start[j], dadr))
+                free.append((q_start[j], adr, qd_start[j], dadr, mj_model.jnt_bodyid[mj_j]))
         scalar = [np.asarray(x, dtype=np.int64) for x in (scalar_q, scalar_qpos, scalar_qd, scalar_qvel)]
         self.scalar = [_as_slice(x) for x in scalar]  # (slices where consecutive: cheaper to copy)
         # MuJoCo qpos = model coordinate + the DOF's ref (mjc:ref, MJCF joint ref): see spec
@@ -100,6 +108,15 @@ class CoordinateMap:
             seg(self.free_qd + 3, 3),
         )
         self.ball_seg = (seg(self.ball_q, 4), seg(self.ball_qpos, 4), seg(self.ball_qd, 3), seg(self.ball_qvel, 3))
+        self.free_body = np.array([f[4] for f in free], dtype=np.int64)  # MuJoCo body of each free joint
+        # A ball's joint_q is conj(r0_inv) * conj(q_c) * m * q_c for MuJoCo's qpos m (w, x, y, z): linear in
+        # m, so one 4x4 matrix per ball joint (the order change included); joint_qd is conj(q_c) rotating qvel.
+        basis = np.eye(4)[[3, 0, 1, 2]]  # MuJoCo's unit quaternions e_w, e_x, e_y, e_z in Warp order
+        left = quat_multiply(quat_conjugate(self.ball_r0_inv), quat_conjugate(self.ball_qc))
+        self.ball_from_mj = np.stack(
+            [quat_multiply(quat_multiply(left, np.broadcast_to(e, left.shape)), self.ball_qc) for e in basis], axis=-1
+        ).reshape(-1, 4, 4)
+        self.ball_qd_from_mj = quat_to_matrix(quat_conjugate(self.ball_qc)).reshape(-1, 3, 3)
         self.body_mj = np.asarray(spec_map.body_mj, dtype=np.int64)
         self.body_index = _as_slice(self.body_mj)  # a slice where the bodies are in MuJoCo's order
         self.body_root = mj_model.body_rootid[self.body_mj] if len(self.body_mj) else np.zeros(0, np.int64)
@@ -131,8 +148,10 @@ class CoordinateMap:
             qpos_out[..., qpos4] = xyzw_to_wxyz(m)
             qvel_out[..., qvel3] = quat_rotate(self.ball_qc, joint_qd[..., qd3])
 
-    def from_mujoco(self, qpos, qvel, joint_q_out, joint_qd_out):
-        """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place)."""
+    def from_mujoco(self, qpos, qvel, joint_q_out, joint_qd_out, xmat=None):
+        """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place). ``xmat``: MuJoCo's body
+        rotation matrices (..., nbody, 3, 3) at this state, when at hand (cheaper than rotating by the
+        free joints' quaternions)."""
         sq, sqp, sqd, sqv = self.scalar
         joint_q_out[..., sq] = qpos[..., sqp] - self.scalar_ref if self.has_ref else qpos[..., sqp]
         joint_qd_out[..., sqd] = qvel[..., sqv]
@@ -142,13 +161,14 @@ class CoordinateMap:
             joint_q_out[..., q_pos3] = qpos[..., pos3]
             joint_q_out[..., q_quat4] = q
             joint_qd_out[..., qd_lin3] = qvel[..., lin3]
-            joint_qd_out[..., qd_ang3] = quat_rotate(q, qvel[..., ang3])
+            if xmat is None:
+                joint_qd_out[..., qd_ang3] = quat_rotate(q, qvel[..., ang3])
+            else:  # the body's rotation is the free joint's
+                joint_qd_out[..., qd_ang3] = np.matmul(xmat[..., self.free_body, :, :], qvel[..., ang3, None])[..., 0]
         if len(self.ball_q):
             q4, qpos4, qd3, qvel3 = self.ball_seg
-            m = wxyz_to_xyzw(qpos[..., qpos4])
-            rel = quat_multiply(quat_multiply(quat_conjugate(self.ball_qc), m), self.ball_qc)
-            joint_q_out[..., q4] = quat_multiply(quat_conjugate(self.ball_r0_inv), rel)
-            joint_qd_out[..., qd3] = quat_rotate(quat_conjugate(self.ball_qc), qvel[..., qvel3])
+            joint_q_out[..., q4] = np.matmul(self.ball_from_mj, qpos[..., qpos4, None])[..., 0]
+            joint_qd_out[..., qd3] = np.matmul(self.ball_qd_from_mj, qvel[..., qvel3, None])[..., 0]
 
     def body_state(self, xpos, xquat, xipos, cvel, subtree_com):
         """``body_q`` (..., n, 7) and ``body_qd`` (..., n, 6) from MuJoCo body arrays (wxyz quats)."""

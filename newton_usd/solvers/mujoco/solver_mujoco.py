@@ -281,6 +281,7 @@ class SolverMuJoCo(SolverBase):
         if len(self._mocap_body):
             self._mocap_pos, self._mocap_quat = b.bind("mocap_pos"), b.bind("mocap_quat")
         self._body_out = tuple(b.bind(n) for n in self._BODY_FIELDS)
+        self._xmat = b.bind("xmat")  # (num_worlds, nbody, 9)
         if len(self._accel):
             self._qLD, self._qLDiagInv = b.bind("qLD"), b.bind("qLDiagInv")
         self._qpos[:], self._qvel[:] = qpos, qvel
@@ -521,7 +522,9 @@ class SolverMuJoCo(SolverBase):
         views = self._bundle_views(state_out, ("joint_q", "joint_qd", "body_q", "body_qd"))
         if views is not None:
             jq, jqd, body_q, body_qd = views
-            self.map.from_mujoco(qpos, qvel, jq, jqd)
+            cpu_rows = self.mj_batch is not None and qpos is self._qpos  # (the batch: its xmat is current)
+            xmat = self._xmat.reshape(self._xmat.shape[:-1] + (3, 3)) if cpu_rows else None
+            self.map.from_mujoco(qpos, qvel, jq, jqd, xmat)
             self.map.body_state_into(*body, body_q, body_qd)
             self._last_out = (state_out, jq.tobytes(), jqd.tobytes())
             return
