@@ -31,8 +31,8 @@ builder and the USD asset get the same MuJoCo model. The options follow Isaac Si
   viewer by default), named ``<geom or body>_collision[_<k>]``, with the visual geom's contact values;
   the visual geoms stay.
 - ``merge_meshes``: per body, the visual mesh geoms with the same group, rgba and material are merged
-  into one mesh geom (the first one's, vertices in the body frame); colliding meshes are never merged
-  (the hull of a union is not the union of the hulls), nor meshes with texture coordinates.
+  into one mesh geom (the first one's, which keeps its place); colliding meshes are never merged (the
+  hull of a union is not the union of the hulls), nor meshes with texture coordinates or fluid shapes.
 
 ``collision_from_visuals`` and ``merge_meshes`` change geoms but not masses: every body's compiled
 inertial (mass, ipos, iquat, inertia) is pinned as its explicit inertial first.
@@ -77,7 +77,6 @@ COLLIDER_GROUP = 3
 _FREE = mujoco.mjtJoint.mjJNT_FREE
 _MESH = mujoco.mjtGeom.mjGEOM_MESH
 _QPOS = {mujoco.mjtJoint.mjJNT_FREE: (7, 6), mujoco.mjtJoint.mjJNT_BALL: (4, 3)}
-_IDENTITY_WXYZ = (1.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -296,6 +295,7 @@ class _Edit:
                     or g in self.paired
                     or g in self.flipped
                     or (mid >= 0 and m.mesh_texcoordnum[mid] > 0)
+                    or m.geom_fluid[g][0] > 0  # its own fluid ellipsoid
                 ):
                     continue
                 key = (int(m.geom_group[g]), tuple(float(x) for x in m.geom_rgba[g]), int(m.geom_matid[g]))
@@ -303,10 +303,13 @@ class _Edit:
             for (_, _, matid), geoms in groups.items():
                 if len(geoms) < 2:
                     continue
+                # Into the first geom's mesh frame: it keeps its placement (and its <frame>, if any).
+                _, _, (pos0, quat0) = mesh_in_asset_frame(m, geoms[0])
+                rot0 = quat_to_matrix(quat0)
                 vertices, faces, offset = [], [], 0
                 for g in geoms:
                     v, f, (pos, quat) = mesh_in_asset_frame(m, g)
-                    vertices.append(v @ quat_to_matrix(quat).T + pos)
+                    vertices.append(((v @ quat_to_matrix(quat).T + pos) - pos0) @ rot0)
                     faces.append(f.astype(np.int64) + offset)
                     offset += len(v)
                 first = self.geom[geoms[0]]
@@ -315,9 +318,6 @@ class _Edit:
                 mesh.uservert = np.concatenate(vertices).ravel().tolist()
                 mesh.userface = np.concatenate(faces).ravel().tolist()
                 first.meshname = mesh.name
-                first.pos = [0.0, 0.0, 0.0]
-                first.quat = list(_IDENTITY_WXYZ)
-                first.fromto = [np.nan, 0.0, 0.0, 0.0, 0.0, 0.0]
                 first.material = (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_MATERIAL, matid) or "") if matid >= 0 else ""
                 for g in geoms[1:]:
                     self.spec.delete(self.geom.pop(g))
