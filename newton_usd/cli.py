@@ -6,6 +6,9 @@
     usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
+                 [--fix-base source|fixed|floating] [--no-scene] [--no-self-collision]
+                 [--collision-from-visuals convexHull|convexDecomposition|boundingSphere|boundingCube]
+                 [--merge-meshes]
     usdsim info STAGE                   units, time range, what the model holds, how it would be simulated
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
@@ -128,17 +131,46 @@ def _convert(argv) -> int:
     p.add_argument("model", help="the MJCF file (.xml)")
     p.add_argument("-o", "--output", help="output USD file (default: MODEL's name with .usda, next to it)")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    o = p.add_argument_group("import options (as add_mjcf's; see newton_usd.mjcf.options)")
+    o.add_argument(
+        "--fix-base", choices=("source", "fixed", "floating"), default="source",
+        help="source: as the MJCF (default); fixed: delete the free joints of articulated root bodies (welded at "
+        "qpos0); floating: a free joint for each jointless root body whose subtree has joints. Keyframes follow",
+    )  # fmt: skip
+    o.add_argument(
+        "--no-scene", action="store_true",
+        help="do not import <option> (gravity, time step, integrator, flags): no PhysicsScene is written, and "
+        "usdsim simulates the asset with its defaults",
+    )  # fmt: skip
+    o.add_argument(
+        "--no-self-collision", action="store_true",
+        help="no contacts between the bodies of one kinematic tree (<exclude> pairs); without it, as the MJCF",
+    )  # fmt: skip
+    o.add_argument(
+        "--collision-from-visuals", choices=("convexHull", "convexDecomposition", "boundingSphere", "boundingCube"),
+        help="bodies without colliding geoms collide with their visual geoms: as they are (convexHull), split by "
+        "CoACD (convexDecomposition), or bounding spheres or boxes; masses do not change",
+    )  # fmt: skip
+    o.add_argument(
+        "--merge-meshes", action="store_true",
+        help="merge each body's visual meshes of one group and material into one mesh (fewer prims)",
+    )  # fmt: skip
     args = p.parse_args(argv)
     logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.WARNING)
     from .errors import NewtonUsdError  # noqa: PLC0415
     from .mjcf import convert  # noqa: PLC0415
+    from .mjcf.options import FIX_BASE  # noqa: PLC0415
 
     base = os.path.basename(args.model)
     output = args.output or os.path.join(os.path.dirname(args.model), (base.rsplit(".", 1)[0] or base) + ".usda")
     if os.path.exists(output) and os.path.realpath(output) == os.path.realpath(args.model):
         return _fail(f"{output}: refusing to overwrite the source model", args)
     try:
-        convert(args.model, output)
+        convert(
+            args.model, output, fix_base=FIX_BASE[args.fix_base], import_scene=not args.no_scene,
+            self_collision=False if args.no_self_collision else None,
+            collision_from_visuals=args.collision_from_visuals, merge_meshes=args.merge_meshes,
+        )  # fmt: skip
     except NewtonUsdError as e:
         return _fail(str(e), args)
     print(f"usdsim: wrote {output}")

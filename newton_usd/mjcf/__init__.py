@@ -2,5 +2,6 @@
 
 from .convert import convert
 from .importer import MjcfImport, add_mjcf, load_mjcf
+from .options import MjcfOptions
 
-__all__ = ["MjcfImport", "add_mjcf", "convert", "load_mjcf"]
+__all__ = ["MjcfImport", "MjcfOptions", "add_mjcf", "convert", "load_mjcf"]

@@ -39,6 +39,7 @@ from .importer import (
     tendon_path,
     tendon_values,
 )
+from .options import MjcfOptions
 
 T = Sdf.ValueTypeNames
 DEG = 180.0 / math.pi
@@ -113,15 +114,32 @@ def _set_xform(prim, pose):
     xf.AddOrientOp(UsdGeom.XformOp.PrecisionDouble).Set(_gf_quat(pose[1], Gf.Quatd))
 
 
-def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
+def convert(
+    source,
+    output,
+    *,
+    diagnostics: Diagnostics | None = None,
+    fix_base: bool | None = None,
+    import_scene: bool = True,
+    self_collision: bool | None = None,
+    collision_from_visuals: str | None = None,
+    merge_meshes: bool = False,
+    decomposition: dict | None = None,
+) -> str:
     """Convert the MJCF ``source`` (path or XML text) to the USD file ``output``; returns its path.
 
     The stage is built in memory and written to a temporary file next to ``output``, renamed to
-    ``output`` once complete: a failure leaves no file behind (and an existing ``output`` as it was)."""
+    ``output`` once complete: a failure leaves no file behind (and an existing ``output`` as it was).
+    The import options are :func:`newton_usd.mjcf.add_mjcf`'s (see :mod:`newton_usd.mjcf.options`);
+    with ``import_scene=False`` no PhysicsScene is written (usdsim then uses its defaults)."""
     output = os.fspath(output)
     _check_output(output)
-    m, file = load_mjcf(source)
     diag = diagnostics if diagnostics is not None else Diagnostics()
+    options = MjcfOptions(
+        fix_base=fix_base, import_scene=import_scene, self_collision=self_collision,
+        collision_from_visuals=collision_from_visuals, merge_meshes=merge_meshes, decomposition=decomposition,
+    )  # fmt: skip
+    m, file = load_mjcf(source, options, diag)
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
     stage = Usd.Stage.CreateInMemory()
@@ -134,7 +152,8 @@ def convert(source, output, *, diagnostics: Diagnostics | None = None) -> str:
     stage.SetDefaultPrim(UsdGeom.Xform.Define(stage, root).GetPrim())
     stage.GetRootLayer().customLayerData = {"newton_usd:source": os.path.basename(file)}
 
-    _write_scene(stage, m)
+    if import_scene:
+        _write_scene(stage, m)
     world = [(d.xpos[b].copy(), wxyz_to_xyzw(d.xquat[b])) for b in range(m.nbody)]
     body_path = {0: root}
     for b in range(1, m.nbody):

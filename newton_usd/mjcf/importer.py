@@ -20,6 +20,7 @@ from ..core.types import GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
 from .errors import mujoco_load_error
+from .options import MjcfOptions, compile_with_options
 
 _GEOM = {
     mujoco.mjtGeom.mjGEOM_PLANE: GeoType.PLANE,
@@ -69,8 +70,9 @@ def _name(m, obj, i, fallback):
     return n if n else f"{fallback}_{i}"
 
 
-def load_mjcf(source) -> tuple[mujoco.MjModel, str]:
-    """Compile ``source`` (a path to an MJCF file, or MJCF XML text) with ``mujoco.MjSpec``."""
+def load_mjcf(source, options: MjcfOptions | None = None, diagnostics=None) -> tuple[mujoco.MjModel, str]:
+    """Compile ``source`` (a path to an MJCF file, or MJCF XML text) with ``mujoco.MjSpec``, with the
+    import ``options`` applied to the spec (see :mod:`newton_usd.mjcf.options`)."""
     text = str(source)
     is_xml = text.lstrip().startswith("<")
     name = "<xml string>" if is_xml else os.fspath(source)
@@ -78,12 +80,23 @@ def load_mjcf(source) -> tuple[mujoco.MjModel, str]:
         raise UsdInputError("no such file", file=name)
     try:
         spec = mujoco.MjSpec.from_string(text) if is_xml else mujoco.MjSpec.from_file(name)
-        return spec.compile(), name
+        return compile_with_options(spec, options, name, diagnostics), name
     except ValueError as e:
         raise mujoco_load_error(str(e), None if is_xml else name) from None
 
 
-def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfImport:
+def add_mjcf(
+    builder: ModelBuilder,
+    source,
+    *,
+    label_prefix: str = "",
+    fix_base: bool | None = None,
+    import_scene: bool = True,
+    self_collision: bool | None = None,
+    collision_from_visuals: str | None = None,
+    merge_meshes: bool = False,
+    decomposition: dict | None = None,
+) -> MjcfImport:
     """Import an MJCF model (path or XML text) into ``builder``.
 
     Bodies, joints (several per body stay stacked joints, in MJCF order), geoms with their contact
@@ -91,16 +104,31 @@ def add_mjcf(builder: ModelBuilder, source, *, label_prefix: str = "") -> MjcfIm
     tendon), keyframes, and the options and flags become the same MuJoCo model again when SolverMuJoCo
     builds it. Labels are the
     MJCF names (``label_prefix`` + name; unnamed elements get ``body_<i>``, ``joint_<i>``, ...).
+
+    The import options, as in Isaac Sim's MJCF importer and ``usdsim convert`` (details in
+    :mod:`newton_usd.mjcf.options`): ``fix_base`` None keeps the source, True deletes the articulated root bodies'
+    free joints, False gives a free joint to each jointless root body whose subtree has joints;
+    ``import_scene=False`` leaves the builder's gravity and MuJoCo options and flags as they are;
+    ``self_collision=False`` excludes contacts between the bodies of one kinematic tree;
+    ``collision_from_visuals`` ("convexHull", "convexDecomposition", "boundingSphere", "boundingCube")
+    makes colliders of the visual geoms of bodies that have none (``decomposition``: CoACD arguments);
+    ``merge_meshes`` merges each body's visual meshes of one group and material into one mesh geom.
+    Masses do not change.
     """
-    m, file = load_mjcf(source)
-    result = MjcfImport(file=file, mj_model=m)
-    diag = result.diagnostics
+    options = MjcfOptions(
+        fix_base=fix_base, import_scene=import_scene, self_collision=self_collision,
+        collision_from_visuals=collision_from_visuals, merge_meshes=merge_meshes, decomposition=decomposition,
+    )  # fmt: skip
+    diag = Diagnostics()
+    m, file = load_mjcf(source, options, diag)
+    result = MjcfImport(file=file, mj_model=m, diagnostics=diag)
     if builder.source is None:
         builder.source = file
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
-    builder.gravity = np.array(m.opt.gravity, dtype=np.float64)
-    _import_options(builder, m)
+    if import_scene:
+        builder.gravity = np.array(m.opt.gravity, dtype=np.float64)
+        _import_options(builder, m)
 
     # Bodies, at their qpos0 world poses, with their compiled inertials.
     body_of = {0: -1}
@@ -602,4 +630,4 @@ def _import_keyframes(builder, m, body_of, prefix, result):
         builder.mujoco["keyframe"] = extras
 
 
-__all__ = ["MjcfImport", "add_mjcf", "load_mjcf"]
+__all__ = ["MjcfImport", "MjcfOptions", "add_mjcf", "load_mjcf"]
