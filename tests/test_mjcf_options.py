@@ -107,6 +107,20 @@ def test_fix_base_fixed_welds_the_floating_robot_and_keeps_its_keyframe(route, t
     assert body_pos(model, s, "shin")[2] < 0.95  # the legs swing
 
 
+def test_fix_base_fixed_leaves_a_loose_prop_free(tmp_path):
+    xml = """<mujoco><worldbody>
+      <body name="robot" pos="0 0 1"><freejoint/><geom size=".1"/>
+        <body name="arm" pos=".2 0 0"><joint axis="0 1 0"/><geom size=".05"/></body></body>
+      <body name="crate" pos="1 0 1"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    </worldbody></mujoco>"""
+    model, solver = build("mjcf", xml, tmp_path, fix_base=True)
+    m = solver.mj_model
+    assert list(m.jnt_type) == [mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_FREE]
+    s = step(solver, 200)
+    np.testing.assert_allclose(body_pos(model, s, "robot"), [0, 0, 1], atol=1e-9)  # welded
+    assert body_pos(model, s, "crate")[2] < 0.9  # falls
+
+
 def test_fix_base_source_keeps_the_keyframe_and_the_free_joint(tmp_path):
     ref = mujoco.MjModel.from_xml_string(WALKER)
     model, solver = build("mjcf", WALKER, tmp_path)
