@@ -226,11 +226,10 @@ def test_d6_axes_without_limits_are_free_and_limits_hold():
     np.testing.assert_allclose(state.body_q.numpy()[0], [0, 0, 2, 0, 0, 0, 1], atol=1e-6)  # held at the joint frame
 
 
-def test_spherical_joint_started_tilted_matches_native_mujoco():
-    import mujoco
+def tilted_ball_pendulum():
+    """The pendulum stage with its hinge replaced by a spherical joint at (0, 0, 2), the bob tilted by
+    rotateXYZ (20, 10, 0); returns (stage, joint)."""
     from pxr import Gf, Sdf, UsdGeom, UsdPhysics
-
-    from newton_usd.core.quat import quat_multiply, xyzw_to_wxyz
 
     stage = pendulum(angle_deg=0.0)
     UsdGeom.Xformable(stage.GetPrimAtPath("/Pendulum")).GetOrderedXformOps()[1].Set(Gf.Vec3f(20, 10, 0))
@@ -238,6 +237,15 @@ def test_spherical_joint_started_tilted_matches_native_mujoco():
     joint = UsdPhysics.SphericalJoint.Define(stage, "/Ball")
     joint.CreateBody1Rel().SetTargets([Sdf.Path("/Pendulum")])
     joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
+    return stage, joint
+
+
+def test_spherical_joint_started_tilted_matches_native_mujoco():
+    import mujoco
+
+    from newton_usd.core.quat import quat_multiply, xyzw_to_wxyz
+
+    stage, _ = tilted_ball_pendulum()
     dt = 1.0 / 480.0
     model, _, solver, traj = simulate(stage, 1.0, dt, record="body_q")
     r0 = model.joint_q.numpy()[:4].astype(np.float64)
@@ -265,16 +273,11 @@ def test_a_state_read_back_and_pushed_again_goes_on_the_same():
     """joint_q/joint_qd as the solver reports them are exact model coordinates: pushed into a fresh solver
     (a ball joint with a rotated child frame and a tilted start, a tumbling free body), the motion goes on
     as in the solver that never left MuJoCo's own state."""
-    from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+    from pxr import Gf, UsdPhysics
 
     from stages import add_box
 
-    stage = pendulum(angle_deg=0.0)
-    UsdGeom.Xformable(stage.GetPrimAtPath("/Pendulum")).GetOrderedXformOps()[1].Set(Gf.Vec3f(20, 10, 0))
-    stage.RemovePrim("/Hinge")
-    joint = UsdPhysics.SphericalJoint.Define(stage, "/Ball")
-    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Pendulum")])
-    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
+    stage, joint = tilted_ball_pendulum()
     joint.CreateLocalRot0Attr(Gf.Quatf(0.9, 0.1, 0.3, 0.2).GetNormalized())
     joint.CreateLocalRot1Attr(Gf.Quatf(0.8, -0.2, 0.1, 0.4).GetNormalized())
     add_box(stage, "/Tumbler", 0.2, (3, 0, 2), mass=1.0, rotate_xyz=(30, 40, 10))
@@ -300,6 +303,24 @@ def test_a_state_read_back_and_pushed_again_goes_on_the_same():
     assert np.abs(s0.joint_qd.numpy()).max() > 1.0  # both joints moving
     np.testing.assert_allclose(copy.body_q.numpy(), s0.body_q.numpy(), atol=2e-5)
     np.testing.assert_allclose(copy.joint_qd.numpy(), s0.joint_qd.numpy(), atol=1e-3)
+
+
+def test_applied_joint_force_pushes_and_stops_pushing():
+    """Control.joint_f reaches MuJoCo while it is set (a 4 N push on a 2 kg slider for 0.2 s gives
+    0.4 m/s), and once it is back to zero the slider coasts."""
+    b = ModelBuilder()
+    b.add_mjcf("""<mujoco><option timestep="0.002" gravity="0 0 0"/><worldbody>
+      <body name="cart"><joint name="rail" type="slide" axis="1 0 0"/><inertial pos="0 0 0" mass="2"
+        diaginertia="1 1 1"/></body></worldbody></mujoco>""")
+    model = b.finalize("cpu")
+    solver = SolverMuJoCo(model, backend="cpu")
+    s0, s1, control = model.state(), model.state(), model.control()
+    for force, steps in ((4.0, 100), (0.0, 100)):
+        control.joint_f.assign(np.array([force], dtype=np.float32))
+        for _ in range(steps):
+            solver.step(s0, s1, control, None, 0.002)
+            s0, s1 = s1, s0
+        assert s0.joint_qd.numpy()[0] == pytest.approx(0.4, rel=1e-4)
 
 
 def four_bar_stage(tilt_deg=20.0):
