@@ -119,26 +119,20 @@ def convert(
     output,
     *,
     diagnostics: Diagnostics | None = None,
-    fix_base: bool | None = None,
-    import_scene: bool = True,
-    self_collision: bool | None = None,
-    collision_from_visuals: str | None = None,
-    merge_meshes: bool = False,
-    decomposition: dict | None = None,
+    **import_options,
 ) -> str:
     """Convert the MJCF ``source`` (path or XML text) to the USD file ``output``; returns its path.
 
     The stage is built in memory and written to a temporary file next to ``output``, renamed to
     ``output`` once complete: a failure leaves no file behind (and an existing ``output`` as it was).
-    The import options are :func:`newton_usd.mjcf.add_mjcf`'s (see :mod:`newton_usd.mjcf.options`);
+    ``import_options`` are :func:`newton_usd.mjcf.add_mjcf`'s (``fix_base``, ``import_scene``,
+    ``self_collision``, ``collision_from_visuals``, ``merge_meshes``, ``decomposition``: the fields of
+    :class:`newton_usd.mjcf.options.MjcfOptions`);
     with ``import_scene=False`` no PhysicsScene is written (usdsim then uses its defaults)."""
     output = os.fspath(output)
     _check_output(output)
     diag = diagnostics if diagnostics is not None else Diagnostics()
-    options = MjcfOptions(
-        fix_base=fix_base, import_scene=import_scene, self_collision=self_collision,
-        collision_from_visuals=collision_from_visuals, merge_meshes=merge_meshes, decomposition=decomposition,
-    )  # fmt: skip
+    options = MjcfOptions(**import_options)
     m, file = load_mjcf(source, options, diag)
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
@@ -152,7 +146,7 @@ def convert(
     stage.SetDefaultPrim(UsdGeom.Xform.Define(stage, root).GetPrim())
     stage.GetRootLayer().customLayerData = {"newton_usd:source": os.path.basename(file)}
 
-    if import_scene:
+    if options.import_scene:
         _write_scene(stage, m)
     world = [(d.xpos[b].copy(), wxyz_to_xyzw(d.xquat[b])) for b in range(m.nbody)]
     body_path = {0: root}

@@ -461,9 +461,10 @@ class SolverMuJoCo(SolverBase):
         target_pos, target_vel, joint_f = views
         if len(self.map.actuator_dof):
             self._ctrl[:, : len(self.map.actuator_dof)] = self.map.ctrl(self._ke, self._kd, target_pos, target_vel)
-        if self._qfrc_set or joint_f.any():  # (zero forces, already written: nothing to do)
+        forces = bool(joint_f.any())
+        if forces or self._qfrc_set:  # (zero forces, already written: nothing to do)
             self.map.qfrc(joint_f, self._qfrc)
-            self._qfrc_set = bool(joint_f.any())
+            self._qfrc_set = forces
         if mjc_view is not None:
             built = self._mjc_built
             self._ctrl[:, self._mjc_ctrl[built]] = mjc_view[:, built]
