@@ -2,7 +2,8 @@
 
     usdsim STAGE [-o OUT | --flatten | --in-place] [-n FRAMES | --duration S] [--fps F] [--dt S | --substeps N]
                  [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N]
-                 [--record-every N] [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
+                 [--record-every N] [--xform-ops trs|matrix] [--set PRIM.ATTR=VALUE ...] [--benchmark]
+                 [--format human|json] [-q]
     usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
@@ -79,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--record-every", type=int, default=1, metavar="N", help="write every N-th frame (default: every frame)"
+    )
+    p.add_argument(
+        "--xform-ops",
+        choices=("trs", "matrix"),
+        default="trs",
+        help="how poses go onto the prims: translate/orient ops (trs, the default) or one transform matrix "
+        "per prim (matrix: half the values to write, for big scenes)",
     )
     p.add_argument(
         "--set",
@@ -283,6 +291,7 @@ def _run(args) -> int:
             worlds=args.worlds,
             overrides=args.set,
             live=False,
+            xform_ops=args.xform_ops,
             keyframe=int(args.keyframe) if args.keyframe and args.keyframe.isdigit() else args.keyframe,
         )
     except NewtonUsdError as e:

@@ -19,6 +19,7 @@ from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
 from .sync import JointStateSync, StageSync
 from .sync.live_edits import StageWatcher, model_differences
+from .sync.stage_sync import XFORM_OPS
 from .usd import add_usd, open_stage
 from .usd.overrides import apply_overrides
 
@@ -145,6 +146,7 @@ class Simulation:
         order=None,
         output_layer=None,
         overrides=(),
+        xform_ops="trs",
     ):
         self.stage = stage
         self.source_file = source_file
@@ -160,7 +162,7 @@ class Simulation:
         self.overrides = list(overrides)  # [(property path, value)] authored into the output layer
         self.worlds = model.num_worlds
         world0 = model.world_view(0)  # world 0 drives the prims
-        self.sync = StageSync(stage, self.output_layer, _written_labels(world0), imported.frame)
+        self.sync = StageSync(stage, self.output_layer, _written_labels(world0), imported.frame, xform_ops)
         self._kinematic = _kinematic_bodies(stage, model)
         self.joint_sync = (
             JointStateSync(self.output_layer, world0, imported.frame.meters_per_unit) if joint_states else None
@@ -200,6 +202,7 @@ class Simulation:
         dt: float | None = None,
         overrides=(),
         keyframe=None,
+        xform_ops: str = "trs",
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
@@ -227,19 +230,24 @@ class Simulation:
             overrides: ``"/Prim.attribute=VALUE"`` strings, authored into the output layer before
                 importing (so they are simulated and saved with the motion; the source is untouched).
             keyframe: start from this keyframe (MjcKeyframe; see :meth:`start_from_keyframe`).
+            xform_ops: how poses go onto the prims (see :class:`~newton_usd.sync.StageSync`): "trs"
+                (translate and orient ops) or "matrix" (one transform op per prim: about twice as fast to
+                write, for big scenes).
         """
         dev = resolve_device(device)
         if int(worlds) < 1:
             raise NewtonUsdError(f"worlds must be at least 1, got {worlds}")
         if dt is not None and not dt > 0:
             raise NewtonUsdError(f"the physics time step must be positive, got {dt}")
+        if xform_ops not in XFORM_OPS:
+            raise NewtonUsdError(f"unknown xform_ops {xform_ops!r}; valid: {', '.join(XFORM_OPS)}")
         stage, file = open_stage(source)
         output_layer = _attach_output_layer(stage)
         try:
             sim = cls._open(
                 stage, file, output_layer, solver=solver, device=dev, backend=backend, fps=fps, substeps=substeps,
                 record=record, joint_states=joint_states, live=live, order=order, worlds=int(worlds), dt=dt,
-                overrides=overrides,
+                overrides=overrides, xform_ops=xform_ops,
             )  # fmt: skip
             if keyframe is not None:
                 sim.start_from_keyframe(keyframe)
@@ -251,7 +259,7 @@ class Simulation:
     @classmethod
     def _open(
         cls, stage, file, output_layer, *, solver, device, backend, fps, substeps, record, joint_states, live, order,
-        worlds, dt, overrides,
+        worlds, dt, overrides, xform_ops="trs",
     ):  # fmt: skip
         applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
         builder, imported = _import_stage(stage, order, worlds)
@@ -276,6 +284,7 @@ class Simulation:
         return cls(
             stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=step, record=record,
             joint_states=joint_states, live=live, order=order, output_layer=output_layer, overrides=applied,
+            xform_ops=xform_ops,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ stepping
@@ -469,7 +478,7 @@ class Simulation:
         model = builder.finalize(self.model.device)
         solver = type(self.solver)(model, backend=self.solver.backend)
         world0 = model.world_view(0)
-        sync = StageSync(self.stage, self.output_layer, _written_labels(world0), imported.frame)
+        sync = StageSync(self.stage, self.output_layer, _written_labels(world0), imported.frame, self.sync.xform_ops)
         self._kinematic = _kinematic_bodies(self.stage, model)
         if keep_state:
             sync.carry_over(self.sync)

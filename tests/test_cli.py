@@ -57,6 +57,26 @@ def test_output_path_and_run_subcommand(tmp_path):
     assert layer.subLayerPaths[0].endswith("sample_stages/pendulum.usda")
 
 
+def test_xform_ops_matrix_writes_one_transform_per_prim_with_the_same_motion(tmp_path):
+    outputs = {}
+    for ops in ("trs", "matrix"):
+        outputs[ops] = tmp_path / f"boxes.{ops}.usda"
+        r = usdsim(SAMPLES / "boxes_on_ground.usda", "-o", outputs[ops], "-n", "20", "--quiet", "--xform-ops", ops)
+        assert r.returncode == 0, r.stderr
+    trs, matrix = (Usd.Stage.Open(str(outputs[k])) for k in ("trs", "matrix"))
+    bodies = [p.GetPath() for p in matrix.Traverse() if p.GetAttribute("xformOp:transform:physics")]
+    assert bodies
+    for path in bodies:
+        prim = matrix.GetPrimAtPath(path)
+        assert list(prim.GetAttribute("xformOpOrder").Get()) == ["xformOp:transform:physics"]
+        assert prim.GetAttribute("xformOp:transform:physics").GetNumTimeSamples() == 21
+        assert not prim.GetAttribute("xformOp:translate:physics")
+        for t in (0, 10, 20):
+            a = UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(t)
+            b = UsdGeom.Xformable(trs.GetPrimAtPath(path)).ComputeLocalToWorldTransform(t)
+            assert all(abs(a[i][j] - b[i][j]) < 1e-6 for i in range(4) for j in range(4)), (path, t)
+
+
 @pytest.mark.parametrize(
     "content,expected",
     [

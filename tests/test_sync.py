@@ -2,10 +2,12 @@ import hashlib
 
 import numpy as np
 import pytest
-from pxr import Gf, Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from newton_usd import Simulation
-from newton_usd.core.quat import gf_to_xyzw
+from newton_usd.core.quat import gf_to_xyzw, matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate
+from newton_usd.sync import StageSync
+from newton_usd.usd import StageFrame
 
 from conftest import SAMPLES
 from stages import add_box, add_ground, falling_cube, new_stage
@@ -166,3 +168,62 @@ def test_animated_kinematic_body_follows_its_animation_and_carries_a_box():
     spec = sim.output_layer.GetPrimAtPath("/Platform")
     assert spec is None or "xformOp:translate:physics" not in spec.attributes  # its animation is its own
     assert "xformOp:translate:physics" in sim.output_layer.GetPrimAtPath("/Box").attributes
+
+
+@pytest.mark.parametrize("xform_ops", ["trs", "matrix"])
+@pytest.mark.parametrize("up, meters_per_unit", [("Z", 1.0), ("Y", 0.01)])
+def test_stage_sync_puts_every_kind_of_body_prim_at_its_simulated_pose(xform_ops, up, meters_per_unit):
+    """Random poses written for bodies at the top level, under a rotated Xform, under a scaled one,
+    nested in a body, under a non-uniform scale (shear: a matrix op), with a reset xform stack: the
+    composed world transform of each prim is its body's pose, in stage units and axes."""
+    stage = new_stage(up=up, meters_per_unit=meters_per_unit)
+    rotated = UsdGeom.Xform.Define(stage, "/Rotated")
+    rotated.AddTranslateOp().Set(Gf.Vec3d(1, 2, 3))
+    rotated.AddRotateXYZOp().Set(Gf.Vec3f(10, 20, 30))
+    scaled = UsdGeom.Xform.Define(stage, "/Scaled")
+    scaled.AddRotateZOp().Set(40.0)
+    scaled.AddScaleOp().Set(Gf.Vec3f(2, 2, 2))
+    stretched = UsdGeom.Xform.Define(stage, "/Stretched")
+    stretched.AddScaleOp().Set(Gf.Vec3f(1, 3, 1))
+    paths = ["/Top", "/Rotated/Body", "/Scaled/Body", "/Top/Inner", "/Stretched/Body", "/Rotated/Reset"]
+    for path in paths:
+        UsdGeom.Xform.Define(stage, path).AddTranslateOp().Set(Gf.Vec3d(0.1, 0.2, 0.3))
+    UsdGeom.Xformable(stage.GetPrimAtPath("/Rotated/Reset")).SetResetXformStack(True)
+    frame = StageFrame.of(stage)
+    layer = Sdf.Layer.CreateAnonymous()
+    layer.timeCodesPerSecond = stage.GetTimeCodesPerSecond()  # else USD rescales the layer's times
+    stage.GetSessionLayer().subLayerPaths.append(layer.identifier)
+    sync = StageSync(stage, layer, paths, frame, xform_ops=xform_ops)
+
+    rng = np.random.default_rng(3)
+    poses = []
+    for t in (0.0, 1.0):
+        body_q = np.concatenate([rng.uniform(-2, 2, (len(paths), 3)), rng.normal(size=(len(paths), 4))], axis=1)
+        body_q[:, 3:] /= np.linalg.norm(body_q[:, 3:], axis=1, keepdims=True)
+        sync.write(body_q, t)
+        poses.append(body_q)
+    r_inv = quat_conjugate(frame.rotation)
+    for t, body_q in ((0.0, poses[0]), (1.0, poses[1]), (Usd.TimeCode.Default(), poses[0])):
+        for b, path in enumerate(paths):
+            m = np.array(UsdGeom.Xformable(stage.GetPrimAtPath(path)).ComputeLocalToWorldTransform(t))
+            expected_pos = quat_rotate(r_inv, body_q[b, :3]) / meters_per_unit
+            np.testing.assert_allclose(m[3, :3], expected_pos, atol=1e-9 / meters_per_unit, err_msg=f"{path} at {t}")
+            rows = m[:3, :3] / np.linalg.norm(m[:3, :3], axis=1, keepdims=True)  # the prim's scale off
+            q = matrix_to_quat(rows.T)
+            expected_q = quat_multiply(r_inv, body_q[b, 3:])
+            assert abs(np.dot(q, expected_q)) == pytest.approx(1.0, abs=1e-9), path
+    ops = {p: list(stage.GetPrimAtPath(p).GetAttribute("xformOpOrder").Get()) for p in paths}
+    if xform_ops == "matrix":
+        assert ops["/Top"] == ops["/Scaled/Body"] == ["xformOp:transform:physics"]
+    else:
+        assert ops["/Top"] == ["xformOp:translate:physics", "xformOp:orient:physics"]
+        assert ops["/Stretched/Body"] == ["xformOp:transform:physics"]  # a sheared local transform
+    assert ops["/Rotated/Reset"][0] == "!resetXformStack!"
+    sync.restore()
+    assert not layer.rootPrims
+
+
+def test_stage_sync_refuses_unknown_xform_ops():
+    stage = falling_cube()
+    with pytest.raises(ValueError, match="xform_ops"):
+        StageSync(stage, Sdf.Layer.CreateAnonymous(), ["/Cube"], StageFrame.of(stage), xform_ops="euler")

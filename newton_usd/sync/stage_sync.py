@@ -16,7 +16,7 @@ Writes happen at the Sdf level inside one ``Sdf.ChangeBlock`` per frame.
 from __future__ import annotations
 
 import numpy as np
-from pxr import Gf, Sdf, Usd, UsdGeom
+from pxr import Gf, Sdf, Usd, UsdGeom, Vt
 
 from ..core.quat import matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, quat_to_matrix
 from .instancer_sync import InstancerSync, instance_of
@@ -27,6 +27,14 @@ OP_ORIENT = "xformOp:orient:physics"
 OP_SCALE = "xformOp:scale:physics"
 OP_MATRIX = "xformOp:transform:physics"
 RESET = "!resetXformStack!"
+XFORM_OPS = ("trs", "matrix")
+_TRS, _MATRIX = 1, 2  # how a prim's pose is written (0: not prepared yet)
+_OP_TYPES = {
+    OP_TRANSLATE: Sdf.ValueTypeNames.Double3,
+    OP_ORIENT: Sdf.ValueTypeNames.Quatd,
+    OP_SCALE: Sdf.ValueTypeNames.Float3,
+    OP_MATRIX: Sdf.ValueTypeNames.Matrix4d,
+}
 
 
 def _rigid_row_matrices(pos, quat):
@@ -48,12 +56,18 @@ class StageSync:
             than the authored opinions, e.g. a sublayer of the session layer).
         body_paths: the prim path of each model body, in body order (None: a body not to write).
         frame: the :class:`~newton_usd.usd.StageFrame` of the stage (units and up axis).
+        xform_ops: ``"trs"`` (translate, orient and, on scaled prims, scale ops: readable, and what
+            other tools expect) or ``"matrix"`` (one ``xformOp:transform:physics`` per prim: one value
+            per body and frame instead of two, the fastest to write).
     """
 
-    def __init__(self, stage: Usd.Stage, layer: Sdf.Layer, body_paths, frame):
+    def __init__(self, stage: Usd.Stage, layer: Sdf.Layer, body_paths, frame, xform_ops: str = "trs"):
+        if xform_ops not in XFORM_OPS:
+            raise ValueError(f"xform_ops must be one of {', '.join(XFORM_OPS)}, got {xform_ops!r}")
         self.stage = stage
         self.layer = layer
         self.frame = frame
+        self.xform_ops = xform_ops
         self.body_count = len(body_paths)
         # Bodies that are PointInstancer instances ("/Instancer[i]") move their instancer's arrays.
         rows, instances = [], []
@@ -103,11 +117,39 @@ class StageSync:
             else:
                 self.chain[i] = parent_world
         self.scaled = ~np.all(np.isclose(self.local_scale, 1.0, atol=1e-6), axis=1)
-        self._specs = [None] * n
-        self._mode = [None] * n  # "trs" or "matrix", decided on first write
-        self._needs_default = [True] * n  # the first pose written after (re)preparing is also the default
+        self._nested = self.parent_body >= 0
+        self._static_parent_inv = np.linalg.inv(self.chain)  # the parent transform of the bodies not nested
+        # A prim is written as translate/orient(/scale) when its parent transform is a rotation times a
+        # uniform scale (then no pose of the body shears its local transform), else as one matrix: decided
+        # once, so that a recording never switches the ops of a prim.
+        conformal = _conformal(self.chain)
+        nested = np.flatnonzero(self._nested)
+        conformal[nested] &= np.ptp(self.world_scale[self.parent_body[nested]], axis=1) < 1e-6 * np.max(
+            self.world_scale[self.parent_body[nested]], axis=1, initial=1.0
+        )
+        self._op_mode = np.where(conformal & (xform_ops == "trs"), _TRS, _MATRIX).astype(np.int8)
+        self._prepare_rigid()
+        self._specs = [None] * n  # per body: [(path, spec)] of the animated ops
+        self._prepared = np.zeros(n, dtype=np.int8)  # _TRS or _MATRIX once prepared
+        self._needs_default = np.ones(n, dtype=bool)  # the first pose written after preparing is also the default
+        self._groups = None  # per mode: (rows, paths, specs), rebuilt when a mode changes
         self._retired = []  # syncs of earlier models of this stage (see carry_over)
         self.frames_written = 0
+
+    def _prepare_rigid(self) -> None:
+        """Find the bodies whose local pose is quaternion algebra (not nested in a body, their parent's
+        transform a rotation and translation, the body unscaled) and precompute their constants."""
+        rot = self.chain[:, :3, :3]
+        unit = np.all(np.abs(np.linalg.norm(rot, axis=2) - 1.0) < 1e-9, axis=1)
+        unit &= np.all(np.abs(self.world_scale - 1.0) < 1e-9, axis=1)
+        self._rigid = _conformal(self.chain) & unit & ~self._nested
+        rows = np.flatnonzero(self._rigid)
+        # local = conj(q_parent) * (stage world): q_local = q_pre * q_sim, and
+        # p_local = rotate(q_pre, p_sim) / metersPerUnit - rotate(conj(q_parent), t_parent).
+        q_parent_inv = quat_conjugate(matrix_to_quat(np.swapaxes(rot[rows], -1, -2)))
+        self._rigid_rows = rows
+        self._rigid_q = quat_multiply(q_parent_inv, np.broadcast_to(self._r_inv, q_parent_inv.shape))
+        self._rigid_t = quat_rotate(q_parent_inv, self.chain[rows, 3, :3])
 
     # ------------------------------------------------------------------ pose math
     def _stage_world(self, body_q: np.ndarray) -> np.ndarray:
@@ -117,33 +159,38 @@ class StageSync:
         quat = quat_multiply(np.broadcast_to(self._r_inv, body_q[:, 3:].shape), body_q[:, 3:])
         return _rigid_row_matrices(pos, quat)
 
+    def _prim_rows(self, body_q: np.ndarray) -> np.ndarray:
+        body_q = np.asarray(body_q, dtype=np.float64)
+        return body_q if self._rows is None else body_q[self._rows]
+
     def local_transforms(self, body_q: np.ndarray) -> np.ndarray:
         """Row-vector local 4x4 matrices (stage units) of every body prim for simulated ``body_q`` (the
         rows of the body prims: instance bodies left out)."""
-        body_q = np.asarray(body_q, dtype=np.float64)
-        if self._rows is not None:
-            body_q = body_q[self._rows]
-        world = self._stage_world(body_q)
-        world[:, :3, :3] *= self.world_scale[:, :, None]  # scale rows: S @ X in row-vector form
-        parent = self.chain.copy()
-        nested = self.parent_body >= 0
+        return self._local_matrices(self._prim_rows(body_q), None)
+
+    def _local_matrices(self, body_q: np.ndarray, rows) -> np.ndarray:
+        """Local matrices of the prims ``rows`` (None: all) of ``body_q`` (one row per prim)."""
+        rows = np.arange(len(self.paths)) if rows is None else rows
+        nested = self._nested[rows]
+        # world poses (with the prims' scale) of the rows, or of every prim when a nested row needs its ancestor's
+        world = self._stage_world(body_q if nested.any() else body_q[rows])
+        scale = self.world_scale if nested.any() else self.world_scale[rows]
+        world[:, :3, :3] *= scale[:, :, None]  # scale rows: S @ X in row-vector form
+        mine = world[rows] if nested.any() else world
+        local = mine @ self._static_parent_inv[rows]
         if nested.any():
-            parent[nested] = self.chain[nested] @ world[self.parent_body[nested]]
-        return world @ np.linalg.inv(parent)
+            pick = rows[nested]
+            parent = self.chain[pick] @ world[self.parent_body[pick]]
+            local[nested] = mine[nested] @ np.linalg.inv(parent)
+        return local
 
     # ------------------------------------------------------------------ writing
-    def _prepare(self, i: int, mode: str):
+    def _prepare(self, i: int, mode: int):
         prim_spec = over_prim_spec(self.layer, self.paths[i])
-        names = [OP_MATRIX] if mode == "matrix" else [OP_TRANSLATE, OP_ORIENT] + ([OP_SCALE] if self.scaled[i] else [])
-        types = {
-            OP_TRANSLATE: Sdf.ValueTypeNames.Double3,
-            OP_ORIENT: Sdf.ValueTypeNames.Quatd,
-            OP_SCALE: Sdf.ValueTypeNames.Float3,
-            OP_MATRIX: Sdf.ValueTypeNames.Matrix4d,
-        }
+        names = [OP_MATRIX] if mode == _MATRIX else [OP_TRANSLATE, OP_ORIENT] + ([OP_SCALE] if self.scaled[i] else [])
         specs = {}
         for name in names:
-            spec = prim_spec.attributes.get(name) or Sdf.AttributeSpec(prim_spec, name, types[name])
+            spec = prim_spec.attributes.get(name) or Sdf.AttributeSpec(prim_spec, name, _OP_TYPES[name])
             specs[name] = spec
         order = prim_spec.attributes.get("xformOpOrder") or Sdf.AttributeSpec(
             prim_spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray, variability=Sdf.VariabilityUniform
@@ -153,8 +200,49 @@ class StageSync:
             specs[OP_SCALE].default = Gf.Vec3f(*self.local_scale[i])
         # (path, spec) of the animated ops: translate and orient, or the matrix.
         self._specs[i] = [(specs[n].path, specs[n]) for n in names if n != OP_SCALE]
-        self._mode[i] = mode
+        self._prepared[i] = mode
         self._needs_default[i] = True
+        self._groups = None
+
+    def _local_poses(self, body_q: np.ndarray):
+        """The local pose of every body prim: (translations, quaternions (x, y, z, w), 4x4 matrices); a
+        prim has a translation and quaternion when written as trs, a matrix when written as a matrix."""
+        body_q = self._prim_rows(body_q)
+        n = len(self.paths)
+        trans, quats = np.zeros((n, 3)), np.zeros((n, 4))
+        matrices = np.zeros((n, 4, 4))
+        rigid = self._rigid_rows
+        if len(rigid):
+            q = quat_multiply(self._rigid_q, body_q[rigid, 3:])
+            q *= np.where(q[:, 3:] < 0.0, -1.0, 1.0)  # w >= 0, as matrix_to_quat gives
+            t = quat_rotate(self._rigid_q, body_q[rigid, :3]) / self.frame.meters_per_unit - self._rigid_t
+            if self.xform_ops == "trs":
+                trans[rigid], quats[rigid] = t, q
+            else:
+                matrices[rigid] = _rigid_row_matrices(t, q)
+        rows = np.flatnonzero(~self._rigid)
+        if len(rows):
+            local = self._local_matrices(body_q, rows)
+            matrices[rows] = local
+            trs = self._op_mode[rows] == _TRS
+            if trs.any():  # the scale off the rows of a conformal transform leaves a rotation
+                rot_t = local[trs, :3, :3] / np.linalg.norm(local[trs, :3, :3], axis=2)[:, :, None]
+                trans[rows[trs]] = local[trs, 3, :3]
+                quats[rows[trs]] = matrix_to_quat(np.swapaxes(rot_t, -1, -2))
+        return trans, quats, matrices
+
+    def _write_groups(self):
+        """Per mode, the rows and the prepared (path, spec) pairs of its prims, in row order."""
+        if self._groups is None:
+            self._groups = {}
+            for mode in (_TRS, _MATRIX):
+                rows = np.flatnonzero(self._prepared == mode)
+                self._groups[mode] = (
+                    rows,
+                    [tuple(p for p, _ in self._specs[i]) for i in rows],
+                    [tuple(s for _, s in self._specs[i]) for i in rows],
+                )
+        return self._groups
 
     def write(self, body_q: np.ndarray, time: float | None = None) -> None:
         """Write the poses ``body_q`` (simulation frame, (n, 7), one row per body given to the constructor)
@@ -163,36 +251,42 @@ class StageSync:
         if self.instancers is not None:
             with Sdf.ChangeBlock():
                 self.instancers.write(np.asarray(body_q, dtype=np.float64), time)
-        local = self.local_transforms(body_q)
-        t = local[:, 3, :3]
-        rows = local[:, :3, :3]
-        scale = np.linalg.norm(rows, axis=2)
-        rot_t = rows / np.maximum(scale[:, :, None], 1e-12)  # rows of R^T
-        ortho = np.abs(np.einsum("nij,nkj->nik", rot_t, rot_t) - np.eye(3)).max(axis=(1, 2)) < 1e-4
-        ortho &= np.linalg.det(rot_t) > 0
-        quats = matrix_to_quat(np.swapaxes(rot_t, -1, -2)).tolist()
-        translations = t.tolist()
-        set_sample = self.layer.SetTimeSample
+        trans, quats, matrices = self._local_poses(body_q)
+        for i in np.flatnonzero(self._op_mode != self._prepared):  # prims new to this sync (or restored)
+            self._prepare(int(i), int(self._op_mode[i]))
+        groups = self._write_groups()
+
+        def values(mode: int, rows: np.ndarray):
+            """Per row, the tuple of Gf values of its animated ops. Vt makes them from numpy in one call
+            per array: much cheaper than one Gf constructor per value."""
+            if mode == _TRS:  # Gf.Quatd's memory is (x, y, z, w), as ours
+                t = Vt.Vec3dArray.FromNumpy(np.ascontiguousarray(trans[rows]))
+                return zip(t, Vt.QuatdArray.FromNumpy(np.ascontiguousarray(quats[rows])), strict=True)
+            return zip(Vt.Matrix4dArray.FromNumpy(np.ascontiguousarray(matrices[rows])), strict=True)
+
         with Sdf.ChangeBlock():
-            for i in range(len(self.paths)):
-                mode = "trs" if ortho[i] else "matrix"
-                if self._mode[i] != mode:
-                    self._prepare(i, mode)
-                specs = self._specs[i]
-                if mode == "trs":
-                    x, y, z, w = quats[i]
-                    values = ((specs[0], Gf.Vec3d(*translations[i])), (specs[1], Gf.Quatd(w, x, y, z)))
+            if time is not None and self._needs_default.any():
+                # With time samples, the first pose (the authored one) is also the default, so that a query
+                # at the default time finds the body where it was authored.
+                for mode, (rows, _, specs) in groups.items():
+                    first = self._needs_default[rows]
+                    for spec_tuple, value_tuple in zip(_compress(specs, first), values(mode, rows[first]), strict=True):
+                        for spec, value in zip(spec_tuple, value_tuple, strict=True):
+                            spec.default = value
+                self._needs_default[:] = False
+            set_sample = self.layer.SetTimeSample
+            for mode, (rows, paths, specs) in groups.items():
+                if time is None:
+                    for spec_tuple, value_tuple in zip(specs, values(mode, rows), strict=True):
+                        for spec, value in zip(spec_tuple, value_tuple, strict=True):
+                            spec.default = value
+                elif mode == _TRS:  # the hot loop of a recording: two calls per body
+                    for (t_path, q_path), (t, q) in zip(paths, values(mode, rows), strict=True):
+                        set_sample(t_path, time, t)
+                        set_sample(q_path, time, q)
                 else:
-                    values = ((specs[0], Gf.Matrix4d(*local[i].ravel().tolist())),)
-                # With time samples, the first pose (the authored one) is also the default, so that a
-                # query at the default time finds the body where it was authored.
-                set_default = time is None or self._needs_default[i]
-                self._needs_default[i] = False
-                for (path, spec), value in values:
-                    if set_default:
-                        spec.default = value
-                    if time is not None:
-                        set_sample(path, time, value)
+                    for (m_path,), (m,) in zip(paths, values(mode, rows), strict=True):
+                        set_sample(m_path, time, m)
         self.frames_written += 1
 
     def carry_over(self, old: "StageSync") -> None:
@@ -203,7 +297,8 @@ class StageSync:
         for i, path in enumerate(self.paths):
             j = index.get(path)
             if j is not None and old._specs[j] is not None:
-                self._specs[i], self._mode[i], self._needs_default[i] = old._specs[j], old._mode[j], False
+                self._specs[i], self._prepared[i], self._needs_default[i] = old._specs[j], old._prepared[j], False
+        self._groups = None
         self.frames_written = old.frames_written
         self._retired = [*old._retired, old]
 
@@ -223,9 +318,25 @@ class StageSync:
                     if name in prim_spec.attributes:
                         prim_spec.RemoveProperty(prim_spec.attributes[name])
                 self._specs[i] = None
-                self._mode[i] = None
+            self._prepared[:] = 0
+            self._needs_default[:] = True
+            self._groups = None
             _remove_empty_overs(self.layer)
         self.frames_written = 0
+
+
+def _conformal(matrices: np.ndarray) -> np.ndarray:
+    """Whether each row-vector 4x4 matrix's linear part is a rotation times a uniform scale."""
+    linear = matrices[:, :3, :3]
+    scale = np.linalg.norm(linear, axis=2)
+    unit = linear / np.maximum(scale, 1e-300)[:, :, None]
+    ortho = np.abs(np.einsum("nij,nkj->nik", unit, unit) - np.eye(3)).max(axis=(1, 2), initial=0.0) < 1e-6
+    uniform = np.ptp(scale, axis=1) < 1e-6 * np.max(scale, axis=1, initial=1.0)
+    return ortho & uniform & (np.linalg.det(linear) > 0)
+
+
+def _compress(items: list, mask: np.ndarray) -> list:
+    return [item for item, keep in zip(items, mask.tolist(), strict=True) if keep]
 
 
 def _row_scales(matrix) -> np.ndarray:
