@@ -24,6 +24,8 @@ from .usd import add_usd, open_stage
 from .usd.overrides import apply_overrides
 
 logger = logging.getLogger("newton_usd")
+_DRIVE_TARGETS = {"targetPosition": "joint_target_pos", "targetVelocity": "joint_target_vel"}
+"""UsdPhysics drive target attributes, and the control arrays they set."""
 
 MAX_PHYSICS_DT = 1.0 / 480.0
 """Default upper bound of the physics step: substeps per frame = ceil(frame_dt / MAX_PHYSICS_DT)."""
@@ -432,6 +434,12 @@ class Simulation:
         edits = self.watcher.take() if self.watcher is not None else None
         if not edits:
             return None
+        targets = self._drive_target_edits(edits)
+        if targets is not None:  # the fast path: no import, a few values set
+            self._set_drive_targets(targets)
+            self.edits_applied += 1
+            logger.info("%s: frame %d: applied drive target edits", self.source_file, self.frame)
+            return "values"
         try:
             builder, imported = _import_stage(self.stage, self._order, self.worlds)
             model = builder.finalize(self.model.device)
@@ -452,6 +460,45 @@ class Simulation:
         self._rebuild(builder, imported, keep_state=True)
         self.rebuilds += 1
         return "rebuilt"
+
+    def _drive_target_edits(self, edits) -> list | None:
+        """``[(control array name, DOF rows in every world, value in SI)]`` when every edit is the drive
+        target (``drive:angular|linear:physics:targetPosition|targetVelocity``) of an active drive on a
+        revolute or prismatic joint, else None (the edits go through a full re-import)."""
+        model, joint_rows = getattr(self, "_joint_rows", (None, None))
+        if model is not self.model:  # joint rows by label (every world), once per model
+            joint_rows = {}
+            for j, label in enumerate(self.model.joint_label):
+                joint_rows.setdefault(label, []).append(j)
+            self._joint_rows = (self.model, joint_rows)
+        types = self.model.joint_type.numpy()
+        qd_start = self.model.joint_qd_start.numpy()
+        modes = self.model.joint_target_mode.numpy()
+        out = []
+        for path in edits.changed | edits.resynced:  # a target authored for the first time is a resync
+            parts = path.name.split(":") if path.IsPropertyPath() else ()
+            if len(parts) != 4 or parts[0] != "drive" or parts[2] != "physics" or parts[3] not in _DRIVE_TARGETS:
+                return None
+            rows = joint_rows.get(str(path.GetPrimPath()))
+            kind = {"angular": JointType.REVOLUTE, "linear": JointType.PRISMATIC}.get(parts[1])
+            if not rows or kind is None or any(types[j] != kind for j in rows):
+                return None
+            dofs = qd_start[rows]
+            value = self.stage.GetAttributeAtPath(path).Get()
+            if not np.all(modes[dofs]) or not isinstance(value, float | int) or not math.isfinite(value):
+                return None  # a drive the model does not run, or a value the import judges
+            unit = math.pi / 180.0 if kind == JointType.REVOLUTE else self.imported.frame.meters_per_unit
+            out.append((_DRIVE_TARGETS[parts[3]], dofs, float(value) * unit))
+        return out
+
+    def _set_drive_targets(self, targets) -> None:
+        """The model and the controls take edited drive targets (as a re-import would give them)."""
+        for name, dofs, value in targets:
+            for owner in (self.model, self.control):
+                array = getattr(owner, name)
+                values = array.numpy().copy()
+                values[dofs] = value
+                array.assign(values)
 
     def _take_values(self, model, changed) -> None:
         """The running model takes the edited values; the controls take the edited drive targets."""

@@ -162,3 +162,32 @@ def test_live_false_ignores_edits():
     UsdPhysics.Scene(sim.stage.GetPrimAtPath("/World/PhysicsScene")).CreateGravityMagnitudeAttr(0.0)
     sim.step_frame()
     assert sim.watcher is None and sim.solver.mj_model.opt.gravity[2] == pytest.approx(-9.81, abs=1e-3)
+
+
+def test_drive_target_edits_skip_the_re_import_and_match_it(monkeypatch):
+    """A drive target edit (a slider dragged in a viewer) is applied without importing the stage again,
+    to the value a re-import gives, in every world; other edits still go through the import."""
+    import newton_usd.sim as sim_module
+
+    sim = open_sim("pendulum.usda", worlds=2)
+    sim.run(2)
+    hinge = sim.stage.GetPrimAtPath("/World/Pendulum/Hinge")
+    imports = []
+    real_import = sim_module._import_stage
+    monkeypatch.setattr(sim_module, "_import_stage", lambda *a: imports.append(a) or real_import(*a))
+    hinge.GetAttribute("drive:angular:physics:targetPosition").Set(-30.0)
+    hinge.GetAttribute("drive:angular:physics:targetVelocity").Set(5.0)
+    sim.step_frame()
+    assert imports == [] and sim.edits_applied == 1 and sim.rebuilds == 0
+    hinges = [j for j, label in enumerate(sim.model.joint_label) if label.endswith("Hinge")]
+    dofs = [int(sim.model.joint_qd_start.numpy()[j]) for j in hinges]
+    assert len(dofs) == 2  # one per world
+    fresh = real_import(sim.stage, None, 2)[0].finalize("cpu")
+    for name in ("joint_target_pos", "joint_target_vel"):
+        np.testing.assert_allclose(getattr(sim.control, name).numpy()[dofs], getattr(fresh, name).numpy()[dofs])
+        np.testing.assert_allclose(getattr(sim.model, name).numpy(), getattr(fresh, name).numpy())
+    assert sim.control.joint_target_pos.numpy()[dofs[1]] == pytest.approx(np.radians(-30.0))
+    # a gain edit is not a target: it takes the import
+    hinge.GetAttribute("drive:angular:physics:stiffness").Set(10.0)
+    sim.step_frame()
+    assert len(imports) == 1 and sim.edits_applied == 2 and sim.rebuilds == 0
