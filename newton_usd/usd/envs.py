@@ -194,21 +194,32 @@ _PRIM_FIELDS = _ARC_FIELDS | {"typeName", "apiSchemas", "active"}
 
 
 class _Comparison:
-    """One environment against the first (``memo`` holds the first one's values, shared by all)."""
+    """One environment against the first (``memo`` holds the first one's prim stacks, prims and values,
+    shared by all). Prims are named by their path relative to the environment ("" for itself,
+    "/Robot/torso"), as strings: cheaper than ``Sdf.Path`` operations."""
 
     def __init__(self, env, first, memo, relative):
         self.env, self.first, self.memo, self.relative = env, first, memo, relative
         self.root, self.root0 = env.GetPath(), first.GetPath()
+        self.text, self.text0 = str(self.root), str(self.root0)
         self.stage = env.GetStage()
         self.walked = {}  # layer identifier -> paths of the own specs walked with their descendants
 
     def run(self) -> Difference | None:
-        return self._level(Sdf.Path("."))
+        return self._level("")
+
+    def _prim0(self, rel):
+        prim0 = self.memo.get(("prim", rel))
+        if prim0 is None:
+            prim0 = self.memo[("prim", rel)] = self.first if not rel else self.stage.GetPrimAtPath(self.text0 + rel)
+        return prim0
+
+    def _prim(self, rel):
+        return self.env if not rel else self.stage.GetPrimAtPath(self.text + rel)
 
     def _level(self, rel) -> Difference | None:
-        """Split the prim stacks of the prims at ``rel`` (relative to each environment) and compare what
-        their own specs author."""
-        prim, prim0 = self._prims(rel)
+        """Split the prim stacks of the prims at ``rel`` and compare what their own specs author."""
+        prim, prim0 = self._prim(rel), self._prim0(rel)
         stack = prim.GetPrimStack()
         stack0 = self.memo.get(("stack", rel))
         if stack0 is None:
@@ -228,18 +239,24 @@ class _Comparison:
             if any(base.HasPrefix(w) for w in walked):
                 continue
             walked.append(base)
-
-            def collect(path, base=base, layer=layer):
-                if path.IsPrimPropertyPath():
-                    where = rel.AppendPath(path.GetPrimPath().StripAllVariantSelections().MakeRelativePath(base))
-                    props[(where, path.name)] = None
-                elif path.IsPrimPath() or path.IsPrimVariantSelectionPath():
-                    where = rel.AppendPath(path.StripAllVariantSelections().MakeRelativePath(base))
-                    prims[where] = None
-                    if where != rel and not _PRIM_FIELDS.isdisjoint(layer.GetPrimAtPath(path).ListInfoKeys()):
-                        levels[where] = None
-
-            layer.Traverse(base, collect)
+            paths = []
+            layer.Traverse(base, paths.append)
+            skip = len(str(base.StripAllVariantSelections()))
+            for path in paths:
+                text = str(path)
+                if "{" in text:
+                    text = str(path.StripAllVariantSelections())
+                if "[" in text:
+                    continue  # a relationship target or attribute connection (its property is listed too)
+                tail = text[skip:]
+                dot = tail.find(".", tail.rfind("/") + 1)
+                if dot >= 0:
+                    props[(rel + tail[:dot], tail[dot + 1 :])] = None
+                    continue
+                where = rel + tail
+                prims[where] = None
+                if tail and not _PRIM_FIELDS.isdisjoint(layer.GetPrimAtPath(path).ListInfoKeys()):
+                    levels[where] = None
         for where in prims:
             diff = self._compare_prims(where, where == rel or where in levels)
             if diff is not None:
@@ -249,19 +266,16 @@ class _Comparison:
             if diff is not None:
                 return diff
         for where in levels:  # an own arc, type or schema: its stack may hold specs of its own
-            if all(self._prims(where)):
+            if self._prim(where) and self._prim0(where):
                 diff = self._level(where)
                 if diff is not None:
                     return diff
         return None
 
-    def _prims(self, rel):
-        if rel == Sdf.Path("."):
-            return self.env, self.first
-        return self.stage.GetPrimAtPath(self.root.AppendPath(rel)), self.stage.GetPrimAtPath(self.root0.AppendPath(rel))
-
     def _compare_prims(self, rel, fields) -> Difference | None:
-        prim, prim0 = self._prims(rel)
+        """The prims at ``rel``: there in both environments, or holding no physics; and with the same type,
+        schemas and activation where an own spec authors them (``fields``)."""
+        prim, prim0 = self._prim(rel), self._prim0(rel)
         if not prim or not prim0:
             extra = prim or prim0
             if extra and _holds_physics(extra):
@@ -278,24 +292,24 @@ class _Comparison:
         return None
 
     def _compare_property(self, rel, name) -> Difference | None:
-        if rel == Sdf.Path(".") and name.startswith(("xformOp:", "xformOpOrder")):
+        if not rel and name.startswith(("xformOp:", "xformOpOrder")):
             return None  # the environment's own place
         entry = self.memo.get((rel, name))
         if entry is None:  # whether the import reads it (by the first environment's schemas), and its value
-            prim0 = self._prims(rel)[1]
+            prim0 = self._prim0(rel)
             relevant = bool(prim0) and _relevant(prim0, name)
-            value = _value(prim0, name, self.root0, self.root0) if relevant else None
+            value = _value(prim0.GetProperty(name), self.root0, self.root0) if relevant else None
             entry = self.memo[(rel, name)] = (relevant, value)
         relevant, theirs = entry
         if not relevant:
             return None
-        prim = self.env if rel == Sdf.Path(".") else self.stage.GetPrimAtPath(self.root.AppendPath(rel))
-        if not prim or not prim.IsActive():
-            return None  # (a prim on one side only was compared as a prim)
-        mine = _value(prim, name, self.root, self.root0)
-        if mine != theirs and not self._moved_world_frame(prim, name, mine, theirs):
-            where0 = self.root0.AppendPath(rel) if rel != Sdf.Path(".") else self.root0
-            return Difference(str(prim.GetPath()), name, f"{name} is {_show(mine)} here, {_show(theirs)} in {where0}")
+        prop = self.stage.GetPropertyAtPath(f"{self.text}{rel}.{name}")
+        if not prop.GetPrim().IsActive():
+            return None  # (compared as a prim)
+        mine = _value(prop, self.root, self.root0)
+        if mine != theirs and not self._moved_world_frame(prop.GetPrim(), name, mine, theirs):
+            what = f"{name} is {_show(mine)} here, {_show(theirs)} in {self.text0}{rel}"
+            return Difference(str(prop.GetPrim().GetPath()), name, what)
         return None
 
     def _moved_world_frame(self, prim, name, mine, theirs) -> bool:
@@ -323,10 +337,9 @@ _WORLD_FRAME = {"physics:localPos0": 0, "physics:localRot0": 0, "physics:localPo
 _MISSING = ("<not authored>",)
 
 
-def _value(prim, name, root, root0):
-    """The composed value of property ``name`` (relationship targets relative to the environment), with
-    its time samples; a hashable-ish tuple for comparing."""
-    prop = prim.GetProperty(name)
+def _value(prop, root, root0):
+    """The composed value of property ``prop`` (relationship targets relative to the environment), with
+    its time samples; a tuple for comparing."""
     if not prop:
         return _MISSING
     if isinstance(prop, Usd.Relationship):
