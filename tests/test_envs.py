@@ -81,7 +81,7 @@ def test_environment_worlds_simulate_as_the_whole_stage_does(up, meters_per_unit
     expected = {label: pose for label, pose in zip(plain.model.body_label, plain.state.body_q.numpy(), strict=True)}
     plain.close()
     sim = Simulation.open(environments(n=N, style="flat", up=up, meters_per_unit=meters_per_unit), env_root=ROOT,
-                          live=False)  # fmt: skip
+                          live=False, joint_states=True)  # fmt: skip
     assert sim.worlds == N and sim.model.body_count == len(expected)
     sim.run(frames)
     body_q = sim.state.body_q.numpy()
@@ -95,6 +95,14 @@ def test_environment_worlds_simulate_as_the_whole_stage_does(up, meters_per_unit
         world = sim.imported.frame.world_pose_to_sim(m[3, :3], np.array([0.0, 0.0, 0.0, 1.0]))[0]
         np.testing.assert_allclose(world, body_q[b][:3], atol=1e-4, err_msg=label)
     assert moved > 0.05  # (it did simulate)
+    # and every environment's hinge got its own joint state
+    q, q_start = sim.state.joint_q.numpy(), sim.model.joint_q_start.numpy()
+    for w in range(N):
+        label = f"{ROOT}/env_{w}/hinge"
+        angle = sim.stage.GetAttributeAtPath(f"{label}.state:angular:physics:position").Get(sim.time_code)
+        assert angle == pytest.approx(math.degrees(q[q_start[sim.model.joint_label.index(label)]]), abs=1e-3)
+    angles = [q[q_start[sim.model.joint_label.index(f"{ROOT}/env_{w}/hinge")]] for w in range(N)]
+    assert abs(angles[0] - math.radians(30.0)) > 0.05  # (it swung)
 
 
 def test_each_environment_moves_in_its_own_place():
