@@ -264,3 +264,21 @@ def test_usdsim_runs_and_describes_environments(tmp_path, capsys):
     assert "model (per world): 2 bodies" in text
     assert main(["run", str(path), "--envs", "/World/none", "-n", "1", "-q"]) == 2
     assert "no such prim" in capsys.readouterr().err
+
+
+def test_the_warp_backend_batches_the_per_world_places():
+    """MuJoCo-Warp (on Warp's CPU device here): the fixed bases' places are a per-world ``body_pos`` batch,
+    and the motion is the cpu backend's."""
+    out = {}
+    for backend in ("cpu", "warp"):
+        b = ModelBuilder()
+        b.add_usd(environments(n=N, style="inherit"), env_root=ROOT)
+        model = b.finalize("cpu")
+        solver = SolverMuJoCo(model, backend=backend)
+        s0, s1, control = model.state(), model.state(), model.control()
+        for _ in range(120):
+            solver.step(s0, s1, control, None, 1.0 / 240.0)
+            s0, s1 = s1, s0
+        out[backend] = s0.body_q.numpy()
+    assert solver.mjw_model.body_pos.shape[0] == N
+    np.testing.assert_allclose(out["warp"], out["cpu"], atol=1e-4)
