@@ -2,7 +2,12 @@
 Newton 1.8's ``ModelBuilder.add_usd``, measured in the same run (target: newton_usd at least 10x faster).
 
     python benchmarks/bench_import.py --newton-python /work/newton-venv/bin/python [--replica 1024]
-        [--repeat 3] [--stage PATH] [--json results.json]
+        [--repeat 3] [--stage PATH] [--env-root /World/envs | --no-envs] [--json results.json]
+
+Two newton_usd rows per stage: "full", the plain ``add_usd(path)`` (every ant parsed and built, one world),
+and "env worlds", ``add_usd(path, env_root="/World/envs")`` (the stage's ``env_i`` prims checked to be
+identical, ``env_0`` parsed and built once, then replicated into one world per environment; the builder
+holds as many bodies, in as many worlds). Newton's row is its plain ``add_usd(path)``.
 
 Newton runs in a venv of its own, made once (nothing is downloaded at run time):
 
@@ -52,23 +57,24 @@ HOW_TO_GET = (
 
 
 # ---------------------------------------------------------------- workers (run in a fresh process)
-def _timed_runs(make_builder, stage: str, repeat: int):
+def _timed_runs(make_builder, stage: str, repeat: int, env_root: str | None = None):
     import gc
     import time
 
     times = []
     builder = None
+    options = {"env_root": env_root} if env_root else {}
     for _ in range(1 + repeat):
         builder = None
         gc.collect()  # the previous run's stage goes: every run opens and parses the file
         builder = make_builder()
         t0 = time.perf_counter()
-        builder.add_usd(stage)
+        builder.add_usd(stage, **options)
         times.append(time.perf_counter() - t0)
     return times, builder
 
 
-def worker_ours(stage: str, repeat: int) -> dict:
+def worker_ours(stage: str, repeat: int, env_root: str | None = None) -> dict:
     caught = capture_warnings(["newton_usd"])
     from collections import Counter
 
@@ -77,9 +83,10 @@ def worker_ours(stage: str, repeat: int) -> dict:
     import newton_usd
     from newton_usd.core.builder import ModelBuilder
 
-    times, b = _timed_runs(ModelBuilder, stage, repeat)
+    times, b = _timed_runs(ModelBuilder, stage, repeat, env_root)
     return {
-        "impl": "newton_usd",
+        "impl": "newton_usd" + (" env worlds" if env_root else ""),
+        "worlds": b.num_worlds,
         "version": getattr(newton_usd, "__version__", "dev"),
         "usd": "{}.{}".format(*Usd.GetVersion()[1:]),
         "times": times,
@@ -165,13 +172,14 @@ def write_replica(src: str, n: int, out_dir: str) -> str:
 
 
 # ---------------------------------------------------------------- driver
-def run_worker(python: str, which: str, stage: str, repeat: int) -> dict:
+def run_worker(python: str, which: str, stage: str, repeat: int, env_root: str | None = None) -> dict:
     env = dict(os.environ)
     if which == "newton":
         env.pop("PYTHONPATH", None)
         env.pop("PXR_PLUGINPATH_NAME", None)  # our schema plugins are not Newton's business
+    extra = ["--env-root", env_root] if env_root else []
     proc = subprocess.run(
-        [python, HERE, "--worker", which, "--stage", stage, "--repeat", str(repeat)],
+        [python, HERE, "--worker", which, "--stage", stage, "--repeat", str(repeat), *extra],
         capture_output=True,
         text=True,
         env=env,
@@ -210,10 +218,16 @@ def main():
     p.add_argument("--replica-dir", help="write the replica here and keep it (default: a temporary directory)")
     p.add_argument("--repeat", type=int, default=3, help="warm runs after the cold one")
     p.add_argument("--json", metavar="PATH", help="also write the results here")
-    p.add_argument("--worker", choices=("ours", "newton"), help=argparse.SUPPRESS)
+    envs = p.add_mutually_exclusive_group()
+    envs.add_argument("--env-root", default="/World/envs", help="the env worlds row's env_root (default: /World/envs)")
+    envs.add_argument("--no-envs", action="store_true", help="no env worlds row")
+    p.add_argument("--worker", choices=("ours", "ours-envs", "newton"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        result = (worker_ours if args.worker == "ours" else worker_newton)(args.stage, args.repeat)
+        if args.worker == "newton":
+            result = worker_newton(args.stage, args.repeat)
+        else:
+            result = worker_ours(args.stage, args.repeat, args.env_root if args.worker == "ours-envs" else None)
         print(RESULT + json.dumps(result), flush=True)
         return
 
@@ -240,9 +254,10 @@ def bench(stage: str, newton_python: str | None, args, replica_dir: str) -> list
     results = []
     for name, path in stages:
         ours = run_worker(sys.executable, "ours", path, args.repeat)
+        envs = None if args.no_envs else run_worker(sys.executable, "ours-envs", path, args.repeat, args.env_root)
         theirs = run_worker(newton_python, "newton", path, args.repeat) if newton_python else None
-        results.append({"stage": name, "path": path, "ours": ours, "newton": theirs})
-        for r in (ours, theirs):
+        results.append({"stage": name, "path": path, "ours": ours, "ours_envs": envs, "newton": theirs})
+        for r in (ours, envs, theirs):
             if r and "error" in r:
                 print(f"{name}: {r['impl']} failed: {r['error']}")
     return results
@@ -272,33 +287,39 @@ def report(results, repeat):
         versions += f" vs Newton {newton['version']} (usd-core {newton['usd']})"
     print(f"\nImport time, add_usd(path) on a new builder: {versions}; warm = best of {repeat} after the cold run")
     print(
-        f"{'stage':<22} {'ants':>5} {'bodies':>6} {'ours cold':>10} {'ours warm':>10} {'ours µs/body':>12}"
-        f" {'newton cold':>12} {'newton warm':>12} {'newton µs/body':>14} {'speedup':>8}"
+        f"{'stage':<22} {'ours':<10} {'ants':>5} {'bodies':>6} {'worlds':>6} {'ours cold':>10} {'ours warm':>10}"
+        f" {'ours µs/body':>12} {'newton cold':>12} {'newton warm':>12} {'newton µs/body':>14} {'speedup':>8}"
     )
     verdicts = []
     for res in results:
-        ours, theirs = res["ours"], res["newton"]
-        if _ok(ours) and _ok(theirs):
-            verdicts.append(f"{res['stage']} {'met' if _warm(theirs) >= TARGET * _warm(ours) else 'NOT met'}")
-        counts = (ours if _ok(ours) else theirs or {}).get("counts", {})
-        bodies, ants = counts.get("bodies", 0), counts.get("articulations", 0)
-        speed = f"{_warm(theirs) / _warm(ours):.1f}x" if _ok(ours) and _ok(theirs) else "-"
-        row = f"{_cols(ours, bodies, 10)} {_cols(theirs, bodies, 12)}"
-        print(f"{res['stage']:<22} {ants:>5} {bodies:>6} {row} {speed:>8}")
+        theirs = res["newton"]
+        for kind, ours in (("full", res["ours"]), ("env worlds", res.get("ours_envs"))):
+            if ours is None:
+                continue
+            if _ok(ours) and _ok(theirs):
+                met = "met" if _warm(theirs) >= TARGET * _warm(ours) else "NOT met"
+                verdicts.append(f"{res['stage']} {kind} {met}")
+            counts = (ours if _ok(ours) else theirs or {}).get("counts", {})
+            bodies, ants = counts.get("bodies", 0), counts.get("articulations", 0)
+            worlds = ours.get("worlds", "-") if _ok(ours) else "-"
+            speed = f"{_warm(theirs) / _warm(ours):.1f}x" if _ok(ours) and _ok(theirs) else "-"
+            row = f"{_cols(ours, bodies, 10)} {_cols(theirs, bodies, 12)}"
+            print(f"{res['stage']:<22} {kind:<10} {ants:>5} {bodies:>6} {worlds!s:>6} {row} {speed:>8}")
     if verdicts:
         print(f"target, newton_usd at least {TARGET:g}x faster (warm): {'; '.join(verdicts)}")
 
     print("\nWhat each import built (the last run; Newton's 'all shapes' also counts the visual-only prims):")
     for res in results:
-        ours, theirs = res["ours"], res["newton"]
-        if not _ok(ours):
-            continue
-        for key, mine in ours["counts"].items():
-            other = theirs["counts"].get(key) if _ok(theirs) else "-"
-            mark = "" if mine == other or not _ok(theirs) else "   <- differs"
-            print(f"  {res['stage']:<22} {key:<17} ours {mine!s:<30} newton {other!s}{mark}")
+        theirs = res["newton"]
+        for kind, ours in (("full", res["ours"]), ("env worlds", res.get("ours_envs"))):
+            if not _ok(ours):
+                continue
+            for key, mine in ours["counts"].items():
+                other = theirs["counts"].get(key) if _ok(theirs) else "-"
+                mark = "" if mine == other or not _ok(theirs) else "   <- differs"
+                print(f"  {res['stage']:<22} {kind:<10} {key:<17} ours {mine!s:<30} newton {other!s}{mark}")
     for res in results:
-        for r in (res["ours"], res["newton"]):
+        for r in (res["ours"], res.get("ours_envs"), res["newton"]):
             if r and r.get("warnings"):
                 print(f"\n{res['stage']}: {r['impl']} warned ({len(r['warnings'])} in all):")
                 for w in sorted(set(r["warnings"]))[:10]:

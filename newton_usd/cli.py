@@ -1,7 +1,7 @@
 """``usdsim``: simulate a USD stage headless and write the motion to an output stage.
 
     usdsim STAGE [-o OUT | --flatten | --in-place] [-n FRAMES | --duration S] [--fps F] [--dt S | --substeps N]
-                 [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N]
+                 [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N | --envs PRIM]
                  [--record-every N] [--xform-ops trs|matrix] [--set PRIM.ATTR=VALUE ...] [--benchmark]
                  [--format human|json] [-q]
     usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
@@ -10,7 +10,7 @@
                  [--fix-base source|fixed|floating] [--no-scene] [--no-self-collision]
                  [--collision-from-visuals convexHull|convexDecomposition|boundingSphere|boundingCube]
                  [--merge-meshes]
-    usdsim info STAGE                   units, time range, what the model holds, how it would be simulated
+    usdsim info STAGE [--envs PRIM]     units, time range, what the model holds (per world), how it would be simulated
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
@@ -67,11 +67,18 @@ def _parser() -> argparse.ArgumentParser:
         help="physics steps per frame (default: the stage's time step, else one of at most 1/480 s)",
     )
     step.add_argument("--dt", type=float, help="physics time step in seconds (default: the stage's)")
-    p.add_argument(
+    worlds = p.add_mutually_exclusive_group()
+    worlds.add_argument(
         "--worlds",
         type=int,
         default=1,
         help="simulate N independent copies of the stage's physics (world 0 is written onto the prims)",
+    )
+    worlds.add_argument(
+        "--envs",
+        metavar="PRIM",
+        help="the parent of identical environment prims (e.g. /World/envs): one world per child prim, the first "
+        "imported once and replicated at each one's place; every environment's prims are written",
     )
     p.add_argument(
         "--write-joint-states",
@@ -191,6 +198,7 @@ def _info(argv) -> int:
         description="Print a stage's units and time range, what its model holds, and how usdsim would simulate it.",
     )
     p.add_argument("stage", help="the USD stage")
+    p.add_argument("--envs", metavar="PRIM", help="simulate the children of PRIM as one world each (as usdsim --envs)")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     args = p.parse_args(argv)
     logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.ERROR)
@@ -202,17 +210,25 @@ def _info(argv) -> int:
     from .sim import Simulation  # noqa: PLC0415
 
     try:
-        sim = Simulation.open(args.stage, device="cpu")
+        sim = Simulation.open(args.stage, device="cpu", env_root=args.envs, live=False)
     except NewtonUsdError as e:
         return _fail(str(e), args)
-    stage, model, frame = sim.stage, sim.model, sim.imported.frame
+    stage, frame = sim.stage, sim.imported.frame
+    model = sim.model.world_view(0)  # (counts per world)
     kinds = Counter(JointType(int(t)).name.lower() for t in model.joint_type.numpy())
     opt = sim.solver.mj_model.opt
     end = stage.GetEndTimeCode() if stage.HasAuthoredTimeCodeRange() else sim.start_time + sim.default_frames()
     print(args.stage)
     print(f"  stage: {frame.meters_per_unit:g} m and {frame.kilograms_per_unit:g} kg per unit, {frame.up_axis} up; "
           f"{stage.GetTimeCodesPerSecond():g} time codes/s, frames {sim.start_time:g}-{end:g}")  # fmt: skip
-    print(f"  model: {model.body_count} bodies, {model.shape_count} shapes, {model.joint_count} joints "
+    envs = sim.imported.environments
+    if envs is not None:
+        names = [p.rsplit("/", 1)[-1] for p in envs.paths]
+        shown = ", ".join(names) if len(names) <= 4 else f"{', '.join(names[:2])}, ..., {names[-1]}"
+        print(f"  worlds: {sim.worlds}, one per environment under {envs.root} ({shown}); "
+              f"{envs.paths[0]} imported once and replicated at each one's place")  # fmt: skip
+    print(f"  model{' (per world)' if sim.worlds > 1 else ''}: {model.body_count} bodies, {model.shape_count} shapes, "
+          f"{model.joint_count} joints "
           f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), "
           f"{model.articulation_count} articulations, "
           f"{model.equality_count + len(getattr(model.mujoco, 'tendon_equality', None) or [])} equalities, "
@@ -289,6 +305,7 @@ def _run(args) -> int:
             dt=args.dt,
             joint_states=args.write_joint_states,
             worlds=args.worlds,
+            env_root=args.envs,
             overrides=args.set,
             live=False,
             xform_ops=args.xform_ops,

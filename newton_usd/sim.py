@@ -33,10 +33,11 @@ DEFAULT_FRAMES = 120
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 
 
-def _import_stage(stage, order=None, worlds=1):
-    """A new builder holding ``stage``'s model (replicated into ``worlds`` worlds), and the import record."""
+def _import_stage(stage, order=None, worlds=1, env_root=None):
+    """A new builder holding ``stage``'s model (replicated into ``worlds`` worlds, or one world per
+    environment under ``env_root``), and the import record."""
     builder = ModelBuilder()
-    imported = add_usd(builder, stage, **({"order": tuple(order)} if order else {}))
+    imported = add_usd(builder, stage, env_root=env_root, **({"order": tuple(order)} if order else {}))
     if worlds > 1:
         builder.replicate(worlds)
     return builder, imported
@@ -66,10 +67,17 @@ def _carry_body_state(builder, model, state) -> None:
     builder.joint_qd_from_body_qd()
 
 
-def _written_labels(world0) -> list:
-    """Body labels for the StageSync: None for the kinematic bodies (the stage moves them)."""
-    kinematic = world0.body_kinematic.numpy()
-    return [None if kinematic[b] else label for b, label in enumerate(world0.body_label)]
+def _written_labels(model) -> list:
+    """Body labels for the StageSync, for the bodies of every world: None for the kinematic bodies (the
+    stage moves them) and for a label met before (a replicated world's copy of a prim: only its first
+    world is written; worlds of environments have labels of their own, so each is written)."""
+    kinematic = model.body_kinematic.numpy()
+    seen = set()
+    out = []
+    for b, label in enumerate(model.body_label):
+        out.append(None if kinematic[b] or label in seen else label)
+        seen.add(label)
+    return out
 
 
 def _kinematic_bodies(stage, model) -> list:
@@ -125,6 +133,8 @@ class Simulation:
 
     Attributes:
         stage, model, solver, state, control, sync: the pieces, reachable for inspection.
+        worlds: the model's worlds; env_root: the parent of the environment prims simulated as worlds
+            (None: none).
         fps: frames per second (the stage's timeCodesPerSecond unless given).
         substeps: physics steps per frame; dt: the physics step in seconds.
         frame: frames simulated since the start; start_time: the time code of frame 0.
@@ -149,6 +159,7 @@ class Simulation:
         output_layer=None,
         overrides=(),
         xform_ops="trs",
+        env_root=None,
     ):
         self.stage = stage
         self.source_file = source_file
@@ -163,11 +174,14 @@ class Simulation:
         self.output_layer = output_layer or _attach_output_layer(stage)
         self.overrides = list(overrides)  # [(property path, value)] authored into the output layer
         self.worlds = model.num_worlds
-        world0 = model.world_view(0)  # world 0 drives the prims
-        self.sync = StageSync(stage, self.output_layer, _written_labels(world0), imported.frame, xform_ops)
+        self.env_root = env_root
+        self._replicas = 1 if env_root is not None else self.worlds  # worlds of replicate(), on a re-import
+        # Every prim is written from the first world that has it: world 0 for replicated copies, each
+        # environment's own world for environments.
+        self.sync = StageSync(stage, self.output_layer, _written_labels(model), imported.frame, xform_ops)
         self._kinematic = _kinematic_bodies(stage, model)
         self.joint_sync = (
-            JointStateSync(self.output_layer, world0, imported.frame.meters_per_unit) if joint_states else None
+            JointStateSync(self.output_layer, model, imported.frame.meters_per_unit) if joint_states else None
         )
         self.state = model.state()
         self._next = model.state()
@@ -201,6 +215,7 @@ class Simulation:
         live: bool = True,
         order=None,
         worlds: int = 1,
+        env_root: str | None = None,
         dt: float | None = None,
         overrides=(),
         keyframe=None,
@@ -227,6 +242,9 @@ class Simulation:
             order: the resolver's dialect order (default newton > mjc > physx > physics).
             worlds: simulate this many independent copies of the stage's physics
                 (:meth:`ModelBuilder.replicate`); world 0 is written onto the prims.
+            env_root: the parent of identical environment prims (e.g. ``"/World/envs"``): one world per
+                environment, the first imported and replicated at each one's place (see
+                :func:`newton_usd.usd.add_usd`); every environment's prims are written.
             dt: the physics time step in seconds (default: the stage's); each frame takes
                 ``round(1 / (fps * dt))`` steps (``substeps`` wins when both are given).
             overrides: ``"/Prim.attribute=VALUE"`` strings, authored into the output layer before
@@ -239,6 +257,8 @@ class Simulation:
         dev = resolve_device(device)
         if int(worlds) < 1:
             raise NewtonUsdError(f"worlds must be at least 1, got {worlds}")
+        if env_root is not None and int(worlds) != 1:
+            raise NewtonUsdError("worlds and env_root both make worlds: give one of them (env_root: one per env)")
         if dt is not None and not dt > 0:
             raise NewtonUsdError(f"the physics time step must be positive, got {dt}")
         if xform_ops not in XFORM_OPS:
@@ -249,7 +269,7 @@ class Simulation:
             sim = cls._open(
                 stage, file, output_layer, solver=solver, device=dev, backend=backend, fps=fps, substeps=substeps,
                 record=record, joint_states=joint_states, live=live, order=order, worlds=int(worlds), dt=dt,
-                overrides=overrides, xform_ops=xform_ops,
+                overrides=overrides, xform_ops=xform_ops, env_root=env_root,
             )  # fmt: skip
             if keyframe is not None:
                 sim.start_from_keyframe(keyframe)
@@ -261,10 +281,10 @@ class Simulation:
     @classmethod
     def _open(
         cls, stage, file, output_layer, *, solver, device, backend, fps, substeps, record, joint_states, live, order,
-        worlds, dt, overrides, xform_ops="trs",
+        worlds, dt, overrides, env_root, xform_ops="trs",
     ):  # fmt: skip
         applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
-        builder, imported = _import_stage(stage, order, worlds)
+        builder, imported = _import_stage(stage, order, worlds, env_root)
         scene = {k: r.value for k, r in imported.scene.items()}
         solver = solver or scene.get("solver") or "mujoco"
         if solver not in SOLVERS:
@@ -286,7 +306,7 @@ class Simulation:
         return cls(
             stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=step, record=record,
             joint_states=joint_states, live=live, order=order, output_layer=output_layer, overrides=applied,
-            xform_ops=xform_ops,
+            xform_ops=xform_ops, env_root=env_root,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ stepping
@@ -397,7 +417,7 @@ class Simulation:
             self._retired_joint_syncs = []
             self.sync.restore()  # also prunes the prim specs left empty
         if self.rebuilds:  # the model holds the state of the last rebuild: import the authored one again
-            self._rebuild(*_import_stage(self.stage, self._order, self.worlds), keep_state=False)
+            self._rebuild(*_import_stage(self.stage, self._order, self._replicas, self.env_root), keep_state=False)
             self.rebuilds = 0
         if keyframe is not None:
             self.start_from_keyframe(keyframe)
@@ -441,7 +461,7 @@ class Simulation:
             logger.info("%s: frame %d: applied drive target edits", self.source_file, self.frame)
             return "values"
         try:
-            builder, imported = _import_stage(self.stage, self._order, self.worlds)
+            builder, imported = _import_stage(self.stage, self._order, self._replicas, self.env_root)
             model = builder.finalize(self.model.device)
         except NewtonUsdError as e:
             logger.warning("%s: an edit was not applied: %s", self.source_file, e)
@@ -524,14 +544,13 @@ class Simulation:
             _carry_body_state(builder, self.model, self.state)
         model = builder.finalize(self.model.device)
         solver = type(self.solver)(model, backend=self.solver.backend)
-        world0 = model.world_view(0)
-        sync = StageSync(self.stage, self.output_layer, _written_labels(world0), imported.frame, self.sync.xform_ops)
+        sync = StageSync(self.stage, self.output_layer, _written_labels(model), imported.frame, self.sync.xform_ops)
         self._kinematic = _kinematic_bodies(self.stage, model)
         if keep_state:
             sync.carry_over(self.sync)
         if self.joint_sync is not None:
             self._retired_joint_syncs.append(self.joint_sync)
-            self.joint_sync = JointStateSync(self.output_layer, world0, imported.frame.meters_per_unit)
+            self.joint_sync = JointStateSync(self.output_layer, model, imported.frame.meters_per_unit)
         self.imported, self.model, self.solver, self.sync = imported, model, solver, sync
         self.state, self._next, self.control = model.state(), model.state(), model.control()
 

@@ -63,3 +63,108 @@ def pendulum(path=None, mass=1.0, length=0.5, inertia=0.004, angle_deg=5.0, pivo
     joint.CreateLocalPos0Attr(Gf.Vec3f(*pivot))
     joint.CreateLocalPos1Attr(Gf.Vec3f(0, 0, 0))
     return stage
+
+
+ENV_PIVOT = (0.5, 0.0, 1.0)
+"""The pendulum's hinge in each environment of :func:`environments` (environment frame, m)."""
+ENV_ARM = 0.3
+ENV_ANGLE = 30.0
+
+
+def env_placement(i, spacing=3.0, rotated=None):
+    """Environment ``i`` of :func:`environments`: (position (m, Z up), angle about the up axis in degrees)."""
+    rotated = {2: 90.0} if rotated is None else rotated
+    return (spacing * i, 0.5 * spacing * (i % 2), 0.0), rotated.get(i, 0.0)
+
+
+def environments(path=None, n=4, style="inherit", up="Z", meters_per_unit=1.0, rotated=None, spacing=3.0):
+    """``n`` environments ``/World/envs/env_i`` (placed by :func:`env_placement`, env_2 turned 90 degrees
+    about the up axis) on a shared ground ``/World/ground``. Each holds a box ``box`` (0.2 m, 1 kg) 0.5 m up,
+    free to fall, and a pendulum ``arm`` hinged to the world about X at :data:`ENV_PIVOT` by the joint
+    ``hinge``, started 30 degrees off, its 1 kg bob 0.3 m below the hinge.
+
+    ``style``: "inherit": env_i inherits env_0 and authors only its place (the hinge's world-side frame is
+    env_0's, as inherited); "reference": every env references the class ``/Templates/env`` and authors
+    its place, env_i also its hinge's world-side frame (moved to its place); "flat": every env authored
+    in full (the hinge at its own place), with no composition arcs.
+    """
+    stage = new_stage(path, up=up, meters_per_unit=meters_per_unit)
+    s = 1.0 / meters_per_unit
+
+    def v(p):  # a Z-up vector in meters -> stage units and axes
+        x, y, z = p
+        return Gf.Vec3d(x * s, z * s, -y * s) if up == "Y" else Gf.Vec3d(x * s, y * s, z * s)
+
+    def up_quat(deg):  # a rotation about the up axis, as a stage quaternion
+        axis = Gf.Vec3d(0, 1, 0) if up == "Y" else Gf.Vec3d(0, 0, 1)
+        return Gf.Rotation(axis, deg).GetQuat()
+
+    ground = UsdGeom.Plane.Define(stage, "/World/ground")
+    ground.CreateAxisAttr(up)
+    UsdPhysics.CollisionAPI.Apply(ground.GetPrim())
+    UsdGeom.Scope.Define(stage, "/World/envs")
+
+    def place(prim_path, i):
+        env = UsdGeom.Xform(stage.GetPrimAtPath(prim_path))
+        env.ClearXformOpOrder()  # (an inherited one)
+        pos, deg = env_placement(i, spacing, rotated)
+        env.AddTranslateOp().Set(v(pos))
+        if deg:
+            (env.AddRotateYOp() if up == "Y" else env.AddRotateZOp()).Set(deg)
+
+    def content(root, i):
+        box = UsdGeom.Cube.Define(stage, f"{root}/box")
+        box.CreateSizeAttr(0.2 * s)
+        box.AddTranslateOp().Set(v((0, 0, 0.5)))
+        UsdPhysics.RigidBodyAPI.Apply(box.GetPrim())
+        UsdPhysics.CollisionAPI.Apply(box.GetPrim())
+        UsdPhysics.MassAPI.Apply(box.GetPrim()).CreateMassAttr(1.0)
+        arm = UsdGeom.Xform.Define(stage, f"{root}/arm")
+        arm.AddTranslateOp().Set(v(ENV_PIVOT))
+        arm.AddRotateXOp().Set(ENV_ANGLE)
+        UsdPhysics.RigidBodyAPI.Apply(arm.GetPrim())
+        mass = UsdPhysics.MassAPI.Apply(arm.GetPrim())
+        mass.CreateMassAttr(1.0)
+        mass.CreateCenterOfMassAttr(Gf.Vec3f(v((0, 0, -ENV_ARM))))
+        mass.CreateDiagonalInertiaAttr(Gf.Vec3f(0.01 * s * s, 0.01 * s * s, 0.01 * s * s))
+        hinge = UsdPhysics.RevoluteJoint.Define(stage, f"{root}/hinge")
+        hinge.CreateBody1Rel().SetTargets([Sdf.Path(f"{root}/arm")])
+        hinge.CreateAxisAttr("X")
+        hinge.CreateLocalPos1Attr(Gf.Vec3f(0, 0, 0))
+        hinge.CreateLocalRot1Attr(Gf.Quatf(1, 0, 0, 0))
+        world_side(hinge, i)
+
+    def world_side(hinge, i):  # the hinge's frame on the world side is a world frame
+        pos, deg = env_placement(i, spacing, rotated)
+        turn = Gf.Rotation(Gf.Vec3d(0, 0, 1), deg)
+        pivot = Gf.Vec3d(*pos) + turn.TransformDir(Gf.Vec3d(*ENV_PIVOT))
+        hinge.CreateLocalPos0Attr(Gf.Vec3f(v(pivot)))
+        hinge.CreateLocalRot0Attr(Gf.Quatf(up_quat(deg)))
+
+    for i in range(n):
+        root = f"/World/envs/env_{i}"
+        if style == "flat":
+            UsdGeom.Xform.Define(stage, root)
+            place(root, i)
+            content(root, i)
+        elif style == "inherit":
+            UsdGeom.Xform.Define(stage, root)
+            if i == 0:
+                content(root, 0)
+            else:
+                stage.GetPrimAtPath(root).GetInherits().AddInherit(Sdf.Path("/World/envs/env_0"))
+            place(root, i)
+        elif style == "reference":
+            if i == 0:
+                template = stage.CreateClassPrim("/Templates")
+                UsdGeom.Xform.Define(stage, "/Templates/env")
+                content("/Templates/env", 0)
+                assert template
+            prim = UsdGeom.Xform.Define(stage, root).GetPrim()
+            prim.GetReferences().AddInternalReference(Sdf.Path("/Templates/env"))
+            place(root, i)
+            if i:
+                world_side(UsdPhysics.RevoluteJoint(stage.GetPrimAtPath(f"{root}/hinge")), i)
+        else:
+            raise ValueError(style)
+    return stage

@@ -27,6 +27,10 @@ class Keyframe:
     time: float = 0.0
     joint_q: dict = None  # joint index -> its coordinates (model coordinates, as joint_q)
     joint_qd: dict = None  # joint index -> its velocities (as joint_qd)
+    # Values of one world's joint (index over all worlds) that differ from world 0's: the free joints of
+    # worlds placed elsewhere (see ModelBuilder.replicate's placements).
+    world_joint_q: dict = None
+    world_joint_qd: dict = None
 
 
 @dataclass
@@ -73,6 +77,21 @@ class JointAxis:
     drive_acceleration: bool = False
     """True: ``target_ke``/``target_kd`` are accelerations per error (1/s^2, 1/s), which the solver scales by
     the DOF's effective inertia every step (UsdPhysics acceleration drives); False: forces per error."""
+
+
+_SCALARS = (int, float, bool, str, type(None), np.generic)
+
+
+def _fresh(value):
+    """A copy of one element's value for another world: arrays copied, scalars shared (much cheaper than
+    ``copy.deepcopy`` for the common types)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_fresh(v) for v in value)
+    return copy.deepcopy(value)
 
 
 def _kind_of(tables, name):
@@ -205,16 +224,32 @@ class ModelBuilder:
     )  # fmt: skip
     _JOINT_REFS = ("equality_joint1", "equality_joint2")
 
-    def replicate(self, num_worlds: int) -> None:
-        """Make the model ``num_worlds`` identical, independent worlds: everything added so far becomes
-        world 0 and is copied into worlds 1 .. n-1 (bodies, static shapes, joints, sites, constraints,
-        MuJoCo values; labels are kept, so a prim path names its element in every world). Worlds do not
-        interact; they all start from the same state. Call it once, after everything is added."""
+    def replicate(self, num_worlds: int, *, placements=None, local=None, relabel=None) -> None:
+        """Make the model ``num_worlds`` independent worlds: everything added so far becomes world 0 and
+        is copied into worlds 1 .. n-1 (bodies, static shapes, joints, sites, constraints, keyframes,
+        MuJoCo values). Worlds do not interact. Call it once, after everything is added.
+
+        Without arguments the worlds are identical: same places, same labels (a prim path names its
+        element in every world), same initial state.
+
+        Args:
+            placements: one rigid transform per world (``(pos, quat)`` or ``wp.transform``; the first,
+                world 0's, is not applied): world w's copy of the *local* elements is world 0's moved by
+                ``placements[w]`` (body poses and velocities, free-joint coordinates, the world-side frames
+                of joints to the world, static shapes, sites and constraint anchors on the world). E.g.
+                environments at their own places, as in a stage's ``/World/envs/env_i``.
+            local: ``label -> bool``, which elements move with their world (default: all). A body is
+                local by its label, a static shape or world site by its own, a joint or constraint to the
+                world by its body. The others (a shared ground) stay where they are in every world.
+            relabel: ``(label, world) -> label`` of the copies (default: the labels are kept).
+        """
         n = int(num_worlds)
         if n < 1:
             raise ValueError(f"num_worlds must be >= 1, got {num_worlds}")
         if self.num_worlds != 1:
             raise ValueError("replicate() was already called on this builder")
+        if placements is not None and len(placements) != n:
+            raise ValueError(f"placements: {len(placements)} transforms for {n} worlds")
         listed = {name for names in self._ELEMENT_LISTS.values() for name in names}
         unlisted = [k for k, v in vars(self).items() if isinstance(v, list) and k not in listed]
         if unlisted:  # a programming error: a new per-element list not taught to replicate()
@@ -222,26 +257,131 @@ class ModelBuilder:
         counts = {kind: len(getattr(self, names[0])) for kind, names in self._ELEMENT_LISTS.items()}
         counts["dof"] = len(self.joint_axis)
         nb, na, nj = counts["body"], counts["articulation"], counts["joint"]
+        labels = {kind: f"{kind}_label" for kind in ("body", "shape", "joint", "site", "equality", "distance")}
+        labels["articulation"] = "articulation_label"
+        plan = []  # (list name, its world-0 values, how to copy them)
+        for kind, names in self._ELEMENT_LISTS.items():
+            for name in names:
+                base = getattr(self, name)[: counts[kind]]
+                if name in self._BODY_REFS or name in self._JOINT_REFS or name == "joint_articulation":
+                    how = "index"
+                elif relabel is not None and name in labels.values():
+                    how = "label"
+                elif name == "shape_source" or all(isinstance(v, _SCALARS) for v in base):
+                    how = "share"  # immutable values (meshes and height fields are never edited either)
+                else:
+                    how = "copy"
+                plan.append((name, base, how))
+        offset = {name: nb if name in self._BODY_REFS else nj if name in self._JOINT_REFS else na
+                  for name in (*self._BODY_REFS, *self._JOINT_REFS, "joint_articulation")}  # fmt: skip
         for w in range(1, n):
-            for names in self._ELEMENT_LISTS.values():
-                for name in names:
-                    values = getattr(self, name)
-                    base = values[: counts[_kind_of(self._ELEMENT_LISTS, name)]]
-                    if name in self._BODY_REFS:
-                        values.extend(b + w * nb if b >= 0 else b for b in base)
-                    elif name in self._JOINT_REFS:
-                        values.extend(j + w * nj if j >= 0 else j for j in base)
-                    elif name == "joint_articulation":
-                        values.extend(a + w * na if a >= 0 else a for a in base)
-                    elif name == "body_collision_filter_pairs":
-                        values.extend((b1 + w * nb, b2 + w * nb) for b1, b2 in base)
-                    else:
-                        values.extend(copy.deepcopy(base))
+            for name, base, how in plan:
+                values = getattr(self, name)
+                if how == "index":
+                    k = w * offset[name]
+                    values.extend(i + k if i >= 0 else i for i in base)
+                elif name == "body_collision_filter_pairs":
+                    values.extend((b1 + w * nb, b2 + w * nb) for b1, b2 in base)
+                elif how == "share":
+                    values.extend(base)
+                elif how == "label":
+                    values.extend(relabel(label, w) for label in base)
+                else:
+                    values.extend(map(_fresh, base))
         for (kind, _), values in self._mujoco_elements.items():
             for i, v in list(values.items()):
                 for w in range(1, n):
-                    values[i + w * counts[kind]] = copy.deepcopy(v)
+                    values[i + w * counts[kind]] = _fresh(v)
         self.num_worlds = n
+        if placements is not None:
+            self._place_worlds(placements, local, counts)
+
+    def _place_worlds(self, placements, local, counts) -> None:
+        """Move world w's local elements (copies of world 0's) by ``placements[w]`` (see :meth:`replicate`)."""
+        nb, nj = counts["body"], counts["joint"]
+        is_local = local or (lambda label: True)
+        moved = [is_local(label) for label in self.body_label[:nb]]
+
+        def moves(b):  # a body index of world 0 (-1: the world)
+            return b >= 0 and moved[b]
+
+        world_side = {  # element lists whose world-frame values move: (kind, which rows of world 0)
+            "shape_transform": [s for s in range(counts["shape"]) if self.shape_body[s] < 0
+                                and is_local(self.shape_label[s])],
+            "site_transform": [s for s in range(counts["site"]) if self.site_body[s] < 0
+                               and is_local(self.site_label[s])],
+            "joint_X_p": [j for j in range(nj) if self.joint_parent[j] < 0 and moves(self.joint_child[j])
+                          and self.joint_type[j] != JointType.FREE],
+        }  # fmt: skip
+        free = [j for j in range(nj) if self.joint_type[j] == JointType.FREE and moves(self.joint_child[j])]
+        for w in range(1, self.num_worlds):
+            x = _xform(placements[w])
+            if np.allclose(x[0], 0.0) and np.allclose(np.abs(x[1][3]), 1.0):
+                continue
+            rot = x[1]
+            for b in range(nb):
+                if moved[b]:
+                    i = b + w * nb
+                    self.body_q[i] = transform_multiply(x, self.body_q[i])
+                    v = self.body_qd[i]
+                    self.body_qd[i] = np.concatenate([quat_rotate(rot, v[:3]), quat_rotate(rot, v[3:])])
+            for name, rows in world_side.items():
+                values, per = getattr(self, name), counts[_kind_of(self._ELEMENT_LISTS, name)]
+                for r in rows:
+                    values[r + w * per] = transform_multiply(x, values[r + w * per])
+            for j in free:
+                i = j + w * nj
+                q = self.joint_q[i]
+                p, r = transform_multiply(x, (q[:3], q[3:]))
+                self.joint_q[i] = np.concatenate([p, r])
+                qd = self.joint_qd[i]
+                self.joint_qd[i] = np.concatenate([quat_rotate(rot, qd[:3]), quat_rotate(rot, qd[3:])])
+            self._place_constraints(w, x, moves, counts)
+            for key in self.keyframes.values():
+                self._place_keyframe(key, w, x, free, nj)
+
+    def _place_constraints(self, w, x, moves, counts) -> None:
+        """World w's equality and distance constraints to the world: their world-frame anchors and poses."""
+        point = lambda p: transform_multiply(x, (p, IDENTITY[1]))[0]  # noqa: E731
+        ne = counts["equality"]
+        for e in range(ne):
+            i = e + w * ne
+            b1, b2 = self.equality_body1[e], self.equality_body2[e]
+            kind = EQUALITY_KINDS[self.equality_type[e]]
+            if kind == "connect":
+                if b1 < 0 and moves(b2):
+                    self.equality_anchor[i] = point(self.equality_anchor[i])
+                if b2 < 0 and moves(b1) and self.equality_anchor2[i] is not None:
+                    self.equality_anchor2[i] = point(self.equality_anchor2[i])
+            elif kind == "weld":
+                relpose = self.equality_relpose[i]
+                if b1 < 0 and moves(b2) and relpose is not None:
+                    self.equality_relpose[i] = transform_multiply(x, relpose)
+                if b2 < 0 and moves(b1):
+                    self.equality_anchor[i] = point(self.equality_anchor[i])
+                    if relpose is not None:
+                        self.equality_relpose[i] = transform_multiply(relpose, transform_inverse(x))
+        nd = counts["distance"]
+        for d in range(nd):
+            i = d + w * nd
+            b0, b1 = self.distance_body0[d], self.distance_body1[d]
+            if b0 < 0 and moves(b1):
+                self.distance_anchor0[i] = point(self.distance_anchor0[i])
+            if b1 < 0 and moves(b0):
+                self.distance_anchor1[i] = point(self.distance_anchor1[i])
+
+    @staticmethod
+    def _place_keyframe(key, w, x, free, nj) -> None:
+        """A keyframe's free-joint coordinates in world w: world 0's moved by ``x``."""
+        for j in free:
+            q, qd = (key.joint_q or {}).get(j), (key.joint_qd or {}).get(j)
+            if q is not None:
+                p, r = transform_multiply(x, (q[:3], q[3:]))
+                key.world_joint_q = key.world_joint_q or {}
+                key.world_joint_q[j + w * nj] = np.concatenate([p, r])
+            if qd is not None:
+                key.world_joint_qd = key.world_joint_qd or {}
+                key.world_joint_qd[j + w * nj] = np.concatenate([quat_rotate(x[1], qd[:3]), quat_rotate(x[1], qd[3:])])
 
     def _check_not_replicated(self):
         if self.num_worlds != 1:
@@ -999,6 +1139,10 @@ class ModelBuilder:
                     q[q_start[j + w * nj] : q_start[j + w * nj + 1]] = v
                 for j, v in key.joint_qd.items():
                     qd[qd_start[j + w * nj] : qd_start[j + w * nj + 1]] = v
+            for j, v in (key.world_joint_q or {}).items():
+                q[q_start[j] : q_start[j + 1]] = v
+            for j, v in (key.world_joint_qd or {}).items():
+                qd[qd_start[j] : qd_start[j + 1]] = v
             rows_q.append(q)
             rows_qd.append(qd)
         m.keyframe_joint_q = np.asarray(rows_q, dtype=np.float64).reshape(len(rows_q), len(q0))

@@ -24,7 +24,8 @@ class JointStateSync:
 
     Args:
         layer: the output layer (as for :class:`StageSync`).
-        model: the Model; joint labels are the joint prims' paths.
+        model: the Model; joint labels are the joint prims' paths (a label met again, in a later world of
+            a replicated model, is written from its first world only).
         meters_per_unit: the stage's units, for linear coordinates.
     """
 
@@ -37,8 +38,12 @@ class JointStateSync:
         qd_start = model.joint_qd_start.numpy()
         # (coordinate index, DOF index, scale, position attribute path, velocity attribute path)
         self.entries = []
+        seen = set()
         for j, label in enumerate(model.joint_label):
             jt = int(types[j])
+            if label in seen:
+                continue
+            seen.add(label)
             if jt not in (JointType.REVOLUTE, JointType.PRISMATIC, JointType.D6) or not Sdf.Path.IsValidPathString(
                 label
             ):

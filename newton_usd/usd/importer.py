@@ -29,6 +29,7 @@ from ..core.types import DriveMode, GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
 from . import properties as props
+from .envs import Environments, check_identical, check_references, find_environments
 from .equalities import import_joint_equalities, import_tendon_equalities
 from .gprims import AXIS_TO_Z, HEIGHTFIELD_API, VISUAL_API, import_visual_geoms, read_heightfield, read_mesh
 from .keyframes import import_keyframes
@@ -78,6 +79,8 @@ class UsdImport:
         resolver: the :class:`Resolver` used, with the provenance of every resolved property.
         scene: the scene's resolved runtime settings (name -> Resolved): timestep, solver,
             mujoco_backend, substeps, frames_per_second, collide_on_substeps.
+        environments: with ``env_root``, the :class:`~newton_usd.usd.envs.Environments` imported as
+            worlds (their prim paths in world order and placements); else None.
     """
 
     stage: Usd.Stage
@@ -90,11 +93,12 @@ class UsdImport:
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
     resolver: Resolver | None = None
     scene: dict = field(default_factory=dict)
+    environments: Environments | None = None
 
 
-def _load_descriptors(stage, roots=("/",)):
+def _load_descriptors(stage, roots=("/",), exclude=()):
     load = getattr(UsdPhysics, "UsdPhysicsLoadStageFromPrimRange", None) or UsdPhysics.LoadUsdPhysicsFromRange
-    result = load(stage, list(roots))
+    result = load(stage, list(roots), list(exclude)) if exclude else load(stage, list(roots))
     out = defaultdict(list)
     for obj_type, (paths, descs) in result.items():
         for path, desc in zip(paths, descs, strict=True):
@@ -102,7 +106,7 @@ def _load_descriptors(stage, roots=("/",)):
     return out
 
 
-def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
+def add_usd(builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | None = None) -> UsdImport:
     """Import the UsdPhysics content of ``source`` (a file path or ``Usd.Stage``) into ``builder``.
 
     Bodies (PhysicsRigidBodyAPI) become builder bodies labelled by prim path, colliders become shapes,
@@ -111,19 +115,37 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     Properties that several dialects can author (``newton:*``, ``mjc:*``, ``physx*``, ``physics:*``)
     are resolved in ``order``, highest priority first (see :mod:`newton_usd.usd.resolver`).
 
+    ``env_root`` (e.g. ``"/World/envs"``): its child prims are identical environments, one world each
+    (see :mod:`newton_usd.usd.envs`). Only the first environment and what lies outside the environments
+    are read and built; the builder is then replicated into one world per environment
+    (:meth:`ModelBuilder.replicate`), each world placed at its environment prim's transform relative to
+    the first's and labelled with its own prim paths. What lies outside the environments (a ground) is in
+    every world, where it is. The builder must not be replicated yet; what it already holds is in every
+    world too.
+
     Raises:
-        UsdInputError: the file cannot be read, or it has nothing to simulate.
+        UsdInputError: the file cannot be read, or it has nothing to simulate; with ``env_root``, an
+            environment that differs from the first (naming the prim and attribute), or a prim that
+            ties environments together.
     """
     stage, file = open_stage(source)
     frame = StageFrame.of(stage)
     result = UsdImport(stage=stage, file=file, frame=frame, resolver=Resolver(order=tuple(order), file=file))
     diag = result.diagnostics
-    descs = _load_descriptors(stage)
+    others = ()
+    if env_root is not None:
+        if builder.num_worlds != 1:
+            raise ValueError("env_root replicates the builder into worlds: it was already replicated")
+        envs = result.environments = find_environments(stage, env_root, frame, file)
+        check_identical(stage, envs, file)
+        others = envs.paths[1:]
+    descs = _load_descriptors(stage, exclude=others)
     if builder.source is None:
         builder.source = file
     joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
     body_paths = {str(p) for p, _ in descs.get(OT.RigidBody, [])}
-    order, typed = _scan(stage, joint_paths | body_paths, _MJC_TYPED + ("MjcKeyframe", "PointInstancer"))
+    types = _MJC_TYPED + ("MjcKeyframe", "PointInstancer")
+    order, typed = _scan(stage, joint_paths | body_paths, types, exclude=others)
     instanced = _instancer_prototypes(stage, typed["PointInstancer"], result)
 
     bodies = descs.get(OT.RigidBody, [])
@@ -198,8 +220,34 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS) -> UsdImport:
     import_tendon_equalities(builder, typed["MjcTendon"], result)
     import_keyframes(builder, typed["MjcKeyframe"], result, frame, order)
     _import_collision_filters(builder, stage, descs, result)
+    if result.environments is not None:
+        _replicate_environments(builder, stage, descs, typed, result)
     diag.emit(file)
     return result
+
+
+def _replicate_environments(builder, stage, descs, typed, result):
+    """One world per environment: the builder (the first environment and what lies outside) replicated,
+    each world's copy of the first environment placed and labelled as its own environment."""
+    envs = result.environments
+    imported = [str(p) for entries in descs.values() for p, _ in entries]
+    imported += [str(prim.GetPath()) for key in _MJC_TYPED + ("MjcKeyframe",) for prim in typed[key]]
+    check_references(stage, envs, imported, result.file)
+    for path, b in result.body_index.items():
+        if not envs.local(path) and not builder.body_kinematic[b]:
+            result.diagnostics.add(
+                "rigid body outside the environments: every world simulates its own copy (world 0's is written)",
+                path,
+            )
+    n_before = {"body": builder.body_count, "shape": builder.shape_count, "joint": builder.joint_count,
+                "distance": len(builder.distance_label)}  # fmt: skip
+    builder.replicate(len(envs), placements=envs.placements, local=envs.local, relabel=envs.relabel)
+    for index, kind in ((result.body_index, "body"), (result.shape_index, "shape"), (result.joint_index, "joint"),
+                        (result.distance_index, "distance")):  # fmt: skip
+        first = [(p, i) for p, i in index.items() if envs.local(p)]
+        for w in range(1, len(envs)):
+            for p, i in first:
+                index[envs.relabel(p, w)] = i + w * n_before[kind]
 
 
 @dataclass
@@ -984,16 +1032,21 @@ def _import_collision_filters(builder, stage, descs, result):
 _MJC_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")  # (MjcKeyframe: see usd/keyframes.py)
 
 
-def _scan(stage, paths, type_names):
+def _scan(stage, paths, type_names, exclude=()):
     """One traversal: the authored order of ``paths`` (prim path -> index), the prims of each of
     ``type_names`` (type name -> prims, in order), the site prims (under "sites") and the MuJoCo
-    visual geoms (under "visuals")."""
+    visual geoms (under "visuals"). The subtrees of ``exclude`` are skipped."""
     order, typed = {}, {t: [] for t in type_names}
     typed["sites"], typed["visuals"] = [], []
     wanted = {Sdf.Path(p) for p in paths}
+    skip = {Sdf.Path(p) for p in exclude}
     site_apis = ("MjcSiteAPI", "NewtonSiteAPI")
-    for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
+    prims = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()))
+    for prim in prims:
         path = prim.GetPath()
+        if skip and path in skip:
+            prims.PruneChildren()
+            continue
         if path in wanted:
             order[str(path)] = len(order)
         type_name = prim.GetTypeName()

@@ -106,6 +106,7 @@ class SpecMap:
     dof_mj: np.ndarray = None  # model DOF -> mj scalar joint id (revolute, prismatic, D6 DOFs; else -1)
     actuator_dof: np.ndarray = None  # mj actuator -> model DOF it drives (the drive actuators come first)
     mjc_actuator_ctrl: np.ndarray = None  # MjcActuator prim -> mj actuator id (-1: not built)
+    site_mj: np.ndarray = None  # model site -> mj site id
     joint_names: list = field(default_factory=list)
 
 
@@ -369,7 +370,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 g.conaffinity = 0
             geom_handles[s] = g
 
-    site_names = _add_sites(spec, model, body_handles)
+    site_names, site_handles = _add_sites(spec, model, body_handles)
     gravcomp = getattr(model.mujoco, "body_gravcomp", None)
     if gravcomp is not None:
         for b in np.nonzero(~np.isnan(gravcomp))[0]:
@@ -408,7 +409,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     key_names = _Names()
     for label, time in zip(model.keyframe_label, model.keyframe_time, strict=True):
         spec.add_key(name=key_names(label), time=float(time))  # values: set by SolverMuJoCo after compiling
-    return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles)
+    return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles)
 
 
 def _add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag):
@@ -629,11 +630,11 @@ _SITE_GEOM = {
 }
 
 
-def _add_sites(spec, model, body_handles) -> dict:
-    """MuJoCo sites for the model's sites; returns site label -> MuJoCo name."""
-    names = {}
+def _add_sites(spec, model, body_handles):
+    """MuJoCo sites for the model's sites; returns (site label -> MuJoCo name, the site handles)."""
+    names, handles = {}, []
     if not getattr(model, "site_count", 0):
-        return names
+        return names, handles
     bodies = model.site_body.numpy()
     xforms = model.site_transform.numpy().astype(np.float64)
     types, sizes = model.site_type.numpy(), model.site_size.numpy().astype(np.float64)
@@ -647,7 +648,8 @@ def _add_sites(spec, model, body_handles) -> dict:
             size=np.maximum(sizes[i], 1e-6),
         )
         names[label] = site.name
-    return names
+        handles.append(site)
+    return names, handles
 
 
 DISTANCE_UNBOUNDED = 1e10
@@ -827,7 +829,7 @@ def compile_spec(spec, handles, model, file=None):
         mj_model = spec.compile()
     except ValueError as e:  # MjSpec reports compile errors as ValueError
         raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model: {e}") from None
-    body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles = handles
+    body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles = handles
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
     m.body_mocap = mj_model.body_mocapid[m.body_mj] if len(m.body_mj) else np.zeros(0, np.int32)
@@ -842,4 +844,5 @@ def compile_spec(spec, handles, model, file=None):
     # ctrl index of each MjcActuator prim (model.mujoco.actuator order), -1 where it was not built
     m.mjc_actuator_ctrl = np.array([h.id if h is not None else -1 for h in mjc_actuators], dtype=np.int32)
     m.joint_names = [h.name if h is not None else None for h in joint_handles]
+    m.site_mj = np.array([h.id for h in site_handles], dtype=np.int32)
     return mj_model, m
