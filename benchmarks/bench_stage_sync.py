@@ -204,7 +204,7 @@ def print_recording(r: dict) -> None:
         prev_f, prev_rss = f, rss
     print(
         f"   {grown * 2**20 / values:.0f} bytes per time sample in all (the samples live in the output layer "
-        "until it is saved); writing {r['write_seconds']:.1f} s "
+        f"until it is saved); writing {r['write_seconds']:.1f} s "
         f"({r['write_seconds'] / (n * frames) * 1e6:.2f} µs per body and frame); saving as .usdc "
         f"{r['save_seconds']:.1f} s, {r['usdc_mib']:.0f} MiB"
     )
