@@ -149,26 +149,33 @@ class CoordinateMap:
             qvel_out[..., qvel3] = quat_rotate(self.ball_qc, joint_qd[..., qd3])
 
     def from_mujoco(self, qpos, qvel, joint_q_out, joint_qd_out, xmat=None):
-        """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place). ``xmat``: MuJoCo's body
-        rotation matrices (..., nbody, 3, 3) at this state, when at hand (cheaper than rotating by the
-        free joints' quaternions)."""
+        """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place); either output may be None (not
+        written). ``xmat``: MuJoCo's body rotation matrices (..., nbody, 3, 3) at this state, when at hand
+        (cheaper than rotating by the free joints' quaternions)."""
         sq, sqp, sqd, sqv = self.scalar
-        joint_q_out[..., sq] = qpos[..., sqp] - self.scalar_ref if self.has_ref else qpos[..., sqp]
-        joint_qd_out[..., sqd] = qvel[..., sqv]
+        if joint_q_out is not None:
+            joint_q_out[..., sq] = qpos[..., sqp] - self.scalar_ref if self.has_ref else qpos[..., sqp]
+        if joint_qd_out is not None:
+            joint_qd_out[..., sqd] = qvel[..., sqv]
         if len(self.free_q):
             _, pos3, quat4, _, lin3, ang3, q_pos3, q_quat4, qd_lin3, qd_ang3 = self.free_seg
-            q = wxyz_to_xyzw(qpos[..., quat4])
-            joint_q_out[..., q_pos3] = qpos[..., pos3]
-            joint_q_out[..., q_quat4] = q
-            joint_qd_out[..., qd_lin3] = qvel[..., lin3]
-            if xmat is None:
-                joint_qd_out[..., qd_ang3] = quat_rotate(q, qvel[..., ang3])
-            else:  # the body's rotation is the free joint's
-                joint_qd_out[..., qd_ang3] = np.matmul(xmat[..., self.free_body, :, :], qvel[..., ang3, None])[..., 0]
+            q = wxyz_to_xyzw(qpos[..., quat4]) if joint_q_out is not None or xmat is None else None
+            if joint_q_out is not None:
+                joint_q_out[..., q_pos3] = qpos[..., pos3]
+                joint_q_out[..., q_quat4] = q
+            if joint_qd_out is not None:
+                joint_qd_out[..., qd_lin3] = qvel[..., lin3]
+                if xmat is None:
+                    joint_qd_out[..., qd_ang3] = quat_rotate(q, qvel[..., ang3])
+                else:  # the body's rotation is the free joint's
+                    rot = xmat[..., self.free_body, :, :]
+                    joint_qd_out[..., qd_ang3] = np.matmul(rot, qvel[..., ang3, None])[..., 0]
         if len(self.ball_q):
             q4, qpos4, qd3, qvel3 = self.ball_seg
-            joint_q_out[..., q4] = np.matmul(self.ball_from_mj, qpos[..., qpos4, None])[..., 0]
-            joint_qd_out[..., qd3] = np.matmul(self.ball_qd_from_mj, qvel[..., qvel3, None])[..., 0]
+            if joint_q_out is not None:
+                joint_q_out[..., q4] = np.matmul(self.ball_from_mj, qpos[..., qpos4, None])[..., 0]
+            if joint_qd_out is not None:
+                joint_qd_out[..., qd3] = np.matmul(self.ball_qd_from_mj, qvel[..., qvel3, None])[..., 0]
 
     def body_state(self, xpos, xquat, xipos, cvel, subtree_com):
         """``body_q`` (..., n, 7) and ``body_qd`` (..., n, 6) from MuJoCo body arrays (wxyz quats)."""
@@ -179,14 +186,18 @@ class CoordinateMap:
         return body_q, np.concatenate([lin, ang], axis=-1)
 
     def body_state_into(self, xpos, xquat, xipos, cvel, subtree_com, body_q_out, body_qd_out):
-        """:meth:`body_state`, written into ``body_q_out`` (..., n, 7) and ``body_qd_out`` (..., n, 6)."""
+        """:meth:`body_state`, written into ``body_q_out`` (..., n, 7) and ``body_qd_out`` (..., n, 6); either
+        may be None (not written)."""
         b = self.body_index
-        body_q_out[..., 0:3] = xpos[..., b, :]
-        body_q_out[..., 3:6] = xquat[..., b, 1:4]
-        body_q_out[..., 6] = xquat[..., b, 0]
-        ang = cvel[..., b, 0:3]
-        body_qd_out[..., 3:6] = ang
-        body_qd_out[..., 0:3] = cvel[..., b, 3:6] + cross(ang, xipos[..., b, :] - subtree_com[..., self.body_root, :])
+        if body_q_out is not None:
+            body_q_out[..., 0:3] = xpos[..., b, :]
+            body_q_out[..., 3:6] = xquat[..., b, 1:4]
+            body_q_out[..., 6] = xquat[..., b, 0]
+        if body_qd_out is not None:
+            ang = cvel[..., b, 0:3]
+            body_qd_out[..., 3:6] = ang
+            offset = xipos[..., b, :] - subtree_com[..., self.body_root, :]
+            body_qd_out[..., 0:3] = cvel[..., b, 3:6] + cross(ang, offset)
 
     def ctrl(self, ke, kd, target_pos, target_vel):
         """Actuator controls ``ke * target_pos + kd * target_vel`` for the driven DOFs (positions as MuJoCo's
