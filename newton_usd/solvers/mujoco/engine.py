@@ -3,7 +3,8 @@
 Both expose the same ``(num_worlds, ...)`` numpy views over the engine's memory: the state they step
 (``qpos``, ``qvel``, ``act``, ``ctrl``, ``qfrc_applied``, ``mocap_pos``, ``mocap_quat``; a write is the state
 of the next step) and the derived fields the solver reads (``body``: ``xpos``, ``xquat``, ``xipos``,
-``cvel``, ``subtree_com``; ``xmat``, ``qLD``, ``qLDiagInv``, the warning counters). Every step ends with
+``cvel``, ``subtree_com``; ``xmat``, ``qLD``, ``qLDiagInv``, the warning counters and ``warnings_raw``, a
+contiguous view of all the warnings' memory). Every step ends with
 MuJoCo's position and velocity stages at the new state, so the derived fields are those of the new
 state, and the next step starts from them: a step costs one ``mj_step``.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 
 import mujoco
+import numpy as np
 
 from ...errors import SimulationError
 
@@ -40,6 +42,13 @@ class DataEngine:
         self.body = tuple(getattr(d, n)[None] for n in BODY_FIELDS)
         self.xmat, self.qLD, self.qLDiagInv = d.xmat[None], d.qLD[None], d.qLDiagInv[None]
         self.warning_counts, self.warning_info = d.warning.number[None], d.warning.lastinfo[None]
+        # The whole mjWarningStat array ({int lastinfo; int number} per warning) as one contiguous view: its
+        # bytes change when a counter does, and compare faster than the strided counters.
+        nwarn = len(self.warning_info[0])
+        lastinfo = self.warning_info[0]
+        self.warnings_raw = np.lib.stride_tricks.as_strided(lastinfo, (2 * nwarn,), (lastinfo.itemsize,))
+        if self.warnings_raw[1::2].ctypes.data != self.warning_counts.ctypes.data or lastinfo.strides[0] != 8:
+            raise RuntimeError("MjData.warning is not the mjWarningStat array expected")
         nq, nv, nmocap = mj_model.nq, mj_model.nv, mj_model.nmocap
         self.snapshot_parts = (self.qpos, self.qvel)
         self.columns = {"qpos": (0, slice(0, nq)), "qvel": (1, slice(0, nv))}
@@ -92,6 +101,7 @@ class BatchEngine:
         self.body = tuple(b.bind(n) for n in BODY_FIELDS)
         self.xmat, self.qLD, self.qLDiagInv = b.bind("xmat"), b.bind("qLD"), b.bind("qLDiagInv")
         self.warning_counts, self.warning_info = b.warning[:, :, 1], b.warning[:, :, 0]  # (views)
+        self.warnings_raw = b.warning  # (contiguous: its bytes change when a counter does)
         # The rows are mjSTATE_INTEGRATION states: components side by side in the order of their bits.
         S = mujoco.mjtState
         self.snapshot_parts = (b.state,)

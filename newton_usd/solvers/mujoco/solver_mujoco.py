@@ -300,9 +300,9 @@ class SolverMuJoCo(SolverBase):
         self._qpos, self._qvel, self._ctrl, self._qfrc = e.qpos, e.qvel, e.ctrl, e.qfrc_applied
         self._body_out, self._xmat = e.body, e.xmat  # xmat: (num_worlds, nbody, 9)
         self._qpos[:], self._qvel[:] = qpos, qvel
-        self._warning_counts = e.warning_counts  # (a view: the engine updates it)
+        self._warning_counts, self._warnings_raw = e.warning_counts, e.warnings_raw  # (views: the engine updates them)
         self._warnings_seen = np.zeros_like(self._warning_counts)  # a bad initial state is reported at step 1
-        self._warnings_seen_raw = self._warnings_seen.tobytes()
+        self._warnings_seen_raw = np.zeros_like(self._warnings_raw).tobytes()
         e.forward()
         self._exchange = StateExchange(self)
 
@@ -423,7 +423,7 @@ class SolverMuJoCo(SolverBase):
                 e.forward()  # M at the pushed state
             self._scale_acceleration_drives()
         e.step()
-        if self._warning_counts.tobytes() != self._warnings_seen_raw:
+        if self._warnings_raw.tobytes() != self._warnings_seen_raw:
             self._check_warnings()
         if not self._exchange.give(state_out):
             self._pull(self._qpos, self._qvel, self._body_out, state_out)
@@ -537,9 +537,9 @@ class SolverMuJoCo(SolverBase):
     def _check_warnings(self):
         """C MuJoCo silently resets a simulation whose state goes NaN/Inf/huge; report that as a blow-up."""
         counts = self._warning_counts  # (world, warning)
-        if counts.tobytes() == self._warnings_seen_raw:  # nothing new: the usual case, cheaply
+        if self._warnings_raw.tobytes() == self._warnings_seen_raw:  # nothing new: the usual case, cheaply
             return
-        self._warnings_seen_raw = counts.tobytes()
+        self._warnings_seen_raw = self._warnings_raw.tobytes()
         new = counts > self._warnings_seen
         self._warnings_seen = counts.copy()
         for index, what in self._BAD_STATE:
