@@ -201,9 +201,11 @@ def test_arrays_edited_in_place_are_pushed(how):
     ref = reference(model, 25, edit_reference)
     solver = SolverMuJoCo(model, backend="cpu")
     s0, s1, control = start(model, model.state()), model.state(), model.control()
-    held = {"s0": (s0.joint_q, s0.joint_qd), "s1": (s1.joint_q, s1.joint_qd)}
-    views = {"s0": (s0.joint_q.numpy(), s0.joint_qd.numpy()), "s1": (s1.joint_q.numpy(), s1.joint_qd.numpy())}
     names = {id(s0): "s0", id(s1): "s1"}
+    if how == "held wp.array":  # (else nothing holds the arrays: an edit is found because it was read)
+        held = {"s0": (s0.joint_q, s0.joint_qd), "s1": (s1.joint_q, s1.joint_qd)}
+    elif how == "held numpy view":
+        views = {"s0": (s0.joint_q.numpy(), s0.joint_qd.numpy()), "s1": (s1.joint_q.numpy(), s1.joint_qd.numpy())}
     for k in range(25):
         if k == at:
             which = names[id(s0)]
@@ -226,7 +228,9 @@ def test_arrays_edited_in_place_are_pushed(how):
                     s0.joint_qd.numpy()[:] = qd
         solver.step(s0, s1, control, None, DT)
         s0, s1 = s1, s0
-        assert_same(values(s0), ref[k])
+    assert_same(values(s1), ref[-2])  # (read only now: nothing but the edit touched the arrays)
+    assert_same(values(s0), ref[-1])
+    assert np.abs(ref[-1]["joint_q"] - reference(model, 25)[-1]["joint_q"]).max() > 1e-3  # the edit mattered
 
 
 def test_setting_an_array_of_a_pending_state_keeps_the_others_and_pushes_it():
@@ -352,8 +356,8 @@ def test_one_world_steps_as_mj_step_bit_for_bit():
 
 
 def test_update_parameters_keeps_what_pending_states_read():
-    """A body's mass changes (update_parameters) while older States are pending: they read the body
-    velocities (relative to the subtree's COM in MuJoCo) of the model they were stepped with."""
+    """A body's COM moves (update_parameters) while older States are pending: they read the body velocities
+    (the velocity of each body's COM) of the model they were stepped with."""
     model = arm_model()
     ref = reference(model, 10)
     solver = SolverMuJoCo(model, backend="cpu")
@@ -361,12 +365,14 @@ def test_update_parameters_keeps_what_pending_states_read():
     for _ in range(10):
         solver.step(s0, s1, control, None, DT)
         s0, s1 = s1, s0
-    mass = model.body_mass.numpy()
-    mass[:2] *= 4.0
-    model.body_mass.assign(mass)
-    assert solver.update_parameters(model, {"body_mass"}) == set()
+    com = model.body_com.numpy()
+    com[0] += (0.0, 0.0, 0.05)  # (the arm: MuJoCo lets a body whose COM is off its frame move it)
+    model.body_com.assign(com)
+    assert solver.update_parameters(model, {"body_com"}) == set()
     assert_same(values(s1), ref[-2])
     assert_same(values(s0), ref[-1])
+    solver.step(s0, s1, control, None, DT)
+    assert np.abs(values(s1)["body_qd"][0] - ref[-1]["body_qd"][0]).max() > 1e-3  # (the COM moved)
 
 
 # ------------------------------------------------------------------ controls
