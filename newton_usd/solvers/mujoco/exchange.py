@@ -86,6 +86,14 @@ def _copy_parts(n: int):
             dst[0][...] = src[0]
             dst[1][...] = src[1]
 
+    elif n == 4:
+
+        def copy(dst, src):
+            dst[0][...] = src[0]
+            dst[1][...] = src[1]
+            dst[2][...] = src[2]
+            dst[3][...] = src[3]
+
     else:
 
         def copy(dst, src):
@@ -271,8 +279,7 @@ class StateExchange:
             rec = self.attach(state)
             if rec is None:
                 return False
-        rec.live = True
-        rec.kin = None
+        rec.live = True  # (its copy, and what was computed from it, are only used once frozen again)
         rec.stale = ALL
         rec.handed = 0
         self.live = rec
