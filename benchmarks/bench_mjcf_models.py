@@ -162,7 +162,7 @@ def our_run(model, solver, steps: int, dt: float, key=None, offset: float = 0.0)
 STEP_TARGET_US = 3.0  # the issue's bound on what the state exchange adds per step and world
 
 
-def step_times_us(model, dt: float, steps: int, repeats: int = 3) -> tuple[float, float]:
+def step_times_us(model, dt: float, steps: int, repeats: int = 5) -> tuple[float, float]:
     """Microseconds per step, ``(ours, native)``: our cpu step (a fresh ``SolverMuJoCo``, ping-pong
     States, zero control) and ``mujoco.mj_step`` on the MuJoCo model that solver compiled, both from
     qpos0, each the best of ``repeats`` runs of ``steps`` steps, the runs interleaved (ours, native, ours,
@@ -702,7 +702,7 @@ def report_steps(results):
     w = max([14] + [len(res["model"]) for res in results])
     print(
         f"\nStep time, cpu backend: our step (state exchange included, ping-pong States, zero control) against"
-        f" mujoco.mj_step on the MuJoCo model SolverMuJoCo compiled, per step, best of 3 interleaved runs of"
+        f" mujoco.mj_step on the MuJoCo model SolverMuJoCo compiled, per step, best of 5 interleaved runs of"
         f" {LONG_STEPS} steps from qpos0. Target: the exchange adds at most {STEP_TARGET_US:g} us per step (ok)."
     )
     print(f"{'model':<{w}} {'route':<5} {'native us':>10} {'ours us':>9} {'added us':>9} {'ratio':>6} target")
