@@ -283,6 +283,19 @@ def test_kinematic_body_moved_through_a_held_body_q_view():
     assert np.abs(s1.joint_qd.numpy() - qd_before).max() < 0.1  # the rest went on as before
 
 
+def test_a_state_without_an_array_has_no_such_attribute():
+    from newton_usd.core.model import State
+
+    s = State()
+    assert not hasattr(s, "joint_q")
+    with pytest.raises(AttributeError, match="joint_q"):
+        s.joint_q  # noqa: B018
+    s.joint_q = wp.zeros(3, dtype=wp.float32, device="cpu")
+    assert s.joint_q.shape == (3,)
+    del s.joint_q
+    assert not hasattr(s, "joint_q")
+
+
 # ------------------------------------------------------------------ which state is stepped from
 def test_a_fresh_state_or_another_solvers_state_is_pushed():
     model = arm_model()
