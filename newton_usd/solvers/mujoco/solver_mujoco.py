@@ -49,8 +49,9 @@ class SolverMuJoCo(SolverBase):
             model's ``mjc:option:*`` values, which override the defaults (implicitfast integrator,
             MuJoCo's defaults otherwise). See ``spec.OPTION_NAMES``.
 
-    The engine objects are reachable as ``mj_model``/``mj_data`` (both backends) and
-    ``mjw_model``/``mjw_data`` (warp backend).
+    The engine objects are reachable as ``mj_model``/``mj_data`` (both backends),
+    ``mjw_model``/``mjw_data`` (warp backend) and ``mj_batch`` (cpu backend with several worlds, or RK4:
+    the ``mujoco.batch.Batch``; one world steps one MjData and ``mj_batch`` is None).
 
     On the cpu backend a step's ``state_out`` is pending: ``joint_q``, ``joint_qd``, ``body_q`` and
     ``body_qd`` are converted from MuJoCo's values when read (arrays someone holds are written at every
