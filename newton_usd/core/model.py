@@ -203,14 +203,63 @@ class Model:
         return Contacts(capacity, self.device)
 
 
-class State:
-    """Time-varying simulation state: ``body_q``, ``body_qd``, ``body_f``, ``joint_q``, ``joint_qd``."""
+class _SolverArray:
+    """A State array that a solver may write when it is read rather than when it steps (see :class:`State`)."""
 
-    body_q: wp.array
-    body_qd: wp.array
+    __slots__ = ("name",)
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, state, owner=None):
+        if state is None:
+            return self
+        pending = state._pending
+        if pending is not None:
+            return pending.read(state, self.name)
+        try:
+            return state.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"'{type(state).__name__}' object has no attribute '{self.name}'") from None
+
+    def __set__(self, state, value):
+        if state._pending is not None:
+            state._pending.release(state)
+        state.__dict__[self.name] = value
+
+    def __delete__(self, state):
+        if state._pending is not None:
+            state._pending.release(state)
+        try:
+            del state.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+
+
+class State:
+    """Time-varying simulation state: ``body_q``, ``body_qd``, ``body_f``, ``joint_q``, ``joint_qd``.
+
+    A solver may leave its output *pending*: ``body_q``, ``body_qd``, ``joint_q`` and ``joint_qd`` are then
+    written when they are read (SolverMuJoCo's cpu backend does so). Reading one of them as an attribute
+    always gives an array holding the state's values, and an array someone holds is kept current, so
+    what a user sees is as if every step had written all four; only the arrays' memory reached without
+    the attribute (``vars(state)``, a raw pointer kept from earlier) may be behind. ``_pending`` is the
+    solver's object: ``read(state, name)`` returns the array, written first if it is behind, and
+    ``release(state)`` writes every array and detaches itself; setting or deleting one of the four
+    attributes, copying or pickling the State releases it first.
+    """
+
+    body_q = _SolverArray()
+    body_qd = _SolverArray()
+    joint_q = _SolverArray()
+    joint_qd = _SolverArray()
     body_f: wp.array
-    joint_q: wp.array
-    joint_qd: wp.array
+    _pending = None  # the solver's pending output, or None when the arrays hold the values
+
+    def __getstate__(self):
+        if self._pending is not None:
+            self._pending.release(self)
+        return self.__dict__
 
 
 class Control:

@@ -44,6 +44,11 @@ def _as_slice(index: np.ndarray):
     return index
 
 
+def _gather(values, index):
+    """``values[..., index]`` for a slice or an index array (``np.take``: cheaper than fancy indexing)."""
+    return values[..., index] if isinstance(index, slice) else np.take(values, index, axis=-1)
+
+
 class CoordinateMap:
     """Index tables between one world of a Model and a compiled ``mujoco.MjModel``."""
 
@@ -109,6 +114,21 @@ class CoordinateMap:
         )
         self.ball_seg = (seg(self.ball_q, 4), seg(self.ball_qpos, 4), seg(self.ball_qd, 3), seg(self.ball_qvel, 3))
         self.free_body = np.array([f[4] for f in free], dtype=np.int64)  # MuJoCo body of each free joint
+        # MuJoCo -> model coordinates that are copies (scalars, minus their ref; free positions, free
+        # quaternions reordered; free linear velocities) as one gather each: (source, destination or None
+        # where it is every coordinate in order).
+        quat_wxyz_to_xyzw = np.array([1, 2, 3, 0])
+        q_src = [scalar[1], self.free_qpos[:, None] + np.arange(3), self.free_qpos[:, None] + 3 + quat_wxyz_to_xyzw]
+        q_dst = [scalar[0], self.free_q[:, None] + np.arange(7)]
+
+        def flat(parts):
+            return _as_slice(np.concatenate([np.asarray(x, dtype=np.int64).reshape(-1) for x in parts]))
+
+        self.q_src, self.q_dst = flat(q_src), flat(q_dst)
+        self.q_ref = np.concatenate([self.scalar_ref, np.zeros(7 * len(free))])
+        qd_src = [scalar[3], self.free_qvel[:, None] + np.arange(3)]
+        qd_dst = [scalar[2], self.free_qd[:, None] + np.arange(3)]
+        self.qd_src, self.qd_dst = flat(qd_src), flat(qd_dst)
         # A ball's joint_q is conj(r0_inv) * conj(q_c) * m * q_c for MuJoCo's qpos m (w, x, y, z): linear in
         # m, so one 4x4 matrix per ball joint (the order change included); joint_qd is conj(q_c) rotating qvel.
         basis = np.eye(4)[[3, 0, 1, 2]]  # MuJoCo's unit quaternions e_w, e_x, e_y, e_z in Warp order
@@ -149,26 +169,28 @@ class CoordinateMap:
             qvel_out[..., qvel3] = quat_rotate(self.ball_qc, joint_qd[..., qd3])
 
     def from_mujoco(self, qpos, qvel, joint_q_out, joint_qd_out, xmat=None):
-        """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place). ``xmat``: MuJoCo's body
-        rotation matrices (..., nbody, 3, 3) at this state, when at hand (cheaper than rotating by the
-        free joints' quaternions)."""
-        sq, sqp, sqd, sqv = self.scalar
-        joint_q_out[..., sq] = qpos[..., sqp] - self.scalar_ref if self.has_ref else qpos[..., sqp]
-        joint_qd_out[..., sqd] = qvel[..., sqv]
-        if len(self.free_q):
-            _, pos3, quat4, _, lin3, ang3, q_pos3, q_quat4, qd_lin3, qd_ang3 = self.free_seg
-            q = wxyz_to_xyzw(qpos[..., quat4])
-            joint_q_out[..., q_pos3] = qpos[..., pos3]
-            joint_q_out[..., q_quat4] = q
-            joint_qd_out[..., qd_lin3] = qvel[..., lin3]
-            if xmat is None:
-                joint_qd_out[..., qd_ang3] = quat_rotate(q, qvel[..., ang3])
-            else:  # the body's rotation is the free joint's
-                joint_qd_out[..., qd_ang3] = np.matmul(xmat[..., self.free_body, :, :], qvel[..., ang3, None])[..., 0]
-        if len(self.ball_q):
-            q4, qpos4, qd3, qvel3 = self.ball_seg
-            joint_q_out[..., q4] = np.matmul(self.ball_from_mj, qpos[..., qpos4, None])[..., 0]
-            joint_qd_out[..., qd3] = np.matmul(self.ball_qd_from_mj, qvel[..., qvel3, None])[..., 0]
+        """Write MuJoCo ``qpos``/``qvel`` into model coordinates (in place); either output may be None (not
+        written). ``xmat``: MuJoCo's body rotation matrices (..., nbody, 3, 3) at this state, when at hand
+        (cheaper than rotating by the free joints' quaternions)."""
+        if joint_q_out is not None:
+            copied = _gather(qpos, self.q_src)
+            joint_q_out[..., self.q_dst] = copied - self.q_ref if self.has_ref else copied
+            if len(self.ball_q):
+                q4, qpos4 = self.ball_seg[:2]
+                joint_q_out[..., q4] = np.matmul(self.ball_from_mj, qpos[..., qpos4, None])[..., 0]
+        if joint_qd_out is not None:
+            joint_qd_out[..., self.qd_dst] = _gather(qvel, self.qd_src)
+            if len(self.free_q):
+                ang3, qd_ang3 = self.free_seg[5], self.free_seg[9]
+                if xmat is None:
+                    q = wxyz_to_xyzw(qpos[..., self.free_seg[2]])
+                    joint_qd_out[..., qd_ang3] = quat_rotate(q, qvel[..., ang3])
+                else:  # the body's rotation is the free joint's
+                    rot = xmat[..., self.free_body, :, :]
+                    joint_qd_out[..., qd_ang3] = np.matmul(rot, qvel[..., ang3, None])[..., 0]
+            if len(self.ball_q):
+                qd3, qvel3 = self.ball_seg[2:]
+                joint_qd_out[..., qd3] = np.matmul(self.ball_qd_from_mj, qvel[..., qvel3, None])[..., 0]
 
     def body_state(self, xpos, xquat, xipos, cvel, subtree_com):
         """``body_q`` (..., n, 7) and ``body_qd`` (..., n, 6) from MuJoCo body arrays (wxyz quats)."""
@@ -179,14 +201,18 @@ class CoordinateMap:
         return body_q, np.concatenate([lin, ang], axis=-1)
 
     def body_state_into(self, xpos, xquat, xipos, cvel, subtree_com, body_q_out, body_qd_out):
-        """:meth:`body_state`, written into ``body_q_out`` (..., n, 7) and ``body_qd_out`` (..., n, 6)."""
+        """:meth:`body_state`, written into ``body_q_out`` (..., n, 7) and ``body_qd_out`` (..., n, 6); either
+        may be None (not written)."""
         b = self.body_index
-        body_q_out[..., 0:3] = xpos[..., b, :]
-        body_q_out[..., 3:6] = xquat[..., b, 1:4]
-        body_q_out[..., 6] = xquat[..., b, 0]
-        ang = cvel[..., b, 0:3]
-        body_qd_out[..., 3:6] = ang
-        body_qd_out[..., 0:3] = cvel[..., b, 3:6] + cross(ang, xipos[..., b, :] - subtree_com[..., self.body_root, :])
+        if body_q_out is not None:
+            body_q_out[..., 0:3] = xpos[..., b, :]
+            body_q_out[..., 3:6] = xquat[..., b, 1:4]
+            body_q_out[..., 6] = xquat[..., b, 0]
+        if body_qd_out is not None:
+            ang = cvel[..., b, 0:3]
+            body_qd_out[..., 3:6] = ang
+            offset = xipos[..., b, :] - subtree_com[..., self.body_root, :]
+            body_qd_out[..., 0:3] = cvel[..., b, 3:6] + cross(ang, offset)
 
     def ctrl(self, ke, kd, target_pos, target_vel):
         """Actuator controls ``ke * target_pos + kd * target_vel`` for the driven DOFs (positions as MuJoCo's

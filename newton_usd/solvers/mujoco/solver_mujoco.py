@@ -1,16 +1,19 @@
 """SolverMuJoCo: steps a Model with C MuJoCo (``backend="cpu"``) or MuJoCo-Warp (``backend="warp"``).
 
 Both backends compile the same ``mujoco.MjSpec`` (see :mod:`.spec`). Every step pushes the model
-coordinates of ``state_in`` (skipped when ``state_in`` is the state this solver wrote last and is
-unchanged, so the engine keeps its own double-precision state), the drive controls and joint forces,
-steps the engine once, and pulls joint coordinates and body poses and velocities into ``state_out``.
+coordinates of ``state_in`` (skipped when the engine holds them: ``state_in`` is the state this solver
+wrote last, unchanged, so the engine keeps its own double-precision state), the drive controls and joint
+forces (when they changed), steps the engine once, and gives ``state_out`` the new joint coordinates and
+body poses and velocities. The warp backend writes them at once; the cpu backend leaves ``state_out``
+pending and writes an array when it is read (see :mod:`.exchange`), so that a step costs what MuJoCo's
+does plus a few microseconds.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import os
+import operator
 
 import mujoco
 import numpy as np
@@ -22,6 +25,8 @@ from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError, SimulationError
 from ..solver import SolverBase
 from .convert import CoordinateMap
+from .engine import BatchEngine, DataEngine
+from .exchange import StateExchange, discard_pending
 from .spec import UNLIMITED_EFFORT, build_spec, compile_spec, mj_inertial
 
 logger = logging.getLogger("newton_usd")
@@ -44,8 +49,15 @@ class SolverMuJoCo(SolverBase):
             model's ``mjc:option:*`` values, which override the defaults (implicitfast integrator,
             MuJoCo's defaults otherwise). See ``spec.OPTION_NAMES``.
 
-    The engine objects are reachable as ``mj_model``/``mj_data`` (both backends) and
-    ``mjw_model``/``mjw_data`` (warp backend).
+    The engine objects are reachable as ``mj_model``/``mj_data`` (both backends),
+    ``mjw_model``/``mjw_data`` (warp backend) and ``mj_batch`` (cpu backend with several worlds, or RK4:
+    the ``mujoco.batch.Batch``; one world steps one MjData and ``mj_batch`` is None).
+
+    On the cpu backend a step's ``state_out`` is pending: ``joint_q``, ``joint_qd``, ``body_q`` and
+    ``body_qd`` are converted from MuJoCo's values when read (arrays someone holds are written at every
+    step), and a pending State stepped from again goes back into MuJoCo exactly, with nothing pushed when
+    MuJoCo still holds it. What a user reads is as if every step wrote the four arrays; arrays edited in
+    place are pushed, as before (see :mod:`.exchange`). A pending State keeps its solver alive.
     """
 
     def __init__(
@@ -71,20 +83,23 @@ class SolverMuJoCo(SolverBase):
         self.map = CoordinateMap(world0, self.mj_model, self.spec_map)
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
         self._mjc_built = self._mjc_ctrl >= 0
-        self._qfrc_set = True  # qfrc_applied may hold forces (see _controls_into_batch)
+        self._ctl = None  # the Control last pushed, its arrays, views and bytes (see _push_controls)
+        self._exchange = None  # the cpu backend's StateExchange
         self._init_keyframes(world0)
         mocap = self.spec_map.body_mocap
         self._mocap_body = np.nonzero(mocap >= 0)[0]  # kinematic bodies, moved from State.body_q
         self._mocap_id = mocap[self._mocap_body]
         self._dt = None
-        self._last_out = None  # (state, joint_q bytes, joint_qd bytes) as this solver wrote them
+        self._last_out = None  # (state, joint_q bytes, joint_qd bytes) as this solver wrote them at once
         self._views = {}  # id(Warp array) -> (array, numpy view): see _host_view
         # Worlds share one MjModel until their parameters differ (per-world values, acceleration drives).
         self.mj_models = [self.mj_model] * self.num_worlds
         self._data = mujoco.MjData(self.mj_model)  # world 0 (warp: the host copy), and scratch
         self.mj_batch = self.mjw_model = self.mjw_data = None
+        self._engine = None  # the cpu backend's DataEngine or BatchEngine
         self._set_gains(model)
         self._init_acceleration_drives(world0)
+        self._has_accel = bool(len(self._accel))
         self._placements = _world_placements(model, self.mj_model, self.spec_map)
         if (
             self._worlds_differ(model, self._IN_PLACE - {"gravity"})
@@ -97,17 +112,17 @@ class SolverMuJoCo(SolverBase):
         self._data.qpos[:], self._data.qvel[:] = qpos[0], qvel[0]
         mujoco.mj_forward(self.mj_model, self._data)
         if backend == "cpu":
-            self._init_batch(qpos, qvel)
+            self._init_cpu(qpos, qvel)
         else:
             self._init_warp(nconmax, njmax, qpos, qvel)
         self._scale_acceleration_drives()
 
     @property
     def mj_data(self) -> mujoco.MjData:
-        """World 0's ``MjData``: on the cpu backend a copy of the batch's simulation 0 as of the last step
-        (positions, velocities and contacts current), on the warp backend the host data it started from."""
-        if self.mj_batch is not None:
-            self.mj_batch.get_data(0, self._data)
+        """World 0's ``MjData``: on the cpu backend a copy of the engine's as of the last step (positions,
+        velocities and contacts current), on the warp backend the host data it started from."""
+        if self._engine is not None:
+            self._engine.get_data(0, self._data)
         return self._data
 
     # ------------------------------------------------------------------ keyframes
@@ -170,14 +185,17 @@ class SolverMuJoCo(SolverBase):
         rows_qd = self.model.keyframe_joint_qd[k].reshape(W, -1)
         self.map.to_mujoco(rows_q, rows_qd, qpos, qvel)
         if self.backend == "cpu":
-            b = self.mj_batch
-            self._qpos[:], self._qvel[:] = qpos, qvel
+            e = self._engine
+            if self._exchange.live is not None:
+                self._exchange.freeze(self._exchange.live)  # (a pending state keeps its values)
+            e.qpos[:], e.qvel[:] = qpos, qvel
             if m.na:
-                b.bind("act")[:] = m.key_act[k]
+                e.act[:] = m.key_act[k]
             if len(self._mocap_body):
-                self._mocap_pos[:], self._mocap_quat[:] = m.key_mpos[k], m.key_mquat[k]
-            b.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)
-            body = self._body_out
+                e.mocap_pos[:], e.mocap_quat[:] = m.key_mpos[k], m.key_mquat[k]
+            e.forward()
+            if not self._exchange.give(state):
+                self._pull(qpos, qvel, self._body_out, state)
         else:
             w = self.mjw_data
             w.qpos.assign(qpos.astype(np.float32))
@@ -191,7 +209,7 @@ class SolverMuJoCo(SolverBase):
                 for stage in (self._mjw.kinematics, self._mjw.com_pos, self._mjw.com_vel):
                     stage(self.mjw_model, w)
             body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
-        self._pull(qpos, qvel, body, state)
+            self._pull(qpos, qvel, body, state)
         if control is not None and len(self._mjc_ctrl):
             built = self._mjc_ctrl >= 0
             ctrl = self._per_world(control.mujoco.ctrl)
@@ -243,6 +261,7 @@ class SolverMuJoCo(SolverBase):
     def _set_gains(self, model):
         self._ke = self._per_world(model.joint_target_ke)
         self._kd = self._per_world(model.joint_target_kd)
+        self._ctl = None  # the controls depend on the gains: push them at the next step
 
     def _worlds_differ(self, model, names) -> bool:
         """Whether any value named in ``names`` differs between the worlds of ``model``."""
@@ -271,39 +290,38 @@ class SolverMuJoCo(SolverBase):
                 getattr(m, pos_field)[ids] = pos[w]
                 getattr(m, quat_field)[ids] = quat[w]
 
-    def _models_changed(self):
-        """Hand the edited MjModel(s) to the engine."""
-        if self.mj_batch is not None:
+    def _models_changed(self, stages: bool = True):
+        """Hand the edited MjModel(s) to the engine; ``stages``: whether the edit can change the position and
+        velocity stages (the cpu backend then recomputes them before the next step)."""
+        if self._engine is not None:
             split = self.mj_models[-1] is not self.mj_model
-            self.mj_batch.set_models(self.mj_models if split else self.mj_model)
+            self._engine.set_models(self.mj_models if split else self.mj_model, stages)
         elif self.mjw_model is not None:
             with wp.ScopedDevice(self.device):
                 self._put_warp_model()
 
     # ------------------------------------------------------------------ cpu backend
-    def _init_batch(self, qpos, qvel):
-        """C MuJoCo through ``mujoco.batch.Batch``: every world a simulation, stepped on a thread pool
-        in C (one MjData per world), its state rows bound as ``(num_worlds, ...)`` arrays. Each step
-        ends with the position and velocity stages computed at the new state, so body poses are those
-        of the new coordinates (the next step starts from them at no extra cost)."""
-        from mujoco import batch  # noqa: PLC0415
-
-        self._batch_error = batch.SimulationError
-        threads = min(self.num_worlds, os.cpu_count() or 1)
-        self.mj_batch = batch.Batch(self.mj_model, nsim=self.num_worlds, nthread=threads, persistent=True)
+    def _init_cpu(self, qpos, qvel):
+        """C MuJoCo (see :mod:`.engine`): one world steps one MjData; several worlds (and RK4, which needs
+        ``mj_step``) a persistent ``mujoco.batch.Batch`` (``mj_batch``: one MjData per world, stepped on a C
+        thread pool). Each step ends with the position and velocity stages computed at the new state, so
+        body poses are those of the new coordinates (the next step starts from them at no extra cost)."""
+        rk4 = self.mj_model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4
+        if self.num_worlds == 1 and not rk4:
+            e = DataEngine(self.mj_model)
+        else:
+            e = BatchEngine(self.mj_model, self.num_worlds)
+        self._engine = e
+        self.mj_batch = e.batch
         self._models_changed()
-        b = self.mj_batch
-        self._qpos, self._qvel, self._ctrl, self._qfrc = (b.bind(n) for n in ("qpos", "qvel", "ctrl", "qfrc_applied"))
-        if len(self._mocap_body):
-            self._mocap_pos, self._mocap_quat = b.bind("mocap_pos"), b.bind("mocap_quat")
-        self._body_out = tuple(b.bind(n) for n in self._BODY_FIELDS)
-        self._xmat = b.bind("xmat")  # (num_worlds, nbody, 9)
-        if len(self._accel):
-            self._qLD, self._qLDiagInv = b.bind("qLD"), b.bind("qLDiagInv")
+        self._qpos, self._qvel, self._ctrl, self._qfrc = e.qpos, e.qvel, e.ctrl, e.qfrc_applied
+        self._body_out, self._xmat = e.body, e.xmat  # xmat: (num_worlds, nbody, 9)
         self._qpos[:], self._qvel[:] = qpos, qvel
-        self._warnings_seen = np.zeros_like(b.warning[:, :, 1])  # a bad initial state is reported at step 1
-        self._warnings_seen_raw = self._warnings_seen.tobytes()
-        b.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)
+        self._warning_counts, self._warnings_raw = e.warning_counts, e.warnings_raw  # (views: the engine updates them)
+        self._warnings_seen = np.zeros_like(self._warning_counts)  # a bad initial state is reported at step 1
+        self._warnings_seen_raw = np.zeros_like(self._warnings_raw).tobytes()
+        e.forward()
+        self._exchange = StateExchange(self)
 
     # ------------------------------------------------------------------ warp backend
     def _init_warp(self, nconmax, njmax, qpos, qvel):
@@ -356,15 +374,15 @@ class SolverMuJoCo(SolverBase):
         DOF's effective inertia ``1 / (M^-1)_ii`` (the inertia a unit impulse on that DOF meets, the other
         DOFs free; armature included), so that the drive's motion does not depend on the masses.
 
-        ``M`` is the mass matrix at the current state: the cpu backend's batch factorizes it at the end
+        ``M`` is the mass matrix at the current state: the cpu backend's engine factorizes it at the end
         of every step; for the warp backend it is factorized here on the host from ``qpos`` (per world).
         """
         if not len(self._accel):
             return
         for w in range(self.num_worlds):
             self._scale_world_drives(w, None if qpos is None else qpos[w])
-        if self.mj_batch is not None:
-            self._models_changed()
+        if self._engine is not None:
+            self._models_changed(stages=False)  # (actuator gains: used after the velocity stage)
         elif self.mjw_model is not None:
             self._batch_warp_fields(("actuator_gainprm", "actuator_biasprm"))
 
@@ -375,8 +393,8 @@ class SolverMuJoCo(SolverBase):
             d.qpos[:] = qpos
             for stage in (mujoco.mj_kinematics, mujoco.mj_comPos, mujoco.mj_crb, mujoco.mj_factorM):
                 stage(m, d)
-        elif self.mj_batch is not None:
-            d.qLD[:], d.qLDiagInv[:] = self._qLD[w], self._qLDiagInv[w]
+        elif self._engine is not None:
+            d.qLD[:], d.qLDiagInv[:] = self._engine.qLD[w], self._engine.qLDiagInv[w]
         unit = np.zeros((n, m.nv))
         unit[np.arange(n), self._accel_mj_dof] = 1.0
         response = np.zeros_like(unit)
@@ -394,97 +412,120 @@ class SolverMuJoCo(SolverBase):
         self._dt = dt
         for m in {id(m): m for m in self.mj_models}.values():
             m.opt.timestep = dt
-        if self.mj_batch is not None:
+        if self._engine is not None:
             self._models_changed()
         elif self.mjw_model is not None:
             self.mjw_model.opt.timestep.fill_(dt)
 
     def _needs_push(self, state_in) -> bool:
         """Whether ``state_in``'s coordinates must go into MuJoCo: not when it is the state this solver
-        wrote last, unchanged (MuJoCo then goes on from its own double-precision state)."""
+        wrote last (at once), unchanged (MuJoCo then goes on from its own double-precision state)."""
         last = self._last_out
         if last is None or last[0] is not state_in:
             return True
         return _raw(self, state_in.joint_q) != last[1] or _raw(self, state_in.joint_qd) != last[2]
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
-        self._set_timestep(float(dt))
+        if dt != self._dt:
+            self._set_timestep(float(dt))
+        e = self._engine
+        if e is None:
+            self._step_warp(state_in, state_out, control)
+            return
+        self._exchange.take(state_in)
+        if control is not None:
+            self._push_controls(control)
+        if self._has_accel:
+            if e.stale:
+                e.forward()  # M at the pushed state
+            self._scale_acceleration_drives()
+        e.step()
+        if self._warnings_raw.tobytes() != self._warnings_seen_raw:
+            self._check_warnings()
+        if not self._exchange.give(state_out):
+            self._pull(self._qpos, self._qvel, self._body_out, state_out)
+
+    def _step_warp(self, state_in, state_out, control):
         push = self._needs_push(state_in)
         qpos = qvel = ctrl = qfrc = None
         if push:
             qpos, qvel = self._to_mujoco(state_in.joint_q, state_in.joint_qd)
-        cpu = self.backend == "cpu"
-        if control is not None and not (cpu and self._controls_into_batch(control)):
+        if control is not None:
             ctrl, qfrc = self._controls(control)
-        mocap = self._mocap_poses(state_in) if len(self._mocap_body) else None
-        if cpu:
-            b = self.mj_batch
-            if mocap is not None:
-                self._mocap_pos[:, self._mocap_id], self._mocap_quat[:, self._mocap_id] = mocap
-            if push:
-                self._qpos[:], self._qvel[:] = qpos, qvel
-                if len(self._accel):  # M at the pushed state
-                    b.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)
-            if ctrl is not None:
-                self._ctrl[:], self._qfrc[:] = ctrl, qfrc
-            self._scale_acceleration_drives()
-            try:
-                b.step(stage=mujoco.mjtStage.mjSTAGE_VEL)
-            except self._batch_error as e:
-                raise SimulationError(f"MuJoCo failed: {e}") from None
-            self._check_warnings()
-            qpos, qvel, body = self._qpos, self._qvel, self._body_out
-        else:
-            w = self.mjw_data
-            if mocap is not None:
-                for name, values in zip(("mocap_pos", "mocap_quat"), mocap, strict=True):
-                    full = getattr(w, name).numpy()
-                    full[:, self._mocap_id] = values
-                    getattr(w, name).assign(full)
-            if push:
-                w.qpos.assign(qpos.astype(np.float32))
-                w.qvel.assign(qvel.astype(np.float32))
-            if ctrl is not None:
-                if self.mj_model.nu:
-                    w.ctrl.assign(ctrl.astype(np.float32))
-                w.qfrc_applied.assign(qfrc.astype(np.float32))
-            with wp.ScopedDevice(self.device):
-                if len(self._accel):
-                    self._scale_acceleration_drives(w.qpos.numpy().astype(np.float64))
-                self._mjw.step(self.mjw_model, w)
-                # Kinematics at the new state, so that body poses go with the new coordinates.
-                self._mjw.kinematics(self.mjw_model, w)
-                self._mjw.com_pos(self.mjw_model, w)
-                self._mjw.com_vel(self.mjw_model, w)
-            qpos, qvel = w.qpos.numpy(), w.qvel.numpy()
-            body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
-        self._pull(qpos, qvel, body, state_out)
+        w = self.mjw_data
+        if len(self._mocap_body):
+            for name, values in zip(("mocap_pos", "mocap_quat"), self._mocap_poses(state_in), strict=True):
+                full = getattr(w, name).numpy()
+                full[:, self._mocap_id] = values
+                getattr(w, name).assign(full)
+        if push:
+            w.qpos.assign(qpos.astype(np.float32))
+            w.qvel.assign(qvel.astype(np.float32))
+        if ctrl is not None:
+            if self.mj_model.nu:
+                w.ctrl.assign(ctrl.astype(np.float32))
+            w.qfrc_applied.assign(qfrc.astype(np.float32))
+        with wp.ScopedDevice(self.device):
+            if len(self._accel):
+                self._scale_acceleration_drives(w.qpos.numpy().astype(np.float64))
+            self._mjw.step(self.mjw_model, w)
+            # Kinematics at the new state, so that body poses go with the new coordinates.
+            self._mjw.kinematics(self.mjw_model, w)
+            self._mjw.com_pos(self.mjw_model, w)
+            self._mjw.com_vel(self.mjw_model, w)
+        body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
+        self._pull(w.qpos.numpy(), w.qvel.numpy(), body, state_out)
 
     def _mocap_poses(self, state):
         """``(mocap_pos, mocap_quat)``, ``(num_worlds, n, 3|4)``, of the kinematic bodies in ``state``."""
-        body_q = self._per_world(state.body_q)[:, self._mocap_body]
-        return body_q[..., :3], xyzw_to_wxyz(body_q[..., 3:])
+        return self._mocap_poses_of(self._per_world(state.body_q))
 
-    def _controls_into_batch(self, control) -> bool:
-        """The cpu backend's controls, written straight into the batch's ``ctrl`` and ``qfrc_applied``
-        rows through views of the Control's arrays (as :meth:`_controls` computes them); False when an
-        array is not on the CPU (then :meth:`_controls` does it)."""
-        views = self._bundle_views(control, ("joint_target_pos", "joint_target_vel", "joint_f"))
-        mjc = getattr(getattr(control, "mujoco", None), "ctrl", None)
-        mjc_view = self._host_view(mjc) if mjc is not None and len(self._mjc_ctrl) else None
-        if views is None or (mjc is not None and len(self._mjc_ctrl) and mjc_view is None):
-            return False
-        target_pos, target_vel, joint_f = views
+    def _mocap_poses_of(self, body_q):
+        """``(mocap_pos, mocap_quat)`` of the kinematic bodies in ``body_q`` rows ``(num_worlds, n, 7)``."""
+        rows = body_q[:, self._mocap_body]
+        return rows[..., :3], xyzw_to_wxyz(rows[..., 3:])
+
+    _CONTROLS = ("joint_target_pos", "joint_target_vel", "joint_f")
+
+    def _push_controls(self, control) -> None:
+        """The cpu backend's controls into the batch's ``ctrl`` and ``qfrc_applied`` rows (as :meth:`_controls`
+        computes them), when they changed: skipped while ``control`` is the Control pushed last with the
+        same arrays holding the same bytes (the gains unchanged)."""
+        cached = self._ctl
+        if cached is not None and cached[0] is control:
+            try:
+                for get, array, view, raw in cached[1]:
+                    if get(control) is not array or view.tobytes() != raw:
+                        break
+                else:
+                    return
+            except AttributeError:  # (an array it lacks, or None: not cached)
+                pass
+        mjc = getattr(getattr(control, "mujoco", None), "ctrl", None) if len(self._mjc_ctrl) else None
+        arrays = tuple(getattr(control, n) for n in self._CONTROLS) + (mjc,)
+        views = tuple(None if a is None else self._host_view(a) for a in arrays)
+        if any(v is None for a, v in zip(arrays, views, strict=True) if a is not None):  # not on the CPU
+            self._ctrl[:], self._qfrc[:] = self._controls(control)
+            self._ctl = None
+            return
+        target_pos, target_vel, joint_f, mjc_view = views
         if len(self.map.actuator_dof):
             self._ctrl[:, : len(self.map.actuator_dof)] = self.map.ctrl(self._ke, self._kd, target_pos, target_vel)
-        forces = bool(joint_f.any())
-        if forces or self._qfrc_set:  # (zero forces, already written: nothing to do)
-            self.map.qfrc(joint_f, self._qfrc)
-            self._qfrc_set = forces
+        self.map.qfrc(joint_f, self._qfrc)
         if mjc_view is not None:
             built = self._mjc_built
             self._ctrl[:, self._mjc_ctrl[built]] = mjc_view[:, built]
-        return True
+        # What the next step compares: the drive targets only where there are drives.
+        watched = [2] + ([0, 1] if len(self.map.actuator_dof) else []) + ([3] if len(self._mjc_ctrl) else [])
+        self._ctl = (
+            control,
+            tuple(
+                (self._CONTROL_GETTERS[i], arrays[i], views[i], None if views[i] is None else views[i].tobytes())
+                for i in watched
+            ),
+        )
+
+    _CONTROL_GETTERS = tuple(operator.attrgetter(n) for n in _CONTROLS + ("mujoco.ctrl",))
 
     def _controls(self, control):
         """MuJoCo ``(ctrl, qfrc_applied)``, ``(num_worlds, nu|nv)``, from a Control: the drive actuators
@@ -512,19 +553,18 @@ class SolverMuJoCo(SolverBase):
 
     def _check_warnings(self):
         """C MuJoCo silently resets a simulation whose state goes NaN/Inf/huge; report that as a blow-up."""
-        warning = self.mj_batch.warning  # (world, warning, (lastinfo, number))
-        counts = warning[:, :, 1]
-        if counts.tobytes() == self._warnings_seen_raw:  # nothing new: the usual case, cheaply
+        counts = self._warning_counts  # (world, warning)
+        if self._warnings_raw.tobytes() == self._warnings_seen_raw:  # nothing new: the usual case, cheaply
             return
-        self._warnings_seen_raw = counts.tobytes()
+        self._warnings_seen_raw = self._warnings_raw.tobytes()
         new = counts > self._warnings_seen
-        self._warnings_seen = warning[:, :, 1].copy()
+        self._warnings_seen = counts.copy()
         for index, what in self._BAD_STATE:
             hit = np.nonzero(new[:, int(index)])[0]
             if not len(hit):
                 continue
             w = int(hit[0])
-            dof = int(warning[w, int(index), 0])
+            dof = int(self._engine.warning_info[w, int(index)])
             label = None
             if 0 <= dof < self.mj_model.nv:
                 mj_joint = int(self.mj_model.dof_jntid[dof])
@@ -535,11 +575,13 @@ class SolverMuJoCo(SolverBase):
             raise SimulationError(reason, label=label)
 
     def _pull(self, qpos, qvel, body, state_out):
-        """MuJoCo's state into ``state_out``: straight into views of its arrays on the CPU."""
+        """MuJoCo's state into ``state_out`` at once (the warp backend, and States the cpu backend cannot leave
+        pending): straight into views of its arrays on the CPU."""
+        discard_pending(state_out)
         views = self._bundle_views(state_out, ("joint_q", "joint_qd", "body_q", "body_qd"))
         if views is not None:
             jq, jqd, body_q, body_qd = views
-            cpu_rows = self.mj_batch is not None and qpos is self._qpos  # (the batch: its xmat is current)
+            cpu_rows = self._engine is not None and qpos is self._qpos  # (the engine's: its xmat is current)
             xmat = self._xmat.reshape(self._xmat.shape[:-1] + (3, 3)) if cpu_rows else None
             self.map.from_mujoco(qpos, qvel, jq, jqd, xmat)
             self.map.body_state_into(*body, body_q, body_qd)
@@ -585,6 +627,8 @@ class SolverMuJoCo(SolverBase):
         leftover = names - self._IN_PLACE
         if leftover:
             return leftover
+        if self._exchange is not None:  # pending states: their body velocities are of the model as it was
+            self._exchange.fill_pending()
         if self._worlds_differ(model, names):
             self._split_models(model)
         self._set_gains(model)
