@@ -28,7 +28,8 @@ import tempfile
 import time
 
 import numpy as np
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from bench_walking_skeleton import boxes_stage  # a sibling file: benchmarks/ is sys.path[0]
+from pxr import Gf, Sdf, Usd, UsdGeom
 
 from newton_usd import Simulation
 from newton_usd.sync import StageSync
@@ -39,21 +40,10 @@ RESULT = "BENCH_SYNC_RESULT "
 
 
 def body_stage(n: int, fps: float = 60.0) -> Usd.Stage:
-    """``n`` cubes on a grid under /World (the prims a sync writes), 1 m per unit, Z up."""
-    stage = Usd.Stage.CreateInMemory()
-    UsdGeom.SetStageUpAxis(stage, "Z")
+    """``n`` boxes on a grid above a ground (bench_walking_skeleton's), 1 m per unit, Z up, ``fps``."""
+    stage = boxes_stage(n)
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
     stage.SetTimeCodesPerSecond(fps)
-    UsdPhysics.Scene.Define(stage, "/World/PhysicsScene")
-    ground = UsdGeom.Plane.Define(stage, "/World/Ground")
-    UsdPhysics.CollisionAPI.Apply(ground.GetPrim())
-    side = int(np.ceil(np.sqrt(n)))
-    for i in range(n):
-        cube = UsdGeom.Cube.Define(stage, f"/World/Box_{i}")
-        cube.CreateSizeAttr(0.2)
-        cube.AddTranslateOp().Set(Gf.Vec3d(0.4 * (i % side), 0.4 * (i // side), 0.3 + 0.05 * (i % 5)))
-        UsdPhysics.RigidBodyAPI.Apply(cube.GetPrim())
-        UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
     return stage
 
 
@@ -85,7 +75,7 @@ def best_of(fn, repeat: int) -> float:
 
 # ---------------------------------------------------------------- 1. writing N poses
 def write_rows(n: int, frames: int, repeat: int) -> list:
-    paths = [f"/World/Box_{i}" for i in range(n)]
+    paths = [f"/Boxes/Box_{i}" for i in range(n)]
     poses = random_poses(n, frames)
 
     def baseline(recording: bool):
@@ -153,7 +143,7 @@ def rss_mib() -> float:
 def worker_recording(n: int, frames: int) -> dict:
     stage = body_stage(n)
     layer = output_layer(stage)
-    paths = [f"/World/Box_{i}" for i in range(n)]
+    paths = [f"/Boxes/Box_{i}" for i in range(n)]
     sync = StageSync(stage, layer, paths, StageFrame.of(stage))
     rng = np.random.default_rng(1)
     body_q = np.concatenate([rng.uniform(-5, 5, (n, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (n, 1))], axis=1)

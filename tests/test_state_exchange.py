@@ -75,6 +75,16 @@ def start(model, state):
     return state
 
 
+def stepped(model, steps):
+    """``(solver, latest output, the other state, control)`` after ``steps`` ping-pong steps from start()."""
+    solver = SolverMuJoCo(model, backend="cpu")
+    s0, s1, control = start(model, model.state()), model.state(), model.control()
+    for _ in range(steps):
+        solver.step(s0, s1, control, None, DT)
+        s0, s1 = s1, s0
+    return solver, s0, s1, control
+
+
 def values(state):
     return {name: getattr(state, name).numpy().copy() for name in NAMES}
 
@@ -106,11 +116,7 @@ def test_pending_states_read_as_if_every_step_wrote_them():
     what the solver writing at every step wrote; so does a run reading every step."""
     model = arm_model()
     ref = reference(model, 40)
-    solver = SolverMuJoCo(model, backend="cpu")
-    s0, s1, control = start(model, model.state()), model.state(), model.control()
-    for _ in range(40):
-        solver.step(s0, s1, control, None, DT)
-        s0, s1 = s1, s0
+    solver, s0, s1, control = stepped(model, 40)
     assert s0._pending is not None and s0._pending.live and not s1._pending.live
     assert_same(values(s1), ref[-2])
     assert_same(values(s0), ref[-1])
@@ -236,11 +242,7 @@ def test_arrays_edited_in_place_are_pushed(how):
 def test_setting_an_array_of_a_pending_state_keeps_the_others_and_pushes_it():
     model = arm_model()
     ref = reference(model, 10)
-    solver = SolverMuJoCo(model, backend="cpu")
-    s0, s1, control = start(model, model.state()), model.state(), model.control()
-    for _ in range(10):
-        solver.step(s0, s1, control, None, DT)
-        s0, s1 = s1, s0
+    solver, s0, s1, control = stepped(model, 10)
     new_q = ref[-1]["joint_q"].copy()
     new_q[0] = 0.7
     s0.joint_q = wp.array(new_q, dtype=wp.float32, device="cpu")
@@ -254,11 +256,7 @@ def test_setting_an_array_of_a_pending_state_keeps_the_others_and_pushes_it():
 def test_copies_of_a_pending_state_hold_its_values():
     model = arm_model()
     ref = reference(model, 6)
-    solver = SolverMuJoCo(model, backend="cpu")
-    s0, s1, control = start(model, model.state()), model.state(), model.control()
-    for _ in range(6):
-        solver.step(s0, s1, control, None, DT)
-        s0, s1 = s1, s0
+    solver, s0, s1, control = stepped(model, 6)
     shallow = copy.copy(s1)
     assert s1._pending is None and shallow._pending is None
     assert_same(values(shallow), ref[-2])
@@ -300,11 +298,7 @@ def test_a_state_without_an_array_has_no_such_attribute():
 def test_a_fresh_state_or_another_solvers_state_is_pushed():
     model = arm_model()
     ref = reference(model, 8)
-    solver = SolverMuJoCo(model, backend="cpu")
-    s0, s1, control = start(model, model.state()), model.state(), model.control()
-    for _ in range(20):
-        solver.step(s0, s1, control, None, DT)
-        s0, s1 = s1, s0
+    solver, s0, s1, control = stepped(model, 20)
     # A fresh state: the run starts again from it, as a new solver's first step (but for rounding: MuJoCo's
     # data holds more than the state, e.g. its warm start).
     solver.step(start(model, model.state()), s1, control, None, DT)
@@ -333,11 +327,7 @@ def test_stepping_again_from_an_older_state_starts_from_it_exactly():
     input and output) the run is the ping-pong run."""
     model = arm_model()
     ref = reference(model, 10)
-    solver = SolverMuJoCo(model, backend="cpu")
-    s0, s1, control = start(model, model.state()), model.state(), model.control()
-    for _ in range(8):
-        solver.step(s0, s1, control, None, DT)
-        s0, s1 = s1, s0
+    solver, s0, s1, control = stepped(model, 8)
     branch_a, branch_b = model.state(), model.state()
     solver.step(s0, branch_a, control, None, DT)
     solver.step(s0, branch_b, control, None, DT)  # s0 copied back into MuJoCo, exactly
@@ -373,11 +363,7 @@ def test_update_parameters_keeps_what_pending_states_read():
     (the velocity of each body's COM) of the model they were stepped with."""
     model = arm_model()
     ref = reference(model, 10)
-    solver = SolverMuJoCo(model, backend="cpu")
-    s0, s1, control = start(model, model.state()), model.state(), model.control()
-    for _ in range(10):
-        solver.step(s0, s1, control, None, DT)
-        s0, s1 = s1, s0
+    solver, s0, s1, control = stepped(model, 10)
     com = model.body_com.numpy()
     com[0] += (0.0, 0.0, 0.05)  # (the arm: MuJoCo lets a body whose COM is off its frame move it)
     model.body_com.assign(com)
