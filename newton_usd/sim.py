@@ -26,6 +26,8 @@ from .usd.overrides import apply_overrides
 logger = logging.getLogger("newton_usd")
 _DRIVE_TARGETS = {"targetPosition": "joint_target_pos", "targetVelocity": "joint_target_vel"}
 """UsdPhysics drive target attributes, and the control arrays they set."""
+_DRIVE_JOINTS = {"angular": JointType.REVOLUTE, "linear": JointType.PRISMATIC}
+"""The one-axis joint a drive instance (``drive:<instance>:physics:*``) of that name sits on."""
 
 MAX_PHYSICS_DT = 1.0 / 480.0
 """Default upper bound of the physics step: substeps per frame = ceil(frame_dt / MAX_PHYSICS_DT)."""
@@ -500,7 +502,7 @@ class Simulation:
             if len(parts) != 4 or parts[0] != "drive" or parts[2] != "physics" or parts[3] not in _DRIVE_TARGETS:
                 return None
             rows = joint_rows.get(str(path.GetPrimPath()))
-            kind = {"angular": JointType.REVOLUTE, "linear": JointType.PRISMATIC}.get(parts[1])
+            kind = _DRIVE_JOINTS.get(parts[1])
             if not rows or kind is None or any(types[j] != kind for j in rows):
                 return None
             dofs = qd_start[rows]

@@ -124,9 +124,7 @@ class StageSync:
         # once, so that a recording never switches the ops of a prim.
         conformal = _conformal(self.chain)
         nested = np.flatnonzero(self._nested)
-        conformal[nested] &= np.ptp(self.world_scale[self.parent_body[nested]], axis=1) < 1e-6 * np.max(
-            self.world_scale[self.parent_body[nested]], axis=1, initial=1.0
-        )
+        conformal[nested] &= _uniform(self.world_scale[self.parent_body[nested]])
         self._op_mode = np.where(conformal & (xform_ops == "trs"), _TRS, _MATRIX).astype(np.int8)
         self._prepare_rigid()
         self._specs = [None] * n  # per body: [(path, spec)] of the animated ops
@@ -172,13 +170,13 @@ class StageSync:
         """Local matrices of the prims ``rows`` (None: all) of ``body_q`` (one row per prim)."""
         rows = np.arange(len(self.paths)) if rows is None else rows
         nested = self._nested[rows]
-        # world poses (with the prims' scale) of the rows, or of every prim when a nested row needs its ancestor's
-        world = self._stage_world(body_q if nested.any() else body_q[rows])
-        scale = self.world_scale if nested.any() else self.world_scale[rows]
-        world[:, :3, :3] *= scale[:, :, None]  # scale rows: S @ X in row-vector form
-        mine = world[rows] if nested.any() else world
+        # World poses (with the prims' scale): of every prim when a nested row needs its ancestor's.
+        every = bool(nested.any())
+        world = self._stage_world(body_q if every else body_q[rows])
+        world[:, :3, :3] *= (self.world_scale if every else self.world_scale[rows])[:, :, None]  # S @ X, row form
+        mine = world[rows] if every else world
         local = mine @ self._static_parent_inv[rows]
-        if nested.any():
+        if every:
             pick = rows[nested]
             parent = self.chain[pick] @ world[self.parent_body[pick]]
             local[nested] = mine[nested] @ np.linalg.inv(parent)
@@ -210,7 +208,7 @@ class StageSync:
         body_q = self._prim_rows(body_q)
         n = len(self.paths)
         trans, quats = np.zeros((n, 3)), np.zeros((n, 4))
-        matrices = np.zeros((n, 4, 4))
+        matrices = np.zeros((n, 4, 4)) if (self._op_mode == _MATRIX).any() else None  # (none in a plain trs scene)
         rigid = self._rigid_rows
         if len(rigid):
             q = quat_multiply(self._rigid_q, body_q[rigid, 3:])
@@ -223,7 +221,8 @@ class StageSync:
         rows = np.flatnonzero(~self._rigid)
         if len(rows):
             local = self._local_matrices(body_q, rows)
-            matrices[rows] = local
+            if matrices is not None:
+                matrices[rows] = local
             trs = self._op_mode[rows] == _TRS
             if trs.any():  # the scale off the rows of a conformal transform leaves a rotation
                 rot_t = local[trs, :3, :3] / np.linalg.norm(local[trs, :3, :3], axis=2)[:, :, None]
@@ -232,11 +231,13 @@ class StageSync:
         return trans, quats, matrices
 
     def _write_groups(self):
-        """Per mode, the rows and the prepared (path, spec) pairs of its prims, in row order."""
+        """Per mode that some prim has, the rows and the prepared (path, spec) pairs of its prims, in row order."""
         if self._groups is None:
             self._groups = {}
             for mode in (_TRS, _MATRIX):
                 rows = np.flatnonzero(self._prepared == mode)
+                if not len(rows):
+                    continue
                 self._groups[mode] = (
                     rows,
                     [tuple(p for p, _ in self._specs[i]) for i in rows],
@@ -331,8 +332,12 @@ def _conformal(matrices: np.ndarray) -> np.ndarray:
     scale = np.linalg.norm(linear, axis=2)
     unit = linear / np.maximum(scale, 1e-300)[:, :, None]
     ortho = np.abs(np.einsum("nij,nkj->nik", unit, unit) - np.eye(3)).max(axis=(1, 2), initial=0.0) < 1e-6
-    uniform = np.ptp(scale, axis=1) < 1e-6 * np.max(scale, axis=1, initial=1.0)
-    return ortho & uniform & (np.linalg.det(linear) > 0)
+    return ortho & _uniform(scale) & (np.linalg.det(linear) > 0)
+
+
+def _uniform(scales: np.ndarray) -> np.ndarray:
+    """Whether each row of per-axis ``scales`` (n, 3) is one scale on every axis (to 1e-6, relative)."""
+    return np.ptp(scales, axis=1) < 1e-6 * np.max(scales, axis=1, initial=1.0)
 
 
 def _compress(items: list, mask: np.ndarray) -> list:
