@@ -2,8 +2,8 @@
 
     usdsim STAGE [-o OUT | --flatten | --in-place] [-n FRAMES | --duration S] [--fps F] [--dt S | --substeps N]
                  [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N | --envs PRIM]
-                 [--record-every N] [--xform-ops trs|matrix] [--set PRIM.ATTR=VALUE ...] [--benchmark]
-                 [--format human|json] [-q]
+                 [--write-worlds first|all [--world-spacing D]] [--record-every N] [--xform-ops trs|matrix]
+                 [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
     usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -79,6 +80,20 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PRIM",
         help="the parent of identical environment prims (e.g. /World/envs): one world per child prim, the first "
         "imported once and replicated at each one's place; every environment's prims are written",
+    )
+    p.add_argument(
+        "--write-worlds",
+        choices=("first", "all"),
+        default="first",
+        help="with --worlds N: write world 0 onto the prims (first), or also every other world onto a copy of "
+        "the environment in the output, physics stripped, laid out on a grid (all)",
+    )
+    p.add_argument(
+        "--world-spacing",
+        type=float,
+        metavar="D",
+        help="with --write-worlds all: the grid spacing of the copies in stage units (default: by the "
+        "environment's size; 0: all in place)",
     )
     p.add_argument(
         "--write-joint-states",
@@ -283,6 +298,10 @@ def _run(args) -> int:
             return _fail(f"{name} must be > 0, got {value}", args)
     if args.in_place and args.output:
         return _fail("--in-place writes into STAGE: it takes no -o/--output", args)
+    if args.in_place and args.write_worlds == "all" and args.worlds > 1:
+        return _fail("--write-worlds all writes copies of the environment: not into STAGE (--in-place)", args)
+    if args.world_spacing is not None and not (math.isfinite(args.world_spacing) and args.world_spacing >= 0):
+        return _fail(f"--world-spacing must be a distance >= 0, got {args.world_spacing}", args)
 
     _init_warp(args.verbose)
     from .errors import NewtonUsdError, SimulationError  # noqa: PLC0415
@@ -309,6 +328,8 @@ def _run(args) -> int:
             overrides=args.set,
             live=False,
             xform_ops=args.xform_ops,
+            write_worlds=args.write_worlds,
+            world_spacing=args.world_spacing,
             keyframe=int(args.keyframe) if args.keyframe and args.keyframe.isdigit() else args.keyframe,
         )
     except NewtonUsdError as e:
@@ -434,6 +455,7 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
         "bodies": model.body_count // sim.worlds,
         "joints": model.joint_count // sim.worlds,
         "worlds": sim.worlds,
+        "world_copies": _world_copies(sim),
         "frames": sim.frame,
         "fps": sim.fps,
         "substeps": sim.substeps,
@@ -463,7 +485,15 @@ def _summary(sim, output, t_setup):
         f"usdsim: {wall:.2f} s in the solver ({rate:,.0f} steps/s, {realtime:.1f}x real time{first}), "
         f"{sim.sync_seconds:.2f} s writing the stage, {t_setup:.2f} s setup\n"
         + (f"usdsim: wrote {output}" if output else "usdsim: wrote nothing (--benchmark)")
+        + (f" (worlds 1-{sim.worlds - 1} on copies: {', '.join(_world_copies(sim)[:2])}, ...)" if sim.copies else "")
     )
+
+
+def _world_copies(sim) -> list:
+    """The prims that show worlds 1 .. n-1 (``--write-worlds all``), world after world."""
+    if sim.copies is None:
+        return []
+    return [str(sim.copies.copy_path(r, k)) for k in range(1, sim.worlds) for r in sim.copies.roots]
 
 
 def _fail(message: str, args) -> int:

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import warp as wp
-from pxr import Gf, Sdf, UsdGeom
+from pxr import Gf, Sdf, UsdGeom, UsdUtils
 
 from .core.builder import ModelBuilder
 from .core.quat import gf_to_xyzw, quat_rotate
@@ -18,8 +18,10 @@ from .core.types import JointType
 from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
 from .sync import JointStateSync, StageSync
+from .sync.instancer_sync import instance_of
 from .sync.live_edits import StageWatcher, model_differences
 from .sync.stage_sync import XFORM_OPS
+from .sync.world_copies import WorldCopies, default_spacing, environment_roots, grid_offsets
 from .usd import add_usd, open_stage
 from .usd.overrides import apply_overrides
 
@@ -33,6 +35,7 @@ MAX_PHYSICS_DT = 1.0 / 480.0
 """Default upper bound of the physics step: substeps per frame = ceil(frame_dt / MAX_PHYSICS_DT)."""
 DEFAULT_FRAMES = 120
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
+WRITE_WORLDS = ("first", "all")
 
 
 def _import_stage(stage, order=None, worlds=1, env_root=None):
@@ -69,16 +72,37 @@ def _carry_body_state(builder, model, state) -> None:
     builder.joint_qd_from_body_qd()
 
 
-def _written_labels(model) -> list:
+def _written_labels(model, copies=None) -> list:
     """Body labels for the StageSync, for the bodies of every world: None for the kinematic bodies (the
     stage moves them) and for a label met before (a replicated world's copy of a prim: only its first
-    world is written; worlds of environments have labels of their own, so each is written)."""
+    world is written, unless ``copies`` (:class:`WorldCopies`) has a copy of it for that world; worlds of
+    environments have labels of their own, so each is written)."""
     kinematic = model.body_kinematic.numpy()
+    world = model.body_world.numpy()
     seen = set()
     out = []
     for b, label in enumerate(model.body_label):
-        out.append(None if kinematic[b] or label in seen else label)
+        if kinematic[b]:
+            out.append(None)
+        elif label in seen:
+            out.append(copies.label(label, int(world[b])) if copies is not None else None)
+        else:
+            out.append(label)
         seen.add(label)
+    return out
+
+
+def _environment_paths(model) -> list:
+    """The prims of world 0's bodies and static colliders (an instance body: its PointInstancer)."""
+    labels = [lab for lab, w in zip(model.body_label, model.body_world.numpy(), strict=True) if w == 0]
+    static = (model.shape_body.numpy() < 0) & (model.shape_world.numpy() == 0)
+    labels += [lab for lab, s in zip(model.shape_label, static, strict=True) if s]
+    out = []
+    for label in labels:
+        of = instance_of(label)
+        path = of[0] if of else label
+        if Sdf.Path.IsValidPathString(path) and Sdf.Path(path).IsAbsolutePath():
+            out.append(path)
     return out
 
 
@@ -162,6 +186,8 @@ class Simulation:
         overrides=(),
         xform_ops="trs",
         env_root=None,
+        write_worlds="first",
+        world_spacing=None,
     ):
         self.stage = stage
         self.source_file = source_file
@@ -178,9 +204,15 @@ class Simulation:
         self.worlds = model.num_worlds
         self.env_root = env_root
         self._replicas = 1 if env_root is not None else self.worlds  # worlds of replicate(), on a re-import
-        # Every prim is written from the first world that has it: world 0 for replicated copies, each
-        # environment's own world for environments.
-        self.sync = StageSync(stage, self.output_layer, _written_labels(model), imported.frame, xform_ops)
+        # Every prim is written from the first world that has it: world 0 for replicated copies (and the
+        # other worlds onto copies of the environment, when asked), each environment's own world for
+        # environments.
+        self.copies = None
+        self._copies_layer = None
+        self._display_offset = None
+        if write_worlds == "all" and env_root is None and self.worlds > 1:
+            self._copy_environment(world_spacing)
+        self.sync = StageSync(stage, self.output_layer, _written_labels(model, self.copies), imported.frame, xform_ops)
         self._kinematic = _kinematic_bodies(stage, model)
         self.joint_sync = (
             JointStateSync(self.output_layer, model, imported.frame.meters_per_unit) if joint_states else None
@@ -202,6 +234,28 @@ class Simulation:
         self.record_every = 1  # write every n-th frame (the first and the last are always written)
         self.write = True  # False: simulate only (benchmarking), nothing goes onto the stage
 
+    def _copy_environment(self, spacing=None) -> None:
+        """Copies of the environment for worlds 1 .. n-1 (see :class:`WorldCopies`), in a layer under
+        the output layer, ``spacing`` stage units apart on a grid (None: kept apart by their size)."""
+        roots = environment_roots(self.stage, _environment_paths(self.model))
+        if not roots:
+            return
+        if self._copies_layer is None:
+            self._copies_layer = Sdf.Layer.CreateAnonymous("newton_usd_world_copies.usda")
+            self._copies_layer.timeCodesPerSecond = self.stage.GetTimeCodesPerSecond()
+            subs = self.stage.GetSessionLayer().subLayerPaths
+            subs.insert(list(subs).index(self.output_layer.identifier) + 1, self._copies_layer.identifier)
+        if spacing is None:
+            spacing = default_spacing(self.stage, roots)
+        self.world_spacing = float(spacing)
+        offsets = grid_offsets(self.worlds, self.world_spacing, self.imported.frame.up_axis)
+        with self._own_writes():
+            self.copies = WorldCopies(self.stage, self._copies_layer, roots, offsets)
+        # World k's bodies are shown offsets[k] away: added to their simulated positions when written.
+        frame = self.imported.frame
+        per_world = np.stack([frame.world_vector_to_sim(o) for o in offsets])
+        self._display_offset = per_world[self.model.body_world.numpy()].astype(np.float32)
+
     @classmethod
     def open(
         cls,
@@ -222,6 +276,8 @@ class Simulation:
         overrides=(),
         keyframe=None,
         xform_ops: str = "trs",
+        write_worlds: str = "first",
+        world_spacing: float | None = None,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
@@ -255,6 +311,11 @@ class Simulation:
             xform_ops: how poses go onto the prims (see :class:`~newton_usd.sync.StageSync`): "trs"
                 (translate and orient ops) or "matrix" (one transform op per prim: about twice as fast to
                 write, for big scenes).
+            write_worlds: "first" (world 0 moves the prims) or "all": with ``worlds`` > 1, every other
+                world is written onto a copy of the environment made in the output (physics stripped,
+                so nothing simulates the copies again; see :class:`~newton_usd.sync.WorldCopies`).
+            world_spacing: how far apart the copies are laid out on a grid across the ground plane, in
+                stage units (None: by the environment's size; 0: all in place).
         """
         dev = resolve_device(device)
         if int(worlds) < 1:
@@ -265,13 +326,18 @@ class Simulation:
             raise NewtonUsdError(f"the physics time step must be positive, got {dt}")
         if xform_ops not in XFORM_OPS:
             raise NewtonUsdError(f"unknown xform_ops {xform_ops!r}; valid: {', '.join(XFORM_OPS)}")
+        if write_worlds not in WRITE_WORLDS:
+            raise NewtonUsdError(f"unknown write_worlds {write_worlds!r}; valid: {', '.join(WRITE_WORLDS)}")
+        if world_spacing is not None and not (math.isfinite(world_spacing) and world_spacing >= 0):
+            raise NewtonUsdError(f"world_spacing must be a finite distance >= 0, got {world_spacing}")
         stage, file = open_stage(source)
         output_layer = _attach_output_layer(stage)
         try:
             sim = cls._open(
                 stage, file, output_layer, solver=solver, device=dev, backend=backend, fps=fps, substeps=substeps,
                 record=record, joint_states=joint_states, live=live, order=order, worlds=int(worlds), dt=dt,
-                overrides=overrides, xform_ops=xform_ops, env_root=env_root,
+                overrides=overrides, xform_ops=xform_ops, env_root=env_root, write_worlds=write_worlds,
+                world_spacing=world_spacing,
             )  # fmt: skip
             if keyframe is not None:
                 sim.start_from_keyframe(keyframe)
@@ -283,7 +349,7 @@ class Simulation:
     @classmethod
     def _open(
         cls, stage, file, output_layer, *, solver, device, backend, fps, substeps, record, joint_states, live, order,
-        worlds, dt, overrides, env_root, xform_ops="trs",
+        worlds, dt, overrides, env_root, xform_ops="trs", write_worlds="first", world_spacing=None,
     ):  # fmt: skip
         applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
         builder, imported = _import_stage(stage, order, worlds, env_root)
@@ -308,7 +374,7 @@ class Simulation:
         return cls(
             stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=step, record=record,
             joint_states=joint_states, live=live, order=order, output_layer=output_layer, overrides=applied,
-            xform_ops=xform_ops, env_root=env_root,
+            xform_ops=xform_ops, env_root=env_root, write_worlds=write_worlds, world_spacing=world_spacing,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ stepping
@@ -378,6 +444,9 @@ class Simulation:
         t0 = time.perf_counter()
         if body_q is None:
             body_q = self.state.body_q.numpy()
+        if self._display_offset is not None:  # worlds written onto their copies, at their places
+            body_q = np.array(body_q, dtype=np.float32)
+            body_q[:, :3] += self._display_offset[: len(body_q)]
         time_code = self.time_code if self.record else None
         with self._own_writes():
             self.sync.write(body_q[: self.sync.body_count], time_code)
@@ -393,7 +462,8 @@ class Simulation:
             self._write()
 
     def _own_writes(self):
-        return self.watcher.muted() if self.watcher is not None else contextlib.nullcontext()
+        watcher = getattr(self, "watcher", None)  # (none yet while the constructor copies the environment)
+        return watcher.muted() if watcher is not None else contextlib.nullcontext()
 
     def run(self, frames: int | None = None, progress=None) -> None:
         """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each."""
@@ -546,7 +616,14 @@ class Simulation:
             _carry_body_state(builder, self.model, self.state)
         model = builder.finalize(self.model.device)
         solver = type(self.solver)(model, backend=self.solver.backend)
-        sync = StageSync(self.stage, self.output_layer, _written_labels(model), imported.frame, self.sync.xform_ops)
+        self.imported, self.model = imported, model
+        if self.copies is not None:  # the environment changed: copy it again
+            with self._own_writes():
+                self.copies.remove()
+            self._copy_environment(self.world_spacing)
+        sync = StageSync(
+            self.stage, self.output_layer, _written_labels(model, self.copies), imported.frame, self.sync.xform_ops
+        )
         self._kinematic = _kinematic_bodies(self.stage, model)
         if keep_state:
             sync.carry_over(self.sync)
@@ -575,6 +652,8 @@ class Simulation:
             raise NewtonUsdError(f"{path}: cannot write the output (not a USD file name, or not writable)")
         if src.realPath and not flatten:
             out.TransferContent(self.output_layer)
+            if self._copies_layer is not None:  # the other worlds' copies of the environment
+                UsdUtils.StitchLayers(out, self._copies_layer)
             rel = os.path.relpath(src.realPath, directory)
             out.subLayerPaths = [rel.replace(os.sep, "/")]
         else:  # one file: the whole composed stage (an in-memory source has no file to sublayer)
@@ -591,6 +670,10 @@ class Simulation:
         src = self.stage.GetRootLayer()
         if not src.realPath:
             raise NewtonUsdError("the stage has no file to write in place (it was made in memory)")
+        if self.copies is not None:
+            raise NewtonUsdError(
+                f"{src.realPath}: will not write copies of the other worlds into the source; write to an output file"
+            )
         if not os.access(src.realPath, os.W_OK):
             raise NewtonUsdError(f"{src.realPath}: cannot write in place: the file is not writable")
         if src.HasTimeCodesPerSecond() and src.timeCodesPerSecond != self.fps:
@@ -631,8 +714,9 @@ class Simulation:
             self.watcher.close()
             self.watcher = None
         subs = self.stage.GetSessionLayer().subLayerPaths
-        if self.output_layer.identifier in subs:
-            subs.remove(self.output_layer.identifier)
+        for layer in (self.output_layer, self._copies_layer):
+            if layer is not None and layer.identifier in subs:
+                subs.remove(layer.identifier)
 
     def __enter__(self):
         return self

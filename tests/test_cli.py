@@ -338,3 +338,29 @@ def test_run_starts_from_a_keyframe(tmp_path):
         np.testing.assert_allclose(world.ExtractTranslation(), d.xpos[m.body("tip").id], atol=1e-5, err_msg=key)
     r = usdsim(tmp_path / "pendulum.usda", "-n", "2", "--keyframe", "squat", "-o", tmp_path / "out.usda")
     assert r.returncode == 2 and "no keyframe 'squat'" in r.stderr and "raised" in r.stderr
+
+
+def test_write_worlds_all_writes_each_world_onto_a_copy(tmp_path):
+    """``--worlds 4 --write-worlds all``: the output holds worlds 1-3 as copies of the environment (also
+    with --flatten); the JSON summary lists them; --in-place and a negative --world-spacing are refused."""
+    import json
+
+    src = tmp_path / "cartpole.usda"
+    shutil.copy(SAMPLES / "cartpole.usda", src)
+    for extra in ([], ["--flatten"]):
+        out = tmp_path / f"out{len(extra)}.usda"
+        r = usdsim(src, "--worlds", 4, "--write-worlds", "all", "--world-spacing", 3, "-n", 10, "-o", out,
+                   "--format", "json", *extra)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        summary = json.loads(r.stdout)
+        assert summary["world_copies"] == ["/CartPole_world1", "/CartPole_world2", "/CartPole_world3"]
+        stage = Usd.Stage.Open(str(out))
+        cache = UsdGeom.XformCache(10)
+        for k, off in ((1, (3, 0, 0)), (3, (3, 3, 0))):  # identical worlds, on a 2x2 grid 3 units apart
+            mine = cache.GetLocalToWorldTransform(stage.GetPrimAtPath(f"/CartPole_world{k}/Cart"))
+            first = cache.GetLocalToWorldTransform(stage.GetPrimAtPath("/CartPole/Cart"))
+            assert tuple(mine.ExtractTranslation() - first.ExtractTranslation()) == pytest.approx(off, abs=1e-5)
+    r = usdsim(src, "--worlds", 2, "--write-worlds", "all", "--in-place")
+    assert r.returncode == 2 and "--in-place" in r.stderr
+    r = usdsim(src, "--worlds", 2, "--write-worlds", "all", "--world-spacing", -1)
+    assert r.returncode == 2 and "--world-spacing" in r.stderr

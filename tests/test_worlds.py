@@ -177,3 +177,120 @@ def test_distance_constraints_replicate_per_world():
     q = final.body_q.numpy()
     np.testing.assert_allclose(q[0], q[1], atol=1e-6)
     assert abs(np.linalg.norm(q[0, :3] - [0, 0, 2.0]) - 1.0) < 0.03
+
+
+def _two_link_stage(path):
+    """``/World``: a ground, a box, a pendulum hinged to the world, a light and the PhysicsScene inside."""
+    from pxr import Gf, UsdGeom, UsdLux, UsdPhysics
+
+    from stages import add_box, add_ground, new_stage
+
+    stage = new_stage(path)
+    UsdGeom.Xform.Define(stage, "/World")
+    UsdPhysics.Scene.Define(stage, "/World/PhysicsScene")
+    add_ground(stage, "/World/Ground").CreateWidthAttr(4.0)
+    add_box(stage, "/World/Box", 0.2, (0, 0, 1), mass=1.0)
+    arm = add_box(stage, "/World/Arm", 0.1, (1, 0, 1), mass=1.0)
+    UsdGeom.Sphere.Define(stage, "/World/Arm/Tip").CreateRadiusAttr(0.05)
+    hinge = UsdPhysics.RevoluteJoint.Define(stage, "/World/Hinge")
+    hinge.CreateBody1Rel().SetTargets([arm.GetPath()])
+    hinge.CreateAxisAttr("Y")
+    hinge.CreateLocalPos0Attr(Gf.Vec3f(1.3, 0, 1))
+    hinge.CreateLocalPos1Attr(Gf.Vec3f(0.3, 0, 0))
+    UsdLux.DistantLight.Define(stage, "/World/Sun")
+    stage.SetStartTimeCode(0)
+    stage.SetEndTimeCode(20)
+    stage.GetRootLayer().Save()
+    return stage
+
+
+def test_write_worlds_all_shows_every_world_on_a_copy_without_physics(tmp_path):
+    """``write_worlds="all"`` (``usdsim --write-worlds all``): world k's bodies move ``/World_world<k>``,
+    a copy of the environment ``spacing`` apart on a grid; the copies hold no physics, so the saved
+    output imports as the source does; the source keeps its bytes."""
+    from pxr import Usd, UsdGeom, UsdPhysics
+
+    from newton_usd.sim import Simulation
+
+    src = tmp_path / "env.usda"
+    _two_link_stage(src)
+    before = src.read_bytes()
+    sim = Simulation.open(str(src), device="cpu", worlds=4, write_worlds="all", world_spacing=5.0)
+    n = sim.model.body_count // 4
+    box = sim.model.body_label.index("/World/Box")
+    q0 = sim.state.body_q.numpy()
+    start = sim.model.joint_q_start.numpy()
+    joint = int(np.nonzero(sim.model.joint_child.numpy() == box + 3 * n)[0][0])
+    sim.state.joint_q.numpy()[start[joint] + 2] += 0.5  # world 3's box starts higher
+    assert q0 is not None
+    sim.run(20)
+    q = sim.state.body_q.numpy()
+    assert q[box + 3 * n, 2] > q[box, 2] + 0.1
+    stage = sim.stage
+    cache = UsdGeom.XformCache(sim.time_code)
+    offsets = {0: (0, 0, 0), 1: (5, 0, 0), 2: (0, 5, 0), 3: (5, 5, 0)}  # a 2x2 grid across the ground (Z up)
+    for k, off in offsets.items():
+        root = "/World" if k == 0 else f"/World_world{k}"
+        for name in ("Box", "Arm"):
+            b = sim.model.body_label.index(f"/World/{name}") + k * n
+            written = cache.GetLocalToWorldTransform(stage.GetPrimAtPath(f"{root}/{name}"))
+            np.testing.assert_allclose(np.array(written.ExtractTranslation()), q[b, :3] + off, atol=1e-5)
+    # The copies are pictures: geometry kept, physics (and the light) gone.
+    copy = stage.GetPrimAtPath("/World_world2")
+    assert copy.GetChild("Ground").IsA(UsdGeom.Plane) and copy.GetChild("Arm").GetChild("Tip").IsA(UsdGeom.Sphere)
+    for prim in Usd.PrimRange(copy):
+        assert not prim.GetAppliedSchemas(), prim.GetPath()
+        assert not [p for p in prim.GetPropertyNames() if p.startswith("physics:")], prim.GetPath()
+        assert prim.GetName() not in ("Hinge", "PhysicsScene", "Sun"), prim.GetPath()
+    out = sim.save(tmp_path / "env.sim.usda")
+    sim.close()
+    assert not stage.GetPrimAtPath("/World_world1")  # close() takes the copies away with the output
+    assert src.read_bytes() == before
+    saved = Usd.Stage.Open(out)
+    at = UsdGeom.XformCache(20).GetLocalToWorldTransform(saved.GetPrimAtPath("/World_world3/Box"))
+    np.testing.assert_allclose(np.array(at.ExtractTranslation()), q[box + 3 * n, :3] + (5, 5, 0), atol=1e-5)
+    bodies = [p for p in saved.Traverse() if p.HasAPI(UsdPhysics.RigidBodyAPI)]
+    assert sorted(str(p.GetPath()) for p in bodies) == ["/World/Arm", "/World/Box"]
+    again = Simulation.open(out, device="cpu", live=False)
+    assert again.model.body_count == n  # the saved output simulates the source's bodies only
+    again.close()
+
+
+def test_write_worlds_spacing_defaults_to_the_environment_size_and_zero_keeps_them_in_place(tmp_path):
+    from pxr import UsdGeom
+
+    from newton_usd.sim import Simulation
+    from newton_usd.sync.world_copies import grid_offsets
+
+    src = tmp_path / "env.usda"
+    _two_link_stage(src)
+    sim = Simulation.open(str(src), device="cpu", worlds=2, write_worlds="all", live=False)
+    assert sim.world_spacing == pytest.approx(1.25 * 4.0)  # the 4-unit ground is the widest thing
+    sim.close()
+    sim = Simulation.open(str(src), device="cpu", worlds=2, write_worlds="all", world_spacing=0.0, live=False)
+    sim.run(5)
+    cache = UsdGeom.XformCache(sim.time_code)
+    a, b = (cache.GetLocalToWorldTransform(sim.stage.GetPrimAtPath(p)) for p in ("/World/Box", "/World_world1/Box"))
+    np.testing.assert_allclose(np.array(a), np.array(b), atol=1e-6)  # identical worlds, in place
+    sim.close()
+    # Y up: the grid spans X and Z.
+    np.testing.assert_allclose(grid_offsets(4, 2.0, "Y"), [[0, 0, 0], [2, 0, 0], [0, 0, 2], [2, 0, 2]])
+
+
+def test_write_worlds_all_bad_input_and_no_op_cases(tmp_path):
+    from newton_usd.errors import NewtonUsdError
+    from newton_usd.sim import Simulation
+
+    src = tmp_path / "env.usda"
+    _two_link_stage(src)
+    with pytest.raises(NewtonUsdError, match="write_worlds"):
+        Simulation.open(str(src), device="cpu", worlds=2, write_worlds="every")
+    with pytest.raises(NewtonUsdError, match="world_spacing"):
+        Simulation.open(str(src), device="cpu", worlds=2, write_worlds="all", world_spacing=-1.0)
+    sim = Simulation.open(str(src), device="cpu", worlds=1, write_worlds="all", live=False)
+    assert sim.copies is None  # one world: nothing to copy
+    sim.close()
+    sim = Simulation.open(str(src), device="cpu", worlds=2, write_worlds="all", live=False)
+    with pytest.raises(NewtonUsdError, match="copies"):
+        sim.save_in_place()
+    sim.close()
