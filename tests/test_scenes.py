@@ -294,3 +294,21 @@ def test_one_scene_stages_are_imported_as_before():
     sim = Simulation.open(stage, device="cpu", record=False)
     assert sim.scenes == [] and sim.scene_path == "/World/Scene"
     assert sim.model.body_label == ["/World/Owned", "/World/Unowned"]
+
+
+def test_actuators_and_sites_go_with_the_scene_of_what_they_are_on():
+    stage = two_scenes()
+    hinge = UsdPhysics.RevoluteJoint.Define(stage, "/World/Hinge")
+    hinge.CreateBody1Rel().SetTargets(["/World/Up"])
+    hinge.CreateAxisAttr("Y")
+    hinge.CreateLocalPos0Attr(Gf.Vec3f(2.5, 0, 1))
+    hinge.CreateLocalPos1Attr(Gf.Vec3f(0.5, 0, 0))
+    motor = stage.DefinePrim("/World/Motor", "MjcActuator")
+    motor.CreateRelationship("mjc:target").SetTargets(["/World/Hinge"])
+    site = UsdGeom.Sphere.Define(stage, "/World/Up/Tip").GetPrim()
+    site.ApplyAPI("MjcSiteAPI")
+    sim = Simulation.open(stage, device="cpu", record=False)
+    up = sim.scenes[0]
+    assert not getattr(sim.model.mujoco, "actuator", None) and sim.solver.mj_model.nu == 0
+    assert [a["path"] for a in up.model.mujoco.actuator] == ["/World/Motor"] and up.solver.mj_model.nu == 1
+    assert list(sim.model.site_label) == [] and list(up.model.site_label) == ["/World/Up/Tip"]
