@@ -140,7 +140,8 @@ class Simulation:
     step and settings. This Simulation is the first such scene's; it holds the others' in :attr:`scenes`
     (Simulations of the same stage and output layer, without a watcher of their own) and steps them from
     :meth:`step_frame` after its own frame, each taking the steps that keep it at this one's simulated
-    time (its own ``dt``; the same frame rate). Edits, :meth:`reset`, :meth:`flush`, :meth:`save` and
+    time (its own ``dt``; the same frame rate; :meth:`open`'s solver, backend, substeps, dt and worlds apply
+    to every scene, a keyframe to the first). Edits, :meth:`reset`, :meth:`flush`, :meth:`save` and
     :meth:`close` cover them; an edit re-imports every scene, each applying its own differences (a gravity
     edit of one scene changes that scene only). A stage with one scene has no :attr:`scenes`.
 
