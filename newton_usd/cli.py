@@ -10,7 +10,8 @@
                  [--fix-base source|fixed|floating] [--no-scene] [--no-self-collision]
                  [--collision-from-visuals convexHull|convexDecomposition|boundingSphere|boundingCube]
                  [--merge-meshes]
-    usdsim info STAGE [--envs PRIM]     units, time range, what the model holds (per world), how it would be simulated
+    usdsim info STAGE [--envs PRIM]     units, time range, what the model holds (per world), how it would be simulated,
+                                        the PhysicsScenes (gravity, bodies) when there are several
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
@@ -242,7 +243,9 @@ def _info(argv) -> int:
         shown = ", ".join(names) if len(names) <= 4 else f"{', '.join(names[:2])}, ..., {names[-1]}"
         print(f"  worlds: {sim.worlds}, one per environment under {envs.root} ({shown}); "
               f"{envs.paths[0]} imported once and replicated at each one's place")  # fmt: skip
-    print(f"  model{' (per world)' if sim.worlds > 1 else ''}: {model.body_count} bodies, {model.shape_count} shapes, "
+    of_scene = f" of {sim.scene_path}" if sim.scenes else ""
+    print(f"  model{of_scene}{' (per world)' if sim.worlds > 1 else ''}: {model.body_count} bodies, "
+          f"{model.shape_count} shapes, "
           f"{model.joint_count} joints "
           f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), "
           f"{model.articulation_count} articulations, "
@@ -260,8 +263,28 @@ def _info(argv) -> int:
     mj = sim.solver.mj_model
     print(f"  mujoco: {', '.join(parts)}, iterations {opt.iterations}; "
           f"nbody {mj.nbody}, njnt {mj.njnt}, ngeom {mj.ngeom}, nu {mj.nu}")  # fmt: skip
+    _info_scenes(sim)
     sim.close()
     return 0
+
+
+def _info_scenes(sim) -> None:
+    """The stage's PhysicsScenes, when it has several: gravity, bodies, step of each."""
+    from .usd import physics_scenes, read_scenes  # noqa: PLC0415
+
+    if len(physics_scenes(sim.stage)) < 2:
+        return
+    scenes = read_scenes(sim.stage)
+    running = {s.scene_path: s for s in (sim, *sim.scenes)}
+    print(f"  scenes: {len(scenes.paths)} PhysicsScenes, {len(running)} simulated, each its own model and solver "
+          "(bodies of different scenes do not collide)")  # fmt: skip
+    for path in scenes.paths:
+        s = running.get(path)
+        gravity = tuple(round(float(g), 4) for g in (s.model.gravity if s else scenes.gravity[path]))
+        n = s.model.body_count // s.worlds if s else len(scenes.bodies(path))
+        how = f"step {s.dt * 1000:.4g} ms, {s.substeps} substeps/frame" if s else "not simulated"
+        default = " (default)" if path == scenes.default else ""
+        print(f"    {path}{default}: gravity {gravity}, {n} bod{'y' if n == 1 else 'ies'}, {how}")
 
 
 def main(argv=None) -> int:
@@ -442,7 +465,8 @@ def _progress(frames, args):
 
 def _summary_record(sim, args, output, t_setup, status, error) -> dict:
     """The closing summary as one JSON-able dict (the keys are documented in the README)."""
-    wall = sim.wall_seconds
+    sims = (sim, *sim.scenes)
+    wall = sum(s.wall_seconds for s in sims)
     model = sim.model
     return {
         "stage": os.fspath(args.stage),
@@ -452,8 +476,8 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
         "device": str(model.device.alias),
         "solver": type(sim.solver).__name__,
         "backend": getattr(sim.solver, "backend", None),
-        "bodies": model.body_count // sim.worlds,
-        "joints": model.joint_count // sim.worlds,
+        "bodies": sum(s.model.body_count // s.worlds for s in sims),
+        "joints": sum(s.model.joint_count // s.worlds for s in sims),
         "worlds": sim.worlds,
         "world_copies": _world_copies(sim),
         "frames": sim.frame,
@@ -465,25 +489,38 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
         "setup_seconds": t_setup,
         "first_step_seconds": sim.first_step_seconds,
         "solver_seconds": wall,
-        "sync_seconds": sim.sync_seconds,
+        "sync_seconds": sum(s.sync_seconds for s in sims),
         "steps_per_second": sim.steps / wall if wall > 0 else None,
         "realtime_factor": sim.sim_seconds / wall if wall > 0 else None,
+        "scenes": [
+            {"path": s.scene_path, "bodies": s.model.body_count // s.worlds, "steps": s.steps, "dt": s.dt} for s in sims
+        ],
     }
 
 
 def _summary(sim, output, t_setup):
-    wall = sim.wall_seconds
-    rate = sim.steps / wall if wall > 0 else float("inf")
+    sims = (sim, *sim.scenes)
+    wall = sum(s.wall_seconds for s in sims)
+    steps = sum(s.steps for s in sims)
+    rate = steps / wall if wall > 0 else float("inf")
     realtime = sim.sim_seconds / wall if wall > 0 else float("inf")
     solver = f"{type(sim.solver).__name__}({getattr(sim.solver, 'backend', '')})"
     first = f", first step {sim.first_step_seconds:.2f} s" if sim.first_step_seconds is not None else ""
+    if sim.scenes:  # several PhysicsScenes: each its own steps
+        stepping = (
+            f"{len(sims)} scenes ("
+            + ", ".join(f"{s.scene_path}: {s.steps} steps of {s.dt * 1000:.3f} ms" for s in sims)
+            + f") at {sim.fps:g} fps"
+        )
+    else:
+        stepping = f"{sim.steps} steps of {sim.dt * 1000:.3f} ms ({sim.substeps}/frame at {sim.fps:g} fps)"
+    bodies = sum(s.model.body_count // s.worlds for s in sims)
+    joints = sum(s.model.joint_count // s.worlds for s in sims)
     print(
-        f"usdsim: {sim.frame} frames, {sim.steps} steps of {sim.dt * 1000:.3f} ms "
-        f"({sim.substeps}/frame at {sim.fps:g} fps), "
-        f"{sim.model.body_count // sim.worlds} bodies, {sim.model.joint_count // sim.worlds} joints"
+        f"usdsim: {sim.frame} frames, {stepping}, {bodies} bodies, {joints} joints"
         f"{f' x {sim.worlds} worlds' if sim.worlds > 1 else ''}, {solver} on {sim.model.device.alias}\n"
         f"usdsim: {wall:.2f} s in the solver ({rate:,.0f} steps/s, {realtime:.1f}x real time{first}), "
-        f"{sim.sync_seconds:.2f} s writing the stage, {t_setup:.2f} s setup\n"
+        f"{sum(s.sync_seconds for s in sims):.2f} s writing the stage, {t_setup:.2f} s setup\n"
         + (f"usdsim: wrote {output}" if output else "usdsim: wrote nothing (--benchmark)")
         + (f" (worlds 1-{sim.worlds - 1} on copies: {', '.join(_world_copies(sim)[:2])}, ...)" if sim.copies else "")
     )

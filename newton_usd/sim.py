@@ -22,8 +22,9 @@ from .sync.instancer_sync import instance_of
 from .sync.live_edits import StageWatcher, model_differences
 from .sync.stage_sync import XFORM_OPS
 from .sync.world_copies import WorldCopies, default_spacing, environment_roots, grid_offsets
-from .usd import add_usd, open_stage
+from .usd import add_usd, open_stage, physics_scenes, read_scenes
 from .usd.overrides import apply_overrides
+from .usd.resolver import DIALECTS
 
 logger = logging.getLogger("newton_usd")
 _DRIVE_TARGETS = {"targetPosition": "joint_target_pos", "targetVelocity": "joint_target_vel"}
@@ -38,11 +39,12 @@ _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 WRITE_WORLDS = ("first", "all")
 
 
-def _import_stage(stage, order=None, worlds=1, env_root=None):
+def _import_stage(stage, order=None, worlds=1, env_root=None, scene=None):
     """A new builder holding ``stage``'s model (replicated into ``worlds`` worlds, or one world per
-    environment under ``env_root``), and the import record."""
+    environment under ``env_root``; ``scene``: of that PhysicsScene only), and the import record."""
     builder = ModelBuilder()
-    imported = add_usd(builder, stage, env_root=env_root, **({"order": tuple(order)} if order else {}))
+    kw = {"order": tuple(order)} if order else {}
+    imported = add_usd(builder, stage, env_root=env_root, scene=scene, **kw)
     if worlds > 1:
         builder.replicate(worlds)
     return builder, imported
@@ -157,6 +159,16 @@ class Simulation:
     Create one with :meth:`open`. Output goes to an in-memory layer under the stage's session layer
     (the source file is never modified); :meth:`save` writes it as a file that sublayers the source.
 
+    Several PhysicsScenes: each scene that simulates rigid bodies (``physics:simulationOwner``; the first
+    scene also simulates the unowned ones) is a model and solver of its own, with its own gravity, time
+    step and settings. This Simulation is the first such scene's; it holds the others' in :attr:`scenes`
+    (Simulations of the same stage and output layer, without a watcher of their own) and steps them from
+    :meth:`step_frame` after its own frame, each taking the steps that keep it at this one's simulated
+    time (its own ``dt``; the same frame rate; :meth:`open`'s solver, backend, substeps, dt and worlds apply
+    to every scene, a keyframe to the first). Edits, :meth:`reset`, :meth:`flush`, :meth:`save` and
+    :meth:`close` cover them; an edit re-imports every scene, each applying its own differences (a gravity
+    edit of one scene changes that scene only). A stage with one scene has no :attr:`scenes`.
+
     Attributes:
         stage, model, solver, state, control, sync: the pieces, reachable for inspection.
         worlds: the model's worlds; env_root: the parent of the environment prims simulated as worlds
@@ -165,6 +177,8 @@ class Simulation:
         substeps: physics steps per frame; dt: the physics step in seconds.
         frame: frames simulated since the start; start_time: the time code of frame 0.
         steps: physics steps taken.
+        scene_path: the PhysicsScene this Simulation simulates (None: the stage has none).
+        scenes: the Simulations of the stage's other PhysicsScenes (empty with one scene).
     """
 
     def __init__(
@@ -188,6 +202,7 @@ class Simulation:
         env_root=None,
         write_worlds="first",
         world_spacing=None,
+        scene=None,
     ):
         self.stage = stage
         self.source_file = source_file
@@ -233,6 +248,12 @@ class Simulation:
         self.first_step_seconds = None  # the first physics step (MuJoCo-Warp: kernels compiled or loaded)
         self.record_every = 1  # write every n-th frame (the first and the last are always written)
         self.write = True  # False: simulate only (benchmarking), nothing goes onto the stage
+        self._scene = scene  # the import's scene argument (None: the stage's only scene)
+        self.scenes = []  # the Simulations of the other PhysicsScenes (see the class docstring)
+
+    @property
+    def scene_path(self) -> str | None:
+        return self.imported.scene_path
 
     def _copy_environment(self, spacing=None) -> None:
         """Copies of the environment for worlds 1 .. n-1 (see :class:`WorldCopies`), in a layer under
@@ -349,21 +370,36 @@ class Simulation:
     @classmethod
     def _open(
         cls, stage, file, output_layer, *, solver, device, backend, fps, substeps, record, joint_states, live, order,
-        worlds, dt, overrides, env_root, xform_ops="trs", write_worlds="first", world_spacing=None,
+        worlds, dt, overrides, env_root, xform_ops="trs", write_worlds="first", world_spacing=None, scene=None,
     ):  # fmt: skip
         applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
-        builder, imported = _import_stage(stage, order, worlds, env_root)
-        scene = {k: r.value for k, r in imported.scene.items()}
-        solver = solver or scene.get("solver") or "mujoco"
+        asked = {"solver": solver, "backend": backend, "substeps": substeps, "dt": dt}
+        others = []
+        if scene is None and len(physics_scenes(stage)) > 1:
+            simulated = read_scenes(stage, tuple(order) if order else DIALECTS).simulated()
+            if len(simulated) > 1 and env_root is not None:
+                raise NewtonUsdError(
+                    f"{file}: env_root with several PhysicsScenes that simulate bodies ({', '.join(simulated)}) "
+                    "is not supported yet"
+                )
+            if len(simulated) > 1 and write_worlds == "all" and worlds > 1:
+                raise NewtonUsdError(
+                    f"{file}: write_worlds='all' with several PhysicsScenes that simulate bodies "
+                    f"({', '.join(simulated)}) is not supported yet"
+                )
+            scene, others = (simulated[0], simulated[1:]) if simulated else (None, [])
+        builder, imported = _import_stage(stage, order, worlds, env_root, scene)
+        settings = {k: r.value for k, r in imported.scene.items()}
+        solver = solver or settings.get("solver") or "mujoco"
         if solver not in SOLVERS:
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(device)
-        solver_obj = SOLVERS[solver](model, backend=backend or scene.get("mujoco_backend") or "auto")
-        fps = float(fps or scene.get("frames_per_second") or stage.GetTimeCodesPerSecond() or 24.0)
+        solver_obj = SOLVERS[solver](model, backend=backend or settings.get("mujoco_backend") or "auto")
+        fps = float(fps or settings.get("frames_per_second") or stage.GetTimeCodesPerSecond() or 24.0)
         if fps <= 0:
             raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")
-        substeps = substeps or scene.get("substeps") or None
-        timestep = dt or scene.get("timestep")
+        substeps = substeps or settings.get("substeps") or None
+        timestep = dt or settings.get("timestep")
         step = None
         if substeps is None and timestep:
             # The stage's own step, exactly: frames advance by whole steps (time codes follow the
@@ -371,11 +407,19 @@ class Simulation:
             substeps, step = max(1, round(1.0 / fps / timestep)), timestep
         elif substeps is None:
             substeps = max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9))
-        return cls(
+        sim = cls(
             stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=step, record=record,
             joint_states=joint_states, live=live, order=order, output_layer=output_layer, overrides=applied,
             xform_ops=xform_ops, env_root=env_root, write_worlds=write_worlds, world_spacing=world_spacing,
+            scene=scene,
         )  # fmt: skip
+        for other in others:  # same stage, output layer and frame rate; the scene's own step and settings
+            sim.scenes.append(cls._open(
+                stage, file, output_layer, device=device, fps=fps, record=record, joint_states=joint_states,
+                live=False, order=order, worlds=worlds, overrides=(), env_root=None, xform_ops=xform_ops,
+                scene=other, **asked,
+            ))  # fmt: skip
+        return sim
 
     # ------------------------------------------------------------------ stepping
     @property
@@ -391,19 +435,23 @@ class Simulation:
                 return n
         return DEFAULT_FRAMES
 
-    def step_frame(self, last: bool = True) -> None:
-        """Simulate one frame (``substeps`` physics steps) and write the poses onto the prims.
+    def step_frame(self, last: bool = True, until: float | None = None) -> None:
+        """Simulate one frame (``substeps`` physics steps) and write the poses onto the prims; then the
+        other scenes' frames (:attr:`scenes`).
 
         Edits made on the stage since the last frame are applied first (see :meth:`apply_edits`).
         With :attr:`record_every` > 1 only every n-th frame is written, and the frame with ``last``.
+        ``until`` (seconds of simulated time): take the steps that end closest to it instead of
+        ``substeps`` (another scene's frame: it keeps to the first scene's clock).
         """
         if self.watcher is not None and self.watcher.pending:
             self.apply_edits()
         if self.frame == 0 and self.sync.frames_written == 0 and self.write:
             self._write()
+        n = self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))
         t0 = time.perf_counter()
         try:
-            for _ in range(self.substeps):
+            for _ in range(n):
                 if self._kinematic:
                     self._move_kinematic(self.start_time + (self.steps + 1) * self.dt * self.fps)
                 self.solver.step(self.state, self._next, self.control, None, self.dt)
@@ -425,6 +473,11 @@ class Simulation:
             )
         if self.write and (last or self.frame % max(1, self.record_every) == 0):
             self._write(body_q)
+        if self.scenes:
+            with self._own_writes():
+                for other in self.scenes:
+                    other.record_every, other.write = self.record_every, self.write
+                    other.step_frame(last, until=self.sim_seconds)
 
     def _move_kinematic(self, time_code: float) -> None:
         """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""
@@ -460,6 +513,9 @@ class Simulation:
         stops early)."""
         if self.write and getattr(self, "_written_frame", None) != self.frame:
             self._write()
+        with self._own_writes():
+            for other in self.scenes:
+                other.flush()
 
     def _own_writes(self):
         watcher = getattr(self, "watcher", None)  # (none yet while the constructor copies the environment)
@@ -489,8 +545,12 @@ class Simulation:
             self._retired_joint_syncs = []
             self.sync.restore()  # also prunes the prim specs left empty
         if self.rebuilds:  # the model holds the state of the last rebuild: import the authored one again
-            self._rebuild(*_import_stage(self.stage, self._order, self._replicas, self.env_root), keep_state=False)
+            imported = _import_stage(self.stage, self._order, self._replicas, self.env_root, self._scene)
+            self._rebuild(*imported, keep_state=False)
             self.rebuilds = 0
+        with self._own_writes():
+            for other in self.scenes:
+                other.reset()
         if keyframe is not None:
             self.start_from_keyframe(keyframe)
 
@@ -521,11 +581,36 @@ class Simulation:
           simulated pose and velocity.
 
         An edit that makes the stage invalid is reported (logged) and not applied; the run goes on.
-        Returns "values", "rebuilt", or None when nothing was applied.
+        With several PhysicsScenes every scene applies the edits to its own model. Returns "values",
+        "rebuilt", or None when nothing was applied (the strongest of the scenes').
         """
         edits = self.watcher.take() if self.watcher is not None else None
         if not edits:
             return None
+        applied = self._apply(edits)
+        for other in self.scenes:
+            result = other._apply(edits)
+            if result == "rebuilt" or (result == "values" and applied is None):
+                applied = result
+        if self.scenes and edits.resynced:
+            self._check_scenes()
+        return applied
+
+    def _check_scenes(self) -> None:
+        """Warn when the edits changed which PhysicsScenes simulate bodies (not applied while running)."""
+        try:
+            now = read_scenes(self.stage, tuple(self._order) if self._order else DIALECTS).simulated()
+        except NewtonUsdError:
+            return
+        running = [s.scene_path for s in (self, *self.scenes)]
+        if now != running:
+            logger.warning(
+                "%s: the PhysicsScenes that simulate bodies are now %s (running: %s): open the stage again to "
+                "simulate them", self.source_file, ", ".join(now) or "none", ", ".join(running),
+            )  # fmt: skip
+
+    def _apply(self, edits) -> str | None:
+        """:meth:`apply_edits` for this scene's model."""
         targets = self._drive_target_edits(edits)
         if targets is not None:  # the fast path: no import, a few values set
             self._set_drive_targets(targets)
@@ -533,7 +618,7 @@ class Simulation:
             logger.info("%s: frame %d: applied drive target edits", self.source_file, self.frame)
             return "values"
         try:
-            builder, imported = _import_stage(self.stage, self._order, self._replicas, self.env_root)
+            builder, imported = _import_stage(self.stage, self._order, self._replicas, self.env_root, self._scene)
             model = builder.finalize(self.model.device)
         except NewtonUsdError as e:
             logger.warning("%s: an edit was not applied: %s", self.source_file, e)
@@ -706,13 +791,15 @@ class Simulation:
         out.framesPerSecond = self.fps
         if self.record:
             out.startTimeCode = self.start_time
-            out.endTimeCode = self.time_code
+            out.endTimeCode = max(s.time_code for s in (self, *self.scenes))
 
     def close(self) -> None:
         """Detach the output layer from the stage (the stage shows the authored poses again)."""
         if self.watcher is not None:
             self.watcher.close()
             self.watcher = None
+        for other in self.scenes:
+            other.close()
         subs = self.stage.GetSessionLayer().subLayerPaths
         for layer in (self.output_layer, self._copies_layer):
             if layer is not None and layer.identifier in subs:

@@ -34,6 +34,7 @@ from .equalities import import_joint_equalities, import_tendon_equalities
 from .gprims import AXIS_TO_Z, HEIGHTFIELD_API, VISUAL_API, import_visual_geoms, read_heightfield, read_mesh
 from .keyframes import import_keyframes
 from .resolver import DIALECTS, Context, Resolver
+from .scenes import Scenes, analyse, any_owner, keep_scene_prims
 from .stage import StageFrame, open_stage
 
 DEFAULT_DENSITY = 1000.0  # kg/m^3, the UsdPhysics specification's default
@@ -81,6 +82,9 @@ class UsdImport:
             mujoco_backend, substeps, frames_per_second, collide_on_substeps.
         environments: with ``env_root``, the :class:`~newton_usd.usd.envs.Environments` imported as
             worlds (their prim paths in world order and placements); else None.
+        scene_path: the PhysicsScene whose settings were imported (None: the stage has none).
+        scenes: the stage's :class:`~newton_usd.usd.scenes.Scenes` (which scene simulates each body),
+            when the stage has several scenes, ``scene`` was given or an owner is authored; else None.
     """
 
     stage: Usd.Stage
@@ -94,11 +98,23 @@ class UsdImport:
     resolver: Resolver | None = None
     scene: dict = field(default_factory=dict)
     environments: Environments | None = None
+    scene_path: str | None = None
+    scenes: Scenes | None = None
 
 
-def _load_descriptors(stage, roots=("/",), exclude=()):
-    load = getattr(UsdPhysics, "UsdPhysicsLoadStageFromPrimRange", None) or UsdPhysics.LoadUsdPhysicsFromRange
-    result = load(stage, list(roots), list(exclude)) if exclude else load(stage, list(roots))
+_LOAD = getattr(UsdPhysics, "UsdPhysicsLoadStageFromPrimRange", None) or UsdPhysics.LoadUsdPhysicsFromRange
+_TOKENS = getattr(UsdPhysics, "UsdPhysicsCustomTokens", None) or UsdPhysics.CustomUsdPhysicsTokens
+
+
+def _load_descriptors(stage, roots=("/",), exclude=(), owners=None):
+    """USD's parse of ``roots`` (less ``exclude``): object type -> [(path, desc)]; with ``owners`` (scene
+    paths, the empty path for "no owner"), only the objects those scenes simulate."""
+    if owners is not None:
+        result = _LOAD(stage, list(roots), list(exclude), _TOKENS(), list(owners))
+    elif exclude:
+        result = _LOAD(stage, list(roots), list(exclude))
+    else:
+        result = _LOAD(stage, list(roots))
     out = defaultdict(list)
     for obj_type, (paths, descs) in result.items():
         for path, desc in zip(paths, descs, strict=True):
@@ -106,7 +122,9 @@ def _load_descriptors(stage, roots=("/",), exclude=()):
     return out
 
 
-def add_usd(builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | None = None) -> UsdImport:
+def add_usd(
+    builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | None = None, scene: str | None = None
+) -> UsdImport:
     """Import the UsdPhysics content of ``source`` (a file path or ``Usd.Stage``) into ``builder``.
 
     Bodies (PhysicsRigidBodyAPI) become builder bodies labelled by prim path, colliders become shapes,
@@ -123,10 +141,17 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | No
     every world, where it is. The builder must not be replicated yet; what it already holds is in every
     world too.
 
+    ``scene`` (a PhysicsScene prim path): import that scene only, its gravity and settings and the objects
+    it simulates (``physics:simulationOwner``; the default scene, the first PhysicsScene, also simulates
+    the objects no scene owns). Scenes are independent models: to simulate several, import each into a
+    builder of its own (:class:`~newton_usd.sim.Simulation` does). None: the stage's scene; when it has
+    several, the default scene, with a warning that names the others.
+
     Raises:
         UsdInputError: the file cannot be read, or it has nothing to simulate; with ``env_root``, an
             environment that differs from the first (naming the prim and attribute), or a prim that
-            ties environments together.
+            ties environments together; ``scene`` that is not a PhysicsScene; a ``physics:simulationOwner``
+            that is not a PhysicsScene, or a joint between bodies of different scenes.
     """
     stage, file = open_stage(source)
     frame = StageFrame.of(stage)
@@ -140,16 +165,45 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | No
         check_identical(stage, envs, file)
         others = envs.paths[1:]
     descs = _load_descriptors(stage, exclude=others)
+    scene_descs = descs.get(OT.Scene, [])
+    owners = None
+    if scene is not None or len(scene_descs) > 1 or any_owner(descs):
+        scenes = result.scenes = analyse(stage, descs, file, diag)
+        chosen = scenes.check(scene, file) if scene is not None else scenes.default
+        if scene is None and len(scenes.paths) > 1:
+            for other in scenes.paths[1:]:
+                diag.add(
+                    f"several PhysicsScenes: only the default scene {chosen} (and the objects no scene owns) is "
+                    "imported, not these; import one with add_usd(stage, scene=PATH) into a builder of its own "
+                    "(Simulation.open and usdsim simulate every scene)",
+                    other,
+                )
+        if chosen is not None and (scene is not None or len(scenes.paths) > 1):
+            owners = scenes.owners(chosen)
+            descs = _load_descriptors(stage, exclude=others, owners=owners)
+        result.scene_path = chosen
+    elif scene_descs:
+        result.scene_path = str(scene_descs[0][0])
     if builder.source is None:
         builder.source = file
     joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
     body_paths = {str(p) for p, _ in descs.get(OT.RigidBody, [])}
     types = _MJC_TYPED + ("MjcKeyframe", "PointInstancer")
     order, typed = _scan(stage, joint_paths | body_paths, types, exclude=others)
-    instanced = _instancer_prototypes(stage, typed["PointInstancer"], result)
+    if owners is not None:
+        keep_scene_prims(typed, result.scenes, result.scene_path)
+    instanced = _instancer_prototypes(stage, typed["PointInstancer"], result, owners)
 
     bodies = descs.get(OT.RigidBody, [])
     if not bodies and not instanced:
+        if owners is not None:
+            elsewhere = [p for p in result.scenes.simulated() if p != result.scene_path]
+            raise UsdInputError(
+                f"no physics to simulate in PhysicsScene {result.scene_path}: it simulates no rigid body"
+                + (f" (the stage's bodies are simulated by {', '.join(elsewhere)}: import with scene=PATH)"
+                   if elsewhere else ""),
+                file=file,
+            )  # fmt: skip
         raise UsdInputError(
             "no physics to simulate: no prim has PhysicsRigidBodyAPI applied (author UsdPhysics rigid bodies)",
             file=file,
@@ -285,7 +339,7 @@ class _InstancedBody:
             )
 
 
-def _instancer_prototypes(stage, instancers, result) -> list:
+def _instancer_prototypes(stage, instancers, result, owners=None) -> list:
     """The rigid-body prototypes of the PointInstancers (UsdPhysics' parser skips prototypes): each
     prototype whose root prim is a rigid body is parsed on its own, and every active instance becomes a
     body at its instance transform, with the prototype's colliders (sized as in the prototype)."""
@@ -297,7 +351,7 @@ def _instancer_prototypes(stage, instancers, result) -> list:
         protos = pi.GetPrototypesRel().GetTargets()
         if not protos:
             continue
-        descs = _load_descriptors(stage, [str(p) for p in protos])
+        descs = _load_descriptors(stage, [str(p) for p in protos], owners=owners)
         bodies = descs.get(OT.RigidBody, [])
         if not bodies:
             continue
@@ -349,22 +403,12 @@ def _instancer_prototypes(stage, instancers, result) -> list:
 
 def _import_scene(builder, stage, scenes, frame, result):
     """Gravity and the scene's runtime and MuJoCo settings; returns the Context for the other prims."""
-    diag = result.diagnostics
     ctx = Context(meters_per_unit=frame.meters_per_unit, kilograms_per_unit=frame.kilograms_per_unit)
     if not scenes:
         builder.gravity = np.array([0.0, 0.0, -9.81])
         return ctx
-    if len(scenes) > 1:
-        diag.add("several PhysicsScenes: only the first is simulated", scenes[1][0])
-    path, d = scenes[0]
-    direction = np.array(d.gravityDirection, dtype=np.float64)
-    magnitude = float(d.gravityMagnitude)
-    if not np.isfinite(magnitude):
-        magnitude = 9.81 / frame.meters_per_unit
-    n = np.linalg.norm(direction)
-    direction = direction / n if n > 0 else -np.array(_AXIS_VEC[frame.up_axis])
-    builder.gravity = frame.world_vector_to_sim(direction * magnitude)
-
+    path, d = scenes[0]  # (several: see add_usd's scene)
+    builder.gravity = _gravity(d, frame)
     prim = stage.GetPrimAtPath(path)
     resolver = result.resolver
     for prop in (
@@ -389,6 +433,36 @@ def _import_scene(builder, stage, scenes, frame, result):
     builder.mujoco["option"] = option
     builder.mujoco["flag"] = flag
     return ctx
+
+
+def _gravity(d, frame) -> np.ndarray:
+    """A SceneDesc's gravity in simulation units (unauthored: Earth gravity along -upAxis)."""
+    direction = np.array(d.gravityDirection, dtype=np.float64)
+    magnitude = float(d.gravityMagnitude)
+    if not np.isfinite(magnitude):
+        magnitude = 9.81 / frame.meters_per_unit
+    n = np.linalg.norm(direction)
+    direction = direction / n if n > 0 else -np.array(_AXIS_VEC[frame.up_axis])
+    return frame.world_vector_to_sim(direction * magnitude)
+
+
+def read_scenes(source, order=DIALECTS) -> Scenes:
+    """The PhysicsScenes of ``source`` (a path or ``Usd.Stage``), which scene simulates each rigid body and
+    joint, and each scene's gravity (simulation units; zero where gravity is disabled).
+
+    Raises:
+        UsdInputError: as :func:`add_usd` for owners and joints across scenes.
+    """
+    stage, file = open_stage(source)
+    frame = StageFrame.of(stage)
+    diag = Diagnostics()
+    scenes = analyse(stage, _load_descriptors(stage), file, diag)
+    resolver = Resolver(order=tuple(order), file=file)
+    ctx = Context(meters_per_unit=frame.meters_per_unit, kilograms_per_unit=frame.kilograms_per_unit)
+    for path, d in scenes.descs.items():
+        enabled = resolver.resolve(stage.GetPrimAtPath(path), props.SCENE_GRAVITY_ENABLED, ctx).value
+        scenes.gravity[path] = _gravity(d, frame) if enabled else np.zeros(3)
+    return scenes
 
 
 def _material(d, materials):

@@ -1,0 +1,220 @@
+"""Several PhysicsScenes on one stage: which scene simulates each object.
+
+UsdPhysics' ``physics:simulationOwner`` (on rigid bodies and colliders) names the PhysicsScene that
+simulates a prim; a prim without one belongs to the default scene, the first PhysicsScene in traversal
+order. Scenes are independent: each has its own gravity, time step and solver settings, and bodies of
+different scenes never touch. USD's parser reads the objects of one scene when it is given that scene's
+owners (:meth:`Scenes.owners`): rigid bodies by their own owner, colliders of a body with their body,
+static colliders in every scene they name, joints where both of their bodies are.
+
+This module finds the scenes and which scene each rigid body and joint belongs to, and rejects what
+cannot be simulated: an owner that is not a PhysicsScene, a rigid body owned by several scenes, a joint
+between bodies of different scenes (USD's parser would drop it silently from every scene).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pxr import Sdf, UsdPhysics
+
+from ..errors import UsdInputError
+
+OWNER = "physics:simulationOwner"
+OT = UsdPhysics.ObjectType
+_JOINTS = (
+    OT.RevoluteJoint,
+    OT.PrismaticJoint,
+    OT.SphericalJoint,
+    OT.FixedJoint,
+    OT.D6Joint,
+    OT.DistanceJoint,
+    OT.CustomJoint,
+)
+_OWNED_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")
+"""Typed prims that belong to the scene of the objects they target (their relationships)."""
+
+
+def physics_scenes(stage) -> list[str]:
+    """The PhysicsScene prims of ``stage`` in traversal order (one traversal, no physics parsing)."""
+    return [str(p.GetPath()) for p in stage.Traverse() if p.IsA(UsdPhysics.Scene)]
+
+
+@dataclass
+class Scenes:
+    """The PhysicsScenes of a stage and what each simulates.
+
+    Attributes:
+        paths: the PhysicsScene prim paths in traversal order; the first is the default scene.
+        descs: path -> the scene's ``UsdPhysics.SceneDesc``.
+        body_scene: rigid body prim path -> the scene that simulates it.
+        joint_scene: joint prim path -> the scene of its bodies (the default scene for a joint between
+            world frames only).
+        gravity: path -> the scene's gravity in simulation units (m/s^2, Z up), where computed
+            (:func:`newton_usd.usd.importer.read_scenes`).
+    """
+
+    paths: list = field(default_factory=list)
+    descs: dict = field(default_factory=dict)
+    body_scene: dict = field(default_factory=dict)
+    joint_scene: dict = field(default_factory=dict)
+    gravity: dict = field(default_factory=dict)
+
+    @property
+    def default(self) -> str | None:
+        """The default scene: the first PhysicsScene (it also simulates the objects no scene owns)."""
+        return self.paths[0] if self.paths else None
+
+    def bodies(self, scene: str) -> list:
+        """The rigid bodies ``scene`` simulates, in traversal order."""
+        return [b for b, s in self.body_scene.items() if s == scene]
+
+    def simulated(self) -> list:
+        """The scenes that simulate at least one rigid body, in traversal order."""
+        owning = set(self.body_scene.values())
+        return [p for p in self.paths if p in owning]
+
+    def owners(self, scene: str) -> list:
+        """The ``simulationOwners`` argument of USD's parser that reads ``scene``'s objects (the default
+        scene's also include those without an owner: the empty path)."""
+        return [Sdf.Path(scene)] + ([Sdf.Path()] if scene == self.default else [])
+
+    def check(self, scene, file=None) -> str:
+        """``scene`` as a PhysicsScene path of this stage, or a UsdInputError naming the valid ones."""
+        path = str(scene)
+        if path not in self.descs:
+            valid = ", ".join(self.paths) or "none: the stage has no PhysicsScene"
+            raise UsdInputError(f"scene {path} is not a PhysicsScene of the stage (its scenes: {valid})", file=file)
+        return path
+
+    def scene_of(self, path) -> str | None:
+        """The scene of the rigid body or joint at ``path`` or of its nearest rigid-body ancestor; None
+        for a prim on no rigid body."""
+        p = Sdf.Path(str(path))
+        if str(p) in self.joint_scene:
+            return self.joint_scene[str(p)]
+        while p != Sdf.Path.absoluteRootPath and not p.isEmpty:
+            scene = self.body_scene.get(str(p))
+            if scene is not None:
+                return scene
+            p = p.GetParentPath()
+        return None
+
+
+def any_owner(descs) -> bool:
+    """Whether a rigid body or collider of the parsed ``descs`` authors a ``physics:simulationOwner``."""
+    for obj_type, entries in descs.items():
+        if obj_type == OT.RigidBody or obj_type.name.endswith("Shape"):
+            for _, d in entries:
+                if d.simulationOwners:
+                    return True
+    return False
+
+
+def analyse(stage, descs, file, diag) -> Scenes:
+    """The scenes of a stage and the scene of every rigid body and joint, from USD's parse of the whole
+    stage (``descs``: object type -> [(path, desc)]).
+
+    Raises:
+        UsdInputError: an owner that is not a PhysicsScene, a rigid body owned by several scenes, or a joint
+            between bodies of different scenes (naming the prim and ``physics:simulationOwner``).
+    """
+    out = Scenes()
+    for path, d in descs.get(OT.Scene, []):
+        out.paths.append(str(path))
+        out.descs[str(path)] = d
+
+    def owners_of(path, targets) -> list:
+        targets = [str(t) for t in targets]
+        for t in targets:
+            if t not in out.descs:
+                prim = stage.GetPrimAtPath(t)
+                what = f"a {prim.GetTypeName() or 'typeless'} prim" if prim else "no prim"
+                valid = ", ".join(out.paths) or "the stage has none"
+                raise UsdInputError(
+                    f"targets {t} ({what}), not a PhysicsScene: a simulation owner is a PhysicsScene "
+                    f"(the stage's: {valid}; no target: the default scene)",
+                    file=file,
+                    prim=str(path),
+                    attribute=OWNER,
+                )
+        return targets
+
+    for path, d in descs.get(OT.RigidBody, []):
+        owners = owners_of(path, d.simulationOwners)
+        if len(owners) > 1:
+            raise UsdInputError(
+                f"a rigid body is simulated by one PhysicsScene; it targets {len(owners)} ({', '.join(owners)})",
+                file=file,
+                prim=str(path),
+                attribute=OWNER,
+            )
+        out.body_scene[str(path)] = owners[0] if owners else out.default
+    for obj_type, entries in descs.items():
+        if not obj_type.name.endswith("Shape"):
+            continue
+        for path, d in entries:
+            owners = owners_of(path, d.simulationOwners)
+            body = str(d.rigidBody) if d.rigidBody and not d.rigidBody.isEmpty else None
+            if owners and body in out.body_scene and out.body_scene[body] not in owners:
+                diag.add(f"collider whose {OWNER} differs from its rigid body's: simulated in the body's scene", path)
+    for obj_type in _JOINTS:
+        for path, d in descs.get(obj_type, []):
+            out.joint_scene[str(path)] = _joint_scene(stage, path, d, out, file, diag)
+    return out
+
+
+def _joint_scene(stage, path, d, scenes, file, diag) -> str | None:
+    ends = [str(b) for b in (d.body0, d.body1) if b and not b.isEmpty]
+    owned = [(b, scenes.body_scene[b]) for b in ends if b in scenes.body_scene]
+    if len({s for _, s in owned}) > 1:
+        (b0, s0), (b1, s1) = owned
+        raise UsdInputError(
+            f"joins {b0} (simulated by {s0}) and {b1} (simulated by {s1}): a joint connects bodies of one "
+            f"PhysicsScene (give both bodies the same {OWNER})",
+            file=file,
+            prim=str(path),
+            attribute=OWNER,
+        )
+    scene = owned[0][1] if owned else scenes.default
+    rel = stage.GetPrimAtPath(path).GetRelationship(OWNER)
+    targets = rel.GetTargets() if rel else []
+    if targets:
+        for t in targets:
+            if str(t) not in scenes.descs:
+                raise UsdInputError(
+                    f"targets {t}, not a PhysicsScene (the stage's: {', '.join(scenes.paths) or 'none'})",
+                    file=file,
+                    prim=str(path),
+                    attribute=OWNER,
+                )
+        if scene not in [str(t) for t in targets]:
+            diag.add(f"joint whose {OWNER} differs from its bodies' scene: simulated in its bodies' scene", path)
+    return scene
+
+
+def keep_scene_prims(typed, scenes: Scenes, scene: str) -> None:
+    """Keep in ``typed`` (importer scan: type name -> prims) the prims ``scene`` simulates: sites and
+    visual geoms by their rigid body, actuators, tendons and contact pairs by the objects they target,
+    keyframes (whole-model state vectors) in the default scene; prims on no body, and those that target
+    nothing simulated, in the default scene."""
+    default = scenes.default
+
+    def by_body(prim):
+        return (scenes.scene_of(prim.GetPath()) or default) == scene
+
+    def by_targets(prim):
+        found = set()
+        for rel in prim.GetRelationships():
+            for t in rel.GetTargets():
+                s = scenes.scene_of(t)
+                if s is not None:
+                    found.add(s)
+        return (found.pop() if len(found) == 1 else default) == scene
+
+    for key in ("sites", "visuals"):
+        typed[key] = [p for p in typed.get(key, []) if by_body(p)]
+    for key in _OWNED_TYPED:
+        typed[key] = [p for p in typed.get(key, []) if by_targets(p)]
+    if scene != default:
+        typed["MjcKeyframe"] = []

@@ -1,0 +1,314 @@
+"""Several PhysicsScenes: each simulates the bodies it owns (``physics:simulationOwner``; the first scene
+also the unowned ones) with its own gravity and time step, and bodies of different scenes never touch."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+from newton_usd.core import ModelBuilder
+from newton_usd.errors import UsdInputError
+from newton_usd.sim import Simulation
+from newton_usd.usd import add_usd
+
+G = 9.81
+USDSIM = os.path.join(os.path.dirname(sys.executable), "usdsim")
+
+
+def usdsim(*args):
+    cmd = [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
+    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=600)
+
+
+def new_stage(path=None, fps=50):
+    stage = Usd.Stage.CreateNew(str(path)) if path else Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageUpAxis(stage, "Z")
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    stage.SetTimeCodesPerSecond(fps)
+    UsdGeom.Xform.Define(stage, "/World")
+    return stage
+
+
+def add_scene(stage, path, up=False, magnitude=None, timestep=None):
+    scene = UsdPhysics.Scene.Define(stage, path)
+    if up:
+        scene.CreateGravityDirectionAttr(Gf.Vec3f(0, 0, 1))
+    if magnitude is not None:
+        scene.CreateGravityMagnitudeAttr(magnitude)
+    if timestep is not None:
+        scene.GetPrim().CreateAttribute("mjc:option:timestep", Sdf.ValueTypeNames.Double).Set(timestep)
+    return scene
+
+
+def add_box(stage, path, pos, owner=None, size=0.2):
+    cube = UsdGeom.Cube.Define(stage, path)
+    cube.CreateSizeAttr(size)
+    cube.AddTranslateOp().Set(Gf.Vec3d(*pos))
+    prim = cube.GetPrim()
+    UsdPhysics.RigidBodyAPI.Apply(prim)
+    UsdPhysics.CollisionAPI.Apply(prim)
+    UsdPhysics.MassAPI.Apply(prim).CreateMassAttr(1.0)
+    if owner:
+        UsdPhysics.RigidBodyAPI(prim).CreateSimulationOwnerRel().SetTargets([owner])
+    return prim
+
+
+def two_scenes(path=None):
+    """/World/SceneDown (default, -Z gravity) and /World/SceneUp (+Z): a box owned by each, one unowned."""
+    stage = new_stage(path)
+    add_scene(stage, "/World/SceneDown")
+    add_scene(stage, "/World/SceneUp", up=True)
+    add_box(stage, "/World/Down", (0, 0, 1), owner="/World/SceneDown")
+    add_box(stage, "/World/Up", (2, 0, 1), owner="/World/SceneUp")
+    add_box(stage, "/World/Unowned", (4, 0, 1))
+    return stage
+
+
+def pos(stage, path, time=None):
+    time = Usd.TimeCode.Default() if time is None else time
+    xf = UsdGeom.Xformable(stage.GetPrimAtPath(path)).ComputeLocalToWorldTransform(time)
+    return np.array(xf.ExtractTranslation())
+
+
+def euler_drop(dt, steps):
+    """How far a body falls from rest in ``steps`` semi-implicit Euler steps (MuJoCo's default integrator)."""
+    return G * dt * dt * steps * (steps + 1) / 2
+
+
+def test_each_scene_has_its_gravity_and_unowned_bodies_follow_the_first():
+    sim = Simulation.open(two_scenes(), device="cpu", record=False)
+    assert sim.scene_path == "/World/SceneDown"
+    assert [s.scene_path for s in sim.scenes] == ["/World/SceneUp"]
+    assert sorted(sim.model.body_label) == ["/World/Down", "/World/Unowned"]
+    assert sim.scenes[0].model.body_label == ["/World/Up"]
+    sim.run(25)
+    drop = euler_drop(sim.dt, sim.steps)
+    assert drop > 0.4
+    assert pos(sim.stage, "/World/Down") == pytest.approx([0, 0, 1 - drop], abs=1e-4)
+    assert pos(sim.stage, "/World/Unowned") == pytest.approx([4, 0, 1 - drop], abs=1e-4)
+    assert pos(sim.stage, "/World/Up") == pytest.approx([2, 0, 1 + drop], abs=1e-4)
+
+
+def test_each_scene_steps_with_its_own_time_step_on_one_clock():
+    stage = new_stage(fps=50)
+    add_scene(stage, "/World/Fine", timestep=0.004)
+    add_scene(stage, "/World/Coarse", timestep=0.01)
+    add_scene(stage, "/World/Odd", timestep=0.006)  # does not divide the 0.02 s frame
+    for name, x in (("Fine", 0), ("Coarse", 2), ("Odd", 4)):
+        add_box(stage, f"/World/{name}Box", (x, 0, 5), owner=f"/World/{name}")
+    sim = Simulation.open(stage, device="cpu", record=False)
+    fine, (coarse, odd) = sim, sim.scenes
+    assert (fine.dt, fine.substeps) == (pytest.approx(0.004), 5)
+    assert (coarse.dt, coarse.substeps) == (pytest.approx(0.01), 2)
+    assert coarse.solver.mj_model.opt.timestep == pytest.approx(0.01)
+    sim.run(10)
+    assert (fine.steps, coarse.steps) == (50, 20)
+    # The odd step keeps to the first scene's clock: the steps closest to 0.2 s.
+    assert odd.steps == 33 and abs(odd.sim_seconds - fine.sim_seconds) <= odd.dt / 2
+    for s, name in ((fine, "Fine"), (coarse, "Coarse"), (odd, "Odd")):
+        # Each body fell as many semi-implicit Euler steps of its scene's dt as its scene took.
+        z = pos(stage, f"/World/{name}Box")[2]
+        assert z == pytest.approx(5 - euler_drop(s.dt, s.steps), abs=1e-6), name
+    assert euler_drop(0.004, 50) - euler_drop(0.01, 20) < -1e-3  # (the time steps are told apart)
+
+
+def overlapping(second_owner):
+    """Two overlapping boxes without gravity, the first owned by /World/A, the second by ``second_owner``."""
+    stage = new_stage()
+    add_scene(stage, "/World/A", magnitude=0.0)
+    add_scene(stage, "/World/B", magnitude=0.0)
+    add_box(stage, "/World/Left", (0, 0, 1), owner="/World/A")
+    add_box(stage, "/World/Right", (0.1, 0, 1), owner=second_owner)
+    return stage
+
+
+@pytest.mark.parametrize("second_owner", ["/World/A", "/World/B"])
+def test_bodies_of_different_scenes_do_not_collide(second_owner):
+    sim = Simulation.open(overlapping(second_owner), device="cpu", record=False)
+    sim.run(20)
+    gap = pos(sim.stage, "/World/Right")[0] - pos(sim.stage, "/World/Left")[0]
+    if second_owner == "/World/A":  # one scene: the contact pushes them apart
+        assert gap > 0.15
+    else:
+        assert gap == pytest.approx(0.1, abs=1e-6)
+        assert pos(sim.stage, "/World/Left") == pytest.approx([0, 0, 1], abs=1e-6)
+
+
+def test_a_static_collider_owned_by_one_scene_collides_only_there():
+    stage = new_stage()
+    add_scene(stage, "/World/A")
+    add_scene(stage, "/World/B")
+    ground = UsdGeom.Plane.Define(stage, "/World/Ground")
+    UsdPhysics.CollisionAPI.Apply(ground.GetPrim()).CreateSimulationOwnerRel().SetTargets(["/World/B"])
+    add_box(stage, "/World/InA", (0, 0, 0.5), owner="/World/A")
+    add_box(stage, "/World/InB", (2, 0, 0.5), owner="/World/B")
+    sim = Simulation.open(stage, device="cpu", record=False)
+    assert sim.model.shape_count == 1 and sim.scenes[0].model.shape_count == 2
+    sim.run(50)
+    assert pos(stage, "/World/InA")[2] < -2.0  # nothing under it in its scene
+    assert pos(stage, "/World/InB")[2] == pytest.approx(0.1, abs=0.01)  # resting on the ground
+
+
+def test_saved_output_holds_every_scene_motion(tmp_path):
+    src = tmp_path / "scenes.usda"
+    stage = two_scenes(src)
+    # a pendulum hinged to the world in the second scene: its joint is imported with it
+    UsdPhysics.RevoluteJoint.Define(stage, "/World/Hinge").CreateBody1Rel().SetTargets(["/World/Up"])
+    stage.GetPrimAtPath("/World/Hinge").GetAttribute("physics:axis").Set("Y")
+    stage.GetPrimAtPath("/World/Hinge").GetAttribute("physics:localPos0").Set(Gf.Vec3f(2.5, 0, 1))
+    stage.GetPrimAtPath("/World/Hinge").GetAttribute("physics:localPos1").Set(Gf.Vec3f(0.5, 0, 0))
+    stage.GetRootLayer().Save()
+    sim = Simulation.open(str(src), device="cpu")
+    assert sim.scenes[0].model.joint_label == ["/World/Hinge"]
+    sim.run(20)
+    out = sim.save(tmp_path / "scenes.sim.usda")
+    sim.close()
+    layer = Sdf.Layer.FindOrOpen(out)
+    assert layer.endTimeCode == 20
+    result = Usd.Stage.Open(out)
+    for path in ("/World/Down", "/World/Up", "/World/Unowned"):
+        attr = result.GetPrimAtPath(path).GetAttribute("xformOp:translate:physics")
+        assert attr.GetNumTimeSamples() == 21, path
+    assert pos(result, "/World/Down", 20)[2] < 0.6 and pos(result, "/World/Unowned", 20)[2] < 0.6
+    up = pos(result, "/World/Up", 20)
+    # hinged at (2.5, 0, 1), 0.5 m away: it swings up (+Z gravity) on its circle
+    assert up[2] > 1.2 and np.linalg.norm(up - [2.5, 0, 1]) == pytest.approx(0.5, abs=1e-3)
+
+
+def test_add_usd_imports_one_scene():
+    stage = two_scenes()
+    b = ModelBuilder()
+    imported = add_usd(b, stage, scene="/World/SceneUp")
+    assert imported.scene_path == "/World/SceneUp" and b.body_label == ["/World/Up"]
+    assert np.allclose(b.gravity, [0, 0, G], atol=1e-5)
+    b = ModelBuilder()
+    add_usd(b, stage, scene="/World/SceneDown")
+    assert b.body_label == ["/World/Down", "/World/Unowned"] and np.allclose(b.gravity, [0, 0, -G], atol=1e-5)
+    with pytest.raises(UsdInputError, match=r"/World/Down is not a PhysicsScene .*/World/SceneDown, /World/SceneUp"):
+        add_usd(ModelBuilder(), stage, scene="/World/Down")
+
+
+def test_add_usd_without_scene_imports_the_default_one_and_names_the_others(caplog):
+    b = ModelBuilder()
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        imported = add_usd(b, two_scenes())
+    assert imported.scene_path == "/World/SceneDown" and b.body_label == ["/World/Down", "/World/Unowned"]
+    warning = [r.getMessage() for r in caplog.records if "several PhysicsScenes" in r.getMessage()]
+    assert len(warning) == 1 and "/World/SceneUp" in warning[0] and "scene=PATH" in warning[0]
+
+
+def test_a_joint_across_scenes_is_an_error_naming_it():
+    stage = two_scenes()
+    joint = UsdPhysics.FixedJoint.Define(stage, "/World/Glue")
+    joint.CreateBody0Rel().SetTargets(["/World/Down"])
+    joint.CreateBody1Rel().SetTargets(["/World/Up"])
+    expected = r"/World/Glue\.physics:simulationOwner: joins /World/Down \(simulated by /World/SceneDown\) and /World/"
+    with pytest.raises(UsdInputError, match=expected):
+        Simulation.open(stage, device="cpu")
+    with pytest.raises(UsdInputError, match=expected):
+        add_usd(ModelBuilder(), stage, scene="/World/SceneUp")
+    # an unowned body is the default scene's: jointed to the other scene's body, the same error
+    joint.CreateBody0Rel().SetTargets(["/World/Unowned"])
+    with pytest.raises(UsdInputError, match=r"/World/Glue.*joins /World/Unowned \(simulated by /World/SceneDown\)"):
+        add_usd(ModelBuilder(), stage)
+    assert not stage.GetSessionLayer().subLayerPaths  # the failed open left no output layer
+
+
+def test_an_owner_that_is_not_a_scene_is_an_error():
+    stage = two_scenes()
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/World/Up")).GetSimulationOwnerRel().SetTargets(["/World"])
+    with pytest.raises(UsdInputError, match=r"/World/Up\.physics:simulationOwner: targets /World \(a Xform prim\), "
+                       r"not a PhysicsScene"):  # fmt: skip
+        Simulation.open(stage, device="cpu")
+    # also with one scene (the stage's only one would otherwise simulate it)
+    single = new_stage()
+    add_scene(single, "/World/Scene")
+    add_box(single, "/World/Box", (0, 0, 1), owner="/World/Nowhere")
+    with pytest.raises(UsdInputError, match=r"/World/Box\.physics:simulationOwner: targets /World/Nowhere \(no prim\)"):
+        add_usd(ModelBuilder(), single)
+
+
+def test_a_gravity_edit_in_the_second_scene_applies_to_it_only():
+    stage = two_scenes()
+    sim = Simulation.open(stage, device="cpu", record=False)
+    up = sim.scenes[0]
+    sim.run(5)
+    solver, up_solver = sim.solver, up.solver
+    UsdPhysics.Scene(stage.GetPrimAtPath("/World/SceneUp")).CreateGravityMagnitudeAttr(0.0)
+    sim.step_frame()
+    assert up.solver is up_solver and up.edits_applied == 1 and up.rebuilds == 0
+    assert np.allclose(up.solver.mj_model.opt.gravity, 0.0)
+    assert sim.solver is solver and np.allclose(sim.solver.mj_model.opt.gravity, [0, 0, -G], atol=1e-4)
+    v = up.state.body_qd.numpy()[0, 2]
+    z = pos(stage, "/World/Up")[2]
+    sim.run(5)  # no gravity: it goes on at its speed
+    assert up.state.body_qd.numpy()[0, 2] == pytest.approx(v, rel=1e-6)
+    assert pos(stage, "/World/Up")[2] == pytest.approx(z + 5 * v / sim.fps, rel=1e-6)
+
+
+def test_reset_and_close_cover_every_scene():
+    stage = two_scenes()
+    sim = Simulation.open(stage, device="cpu")
+    sim.run(5)
+    assert pos(stage, "/World/Up", sim.time_code)[2] > 1.0
+    sim.reset()
+    assert sim.frame == 0 and sim.scenes[0].frame == 0 and sim.scenes[0].steps == 0
+    assert not sim.output_layer.GetPrimAtPath("/World/Up")  # nothing written is left
+    assert pos(stage, "/World/Up")[2] == pytest.approx(1.0)
+    sim.run(3)
+    assert sim.scenes[0].frame == 3
+    sim.close()
+    assert not stage.GetSessionLayer().subLayerPaths
+
+
+def test_usdsim_info_and_run_show_every_scene(tmp_path):
+    src = tmp_path / "scenes.usda"
+    stage = two_scenes(src)
+    stage.GetRootLayer().Save()
+    r = usdsim("info", src)
+    assert r.returncode == 0, r.stderr
+    assert "scenes: 2 PhysicsScenes, 2 simulated" in r.stdout
+    assert "/World/SceneDown (default): gravity (0.0, 0.0, -9.81), 2 bodies" in r.stdout
+    assert "/World/SceneUp: gravity (0.0, 0.0, 9.81), 1 body" in r.stdout
+    r = usdsim(src, "-n", "10")
+    assert r.returncode == 0, r.stderr
+    assert "2 scenes (/World/SceneDown: " in r.stdout and ", 3 bodies" in r.stdout
+    r = usdsim(src, "-n", "10", "--format", "json", "-o", tmp_path / "out.usda")
+    summary = json.loads(r.stdout)
+    assert [s["path"] for s in summary["scenes"]] == ["/World/SceneDown", "/World/SceneUp"]
+    assert [s["bodies"] for s in summary["scenes"]] == [2, 1] and summary["bodies"] == 3
+    result = Usd.Stage.Open(str(tmp_path / "out.usda"))
+    assert pos(result, "/World/Up", 10)[2] > 1.0 > pos(result, "/World/Down", 10)[2]
+
+
+def test_one_scene_stages_are_imported_as_before():
+    stage = new_stage()
+    add_scene(stage, "/World/Scene")
+    add_box(stage, "/World/Owned", (0, 0, 1), owner="/World/Scene")
+    add_box(stage, "/World/Unowned", (2, 0, 1))
+    sim = Simulation.open(stage, device="cpu", record=False)
+    assert sim.scenes == [] and sim.scene_path == "/World/Scene"
+    assert sim.model.body_label == ["/World/Owned", "/World/Unowned"]
+
+
+def test_actuators_and_sites_go_with_the_scene_of_what_they_are_on():
+    stage = two_scenes()
+    hinge = UsdPhysics.RevoluteJoint.Define(stage, "/World/Hinge")
+    hinge.CreateBody1Rel().SetTargets(["/World/Up"])
+    hinge.CreateAxisAttr("Y")
+    hinge.CreateLocalPos0Attr(Gf.Vec3f(2.5, 0, 1))
+    hinge.CreateLocalPos1Attr(Gf.Vec3f(0.5, 0, 0))
+    motor = stage.DefinePrim("/World/Motor", "MjcActuator")
+    motor.CreateRelationship("mjc:target").SetTargets(["/World/Hinge"])
+    site = UsdGeom.Sphere.Define(stage, "/World/Up/Tip").GetPrim()
+    site.ApplyAPI("MjcSiteAPI")
+    sim = Simulation.open(stage, device="cpu", record=False)
+    up = sim.scenes[0]
+    assert not getattr(sim.model.mujoco, "actuator", None) and sim.solver.mj_model.nu == 0
+    assert [a["path"] for a in up.model.mujoco.actuator] == ["/World/Motor"] and up.solver.mj_model.nu == 1
+    assert list(sim.model.site_label) == [] and list(up.model.site_label) == ["/World/Up/Tip"]
