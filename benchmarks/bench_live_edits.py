@@ -2,10 +2,10 @@
 
     python benchmarks/bench_live_edits.py [--bodies 10 100 1000]
 
-A value edit (here the scene's gravity, on a stage of falling boxes) makes the next frame import the
-stage again, compare the model and write the changed values into the running MuJoCo model (no
-recompile). A drive target edit (a slider dragged in a viewer; here on articulated chains) takes a
-fast path that sets the target without importing. The ratio is the edited frame's time over a plain
+A value edit makes the next frame import the stage again, compare the model and write the changed
+values into the running MuJoCo model (no recompile); two edits take fast paths without importing:
+the scene's gravity (here on a stage of falling boxes) and a drive target (a slider dragged in a
+viewer; here on articulated chains). The ratio is the edited frame's time over a plain
 frame's, both measured in the same run on the same Simulation (best of 3).
 """
 

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import warp as wp
-from pxr import Gf, Sdf, UsdGeom, UsdUtils
+from pxr import Gf, Sdf, UsdGeom, UsdPhysics, UsdUtils
 
 from .core.builder import ModelBuilder
 from .core.quat import gf_to_xyzw, quat_rotate
@@ -23,6 +23,7 @@ from .sync.live_edits import StageWatcher, model_differences
 from .sync.stage_sync import XFORM_OPS
 from .sync.world_copies import WorldCopies, default_spacing, environment_roots, grid_offsets
 from .usd import add_usd, open_stage, physics_scenes, read_scenes
+from .usd.importer import scene_gravity
 from .usd.overrides import apply_overrides
 from .usd.resolver import DIALECTS
 
@@ -30,6 +31,7 @@ logger = logging.getLogger("newton_usd")
 _DRIVE_TARGETS = {"targetPosition": "joint_target_pos", "targetVelocity": "joint_target_vel"}
 """UsdPhysics drive target attributes, and the control arrays they set."""
 _DRIVE_JOINTS = {"angular": JointType.REVOLUTE, "linear": JointType.PRISMATIC}
+_GRAVITY_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
 """The one-axis joint a drive instance (``drive:<instance>:physics:*``) of that name sits on."""
 
 MAX_PHYSICS_DT = 1.0 / 480.0
@@ -617,6 +619,16 @@ class Simulation:
             self.edits_applied += 1
             logger.info("%s: frame %d: applied drive target edits", self.source_file, self.frame)
             return "values"
+        gravity = self._gravity_edit(edits)
+        if gravity is not None:  # the other fast path: the scene's gravity
+            gravity = gravity.astype(np.float32)
+            if np.array_equal(np.array(self.model.gravity, dtype=np.float32), gravity):
+                return None
+            self.model.gravity = wp.vec3(*gravity)
+            self.solver.update_parameters(self.model, {"gravity"})
+            self.edits_applied += 1
+            logger.info("%s: frame %d: applied the gravity edit", self.source_file, self.frame)
+            return "values"
         try:
             builder, imported = _import_stage(self.stage, self._order, self._replicas, self.env_root, self._scene)
             model = builder.finalize(self.model.device)
@@ -667,6 +679,26 @@ class Simulation:
             unit = math.pi / 180.0 if kind == JointType.REVOLUTE else self.imported.frame.meters_per_unit
             out.append((_DRIVE_TARGETS[parts[3]], dofs, float(value) * unit))
         return out
+
+    def _gravity_edit(self, edits) -> np.ndarray | None:
+        """The gravity (simulation units) when every edit is the ``physics:gravityDirection`` or
+        ``physics:gravityMagnitude`` of this Simulation's PhysicsScene, gravity enabled; else None (the edits
+        go through a full re-import)."""
+        scene = self.scene_path
+        enabled = self.imported.scene.get("gravity_enabled")
+        if scene is None or enabled is None or not enabled.value:
+            return None
+        for path in edits.changed | edits.resynced:
+            if str(path.GetPrimPath()) != scene or path.name not in _GRAVITY_ATTRIBUTES:
+                return None
+        physics_scene = UsdPhysics.Scene(self.stage.GetPrimAtPath(scene))
+        direction = physics_scene.GetGravityDirectionAttr().Get()
+        magnitude = physics_scene.GetGravityMagnitudeAttr().Get()
+        if direction is None or magnitude is None:
+            return None
+        if not (all(math.isfinite(c) for c in direction) and (math.isfinite(magnitude) or magnitude < 0)):
+            return None  # (NaN: the import judges it)
+        return scene_gravity(direction, magnitude, self.imported.frame)
 
     def _set_drive_targets(self, targets) -> None:
         """The model and the controls take edited drive targets (as a re-import would give them)."""

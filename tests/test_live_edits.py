@@ -191,3 +191,52 @@ def test_drive_target_edits_skip_the_re_import_and_match_it(monkeypatch):
     hinge.GetAttribute("drive:angular:physics:stiffness").Set(10.0)
     sim.step_frame()
     assert len(imports) == 1 and sim.edits_applied == 2 and sim.rebuilds == 0
+
+
+@pytest.mark.parametrize("up, meters_per_unit", [("Z", 1.0), ("Y", 0.01)])
+def test_gravity_edits_take_the_fast_path_and_match_a_fresh_import(monkeypatch, up, meters_per_unit):
+    """Edits of the scene's gravity direction and magnitude skip the re-import, and give the gravity a
+    fresh import of the edited stage gives (units, up axis, a zero direction meaning -up, the -inf
+    fallback magnitude meaning Earth's); with gravity disabled they go through the import and stay off."""
+    import newton_usd.sim as sim_module
+    from newton_usd.core.builder import ModelBuilder
+    from newton_usd.usd import add_usd
+
+    from stages import add_box, new_stage
+
+    def stage_with(enabled=True):
+        stage = new_stage(up=up, meters_per_unit=meters_per_unit)
+        add_box(stage, "/Box", 0.2 / meters_per_unit, (0, 0, 0), mass=1.0)
+        if not enabled:
+            stage.GetPrimAtPath("/PhysicsScene").CreateAttribute("mjc:flag:gravity", Sdf.ValueTypeNames.Bool).Set(False)
+        return stage
+
+    def fresh(stage):
+        b = ModelBuilder()
+        add_usd(b, stage)
+        return np.array(b.gravity, dtype=np.float32)
+
+    stage = stage_with()
+    sim = Simulation.open(stage, device="cpu", record=False)
+    scene = UsdPhysics.Scene(stage.GetPrimAtPath("/PhysicsScene"))
+    real_import = sim_module._import_stage
+    monkeypatch.setattr(sim_module, "_import_stage", lambda *a, **k: pytest.fail("the gravity edit re-imported"))
+    for edit in (
+        lambda: scene.CreateGravityDirectionAttr(Gf.Vec3f(1, 0, 0)),
+        lambda: scene.CreateGravityMagnitudeAttr(500.0),
+        lambda: scene.GetGravityDirectionAttr().Set(Gf.Vec3f(0, 0, 0)),  # -up
+        lambda: scene.GetGravityMagnitudeAttr().Set(float("-inf")),  # Earth's, in stage units
+    ):
+        edit()
+        sim.step_frame()
+        np.testing.assert_allclose(np.array(sim.model.gravity), fresh(stage), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(sim.solver.mj_model.opt.gravity, fresh(stage), rtol=1e-6, atol=1e-9)
+    assert sim.edits_applied == 4 and sim.rebuilds == 0
+    sim.close()
+    monkeypatch.setattr(sim_module, "_import_stage", real_import)
+    stage = stage_with(enabled=False)
+    sim = Simulation.open(stage, device="cpu", record=False)
+    UsdPhysics.Scene(stage.GetPrimAtPath("/PhysicsScene")).CreateGravityDirectionAttr(Gf.Vec3f(1, 0, 0))
+    sim.step_frame()
+    assert not np.any(np.array(sim.model.gravity)) and not np.any(sim.solver.mj_model.opt.gravity)
+    sim.close()

@@ -418,9 +418,10 @@ def _import_scene(builder, stage, scenes, frame, result):
         props.SCENE_FPS,
         props.SCENE_COLLIDE_ON_SUBSTEPS,
         props.SCENE_TIMESTEP,
+        props.SCENE_GRAVITY_ENABLED,
     ):
         result.scene[prop.name] = resolver.resolve(prim, prop, ctx)
-    if not resolver.resolve(prim, props.SCENE_GRAVITY_ENABLED, ctx).value:
+    if not result.scene[props.SCENE_GRAVITY_ENABLED.name].value:
         builder.gravity = np.zeros(3)
     angle = resolver.resolve(prim, props.SCENE_COMPILER_ANGLE, ctx).value
     ctx.angle_unit = DEG if angle == "degree" else 1.0
@@ -437,8 +438,15 @@ def _import_scene(builder, stage, scenes, frame, result):
 
 def _gravity(d, frame) -> np.ndarray:
     """A SceneDesc's gravity in simulation units (unauthored: Earth gravity along -upAxis)."""
-    direction = np.array(d.gravityDirection, dtype=np.float64)
-    magnitude = float(d.gravityMagnitude)
+    return scene_gravity(d.gravityDirection, d.gravityMagnitude, frame)
+
+
+def scene_gravity(direction, magnitude, frame) -> np.ndarray:
+    """A PhysicsScene's gravity in simulation units from its ``physics:gravityDirection`` and
+    ``physics:gravityMagnitude`` (stage units; a zero direction: -upAxis; a non-finite magnitude, the
+    schema's fallback -inf: Earth gravity)."""
+    direction = np.array(direction, dtype=np.float64)
+    magnitude = float(magnitude)
     if not np.isfinite(magnitude):
         magnitude = 9.81 / frame.meters_per_unit
     n = np.linalg.norm(direction)
