@@ -626,3 +626,40 @@ def test_visual_height_field_stays_a_visual_height_field(tmp_path):
     hfields = np.flatnonzero(m.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD)
     assert len(hfields) == 2 and sorted(m.geom_contype[hfields]) == [0, 1]
     np.testing.assert_allclose(ours, data.xpos[1:3], atol=1e-5)
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_the_shipped_mjcf_sample_simulates_as_native(route, tmp_path):
+    """``sample_stages/arm.xml`` (the docs' ``usdsim convert`` example): the model MuJoCo gets has the
+    native counts, ranges, actuators and site groups, and from its keyframe with a control the arm moves
+    as native MuJoCo moves it."""
+    from newton_usd.mjcf import convert
+
+    from conftest import SAMPLES
+
+    xml = SAMPLES / "arm.xml"
+    b = ModelBuilder()
+    if route == "mjcf":
+        b.add_mjcf(str(xml))
+    else:
+        b.add_usd(str(convert(str(xml), tmp_path / "arm.usda")))
+    model = b.finalize("cpu")
+    solver = SolverMuJoCo(model, backend="cpu")
+    ref = mujoco.MjModel.from_xml_path(str(xml))
+    m = solver.mj_model
+    assert (m.nq, m.nv, m.nu, m.nsite, m.nkey) == (ref.nq, ref.nv, ref.nu, ref.nsite, ref.nkey)
+    np.testing.assert_array_equal(m.site_group, ref.site_group)
+    np.testing.assert_allclose(m.jnt_range, ref.jnt_range, atol=1e-6)
+    np.testing.assert_allclose(m.actuator_gainprm[:, :3], ref.actuator_gainprm[:, :3], atol=1e-9)
+    state, out, control = model.state(), model.state(), model.control()
+    solver.reset_to_keyframe(state, "bent", control)
+    control.mujoco.ctrl.assign(np.array([0.3, 0.5], dtype=np.float32))
+    d = mujoco.MjData(ref)
+    mujoco.mj_resetDataKeyframe(ref, d, 0)
+    d.ctrl[:] = [0.3, 0.5]
+    for _ in range(250):
+        solver.step(state, out, control, None, m.opt.timestep)
+        state, out = out, state
+        mujoco.mj_step(ref, d)
+    np.testing.assert_allclose(solver.mj_data.qpos, d.qpos, atol=1e-6)
+    assert abs(d.qpos[0] - 0.5) > 0.05  # it moved from the keyframe

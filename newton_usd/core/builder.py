@@ -819,12 +819,12 @@ class ModelBuilder:
     # ------------------------------------------------------------------ solver-specific values
     def set_mujoco(self, kind: str, name: str, index: int, value) -> None:
         """Record a MuJoCo-only value of element ``index`` of ``kind`` ("body", "shape", "joint", "dof",
-        "equality").
+        "equality", "site").
 
         ``finalize`` turns each name into ``model.mujoco.<name>``: a float64 numpy array over all
         elements of that kind (trailing dimension for vector values), NaN where nothing was set.
         """
-        if kind not in ("body", "shape", "joint", "dof", "equality"):
+        if kind not in ("body", "shape", "joint", "dof", "equality", "site"):
             raise ValueError(f"unknown element kind {kind!r}")
         self._mujoco_elements.setdefault((kind, name), {})[index] = value
 
@@ -994,6 +994,7 @@ class ModelBuilder:
             "joint": self.joint_count,
             "dof": dof_count,
             "equality": len(self.equality_type),
+            "site": len(self.site_body),
         }
         for k, v in self._mujoco_arrays(counts).items():
             setattr(m.mujoco, k, v)

@@ -450,13 +450,15 @@ _SITE_TYPES = {
 
 def _import_sites(builder, m, body_of, prefix):
     for i in range(m.nsite):
-        builder.add_site(
+        site = builder.add_site(
             body_of[int(m.site_bodyid[i])],
             (m.site_pos[i].copy(), wxyz_to_xyzw(m.site_quat[i])),
             geo_type=_SITE_TYPES.get(int(m.site_type[i]), GeoType.SPHERE),
             size=m.site_size[i].copy(),
             label=prefix + _name(m, mujoco.mjtObj.mjOBJ_SITE, i, "site"),
         )
+        if m.site_group[i]:
+            builder.set_mujoco("site", "site_group", site, int(m.site_group[i]))
 
 
 def _import_tendons(builder, m, prefix, result):

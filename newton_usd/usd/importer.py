@@ -267,7 +267,7 @@ def add_usd(
         builder.joint_qd_from_body_qd()
     if _import_joint_states(builder, stage, result, frame):
         builder.body_q_from_joint_q()
-    _import_sites(builder, typed["sites"], result, frame)
+    _import_sites(builder, typed["sites"], result, frame, ctx)
     import_visual_geoms(builder, typed["visuals"], result, frame, ctx)
     _import_mjc_typed(builder, typed, result, ctx)
     import_joint_equalities(builder, stage, result, ctx)
@@ -1145,7 +1145,7 @@ def _scan(stage, paths, type_names, exclude=()):
 _SITE_SHAPES = {"Sphere": GeoType.SPHERE, "Capsule": GeoType.CAPSULE, "Cylinder": GeoType.CYLINDER, "Cube": GeoType.BOX}
 
 
-def _import_sites(builder, sites, result, frame):
+def _import_sites(builder, sites, result, frame, ctx):
     """Prims with MjcSiteAPI or NewtonSiteAPI: sites on their nearest rigid-body ancestor (or the
     world), at their authored pose; their gprim type and size are kept for display."""
     if not sites:
@@ -1175,7 +1175,10 @@ def _import_sites(builder, sites, result, frame):
                     0.5 * float(prim.GetAttribute("height").Get() or 0.02) * scale.max(), 0.0)  # fmt: skip
         elif geo == GeoType.BOX:
             size = tuple(0.5 * float(prim.GetAttribute("size").Get() or 0.02) * scale)
-        builder.add_site(body, (pos, rot), geo_type=geo, size=size, label=str(prim.GetPath()))
+        site = builder.add_site(body, (pos, rot), geo_type=geo, size=size, label=str(prim.GetPath()))
+        group = result.resolver.resolve(prim, props.SHAPE_GROUP, ctx)
+        if group.kind != "default":
+            builder.set_mujoco("site", "site_group", site, group.value)
 
 
 def _import_mjc_typed(builder, typed, result, ctx):

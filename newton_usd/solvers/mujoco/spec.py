@@ -647,6 +647,7 @@ def _add_sites(spec, model, body_handles):
             type=_SITE_GEOM.get(GeoType(int(types[i])), mujoco.mjtGeom.mjGEOM_SPHERE),
             size=np.maximum(sizes[i], 1e-6),
         )
+        _set_from(site, model, i, SITE_VALUES)
         names[label] = site.name
         handles.append(site)
     return names, handles
@@ -746,6 +747,7 @@ GEOM_VALUES = {
     "geom_solimp": ("solimp", list),
     "geom_group": ("group", int),
 }
+SITE_VALUES = {"site_group": ("group", int)}
 
 
 def _set_from(element, model, index, table):
