@@ -244,14 +244,13 @@ def _info(argv) -> int:
         print(f"  worlds: {sim.worlds}, one per environment under {envs.root} ({shown}); "
               f"{envs.paths[0]} imported once and replicated at each one's place")  # fmt: skip
     of_scene = f" of {sim.scene_path}" if sim.scenes else ""
-    print(f"  model{of_scene}{' (per world)' if sim.worlds > 1 else ''}: {model.body_count} bodies, "
-          f"{model.shape_count} shapes, "
-          f"{model.joint_count} joints "
+    equalities = model.equality_count + len(getattr(model.mujoco, "tendon_equality", None) or [])
+    print(f"  model{of_scene}{' (per world)' if sim.worlds > 1 else ''}: {_count(model.body_count, 'body')}, "
+          f"{_count(model.shape_count, 'shape')}, {_count(model.joint_count, 'joint')} "
           f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), "
-          f"{model.articulation_count} articulations, "
-          f"{model.equality_count + len(getattr(model.mujoco, 'tendon_equality', None) or [])} equalities, "
-          f"{len(model.keyframe_label)} keyframes, "
-          f"{len(getattr(model.mujoco, 'actuator', []) or [])} MjcActuators")  # fmt: skip
+          f"{_count(model.articulation_count, 'articulation')}, {_count(equalities, 'equality')}, "
+          f"{_count(len(model.keyframe_label), 'keyframe')}, "
+          f"{_count(len(getattr(model.mujoco, 'actuator', []) or []), 'MjcActuator')}")  # fmt: skip
     gravity = tuple(round(float(g), 4) for g in model.gravity)
     print(f"  simulation: {type(sim.solver).__name__}({sim.solver.backend}), step {sim.dt * 1000:.4g} ms, "
           f"{sim.substeps} substeps/frame at {sim.fps:g} fps, gravity {gravity}")  # fmt: skip
@@ -366,7 +365,7 @@ def _run(args) -> int:
         frames = sim.default_frames() if args.num_frames is None else args.num_frames
     bar = _progress(frames, args)
     if bar is None and not args.quiet and args.format == "human":
-        note = f"usdsim: simulating {frames} frames of {args.stage} (Ctrl-C stops and saves)"
+        note = f"usdsim: simulating {_count(frames, 'frame')} of {args.stage} (Ctrl-C stops and saves)"
         print(note, file=sys.stderr, flush=True)
     status, error = 0, None
     try:
@@ -419,7 +418,8 @@ def _inspect(command: str, args) -> int:
         return _fail(str(e), args)
     kinds = list(imported.diagnostics.kinds.items()) + list(solver.diagnostics.kinds.items())
     print(
-        f"{args.stage}: {model.body_count} bodies, {model.shape_count} shapes, {model.joint_count} joints; "
+        f"{args.stage}: {_count(model.body_count, 'body')}, {_count(model.shape_count, 'shape')}, "
+        f"{_count(model.joint_count, 'joint')}; "
         f"MuJoCo model: nbody {solver.mj_model.nbody}, njnt {solver.mj_model.njnt}, ngeom {solver.mj_model.ngeom}, "
         f"nu {solver.mj_model.nu}"
     )
@@ -498,6 +498,13 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
     }
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless ``n`` is 1: "1 body", "3 bodies", "0 equalities"."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {noun[:-1] + 'ies' if noun.endswith('y') and noun[-2:-1] not in 'aeiou' else noun + 's'}"
+
+
 def _summary(sim, output, t_setup):
     sims = (sim, *sim.scenes)
     wall = sum(s.wall_seconds for s in sims)
@@ -517,7 +524,7 @@ def _summary(sim, output, t_setup):
     bodies = sum(s.model.body_count // s.worlds for s in sims)
     joints = sum(s.model.joint_count // s.worlds for s in sims)
     print(
-        f"usdsim: {sim.frame} frames, {stepping}, {bodies} bodies, {joints} joints"
+        f"usdsim: {_count(sim.frame, 'frame')}, {stepping}, {_count(bodies, 'body')}, {_count(joints, 'joint')}"
         f"{f' x {sim.worlds} worlds' if sim.worlds > 1 else ''}, {solver} on {sim.model.device.alias}\n"
         f"usdsim: {wall:.2f} s in the solver ({rate:,.0f} steps/s, {realtime:.1f}x real time{first}), "
         f"{sum(s.sync_seconds for s in sims):.2f} s writing the stage, {t_setup:.2f} s setup\n"

@@ -202,7 +202,7 @@ def test_info_summarizes_the_stage_and_the_simulation():
     r = usdsim("info", SAMPLES / "cartpole.usda")
     assert r.returncode == 0, r.stderr
     assert "60 time codes/s, frames 0-120" in r.stdout
-    assert "2 bodies, 3 shapes, 2 joints (1 prismatic, 1 revolute), 1 articulations" in r.stdout
+    assert "2 bodies, 3 shapes, 2 joints (1 prismatic, 1 revolute), 1 articulation" in r.stdout
     assert "8 substeps/frame at 60 fps" in r.stdout and "integrator implicitfast" in r.stdout
 
 
