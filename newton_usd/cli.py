@@ -2,8 +2,8 @@
 
     usdsim STAGE [-o OUT | --flatten | --in-place] [-n FRAMES | --duration S] [--fps F] [--dt S | --substeps N]
                  [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N | --envs PRIM]
-                 [--record-every N] [--xform-ops trs|matrix] [--set PRIM.ATTR=VALUE ...] [--benchmark]
-                 [--format human|json] [-q]
+                 [--record-every N] [--xform-ops trs|matrix] [--clip-frames K] [--set PRIM.ATTR=VALUE ...]
+                 [--benchmark] [--format human|json] [-q]
     usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
@@ -28,6 +28,7 @@ import sys
 import time
 
 EXIT_INPUT = 2
+DEFAULT_CLIP_FRAMES = 1000  # newton_usd.sync.clips.DEFAULT_CLIP_FRAMES (not imported: --help stays instant)
 EXIT_SIMULATION = 3
 EXIT_INTERRUPTED = 130
 
@@ -87,6 +88,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--record-every", type=int, default=1, metavar="N", help="write every N-th frame (default: every frame)"
+    )
+    p.add_argument(
+        "--clip-frames",
+        type=int,
+        metavar="K",
+        help=f"a recording of more than K frames is streamed to USD value clips, K frames per clip, in OUT's "
+        f"STEM.clips/ directory beside it (memory stays bounded however long the run; default: "
+        f"{DEFAULT_CLIP_FRAMES}); 0: never, one file as --flatten and --in-place always write",
     )
     p.add_argument(
         "--xform-ops",
@@ -275,6 +284,7 @@ def _run(args) -> int:
         ("--substeps", args.substeps, 1),
         ("--worlds", args.worlds, 1),
         ("--record-every", args.record_every, 1),
+        ("--clip-frames", args.clip_frames, 0),
     ):
         if value is not None and value < least:
             return _fail(f"{name} must be >= {least}, got {value}", args)
@@ -320,6 +330,13 @@ def _run(args) -> int:
         frames = max(1, round(args.duration * sim.fps))
     else:
         frames = sim.default_frames() if args.num_frames is None else args.num_frames
+    clip_frames = DEFAULT_CLIP_FRAMES if args.clip_frames is None else args.clip_frames
+    recorded = -(-frames // sim.record_every)  # frames written after frame 0
+    if output is not None and not (args.in_place or args.flatten) and 0 < clip_frames < recorded:
+        try:
+            sim.stream_recording(output, clip_frames)
+        except NewtonUsdError as e:
+            return _fail(str(e), args)
     bar = _progress(frames, args)
     if bar is None and not args.quiet and args.format == "human":
         note = f"usdsim: simulating {frames} frames of {args.stage} (Ctrl-C stops and saves)"
@@ -330,6 +347,8 @@ def _run(args) -> int:
     except SimulationError as e:
         status, error = EXIT_SIMULATION, str(e)
         print(f"usdsim: {args.stage}: {e}", file=sys.stderr)
+    except NewtonUsdError as e:  # writing a clip of a streamed recording failed
+        return _fail(str(e), args)
     except KeyboardInterrupt:
         status, error = EXIT_INTERRUPTED, f"interrupted at frame {sim.frame}"
         print(f"usdsim: {args.stage}: interrupted at frame {sim.frame}; saving the frames so far", file=sys.stderr)
@@ -423,9 +442,12 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
     """The closing summary as one JSON-able dict (the keys are documented in the README)."""
     wall = sim.wall_seconds
     model = sim.model
+    clip_dir, clips = _clips_written(sim, output)
     return {
         "stage": os.fspath(args.stage),
         "output": output,
+        "clip_dir": clip_dir,
+        "clips": clips,
         "exit_code": status,
         "error": error,
         "device": str(model.device.alias),
@@ -449,12 +471,21 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
     }
 
 
+def _clips_written(sim, output):
+    """(the clip directory, the number of clips) of an output saved as value clips, else (None, 0)."""
+    clips = sim.clips
+    if output is None or clips is None or not clips.count or os.path.abspath(output) != clips.output_path:
+        return None, 0
+    return clips.directory, clips.count
+
+
 def _summary(sim, output, t_setup):
     wall = sim.wall_seconds
     rate = sim.steps / wall if wall > 0 else float("inf")
     realtime = sim.sim_seconds / wall if wall > 0 else float("inf")
     solver = f"{type(sim.solver).__name__}({getattr(sim.solver, 'backend', '')})"
     first = f", first step {sim.first_step_seconds:.2f} s" if sim.first_step_seconds is not None else ""
+    clip_dir, clips = _clips_written(sim, output)
     print(
         f"usdsim: {sim.frame} frames, {sim.steps} steps of {sim.dt * 1000:.3f} ms "
         f"({sim.substeps}/frame at {sim.fps:g} fps), "
@@ -463,6 +494,7 @@ def _summary(sim, output, t_setup):
         f"usdsim: {wall:.2f} s in the solver ({rate:,.0f} steps/s, {realtime:.1f}x real time{first}), "
         f"{sim.sync_seconds:.2f} s writing the stage, {t_setup:.2f} s setup\n"
         + (f"usdsim: wrote {output}" if output else "usdsim: wrote nothing (--benchmark)")
+        + (f" and {clips} value clips in {clip_dir}{os.sep}" if clips else "")
     )
 
 
