@@ -265,6 +265,36 @@ def test_a_stage_made_in_memory_streams_into_a_flattened_output(tmp_path):
     assert_uses_clips(tmp_path / "out.usda", 4)
 
 
+def test_live_edits_that_rebuild_mid_chunk_read_the_same(tmp_path):
+    """A box added mid-run (a rebuild) and a body disabled mid-run: the same values at every time. The
+    one difference USD's clips make: the added box's attributes also list the first frame of the clip
+    in which they start (frame 4: clips of 4 frames; the box is written from frame 7)."""
+    for out, clip_frames in ((tmp_path / "plain.usda", None), (tmp_path / "out.usda", 4)):
+        stage = Usd.Stage.Open(Sdf.Layer.OpenAsAnonymous(str(SAMPLES / "boxes_on_ground.usda")))
+        stream = {} if clip_frames is None else {"stream_to": out, "clip_frames": clip_frames}
+        sim = Simulation.open(stage, device="cpu", **stream)
+        sim.run(6)
+        cube = UsdGeom.Cube.Define(stage, "/World/NewBox")
+        cube.CreateSizeAttr(0.2)
+        cube.AddTranslateOp().Set(Gf.Vec3d(2, 0, 1))
+        UsdPhysics.RigidBodyAPI.Apply(cube.GetPrim())
+        UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
+        sim.run(6)
+        UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/World/TiltedBox")).CreateRigidBodyEnabledAttr(False)
+        sim.run(9)
+        assert sim.rebuilds == 2
+        sim.save(out)
+    a, b = Usd.Stage.Open(str(tmp_path / "plain.usda")), Usd.Stage.Open(str(tmp_path / "out.usda"))
+    for path in ("/World/NewBox", "/World/TiltedBox", "/World/Box"):
+        for name in ("xformOp:translate:physics", "xformOp:orient:physics"):
+            x, y = a.GetPrimAtPath(path).GetAttribute(name), b.GetPrimAtPath(path).GetAttribute(name)
+            samples = x.GetTimeSamples()
+            expected = sorted({4.0, *samples}) if path == "/World/NewBox" else samples
+            assert samples[0] == (7.0 if path == "/World/NewBox" else 0.0) and y.GetTimeSamples() == expected
+            for t in [Usd.TimeCode.Default()] + [i / 2 for i in range(-2, 48)]:
+                assert x.Get(t) == y.Get(t), (path, name, t)
+
+
 def test_stream_arguments_are_checked(tmp_path):
     src = mixed_stage(tmp_path / "mixed.usda")
     with pytest.raises(NewtonUsdError, match="source stage"):
