@@ -225,8 +225,13 @@ def test_saves_elsewhere_flattened_and_in_place_bake_the_clips(tmp_path):
     assert_same_recording(tmp_path / "plain.usda", flat)
     sim.save_in_place()
     assert_same_recording(tmp_path / "plain.usda", in_place)
-    # The streamed output itself is still whole (the baking took nothing from it).
+    # The streamed output itself is still whole (the baking took nothing from it), and the run goes on
+    # after a save: the next save holds every frame.
     assert_same_recording(tmp_path / "plain.usda", tmp_path / "out.usda")
+    sim.run(9)
+    sim.save(tmp_path / "out.usda")
+    record(src, tmp_path / "plain34.usda", 34)
+    assert_same_recording(tmp_path / "plain34.usda", tmp_path / "out.usda")
 
 
 def test_reset_starts_a_new_run_and_close_removes_the_unsaved_clips(tmp_path):
@@ -313,6 +318,10 @@ def test_stream_arguments_are_checked(tmp_path):
 
 
 def test_usdsim_streams_long_recordings_to_clips(tmp_path):
+    from newton_usd import cli
+    from newton_usd.sync import clips
+
+    assert cli.DEFAULT_CLIP_FRAMES == clips.DEFAULT_CLIP_FRAMES  # (a copy: the CLI's --help imports nothing)
     src = mixed_stage(tmp_path / "mixed.usda")
     plain, out = tmp_path / "plain.usda", tmp_path / "out.usda"
     r = usdsim(src, "-o", plain, "-n", 40, "--write-joint-states", "--clip-frames", 0, "--format", "json")
