@@ -2,16 +2,20 @@
 same run.
 
     python benchmarks/bench_stage_sync.py [--bodies 5000] [--frames 20] [--record-frames 10000]
+                                          [--clip-frames 1000] [--skip 1 3]
 
-Tables:
+Tables (2 runs first: its workers' ru_maxrss would otherwise include this process's peak):
 1. Writing N body poses per frame onto their prims: ``StageSync.write`` (time samples, as a recording,
    and default values, as a live in-process view; ops "trs" and "matrix") vs cached ``UsdAttribute.Set``
    of the same poses (translate double3 + orient quatd per body, the Gf values made from ``body_q``
    rows, attributes looked up once). Targets: at most 2 µs per body and frame, and at least 4x faster
    than the baseline.
-2. A recording of 100 bodies for 10,000 frames (in a fresh process): peak RSS (``ru_maxrss``) before
-   and after, the growth per frame at a quarter, half and all of the frames (it must stay flat: the
-   layer's time samples, nothing else), and the cost of saving the output.
+2. A recording of 100 bodies for 10,000 frames, in one layer and streamed to value clips of
+   ``--clip-frames`` frames (``ClipStream``, as ``usdsim`` does for long runs), each in a fresh process:
+   RSS before, at a quarter, half and all of the frames and the growth per frame between them (in one
+   layer: the time samples, about 113 bytes each; streamed: flat after the first chunk), peak RSS
+   (``ru_maxrss``, and Linux's ``VmHWM``, the process's own), the time writing, moving chunks
+   (amortised per frame) and saving.
 3. A 100-body stage (boxes falling on a ground) simulated by ``Simulation`` with its default settings:
    the share of the frame time spent in the sync (target: under 20 %).
 """
@@ -33,6 +37,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom
 
 from newton_usd import Simulation
 from newton_usd.sync import StageSync
+from newton_usd.sync.clips import DEFAULT_CLIP_FRAMES, ClipStream
 from newton_usd.usd import StageFrame
 
 HERE = os.path.abspath(__file__)
@@ -127,8 +132,22 @@ def print_write_rows(rows, n: int, frames: int) -> None:
 
 
 # ---------------------------------------------------------------- 2. a long recording (fresh process)
-def peak_rss_mib() -> float:
+def max_rss_mib() -> float:
+    """``ru_maxrss``: the peak RSS. On Linux a process started by another keeps its parent's peak across
+    exec when that was higher: the workers run before table 1 grows this process."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
+
+
+def peak_rss_mib() -> float:
+    """The peak RSS of this process's own memory (Linux: ``VmHWM``, reset at exec; else ``ru_maxrss``)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return max_rss_mib()
 
 
 def rss_mib() -> float:
@@ -140,7 +159,9 @@ def rss_mib() -> float:
         return peak_rss_mib()
 
 
-def worker_recording(n: int, frames: int) -> dict:
+def worker_recording(n: int, frames: int, clip_frames: int = 0) -> dict:
+    """A recording of ``n`` moving bodies for ``frames`` frames, saved; ``clip_frames`` > 0: streamed to
+    value clips of that many frames (``ClipStream``, as ``Simulation.stream_recording`` does)."""
     stage = body_stage(n)
     layer = output_layer(stage)
     paths = [f"/Boxes/Box_{i}" for i in range(n)]
@@ -148,55 +169,119 @@ def worker_recording(n: int, frames: int) -> dict:
     rng = np.random.default_rng(1)
     body_q = np.concatenate([rng.uniform(-5, 5, (n, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (n, 1))], axis=1)
     marks = {frames // 4: None, frames // 2: None, frames: None}
-    start = rss_mib()
-    t0 = time.perf_counter()
-    for f in range(frames + 1):
-        body_q[:, 2] -= 0.001  # moving bodies: every sample differs
-        sync.write(body_q, float(f))
-        if f in marks:
-            marks[f] = rss_mib()
-    seconds = time.perf_counter() - t0
-    recorded_peak = peak_rss_mib()
     with tempfile.TemporaryDirectory() as tmp:
+        out_path = os.path.join(tmp, "recording.usda" if clip_frames else "recording.usdc")
+        stream = ClipStream(layer, out_path, clip_frames) if clip_frames else None
+        start = rss_mib()
         t0 = time.perf_counter()
-        out = os.path.join(tmp, "recording.usdc")
-        layer.Export(out)
+        for f in range(frames + 1):
+            body_q[:, 2] -= 0.001  # moving bodies: every sample differs
+            sync.write(body_q, float(f))
+            if stream is not None:
+                stream.frame_written(float(f))  # moves a chunk to a clip file once every clip_frames frames
+            if f in marks:
+                marks[f] = rss_mib()
+        seconds = time.perf_counter() - t0
+        recorded_peak, recorded_max = peak_rss_mib(), max_rss_mib()
+        t0 = time.perf_counter()
+        if stream is None:  # the output layer as one crate file
+            layer.Export(out_path)
+        else:  # as Simulation.save: the last chunk becomes the last clip, the output refers to the clips
+            stream.close_chunk()
+            out = Sdf.Layer.CreateNew(out_path)
+            out.TransferContent(layer)
+            stream.write_output(out)
+            out.Save()
+            stream.saved()
+            del out
         save_seconds = time.perf_counter() - t0
-        file_mib = os.path.getsize(out) / 2**20
-    samples = layer.GetNumTimeSamplesForPath(Sdf.Path(paths[0]).AppendProperty("xformOp:translate:physics"))
+        files = [out_path]
+        if stream is not None:
+            files += [os.path.join(stream.directory, name) for name in os.listdir(stream.directory)]
+        file_mib = sum(os.path.getsize(f) for f in files) / 2**20
+        saved = Usd.Stage.Open(out_path)  # what a reader sees
+        samples = saved.GetAttributeAtPath(Sdf.Path(paths[0]).AppendProperty("xformOp:translate:physics"))
+        samples = samples.GetNumTimeSamples()
+        del saved
     return {
         "bodies": n,
         "frames": frames,
+        "clip_frames": clip_frames,
+        "clips": stream.count if stream else 0,
         "samples_per_attribute": samples,
         "rss_start_mib": start,
         "rss_at": {str(k): v for k, v in marks.items()},
         "peak_rss_recording_mib": recorded_peak,
+        "maxrss_recording_mib": recorded_max,
         "peak_rss_mib": peak_rss_mib(),
-        "write_seconds": seconds,
+        "maxrss_mib": max_rss_mib(),
+        "write_seconds": seconds - (stream.seconds if stream else 0.0),
+        "move_seconds": stream.seconds if stream else 0.0,
         "save_seconds": save_seconds,
-        "usdc_mib": file_mib,
+        "file_mib": file_mib,
     }
 
 
-def print_recording(r: dict) -> None:
-    n, frames = r["bodies"], r["frames"]
+def run_worker(n: int, frames: int, clip_frames: int) -> dict | str:
+    """:func:`worker_recording` in a fresh process (its peak RSS is its own): the result, or the error."""
+    cmd = [sys.executable, HERE, "--worker", str(n), str(frames), str(clip_frames)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT)]
+    return json.loads(lines[-1][len(RESULT) :]) if lines else f"exit {proc.returncode}:\n{proc.stderr[-2000:]}"
+
+
+def median_of(results: list) -> dict:
+    """One result of :func:`worker_recording` holding the median of each number over ``results``."""
+    first = results[0]
+    out = {}
+    for key, value in first.items():
+        if isinstance(value, dict):
+            out[key] = {k: float(np.median([r[key][k] for r in results])) for k in value}
+        elif isinstance(value, float):
+            out[key] = float(np.median([r[key] for r in results]))
+        else:
+            out[key] = value
+    return out
+
+
+def print_recording(runs: list, repeat: int) -> None:
+    """Table 2: one column per recording (unstreamed, streamed to clips)."""
+    n, frames = runs[0]["bodies"], runs[0]["frames"]
     values = 2 * n * frames
-    grown = r["rss_at"][str(frames)] - r["rss_start_mib"]
-    print(f"\n2. Recording {n} bodies for {frames} frames (a fresh process; trs ops, {values:,} time samples)")
     print(
-        f"   RSS {r['rss_start_mib']:.0f} MiB before the recording; peak {r['peak_rss_recording_mib']:.0f} MiB "
-        f"recording, {r['peak_rss_mib']:.0f} MiB saving it"
+        f"\n2. Recording {n} bodies for {frames} frames (a fresh process each, median of {repeat}; trs ops, "
+        f"{values:,} time samples)"
     )
-    prev_f, prev_rss = 0, r["rss_start_mib"]
-    for f, rss in sorted(((int(k), v) for k, v in r["rss_at"].items())):
-        per_frame = (rss - prev_rss) * 2**20 / max(f - prev_f, 1)
-        print(f"   frame {f:>6}: RSS {rss:7.0f} MiB, {per_frame / (2 * n):6.0f} bytes per sample since the last mark")
-        prev_f, prev_rss = f, rss
+    names = ["one layer" if r["clip_frames"] == 0 else f"clips of {r['clip_frames']} frames" for r in runs]
+    print(f"   {'':<44}" + "".join(f"{name:>22}" for name in names))
+
+    def row(label, fmt, fn):
+        print(f"   {label:<44}" + "".join(f"{fmt.format(fn(r)):>22}" for r in runs))
+
+    row("RSS before the recording (MiB)", "{:.0f}", lambda r: r["rss_start_mib"])
+    prev = 0
+    for f in sorted(int(k) for k in runs[0]["rss_at"]):
+
+        def growth(r, f=f, prev=prev):
+            before = r["rss_start_mib"] if prev == 0 else r["rss_at"][str(prev)]
+            return (r["rss_at"][str(f)] - before) * 2**20 / (f - prev)
+
+        row(f"RSS at frame {f:,} (MiB)", "{:.0f}", lambda r, f=f: r["rss_at"][str(f)])
+        row(f"  growth, frames {prev:,}-{f:,} (bytes/frame)", "{:,.0f}", growth)
+        prev = f
+    row("peak RSS recording, ru_maxrss (MiB)", "{:.0f}", lambda r: r["maxrss_recording_mib"])
+    row("peak RSS recording, VmHWM (MiB)", "{:.0f}", lambda r: r["peak_rss_recording_mib"])
+    row("peak RSS recording and saving, ru_maxrss (MiB)", "{:.0f}", lambda r: r["maxrss_mib"])
+    row("writing (µs per body and frame)", "{:.2f}", lambda r: r["write_seconds"] / (n * frames) * 1e6)
+    row("moving chunks to clips (µs/body/frame)", "{:.2f}", lambda r: r["move_seconds"] / (n * frames) * 1e6)
+    row("  (ms per frame, amortised)", "{:.3f}", lambda r: r["move_seconds"] / frames * 1e3)
+    row("saving (s)", "{:.2f}", lambda r: r["save_seconds"])
+    row("files on disk (MiB)", "{:.1f}", lambda r: r["file_mib"])
+    row("clips", "{}", lambda r: r["clips"])
+    row("time samples per attribute, read back", "{}", lambda r: r["samples_per_attribute"])
     print(
-        f"   {grown * 2**20 / values:.0f} bytes per time sample in all (the samples live in the output layer "
-        f"until it is saved); writing {r['write_seconds']:.1f} s "
-        f"({r['write_seconds'] / (n * frames) * 1e6:.2f} µs per body and frame); saving as .usdc "
-        f"{r['save_seconds']:.1f} s, {r['usdc_mib']:.0f} MiB"
+        "   (one layer: every sample stays in the output layer until it is saved, as one .usdc; clips: the "
+        "layer holds one chunk, the output .usda refers to the .usdc clips)"
     )
 
 
@@ -231,26 +316,34 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--record-bodies", type=int, default=100)
     p.add_argument("--record-frames", type=int, default=10000)
+    p.add_argument("--record-repeat", type=int, default=3, help="table 2: runs of each recording (medians)")
     p.add_argument("--share-bodies", type=int, default=100)
     p.add_argument("--share-frames", type=int, default=120)
-    p.add_argument("--worker", nargs=2, type=int, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--clip-frames", type=int, default=DEFAULT_CLIP_FRAMES, help="frames per clip of table 2's streamed run"
+    )
+    p.add_argument("--skip", nargs="*", type=int, default=[], help="tables not to run (1, 2, 3)")
+    p.add_argument("--worker", nargs=3, type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         print(RESULT + json.dumps(worker_recording(*args.worker)), flush=True)
         return
 
-    print_write_rows(write_rows(args.bodies, args.frames, args.repeat), args.bodies, args.frames)
-    proc = subprocess.run(
-        [sys.executable, HERE, "--worker", str(args.record_bodies), str(args.record_frames)],
-        capture_output=True,
-        text=True,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT)]
-    if lines:
-        print_recording(json.loads(lines[-1][len(RESULT) :]))
-    else:
-        print(f"\n2. the recording worker failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
-    print_share(frame_share(args.share_bodies, args.share_frames))
+    if 2 not in args.skip:
+        # Alternating workers, the median of each number over the repeats (the machine's noise).
+        runs = [
+            [run_worker(args.record_bodies, args.record_frames, k) for k in (0, args.clip_frames)]
+            for _ in range(args.record_repeat)
+        ]
+        failed = [r for rep in runs for r in rep if isinstance(r, str)]
+        if failed:
+            print(f"\n2. a recording worker failed ({failed[0]})")
+        else:
+            print_recording([median_of(list(column)) for column in zip(*runs, strict=True)], args.record_repeat)
+    if 1 not in args.skip:
+        print_write_rows(write_rows(args.bodies, args.frames, args.repeat), args.bodies, args.frames)
+    if 3 not in args.skip:
+        print_share(frame_share(args.share_bodies, args.share_frames))
 
 
 if __name__ == "__main__":

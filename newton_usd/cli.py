@@ -3,7 +3,7 @@
     usdsim STAGE [-o OUT | --flatten | --in-place] [-n FRAMES | --duration S] [--fps F] [--dt S | --substeps N]
                  [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N | --envs PRIM]
                  [--write-worlds first|all [--world-spacing D]] [--record-every N] [--xform-ops trs|matrix]
-                 [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
+                 [--clip-frames K] [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
     usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
@@ -30,6 +30,7 @@ import sys
 import time
 
 EXIT_INPUT = 2
+DEFAULT_CLIP_FRAMES = 1000  # newton_usd.sync.clips.DEFAULT_CLIP_FRAMES (not imported: --help stays instant)
 EXIT_SIMULATION = 3
 EXIT_INTERRUPTED = 130
 
@@ -103,6 +104,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--record-every", type=int, default=1, metavar="N", help="write every N-th frame (default: every frame)"
+    )
+    p.add_argument(
+        "--clip-frames",
+        type=int,
+        metavar="K",
+        help=f"a recording of more than K frames is streamed to USD value clips, K frames per clip, in OUT's "
+        f"STEM.clips/ directory beside it (memory stays bounded however long the run; default: "
+        f"{DEFAULT_CLIP_FRAMES}); 0: never, one file as --flatten and --in-place always write",
     )
     p.add_argument(
         "--xform-ops",
@@ -312,6 +321,7 @@ def _run(args) -> int:
         ("--substeps", args.substeps, 1),
         ("--worlds", args.worlds, 1),
         ("--record-every", args.record_every, 1),
+        ("--clip-frames", args.clip_frames, 0),
     ):
         if value is not None and value < least:
             return _fail(f"{name} must be >= {least}, got {value}", args)
@@ -363,6 +373,13 @@ def _run(args) -> int:
         frames = max(1, round(args.duration * sim.fps))
     else:
         frames = sim.default_frames() if args.num_frames is None else args.num_frames
+    clip_frames = DEFAULT_CLIP_FRAMES if args.clip_frames is None else args.clip_frames
+    recorded = -(-frames // sim.record_every)  # frames written after frame 0
+    if output is not None and not (args.in_place or args.flatten) and 0 < clip_frames < recorded:
+        try:
+            sim.stream_recording(output, clip_frames)
+        except NewtonUsdError as e:
+            return _fail(str(e), args)
     bar = _progress(frames, args)
     if bar is None and not args.quiet and args.format == "human":
         note = f"usdsim: simulating {_count(frames, 'frame')} of {args.stage} (Ctrl-C stops and saves)"
@@ -373,6 +390,8 @@ def _run(args) -> int:
     except SimulationError as e:
         status, error = EXIT_SIMULATION, str(e)
         print(f"usdsim: {args.stage}: {e}", file=sys.stderr)
+    except NewtonUsdError as e:  # writing a clip of a streamed recording failed
+        return _fail(str(e), args)
     except KeyboardInterrupt:
         status, error = EXIT_INTERRUPTED, f"interrupted at frame {sim.frame}"
         print(f"usdsim: {args.stage}: interrupted at frame {sim.frame}; saving the frames so far", file=sys.stderr)
@@ -468,9 +487,12 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
     sims = (sim, *sim.scenes)
     wall = sum(s.wall_seconds for s in sims)
     model = sim.model
+    clip_dir, clips = _clips_written(sim, output)
     return {
         "stage": os.fspath(args.stage),
         "output": output,
+        "clip_dir": clip_dir,
+        "clips": clips,
         "exit_code": status,
         "error": error,
         "device": str(model.device.alias),
@@ -505,6 +527,14 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun[:-1] + 'ies' if noun.endswith('y') and noun[-2:-1] not in 'aeiou' else noun + 's'}"
 
 
+def _clips_written(sim, output):
+    """(the clip directory, the number of clips) of an output saved as value clips, else (None, 0)."""
+    clips = sim.clips
+    if output is None or clips is None or not clips.count or os.path.abspath(output) != clips.output_path:
+        return None, 0
+    return clips.directory, clips.count
+
+
 def _summary(sim, output, t_setup):
     sims = (sim, *sim.scenes)
     wall = sum(s.wall_seconds for s in sims)
@@ -523,6 +553,7 @@ def _summary(sim, output, t_setup):
         stepping = f"{sim.steps} steps of {sim.dt * 1000:.3f} ms ({sim.substeps}/frame at {sim.fps:g} fps)"
     bodies = sum(s.model.body_count // s.worlds for s in sims)
     joints = sum(s.model.joint_count // s.worlds for s in sims)
+    clip_dir, clips = _clips_written(sim, output)
     print(
         f"usdsim: {_count(sim.frame, 'frame')}, {stepping}, {_count(bodies, 'body')}, {_count(joints, 'joint')}"
         f"{f' x {sim.worlds} worlds' if sim.worlds > 1 else ''}, {solver} on {sim.model.device.alias}\n"
@@ -530,6 +561,7 @@ def _summary(sim, output, t_setup):
         f"{sum(s.sync_seconds for s in sims):.2f} s writing the stage, {t_setup:.2f} s setup\n"
         + (f"usdsim: wrote {output}" if output else "usdsim: wrote nothing (--benchmark)")
         + (f" (worlds 1-{sim.worlds - 1} on copies: {', '.join(_world_copies(sim)[:2])}, ...)" if sim.copies else "")
+        + (f" and {clips} value clips in {clip_dir}{os.sep}" if clips else "")
     )
 
 

@@ -18,6 +18,7 @@ from .core.types import JointType
 from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
 from .sync import JointStateSync, StageSync
+from .sync.clips import DEFAULT_CLIP_FRAMES, ClipStream, remove_clips
 from .sync.instancer_sync import instance_of
 from .sync.live_edits import StageWatcher, model_differences
 from .sync.stage_sync import XFORM_OPS
@@ -160,6 +161,7 @@ class Simulation:
 
     Create one with :meth:`open`. Output goes to an in-memory layer under the stage's session layer
     (the source file is never modified); :meth:`save` writes it as a file that sublayers the source.
+    A long recording can be streamed to value clips on disk as it runs (:meth:`stream_recording`).
 
     Several PhysicsScenes: each scene that simulates rigid bodies (``physics:simulationOwner``; the first
     scene also simulates the unowned ones) is a model and solver of its own, with its own gravity, time
@@ -181,6 +183,8 @@ class Simulation:
         steps: physics steps taken.
         scene_path: the PhysicsScene this Simulation simulates (None: the stage has none).
         scenes: the Simulations of the stage's other PhysicsScenes (empty with one scene).
+        clips: the :class:`~newton_usd.sync.clips.ClipStream` of a recording streamed to value clips
+            (None: not streamed).
     """
 
     def __init__(
@@ -250,6 +254,7 @@ class Simulation:
         self.first_step_seconds = None  # the first physics step (MuJoCo-Warp: kernels compiled or loaded)
         self.record_every = 1  # write every n-th frame (the first and the last are always written)
         self.write = True  # False: simulate only (benchmarking), nothing goes onto the stage
+        self.clips = None  # the ClipStream of a recording streamed to value clips (stream_recording)
         self._scene = scene  # the import's scene argument (None: the stage's only scene)
         self.scenes = []  # the Simulations of the other PhysicsScenes (see the class docstring)
 
@@ -301,6 +306,8 @@ class Simulation:
         xform_ops: str = "trs",
         write_worlds: str = "first",
         world_spacing: float | None = None,
+        stream_to=None,
+        clip_frames: int = DEFAULT_CLIP_FRAMES,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
@@ -339,6 +346,9 @@ class Simulation:
                 so nothing simulates the copies again; see :class:`~newton_usd.sync.WorldCopies`).
             world_spacing: how far apart the copies are laid out on a grid across the ground plane, in
                 stage units (None: by the environment's size; 0: all in place).
+            stream_to: the output path the recording will be saved as: stream it to value clips beside
+                that path as it runs, ``clip_frames`` recorded frames per clip, so that memory stays
+                bounded however long the run (see :meth:`stream_recording`).
         """
         dev = resolve_device(device)
         if int(worlds) < 1:
@@ -364,6 +374,8 @@ class Simulation:
             )  # fmt: skip
             if keyframe is not None:
                 sim.start_from_keyframe(keyframe)
+            if stream_to is not None:
+                sim.stream_recording(stream_to, clip_frames)
             return sim
         except BaseException:
             stage.GetSessionLayer().subLayerPaths.remove(output_layer.identifier)
@@ -507,6 +519,8 @@ class Simulation:
             self.sync.write(body_q[: self.sync.body_count], time_code)
             if self.joint_sync is not None:
                 self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time_code)
+            if self.clips is not None and time_code is not None:
+                self.clips.frame_written(time_code)  # once per chunk: moves it to a clip file
         self.sync_seconds += time.perf_counter() - t0
         self._written_frame = self.frame
 
@@ -546,6 +560,8 @@ class Simulation:
                 old.restore()
             self._retired_joint_syncs = []
             self.sync.restore()  # also prunes the prim specs left empty
+        if self.clips is not None:
+            self.clips.restart()  # the recording starts over: a new run of clips
         if self.rebuilds:  # the model holds the state of the last rebuild: import the authored one again
             imported = _import_stage(self.stage, self._order, self._replicas, self.env_root, self._scene)
             self._rebuild(*imported, keep_state=False)
@@ -751,11 +767,48 @@ class Simulation:
         self.state, self._next, self.control = model.state(), model.state(), model.control()
 
     # ------------------------------------------------------------------ output
+    def stream_recording(self, path, frames_per_clip: int = DEFAULT_CLIP_FRAMES) -> str:
+        """Stream the recording to USD value clips as it runs, for a run of any length in bounded memory.
+
+        ``path`` is where the recording will be saved (:meth:`save` with that path). Every
+        ``frames_per_clip`` recorded frames, the time samples the output layer holds (body poses, joint
+        states, PointInstancer arrays: every time-sampled attribute) move into a clip file,
+        ``<path stem>.clips/clip.<run>.<NNNN>.usdc``, and leave memory: the output layer holds one chunk
+        at most, and so does the stage in memory (earlier frames are on disk only). ``save(path)`` then
+        writes the last chunk as the last clip and ``path`` as a stage that shows them: opened with
+        pxr, it has the same values at every time code as an unstreamed recording (see
+        :mod:`newton_usd.sync.clips` for its layout). Saving elsewhere, ``flatten=True`` and
+        :meth:`save_in_place` bake the clips back into time samples (the whole recording in memory
+        once). :meth:`reset` starts a new run of clips; :meth:`close` removes the clips that no saved
+        output refers to. Returns the clip directory.
+        """
+        if not self.record:
+            raise NewtonUsdError("only a recording (record=True) can be streamed to value clips")
+        path = os.path.abspath(os.fspath(path))
+        if self.clips is not None:
+            if path != self.clips.output_path:
+                raise NewtonUsdError(f"the recording is already streamed to clips of {self.clips.output_path}")
+            self.clips.frames_per_clip = max(1, int(frames_per_clip))
+            return self.clips.directory
+        src = self.stage.GetRootLayer()
+        if os.path.exists(path) and os.path.realpath(path) == os.path.realpath(src.realPath or ""):
+            raise NewtonUsdError(f"{path}: refusing to overwrite the source stage; choose another output path")
+        if Sdf.FileFormat.FindByExtension(path) is None:
+            raise NewtonUsdError(f"{path}: cannot stream the recording there: not a USD file name")
+        self.clips = ClipStream(self.output_layer, path, frames_per_clip, time_codes_per_second=self.fps)
+        return self.clips.directory
+
+    def _streams_to(self, path, flatten: bool) -> bool:
+        """Whether a save to ``path`` writes the streamed recording as clips (else it bakes them)."""
+        return self.clips is not None and not flatten and os.path.abspath(path) == self.clips.output_path
+
     def save(self, path, flatten: bool = False) -> str:
         """Write the output layer to ``path`` as a stage that sublayers the source file (``flatten``:
         one self-contained file holding the whole composed stage).
 
         Opening ``path`` shows the source with the simulated motion on top; the source is not touched.
+        A recording streamed to ``path`` (:meth:`stream_recording`) is saved as value clips beside it;
+        saved to another path, or flattened, its clips are baked into time samples.
         """
         path = os.fspath(path)
         src = self.stage.GetRootLayer()
@@ -764,26 +817,54 @@ class Simulation:
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise NewtonUsdError(f"{path}: cannot write the output: no directory {directory}")
+        clips = self._streams_to(path, flatten)
+        if clips:
+            with self._own_writes():
+                self.clips.close_chunk()  # the last chunk becomes the last clip
+        layer = self.clips.baked() if self.clips is not None and not clips else self.output_layer
         out = Sdf.Layer.Find(path) or Sdf.Layer.CreateNew(path)
         if out is None:
             raise NewtonUsdError(f"{path}: cannot write the output (not a USD file name, or not writable)")
         if src.realPath and not flatten:
-            out.TransferContent(self.output_layer)
+            out.TransferContent(layer)
             if self._copies_layer is not None:  # the other worlds' copies of the environment
                 UsdUtils.StitchLayers(out, self._copies_layer)
             rel = os.path.relpath(src.realPath, directory)
             out.subLayerPaths = [rel.replace(os.sep, "/")]
         else:  # one file: the whole composed stage (an in-memory source has no file to sublayer)
-            out.TransferContent(self.stage.Flatten(addSourceFileComment=False))
+            out.TransferContent(self._flattened(layer))
+        if clips:
+            self.clips.write_output(out)
         self._stamp(out, src)
         out.comment = f"Simulated by newton_usd from {os.path.basename(src.realPath or src.identifier)}"
         if not out.Save():
             raise NewtonUsdError(f"{path}: could not write the output stage")
+        if clips:
+            self.clips.saved()  # and the clips of earlier runs go
+        else:  # the clips of an earlier output at this path (a stream to it keeps this run's, for a later save)
+            streaming = self.clips is not None and os.path.abspath(path) == self.clips.output_path
+            if streaming:
+                self.clips.overwritten()
+            remove_clips(path, keep_run=self.clips.run if streaming else None)
         return path
+
+    def _flattened(self, layer) -> Sdf.Layer:
+        """The composed stage flattened, with ``layer`` in place of the output layer."""
+        if layer is self.output_layer:
+            return self.stage.Flatten(addSourceFileComment=False)
+        subs = self.stage.GetSessionLayer().subLayerPaths
+        at = list(subs).index(self.output_layer.identifier)
+        with self._own_writes():
+            subs[at] = layer.identifier
+            try:
+                return self.stage.Flatten(addSourceFileComment=False)
+            finally:
+                subs[at] = self.output_layer.identifier
 
     def save_in_place(self) -> str:
         """Write the simulated motion (and the ``overrides``) into the source file itself: every
-        attribute of the output layer replaces the source's. Only when the user asks for it."""
+        attribute of the output layer replaces the source's (a streamed recording's clips are baked
+        into time samples). Only when the user asks for it."""
         src = self.stage.GetRootLayer()
         if not src.realPath:
             raise NewtonUsdError("the stage has no file to write in place (it was made in memory)")
@@ -798,14 +879,15 @@ class Simulation:
                 f"{src.realPath}: cannot write in place at {self.fps:g} fps: the stage's timeCodesPerSecond is "
                 f"{src.timeCodesPerSecond:g} (its other animation would change speed); write to an output file"
             )
+        layer = self.clips.baked() if self.clips is not None else self.output_layer
 
         def copy(path):
             if path.IsPropertyPath():
                 Sdf.CreatePrimInLayer(src, path.GetPrimPath())
-                Sdf.CopySpec(self.output_layer, path, src, path)
+                Sdf.CopySpec(layer, path, src, path)
 
         with Sdf.ChangeBlock():
-            self.output_layer.Traverse(Sdf.Path.absoluteRootPath, copy)
+            layer.Traverse(Sdf.Path.absoluteRootPath, copy)
             self._stamp(src, src)
         if not src.Save():
             raise NewtonUsdError(f"{src.realPath}: could not write the stage in place")
@@ -826,7 +908,10 @@ class Simulation:
             out.endTimeCode = max(s.time_code for s in (self, *self.scenes))
 
     def close(self) -> None:
-        """Detach the output layer from the stage (the stage shows the authored poses again)."""
+        """Detach the output layer from the stage (the stage shows the authored poses again); a streamed
+        recording's clips that no saved output refers to are removed."""
+        if self.clips is not None:
+            self.clips.close()
         if self.watcher is not None:
             self.watcher.close()
             self.watcher = None
