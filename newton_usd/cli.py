@@ -249,7 +249,7 @@ def _info(argv) -> int:
     envs = sim.imported.environments
     if envs is not None:
         names = [p.rsplit("/", 1)[-1] for p in envs.paths]
-        shown = ", ".join(names) if len(names) <= 4 else f"{', '.join(names[:2])}, ..., {names[-1]}"
+        shown = _listed(names, 4)
         print(f"  worlds: {sim.worlds}, one per environment under {envs.root} ({shown}); "
               f"{envs.paths[0]} imported once and replicated at each one's place")  # fmt: skip
     of_scene = f" of {sim.scene_path}" if sim.scenes else ""
@@ -560,9 +560,15 @@ def _summary(sim, output, t_setup):
         f"usdsim: {wall:.2f} s in the solver ({rate:,.0f} steps/s, {realtime:.1f}x real time{first}), "
         f"{sum(s.sync_seconds for s in sims):.2f} s writing the stage, {t_setup:.2f} s setup\n"
         + (f"usdsim: wrote {output}" if output else "usdsim: wrote nothing (--benchmark)")
-        + (f" (worlds 1-{sim.worlds - 1} on copies: {', '.join(_world_copies(sim)[:2])}, ...)" if sim.copies else "")
+        + (f" (worlds 1-{sim.worlds - 1} on copies: {_listed(_world_copies(sim))})" if sim.copies else "")
         + (f" and {clips} value clips in {clip_dir}{os.sep}" if clips else "")
     )
+
+
+def _listed(items, most: int = 3) -> str:
+    """``items`` joined by commas, the first ``most`` and the last when there are more."""
+    items = list(items)
+    return ", ".join(items if len(items) <= most else [*items[: most - 1], "...", items[-1]])
 
 
 def _world_copies(sim) -> list:
