@@ -139,6 +139,9 @@ class Resolver:
     # by every such prim (each entry keeps its tuple, so a reused id cannot hit a stale entry).
     _unauthored: dict = field(default_factory=dict)
     _tuple_attributes: dict = field(default_factory=dict)  # tuple id -> (tuple, its candidate attributes)
+    # (applied schemas, context) -> {property name: Resolved} where the prim authors none of its attributes.
+    _unauthored_values: dict = field(default_factory=dict)
+    _singles: dict = field(default_factory=dict)  # property name -> (property,), the tuple resolve() passes
 
     def __post_init__(self):
         unknown = [d for d in self.order if d not in DIALECTS]
@@ -177,7 +180,10 @@ class Resolver:
     # ------------------------------------------------------------------ resolving
     def resolve(self, prim: Usd.Prim, prop: Property, ctx: Context | None = None) -> Resolved:
         """Resolve ``prop`` on ``prim``; see the module docstring for the order."""
-        return self.resolve_all(prim, (prop,), ctx)[prop.name]
+        single = self._singles.get(prop.name)
+        if single is None or single[0] is not prop:  # one tuple per property: its results are shared
+            single = self._singles[prop.name] = (prop,)
+        return self.resolve_all(prim, single, ctx)[prop.name]
 
     def resolve_all(self, prim: Usd.Prim, properties, ctx: Context | None = None) -> dict:
         """Resolve several properties of one prim: property name -> :class:`Resolved`."""
@@ -186,47 +192,65 @@ class Resolver:
         path, authored = view.path, view.authored
         ctx_key = (ctx.angular, ctx.meters_per_unit, ctx.kilograms_per_unit, ctx.angle_unit)
         shared_key = None
+        mine = authored  # the prim's authored names that may author one of the properties
         if type(properties) is tuple:  # a fixed table: prims that author none of it share one result
             known = self._tuple_attributes.get(id(properties))
             if known is None or known[0] is not properties:
                 names = frozenset().union(*(self._attributes_of(p) for p in properties))
                 known = self._tuple_attributes[id(properties)] = (properties, names)
-            if authored.isdisjoint(known[1]):
+            mine = authored.intersection(known[1])
+            if not mine:
                 shared_key = (id(properties), view.applied, ctx_key)
                 hit = self._unauthored.get(shared_key)
                 if hit is not None and hit[0] is properties:
                     self._by_prim.setdefault(path, {}).update(hit[1])
                     self.seconds += time.perf_counter() - t0
                     return hit[1]
-        # Fallbacks depend only on the applied schemas and the conversion context: cached per both.
-        fallbacks = None
-        if view.applied:
-            fallbacks = self._fallback_cache.setdefault((view.applied, *ctx_key), {})
+        # What a property resolves to where the prim authors none of its attributes (its schema fallback
+        # or default) depends only on the applied schemas and the conversion context: cached per both.
+        key = (view.applied, *ctx_key)
+        unauthored = self._unauthored_values.get(key)
+        if unauthored is None:
+            unauthored = self._unauthored_values[key] = {}
+        fallbacks = self._fallback_cache.setdefault(key, {}) if view.applied else None
+        attributes = self._attributes
         out = {}
         for prop in properties:
             name = prop.name
-            candidates = self._ordered.get(name)
-            if candidates is None:
-                candidates = self._order_candidates(prop)
             result = None
-            if not authored.isdisjoint(self._attributes[name]):
-                result = self._authored(prim, path, prop, candidates, authored, ctx)
-            if result is None and fallbacks is not None:
-                found = fallbacks.get(name, _MISSING)
-                if found is _MISSING:
-                    found = fallbacks[name] = self._fallback(prim, prop, candidates, view.applied, ctx)
-                if found is not None:
-                    result = Resolved(found[0], "fallback", found[1], None, found[2])
+            if mine:
+                candidates = self._ordered.get(name)
+                if candidates is None:
+                    candidates = self._order_candidates(prop)
+                if not mine.isdisjoint(attributes[name]):
+                    result = self._authored(prim, path, prop, candidates, authored, ctx)
             if result is None:
-                result = self._defaults.get(name)
+                result = unauthored.get(name)
                 if result is None:
-                    result = self._defaults[name] = Resolved(prop.default, "default")
+                    result = unauthored[name] = self._unauthored_result(prim, prop, view.applied, fallbacks, ctx)
             out[name] = result
         self._by_prim.setdefault(path, {}).update(out)
         if shared_key is not None:
             self._unauthored[shared_key] = (properties, out)
         self.seconds += time.perf_counter() - t0
         return out
+
+    def _unauthored_result(self, prim, prop, applied, fallbacks, ctx) -> Resolved:
+        """``prop`` where no attribute of it is authored: the first applied schema fallback, else the default."""
+        name = prop.name
+        candidates = self._ordered.get(name)
+        if candidates is None:
+            candidates = self._order_candidates(prop)
+        if fallbacks is not None:
+            found = fallbacks.get(name, _MISSING)
+            if found is _MISSING:
+                found = fallbacks[name] = self._fallback(prim, prop, candidates, applied, ctx)
+            if found is not None:
+                return Resolved(found[0], "fallback", found[1], None, found[2])
+        result = self._defaults.get(name)
+        if result is None:
+            result = self._defaults[name] = Resolved(prop.default, "default")
+        return result
 
     def _attributes_of(self, prop) -> frozenset:
         if prop.name not in self._attributes:
