@@ -94,6 +94,25 @@ def _fresh(value):
     return copy.deepcopy(value)
 
 
+def _per_dof(value, nd: int):
+    """A joint-wide or per-DOF value as ``nd`` values (a sequence of one value per DOF taken as it is)."""
+    if np.isscalar(value):
+        return [float(value)] * nd
+    if type(value) in (tuple, list) and len(value) == nd:
+        return value
+    return np.broadcast_to(np.asarray(value, float), (nd,))
+
+
+_DOF_DIM = {
+    JointType.PRISMATIC: (1, 0),
+    JointType.REVOLUTE: (0, 1),
+    JointType.BALL: (0, 3),
+    JointType.FIXED: (0, 0),
+    JointType.FREE: (3, 3),
+}
+"""(linear, angular) DOFs of the joint types other than D6."""
+
+
 def _kind_of(tables, name):
     return next(kind for kind, names in tables.items() if name in names)
 
@@ -559,13 +578,6 @@ class ModelBuilder:
         else:
             nd = JOINT_COORD_COUNT[joint_type][1]
             dofs = [JointAxis(np.eye(3)[d % 3], effort_limit=effort_limit) for d in range(nd)]
-        dim = {
-            JointType.PRISMATIC: (1, 0),
-            JointType.REVOLUTE: (0, 1),
-            JointType.BALL: (0, 3),
-            JointType.FIXED: (0, 0),
-            JointType.FREE: (3, 3),
-        }[joint_type]
         return self._add_joint(
             joint_type,
             parent,
@@ -573,7 +585,7 @@ class ModelBuilder:
             parent_xform,
             child_xform,
             dofs,
-            dim,
+            _DOF_DIM[joint_type],
             JOINT_COORD_COUNT[joint_type][0],
             armature,
             friction,
@@ -650,8 +662,7 @@ class ModelBuilder:
         self.joint_articulation.append(int(articulation))
         self.joint_label.append(label or f"joint_{len(self.joint_label)}")
         per_dof = joint_type in (JointType.PRISMATIC, JointType.REVOLUTE, JointType.D6)
-        arm = [float(armature)] * nd if np.isscalar(armature) else np.broadcast_to(np.asarray(armature, float), (nd,))
-        fri = [float(friction)] * nd if np.isscalar(friction) else np.broadcast_to(np.asarray(friction, float), (nd,))
+        arm, fri = _per_dof(armature, nd), _per_dof(friction, nd)
         for d, ax in enumerate(dofs):
             a = np.asarray(ax.axis, dtype=np.float64)
             self.joint_axis.append(a / math.sqrt(float(a @ a)))
