@@ -24,8 +24,10 @@ def xyzw_to_wxyz(q):
 
 def gf_to_xyzw(q) -> np.ndarray:
     """A ``Gf.Quatf``/``Gf.Quatd``/``Gf.Quath`` to a Warp-order numpy quaternion (float64)."""
-    im = q.GetImaginary()
-    return np.array([im[0], im[1], im[2], q.GetReal()], dtype=np.float64)
+    out = np.empty(4)
+    out[:3] = q.GetImaginary()  # (the buffer of a Gf vector: no per-component calls)
+    out[3] = q.GetReal()
+    return out
 
 
 def xyzw_to_gf(q, gf_type):

@@ -75,17 +75,20 @@ class StageFrame:
     @property
     def rotation(self) -> np.ndarray:
         """Warp-order quaternion R taking stage axes to simulation axes."""
-        if self.up_axis == "Y":
-            s = np.sqrt(0.5)
-            return np.array([s, 0.0, 0.0, s])
-        return np.array([0.0, 0.0, 0.0, 1.0])
+        return _UP_ROTATION[self.up_axis == "Y"].copy()
 
     def world_pose_to_sim(self, pos, quat):
         """A world pose in stage units and axes to SI and Z up."""
-        r = self.rotation
+        r = _UP_ROTATION[self.up_axis == "Y"]
         return self.meters_per_unit * quat_rotate(r, pos), quat_multiply(r, quat)
 
     def world_vector_to_sim(self, v, length: bool = True):
         """A world-frame vector (a length if ``length``, else a direction or angular quantity)."""
-        v = quat_rotate(self.rotation, v)
+        v = quat_rotate(_UP_ROTATION[self.up_axis == "Y"], v)
         return v * self.meters_per_unit if length else v
+
+
+# StageFrame.rotation for Z up (False) and Y up (True); read-only, shared.
+_UP_ROTATION = {False: np.array([0.0, 0.0, 0.0, 1.0]), True: np.array([np.sqrt(0.5), 0.0, 0.0, np.sqrt(0.5)])}
+for _r in _UP_ROTATION.values():
+    _r.flags.writeable = False
