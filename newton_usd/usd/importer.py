@@ -142,8 +142,8 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | No
     descs = _load_descriptors(stage, exclude=others)
     if builder.source is None:
         builder.source = file
-    joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
-    body_paths = {str(p) for p, _ in descs.get(OT.RigidBody, [])}
+    joint_paths = {p for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
+    body_paths = {p for p, _ in descs.get(OT.RigidBody, [])}
     types = _MJC_TYPED + ("MjcKeyframe", "PointInstancer")
     order, typed = _scan(stage, joint_paths | body_paths, types, exclude=others)
     instanced = _instancer_prototypes(stage, typed["PointInstancer"], result)
@@ -162,28 +162,30 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | No
     body_pose = {}
     kinematic = set()
     for path, d in bodies:
+        label = str(path)
         pos, rot = frame.world_pose_to_sim(np.array(d.position, dtype=np.float64), gf_to_xyzw(d.rotation))
-        body_pose[str(path)] = (pos, rot)
+        body_pose[label] = (pos, rot)
         if not d.rigidBodyEnabled:
             diag.add("rigid body disabled (physics:rigidBodyEnabled = false): its colliders are static", path)
             continue
-        if d.kinematicBody:
-            kinematic.add(str(path))
+        is_kinematic = bool(d.kinematicBody)
+        if is_kinematic:
+            kinematic.add(label)
         lin = frame.world_vector_to_sim(np.array(d.linearVelocity, dtype=np.float64))
         ang = frame.world_vector_to_sim(np.array(d.angularVelocity, dtype=np.float64), length=False) * DEG
-        idx = builder.add_body(
-            (pos, rot), velocity=np.concatenate([lin, ang]), label=str(path), kinematic=bool(d.kinematicBody)
-        )
-        result.body_index[str(path)] = idx
+        idx = builder.add_body((pos, rot), velocity=np.concatenate([lin, ang]), label=label, kinematic=is_kinematic)
+        result.body_index[label] = idx
         gravcomp = result.resolver.resolve(stage.GetPrimAtPath(path), props.BODY_GRAVCOMP)
         if gravcomp.kind != "default":
             builder.set_mujoco("body", "body_gravcomp", idx, gravcomp.value)
 
     # ---- shapes
     shape_parts = defaultdict(list)  # body index -> [(shape index, prim, volume-based props or None)]
+    frictions = {}  # material prim path -> its (torsional, rolling) friction, resolved once
     for obj_type in _SHAPE_TYPES:
         for path, d in descs.get(obj_type, []):
-            _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx)
+            _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx,
+                          frictions=frictions)  # fmt: skip
 
     # ---- PointInstancer instances of rigid-body prototypes: a body each, with the prototype's colliders
     mass_source = {result.body_index[str(p)]: str(p) for p, _ in bodies if str(p) in result.body_index}
@@ -197,12 +199,14 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | No
             for obj_type, path, d in proto.shapes:
                 below = str(path)[len(proto.body) :]
                 _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts,
-                              ctx, body=b, label=label + below)  # fmt: skip
+                              ctx, body=b, label=label + below, frictions=frictions)  # fmt: skip
 
     # ---- mass properties, with the UsdPhysics precedence
     massless = []
+    memo = {}
     for b, path in mass_source.items():
-        _import_mass(builder, stage, b, path, shape_parts[b], materials, frame, diag, file, massless, result.resolver)
+        _import_mass(builder, stage, b, path, shape_parts[b], materials, frame, diag, file, massless, result.resolver,
+                     memo)  # fmt: skip
 
     # ---- joints, oriented into trees rooted at the world
     _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order)
@@ -400,12 +404,15 @@ def _material(d, materials):
 
 
 def _import_shape(
-    builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx, body=None, label=None
-):
+    builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx, body=None, label=None,
+    frictions=None,
+):  # fmt: skip
     """One collider. ``body`` and ``label`` are given for the colliders of PointInstancer instances
-    (the descriptor is the prototype's)."""
+    (the descriptor is the prototype's). ``frictions``: material prim path -> (torsional, rolling) friction
+    of the materials resolved so far (filled here)."""
     diag = result.diagnostics
-    body_path = str(d.rigidBody) if d.rigidBody and not d.rigidBody.isEmpty else ""
+    rigid_body = d.rigidBody
+    body_path = str(rigid_body) if rigid_body and not rigid_body.isEmpty else ""
     if body is None:
         body = result.body_index.get(body_path, -1)
     s = frame.meters_per_unit
@@ -471,9 +478,14 @@ def _import_shape(
         diag.add("restitution is not simulated by the MuJoCo solver", path)
     resolver = result.resolver
     if md is not None:
-        material_prim = stage.GetPrimAtPath(md.primPath)
-        rolling = resolver.resolve_all(material_prim, _MATERIAL_PROPERTIES, ctx)
-        mu_torsional, mu_rolling = rolling["torsional_friction"].value, rolling["rolling_friction"].value
+        material_path = md.primPath
+        known = frictions.get(material_path) if frictions is not None else None
+        if known is None:
+            rolling = resolver.resolve_all(stage.GetPrimAtPath(material_path), _MATERIAL_PROPERTIES, ctx)
+            known = rolling["torsional_friction"].value, rolling["rolling_friction"].value
+            if frictions is not None:
+                frictions[material_path] = known
+        mu_torsional, mu_rolling = known
     else:
         mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
     resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx)
@@ -557,8 +569,15 @@ def _decompose(prim, mesh, path, diag) -> list:
 
 
 def _axis_token(axis) -> str:
-    name = str(axis).split(".")[-1]
-    return name if name in _AXIS_VEC else "Z"
+    key = (type(axis), axis)
+    name = _AXIS_TOKENS.get(key)
+    if name is None:
+        name = str(axis).split(".")[-1]
+        name = _AXIS_TOKENS[key] = name if name in _AXIS_VEC else "Z"
+    return name
+
+
+_AXIS_TOKENS = {}  # UsdPhysics.Axis value -> "X", "Y" or "Z" (str() of a Boost.Python enum is slow)
 
 
 _MASS_ATTRIBUTES = frozenset(
@@ -567,18 +586,19 @@ _MASS_ATTRIBUTES = frozenset(
 _NO_MASS = (0.0, 0.0, None, None, None)
 
 
-def _mass_api(prim, file=None, authored=None):
+def _mass_api(prim, file=None, authored=None, applied=None):
     """(mass, density, com or None, diagonal inertia or None, principal axes quat) authored on ``prim``
-    (``authored``: the prim's authored property names, when known, to skip prims that author none)."""
+    (``authored``: the prim's authored property names, when known, to skip prims that author none;
+    ``applied``: its applied schemas, when known)."""
     if authored is not None and authored.isdisjoint(_MASS_ATTRIBUTES):
         return _NO_MASS
-    if not prim.HasAPI(UsdPhysics.MassAPI):
+    if not ("PhysicsMassAPI" in applied if applied is not None else prim.HasAPI(UsdPhysics.MassAPI)):
         return _NO_MASS
-    api = UsdPhysics.MassAPI(prim)
     if authored is None:
         authored = _MASS_ATTRIBUTES
-    mass = (api.GetMassAttr().Get() or 0.0) if "physics:mass" in authored else 0.0
-    density = (api.GetDensityAttr().Get() or 0.0) if "physics:density" in authored else 0.0
+    get = prim.GetAttribute  # (what the MassAPI schema's attribute getters return)
+    mass = (get("physics:mass").Get() or 0.0) if "physics:mass" in authored else 0.0
+    density = (get("physics:density").Get() or 0.0) if "physics:density" in authored else 0.0
     for name, value in (("physics:mass", mass), ("physics:density", density)):
         if value < 0 or not math.isfinite(value):
             raise UsdInputError(
@@ -587,9 +607,9 @@ def _mass_api(prim, file=None, authored=None):
                 prim=str(prim.GetPath()),
                 attribute=name,
             )
-    com = api.GetCenterOfMassAttr().Get() if "physics:centerOfMass" in authored else None
+    com = get("physics:centerOfMass").Get() if "physics:centerOfMass" in authored else None
     com = None if com is None or not all(math.isfinite(c) for c in com) else np.array(com, dtype=np.float64)
-    diag = api.GetDiagonalInertiaAttr().Get() if "physics:diagonalInertia" in authored else None
+    diag = get("physics:diagonalInertia").Get() if "physics:diagonalInertia" in authored else None
     if diag is not None and any(x < 0 for x in diag):
         raise UsdInputError(
             f"must be >= 0 in every component, got {tuple(diag)}",
@@ -598,27 +618,31 @@ def _mass_api(prim, file=None, authored=None):
             attribute="physics:diagonalInertia",
         )
     diag = None if diag is None or all(x == 0 for x in diag) else np.array(diag, dtype=np.float64)
-    axes = api.GetPrincipalAxesAttr().Get() if "physics:principalAxes" in authored else None
+    axes = get("physics:principalAxes").Get() if "physics:principalAxes" in authored else None
     axes = None if axes is None else gf_to_xyzw(axes)
     if axes is not None and np.linalg.norm(axes) < 1e-9:
         axes = None
     return float(mass), float(density), com, diag, axes
 
 
-def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file, massless, resolver):
+def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file, massless, resolver, memo=None):
     """Mass properties: body MassAPI mass > sum of collider masses (collider mass > collider density >
-    body density > material density > 1000 kg/m^3); COM and inertia from the colliders unless authored."""
+    body density > material density > 1000 kg/m^3); COM and inertia from the colliders unless authored.
+    ``memo``: a dict for the body-frame mass properties of analytic colliders, by their exact inputs
+    (identical colliders, as in replicated robots, are computed once)."""
     s, k = frame.meters_per_unit, frame.kilograms_per_unit
     density_scale = k / s**3
     prim = stage.GetPrimAtPath(path)
-    view = resolver.view
-    b_mass, b_density, b_com, b_inertia, b_axes = _mass_api(prim, file, view(prim).authored)
+    view = resolver.view(prim)
+    b_mass, b_density, b_com, b_inertia, b_axes = _mass_api(prim, file, view.authored, view.applied)
     collider_props = []
+    shape_type, shape_scale, shape_source = builder.shape_type, builder.shape_scale, builder.shape_source
     for shape, shape_prim, md in parts:
-        geo = builder.shape_type[shape]
+        geo = shape_type[shape]
         if geo == GeoType.PLANE:
             continue
-        c_mass, c_density, _, _, _ = _mass_api(shape_prim, file, view(shape_prim).authored)
+        shape_view = resolver.view(shape_prim)
+        c_mass, c_density, _, _, _ = _mass_api(shape_prim, file, shape_view.authored, shape_view.applied)
         if c_density > 0:
             density = c_density * density_scale
         elif b_density > 0:
@@ -627,12 +651,23 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
             density = md.density * density_scale
         else:
             density = DEFAULT_DENSITY
-        props = mass_props.shape_mass_properties(geo, builder.shape_scale[shape], density, builder.shape_source[shape])
+        scale, source = shape_scale[shape], shape_source[shape]
+        p, q = builder.shape_transform[shape]
+        key = None
+        if memo is not None and source is None:  # (density and c_mass are never -0.0: == is exact here)
+            key = (geo, density, c_mass, scale.tobytes(), p.tobytes(), q.tobytes())
+            part = memo.get(key)
+            if part is not None:
+                collider_props.append((part[0], part[1].copy(), part[2].copy()))
+                continue
+        props = mass_props.shape_mass_properties(geo, scale, density, source)
         if c_mass > 0 and props[0] > 0:  # an authored collider mass scales its shape's distribution
             f = c_mass * k / props[0]
             props = (props[0] * f, props[1], props[2] * f)
-        p, q = builder.shape_transform[shape]
-        collider_props.append(mass_props.transform_inertia(*props, p, q))
+        part = mass_props.transform_inertia(*props, p, q)
+        if key is not None:
+            memo[key] = (part[0], part[1].copy(), part[2].copy())
+        collider_props.append(part)
     mass, com, inertia = mass_props.combine(collider_props) if collider_props else (0.0, np.zeros(3), np.zeros((3, 3)))
     if b_mass > 0:
         if mass > 0:
@@ -721,6 +756,8 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
                     path,
                     d,
                     jt,
+                    b0,
+                    b1,
                     reverse=(b0 != parent),
                     frame=frame,
                     result=result,
@@ -1033,12 +1070,12 @@ _MJC_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")  # (MjcKeyfram
 
 
 def _scan(stage, paths, type_names, exclude=()):
-    """One traversal: the authored order of ``paths`` (prim path -> index), the prims of each of
-    ``type_names`` (type name -> prims, in order), the site prims (under "sites") and the MuJoCo
+    """One traversal: the authored order of ``paths`` (``Sdf.Path``s; prim path string -> index), the prims
+    of each of ``type_names`` (type name -> prims, in order), the site prims (under "sites") and the MuJoCo
     visual geoms (under "visuals"). The subtrees of ``exclude`` are skipped."""
     order, typed = {}, {t: [] for t in type_names}
     typed["sites"], typed["visuals"] = [], []
-    wanted = {Sdf.Path(p) for p in paths}
+    wanted = set(paths)
     skip = {Sdf.Path(p) for p in exclude}
     site_apis = ("MjcSiteAPI", "NewtonSiteAPI")
     prims = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()))
@@ -1151,10 +1188,11 @@ _MUJOCO_DOF_VALUES = {
 }
 
 
-def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, art_index, stage, ctx):
+def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulation_of, art_index, stage, ctx):
+    """One joint of the tree: ``b0`` and ``b1`` are its bodies' indices (-1: the world), ``reverse`` whether
+    body1 is the parent."""
     diag = result.diagnostics
-    b0 = result.body_index.get(str(d.body0), -1) if not d.body0.isEmpty else -1
-    b1 = result.body_index.get(str(d.body1), -1) if not d.body1.isEmpty else -1
+    label = str(path)
     x0, x1 = _joint_frames(d, b0, b1, frame)
     parent, child, xp, xc = (b1, b0, x1, x0) if reverse else (b0, b1, x0, x1)
     kw = {}
@@ -1178,7 +1216,7 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
             if len(set(cones)) > 1:
                 diag.add("elliptical cone limits are simulated as a circular cone of the smaller angle", path)
             cone_limit = min(cones) * DEG
-    art = articulation_of.get(str(path))
+    art = articulation_of.get(label)
     if art is not None:
         kw["articulation"] = art_index.setdefault(str(art), len(builder.articulation_label))
         if kw["articulation"] == len(builder.articulation_label):
@@ -1208,13 +1246,13 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
             angular_axes=d6_axes[1],
             armature=armature,
             friction=friction,
-            label=str(path),
+            label=label,
             articulation=kw.get("articulation", -1),
         )
     else:
         if jt == JointType.FIXED:  # a locked axis: only the articulation is left to pass on
             kw = {key: v for key, v in kw.items() if key == "articulation"}
-        j = builder.add_joint(jt, parent, child, xp, xc, label=str(path), armature=armature, friction=friction, **kw)
+        j = builder.add_joint(jt, parent, child, xp, xc, label=label, armature=armature, friction=friction, **kw)
     if cone_limit is not None:
         builder.set_mujoco("joint", "joint_cone_limit", j, cone_limit)
     if d6_axes is not None:
@@ -1224,7 +1262,7 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
             r = per_kind[angular][name]
             if r.kind != "default":
                 builder.set_mujoco("dof", key, first_dof + k_dof, r.value)
-    result.joint_index[str(path)] = j
+    result.joint_index[label] = j
 
 
 def _d6_distance_limit(builder, d, parent, child, xp, xc, frame, result, path):
