@@ -105,14 +105,26 @@ _MISSING = object()
 
 
 class _PrimView:
-    __slots__ = ("authored", "applied", "path")
+    """What the resolver reads of a prim once: its path, typed and applied schemas and (when first asked for)
+    its authored property names."""
 
-    def __init__(self, prim: Usd.Prim, path: str):
+    __slots__ = ("_authored", "_prim", "applied", "path")
+
+    def __init__(self, prim: Usd.Prim, path: str, type_name=None, applied_schemas=None):
         self.path = path
-        self.authored = set(prim.GetAuthoredPropertyNames())
+        self._prim, self._authored = prim, None
         # Schemas whose fallbacks count: the prim's typed schema (e.g. MjcActuator), then applied APIs.
-        type_name = str(prim.GetTypeName())
-        self.applied = tuple(([type_name] if type_name else []) + list(prim.GetAppliedSchemas()))
+        type_name = str(prim.GetTypeName()) if type_name is None else type_name
+        applied_schemas = prim.GetAppliedSchemas() if applied_schemas is None else applied_schemas
+        self.applied = tuple(([type_name] if type_name else []) + list(applied_schemas))
+
+    @property
+    def authored(self) -> set:
+        """The prim's authored property names."""
+        if self._authored is None:
+            self._authored = set(self._prim.GetAuthoredPropertyNames())
+            self._prim = None
+        return self._authored
 
 
 @dataclass
@@ -138,7 +150,7 @@ class Resolver:
     # Results of property tuples a prim authors none of, per (tuple id, applied schemas, context): shared
     # by every such prim (each entry keeps its tuple, so a reused id cannot hit a stale entry).
     _unauthored: dict = field(default_factory=dict)
-    _tuple_attributes: dict = field(default_factory=dict)  # tuple id -> (tuple, its candidate attributes)
+    _tuple_attributes: dict = field(default_factory=dict)  # tuple id -> Resolver._table(tuple)
     # (applied schemas, context) -> {property name: Resolved} where the prim authors none of its attributes.
     _unauthored_values: dict = field(default_factory=dict)
     _singles: dict = field(default_factory=dict)  # property name -> (property,), the tuple resolve() passes
@@ -177,6 +189,12 @@ class Resolver:
             v = self._views[key] = _PrimView(prim, str(key))
         return v
 
+    def add_view(self, prim: Usd.Prim, path: Sdf.Path, type_name: str, applied_schemas) -> None:
+        """Prepare the view of ``prim`` from what a traversal already read of it (its ``path``, type name and
+        ``GetAppliedSchemas()``), so that resolving its properties later does not read them again."""
+        if path not in self._views:
+            self._views[path] = _PrimView(prim, str(path), type_name, applied_schemas)
+
     # ------------------------------------------------------------------ resolving
     def resolve(self, prim: Usd.Prim, prop: Property, ctx: Context | None = None) -> Resolved:
         """Resolve ``prop`` on ``prim``; see the module docstring for the order."""
@@ -192,12 +210,11 @@ class Resolver:
         path, authored = view.path, view.authored
         ctx_key = (ctx.angular, ctx.meters_per_unit, ctx.kilograms_per_unit, ctx.angle_unit)
         shared_key = None
-        mine = authored  # the prim's authored names that may author one of the properties
+        hits = None  # of a fixed table: the names of the properties the prim authors an attribute of
         if type(properties) is tuple:  # a fixed table: prims that author none of it share one result
             known = self._tuple_attributes.get(id(properties))
             if known is None or known[0] is not properties:
-                names = frozenset().union(*(self._attributes_of(p) for p in properties))
-                known = self._tuple_attributes[id(properties)] = (properties, names)
+                known = self._tuple_attributes[id(properties)] = self._table(properties)
             mine = authored.intersection(known[1])
             if not mine:
                 shared_key = (id(properties), view.applied, ctx_key)
@@ -206,6 +223,7 @@ class Resolver:
                     self._by_prim.setdefault(path, {}).update(hit[1])
                     self.seconds += time.perf_counter() - t0
                     return hit[1]
+            hits = set().union(*(known[2][a] for a in mine))
         # What a property resolves to where the prim authors none of its attributes (its schema fallback
         # or default) depends only on the applied schemas and the conversion context: cached per both.
         key = (view.applied, *ctx_key)
@@ -213,17 +231,12 @@ class Resolver:
         if unauthored is None:
             unauthored = self._unauthored_values[key] = {}
         fallbacks = self._fallback_cache.setdefault(key, {}) if view.applied else None
-        attributes = self._attributes
         out = {}
         for prop in properties:
             name = prop.name
             result = None
-            if mine:
-                candidates = self._ordered.get(name)
-                if candidates is None:
-                    candidates = self._order_candidates(prop)
-                if not mine.isdisjoint(attributes[name]):
-                    result = self._authored(prim, path, prop, candidates, authored, ctx)
+            if name in hits if hits is not None else not authored.isdisjoint(self._attributes_of(prop)):
+                result = self._authored(prim, path, prop, self._ordered[name], authored, ctx)
             if result is None:
                 result = unauthored.get(name)
                 if result is None:
@@ -251,6 +264,14 @@ class Resolver:
         if result is None:
             result = self._defaults[name] = Resolved(prop.default, "default")
         return result
+
+    def _table(self, properties: tuple) -> tuple:
+        """(``properties``, their candidate attributes, attribute -> names of the properties it can author)."""
+        by_attribute = {}
+        for prop in properties:
+            for attribute in self._attributes_of(prop):
+                by_attribute.setdefault(attribute, set()).add(prop.name)
+        return properties, frozenset(by_attribute), by_attribute
 
     def _attributes_of(self, prop) -> frozenset:
         if prop.name not in self._attributes:
