@@ -97,7 +97,13 @@ class Context:
 
     def of_kind(self, angular: bool) -> "Context":
         """This context for an angular (True) or linear (False) joint DOF."""
-        return self if self.angular == angular else replace(self, angular=angular)
+        if self.angular == angular:
+            return self
+        key = (angular, self.meters_per_unit, self.kilograms_per_unit, self.angle_unit)
+        made = self.__dict__.get("_of_kind")  # the last one made (not a field: replace() leaves it)
+        if made is None or made[0] != key:
+            made = self.__dict__["_of_kind"] = (key, replace(self, angular=angular))
+        return made[1]
 
 
 _DEFAULT_CONTEXT = Context()
@@ -138,7 +144,9 @@ class Resolver:
 
     order: tuple = DIALECTS
     file: str | None = None
-    _by_prim: dict = field(default_factory=dict)  # prim path -> {property name: Resolved}
+    # prim path -> the results of its resolve_all calls in order ({property name: Resolved}; a later call's
+    # value of a name wins): results shared by prims are kept, not copied
+    _by_prim: dict = field(default_factory=dict)
     used: set = field(default_factory=set)  # (prim path, attribute) read by the runtime
     _views: dict = field(default_factory=dict)
     _fallbacks: dict = field(default_factory=dict)  # schema name -> {attribute: fallback}
@@ -180,10 +188,17 @@ class Resolver:
     @property
     def provenance(self) -> dict:
         """(prim path, property name) -> :class:`Resolved`, for every property resolved so far."""
-        return {(path, name): r for path, results in self._by_prim.items() for name, r in results.items()}
+        out = {}
+        for path, calls in self._by_prim.items():
+            merged = {}
+            for results in calls:
+                merged.update(results)
+            out.update(((path, name), r) for name, r in merged.items())
+        return out
 
-    def view(self, prim: Usd.Prim) -> _PrimView:
-        key = prim.GetPath()
+    def view(self, prim: Usd.Prim, path: Sdf.Path | None = None) -> _PrimView:
+        """What the resolver read of ``prim`` (``path``: its path, when the caller has it)."""
+        key = prim.GetPath() if path is None else path
         v = self._views.get(key)
         if v is None:
             v = self._views[key] = _PrimView(prim, str(key))
@@ -196,17 +211,19 @@ class Resolver:
             self._views[path] = _PrimView(prim, str(path), type_name, applied_schemas)
 
     # ------------------------------------------------------------------ resolving
-    def resolve(self, prim: Usd.Prim, prop: Property, ctx: Context | None = None) -> Resolved:
-        """Resolve ``prop`` on ``prim``; see the module docstring for the order."""
+    def resolve(self, prim: Usd.Prim, prop: Property, ctx: Context | None = None, path=None) -> Resolved:
+        """Resolve ``prop`` on ``prim``; see the module docstring for the order. ``path``: the prim's
+        ``Sdf.Path``, when the caller has it (saves asking the prim)."""
         single = self._singles.get(prop.name)
         if single is None or single[0] is not prop:  # one tuple per property: its results are shared
             single = self._singles[prop.name] = (prop,)
-        return self.resolve_all(prim, single, ctx)[prop.name]
+        return self.resolve_all(prim, single, ctx, path)[prop.name]
 
-    def resolve_all(self, prim: Usd.Prim, properties, ctx: Context | None = None) -> dict:
-        """Resolve several properties of one prim: property name -> :class:`Resolved`."""
+    def resolve_all(self, prim: Usd.Prim, properties, ctx: Context | None = None, path=None) -> dict:
+        """Resolve several properties of one prim: property name -> :class:`Resolved` (``path``: as in
+        :meth:`resolve`)."""
         t0 = time.perf_counter()
-        view, ctx = self.view(prim), ctx or _DEFAULT_CONTEXT
+        view, ctx = self.view(prim, path), ctx or _DEFAULT_CONTEXT
         path, authored = view.path, view.authored
         ctx_key = (ctx.angular, ctx.meters_per_unit, ctx.kilograms_per_unit, ctx.angle_unit)
         shared_key = None
@@ -220,7 +237,7 @@ class Resolver:
                 shared_key = (id(properties), view.applied, ctx_key)
                 hit = self._unauthored.get(shared_key)
                 if hit is not None and hit[0] is properties:
-                    self._by_prim.setdefault(path, {}).update(hit[1])
+                    self._by_prim.setdefault(path, []).append(hit[1])
                     self.seconds += time.perf_counter() - t0
                     return hit[1]
             hits = set().union(*(known[2][a] for a in mine))
@@ -242,7 +259,7 @@ class Resolver:
                 if result is None:
                     result = unauthored[name] = self._unauthored_result(prim, prop, view.applied, fallbacks, ctx)
             out[name] = result
-        self._by_prim.setdefault(path, {}).update(out)
+        self._by_prim.setdefault(path, []).append(out)
         if shared_key is not None:
             self._unauthored[shared_key] = (properties, out)
         self.seconds += time.perf_counter() - t0
