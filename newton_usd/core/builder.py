@@ -104,10 +104,11 @@ def _fresh(value):
 
 def _per_dof(value, nd: int):
     """A joint-wide or per-DOF value as ``nd`` values (a sequence of one value per DOF taken as it is)."""
-    if np.isscalar(value):
+    if type(value) in (tuple, list):
+        if len(value) == nd:
+            return value
+    elif np.isscalar(value):
         return [float(value)] * nd
-    if type(value) in (tuple, list) and len(value) == nd:
-        return value
     return np.broadcast_to(np.asarray(value, float), (nd,))
 
 

@@ -65,6 +65,9 @@ _JOINT_TYPES = {
 _UNSUPPORTED_JOINTS = (OT.CustomJoint,)
 
 _AXIS_VEC = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+# (axis token, reversed joint) -> the joint's axis as floats (reversed: negated, zeros included: -0.0)
+_AXIS_TUPLES = {(k, rev): tuple((-np.array(v) if rev else np.array(v)).tolist()) for k, v in _AXIS_VEC.items()
+                for rev in (False, True)}  # fmt: skip
 
 
 @dataclass
@@ -201,20 +204,20 @@ def add_usd(builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | No
         velocity = np.array((*lin, ax * DEG, ay * DEG, az * DEG))
         idx = builder.add_body((pos, rot), velocity=velocity, label=label, kinematic=is_kinematic)
         result.body_index[label] = idx
-        gravcomp = result.resolver.resolve(stage.GetPrimAtPath(path), props.BODY_GRAVCOMP)
+        gravcomp = result.resolver.resolve(stage.GetPrimAtPath(path), props.BODY_GRAVCOMP, path=path)
         if gravcomp.kind != "default":
             builder.set_mujoco("body", "body_gravcomp", idx, gravcomp.value)
 
     # ---- shapes
-    shape_parts = defaultdict(list)  # body index -> [(shape index, prim, volume-based props or None)]
-    frictions = {}  # material prim path -> its (torsional, rolling) friction, resolved once
+    shape_parts = defaultdict(list)  # body index -> [(shape index, prim, material or None, prim path)]
+    frictions = {}  # what the colliders share: their materials' values, read once (see _import_shape)
     for obj_type in _SHAPE_TYPES:
         for path, d in descs.get(obj_type, []):
             _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx,
                           frictions=frictions)  # fmt: skip
 
     # ---- PointInstancer instances of rigid-body prototypes: a body each, with the prototype's colliders
-    mass_source = {result.body_index[str(p)]: str(p) for p, _ in bodies if str(p) in result.body_index}
+    mass_source = {b: p for p, b in result.body_index.items()}  # (the enabled bodies so far, in their order)
     for proto in instanced:
         materials.update(proto.materials)
         for i, pos, rot, lin, ang in proto.instances(frame):
@@ -439,11 +442,11 @@ def _import_shape(
     frictions=None,
 ):  # fmt: skip
     """One collider. ``body`` and ``label`` are given for the colliders of PointInstancer instances
-    (the descriptor is the prototype's). ``frictions``: material prim path -> (torsional, rolling) friction
-    of the materials resolved so far (filled here)."""
+    (the descriptor is the prototype's). ``frictions``: a dict the colliders of one import share, to read
+    each material once (filled here)."""
     diag = result.diagnostics
     rigid_body = d.rigidBody
-    body_path = str(rigid_body) if rigid_body and not rigid_body.isEmpty else ""
+    body_path = str(rigid_body) if rigid_body else ""  # (an empty Sdf.Path is false)
     if body is None:
         body = result.body_index.get(body_path, -1)
     s = frame.meters_per_unit
@@ -502,24 +505,23 @@ def _import_shape(
         diag.add(f"{obj_type.name} colliders are not supported yet and were ignored", path)
         return
 
+    resolver = result.resolver
     md = _material(d, materials)
-    mu = float(md.dynamicFriction) if md is not None else 0.5
-    restitution = float(md.restitution) if md is not None else 0.0
+    if md is None:
+        mu, restitution = 0.5, 0.0
+        mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
+    else:
+        known = frictions.get(("material", id(md))) if frictions is not None else None
+        if known is None:
+            rolling = resolver.resolve_all(stage.GetPrimAtPath(md.primPath), _MATERIAL_PROPERTIES, ctx)
+            known = (float(md.dynamicFriction), float(md.restitution), rolling["torsional_friction"].value,
+                     rolling["rolling_friction"].value, md)  # fmt: skip
+            if frictions is not None:
+                frictions[("material", id(md))] = known  # (keeps md: its id is not reused meanwhile)
+        mu, restitution, mu_torsional, mu_rolling, _ = known
     if restitution > 0.0:
         diag.add("restitution is not simulated by the MuJoCo solver", path)
-    resolver = result.resolver
-    if md is not None:
-        material_path = md.primPath
-        known = frictions.get(material_path) if frictions is not None else None
-        if known is None:
-            rolling = resolver.resolve_all(stage.GetPrimAtPath(material_path), _MATERIAL_PROPERTIES, ctx)
-            known = rolling["torsional_friction"].value, rolling["rolling_friction"].value
-            if frictions is not None:
-                frictions[material_path] = known
-        mu_torsional, mu_rolling = known
-    else:
-        mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
-    resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx)
+    resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx, path)
     if obj_type != OT.MeshShape:
         parts = [(geo, scale, None, mesh)]
     label = label or str(path)
@@ -540,15 +542,28 @@ def _import_shape(
             collision_enabled=bool(d.collisionEnabled),
             label=label if k == 0 else f"{label}:part{k}",
         )
-        for name in ("condim", "priority", "solmix", "solref", "solimp", "group"):
-            if resolved[name].kind != "default":
-                builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
+        for name in _mujoco_shape_values(resolved, frictions):
+            builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
         result.shape_index[label if k == 0 else f"{label}:part{k}"] = idx
         if body >= 0:
-            shape_parts[body].append((idx, prim, md))
+            shape_parts[body].append((idx, prim, md, path))
 
 
 _MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)
+_MUJOCO_SHAPE_VALUES = ("condim", "priority", "solmix", "solref", "solimp", "group")
+
+
+def _mujoco_shape_values(resolved, cache=None) -> tuple:
+    """The names of :data:`_MUJOCO_SHAPE_VALUES` that ``resolved`` (a collider's resolved properties) does not
+    leave at their defaults. ``cache``: a dict to remember them per result (colliders that author none of
+    their properties share one)."""
+    hit = cache.get(("mujoco", id(resolved))) if cache is not None else None
+    if hit is not None and hit[0] is resolved:
+        return hit[1]
+    names = tuple(name for name in _MUJOCO_SHAPE_VALUES if resolved[name].kind != "default")
+    if cache is not None:
+        cache[("mujoco", id(resolved))] = (resolved, names)
+    return names
 
 
 _IDENTITY_ROT = np.array([0.0, 0.0, 0.0, 1.0])
@@ -669,11 +684,11 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
     collider_props = []
     keys = []  # the colliders' memo keys (None: one is not memoized)
     shape_type, shape_scale, shape_source = builder.shape_type, builder.shape_scale, builder.shape_source
-    for shape, shape_prim, md in parts:
+    for shape, shape_prim, md, shape_path in parts:
         geo = shape_type[shape]
         if geo == GeoType.PLANE:
             continue
-        shape_view = resolver.view(shape_prim)
+        shape_view = resolver.view(shape_prim, shape_path)
         c_mass, c_density, _, _, _ = _mass_api(shape_prim, file, shape_view.authored, shape_view.applied)
         if c_density > 0:
             density = c_density * density_scale
@@ -1274,8 +1289,8 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
     d6_axes = None
     cone_limit = None
     if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
-        axis = np.array(_AXIS_VEC[_axis_token(d.axis)])
-        ax = _joint_axis(-axis if reverse else axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag)
+        axis = _AXIS_TUPLES[_axis_token(d.axis), reverse]
+        ax = _joint_axis(axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag)
         if ax is None:  # locked
             jt = JointType.FIXED
         else:
@@ -1307,7 +1322,7 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
     if kinds:
         prim = stage.GetPrimAtPath(path)
         for angular in sorted(set(kinds)):
-            per_kind[angular] = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, ctx.of_kind(angular))
+            per_kind[angular] = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, ctx.of_kind(angular), path)
     armature = tuple(per_kind[a]["armature"].value for a in kinds) or 0.0
     friction = tuple(per_kind[a]["frictionloss"].value for a in kinds) or 0.0
     first_dof = len(builder.joint_armature)
