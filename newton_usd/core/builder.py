@@ -12,7 +12,15 @@ import warp as wp
 from . import inertia as mass_props
 from .kinematics import joint_motions
 from .model import Model
-from .quat import quat_conjugate, quat_from_axis_angle, quat_rotate, transform_inverse, transform_multiply
+from .quat import (
+    multiply4,
+    quat_conjugate,
+    quat_from_axis_angle,
+    quat_rotate,
+    rotate3,
+    transform_inverse,
+    transform_multiply,
+)
 from .types import JOINT_COORD_COUNT, DriveMode, GeoType, JointType
 
 IDENTITY = (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))
@@ -92,6 +100,26 @@ def _fresh(value):
     if isinstance(value, tuple):
         return tuple(_fresh(v) for v in value)
     return copy.deepcopy(value)
+
+
+def _per_dof(value, nd: int):
+    """A joint-wide or per-DOF value as ``nd`` values (a sequence of one value per DOF taken as it is)."""
+    if type(value) in (tuple, list):
+        if len(value) == nd:
+            return value
+    elif np.isscalar(value):
+        return [float(value)] * nd
+    return np.broadcast_to(np.asarray(value, float), (nd,))
+
+
+_DOF_DIM = {
+    JointType.PRISMATIC: (1, 0),
+    JointType.REVOLUTE: (0, 1),
+    JointType.BALL: (0, 3),
+    JointType.FIXED: (0, 0),
+    JointType.FREE: (3, 3),
+}
+"""(linear, angular) DOFs of the joint types other than D6."""
 
 
 def _kind_of(tables, name):
@@ -559,13 +587,6 @@ class ModelBuilder:
         else:
             nd = JOINT_COORD_COUNT[joint_type][1]
             dofs = [JointAxis(np.eye(3)[d % 3], effort_limit=effort_limit) for d in range(nd)]
-        dim = {
-            JointType.PRISMATIC: (1, 0),
-            JointType.REVOLUTE: (0, 1),
-            JointType.BALL: (0, 3),
-            JointType.FIXED: (0, 0),
-            JointType.FREE: (3, 3),
-        }[joint_type]
         return self._add_joint(
             joint_type,
             parent,
@@ -573,7 +594,7 @@ class ModelBuilder:
             parent_xform,
             child_xform,
             dofs,
-            dim,
+            _DOF_DIM[joint_type],
             JOINT_COORD_COUNT[joint_type][0],
             armature,
             friction,
@@ -650,8 +671,7 @@ class ModelBuilder:
         self.joint_articulation.append(int(articulation))
         self.joint_label.append(label or f"joint_{len(self.joint_label)}")
         per_dof = joint_type in (JointType.PRISMATIC, JointType.REVOLUTE, JointType.D6)
-        arm = [float(armature)] * nd if np.isscalar(armature) else np.broadcast_to(np.asarray(armature, float), (nd,))
-        fri = [float(friction)] * nd if np.isscalar(friction) else np.broadcast_to(np.asarray(friction, float), (nd,))
+        arm, fri = _per_dof(armature, nd), _per_dof(friction, nd)
         for d, ax in enumerate(dofs):
             a = np.asarray(ax.axis, dtype=np.float64)
             self.joint_axis.append(a / math.sqrt(float(a @ a)))
@@ -858,19 +878,19 @@ class ModelBuilder:
         for child, joints in stacks.items():
             j0 = joints[0]
             parent = self.joint_parent[j0]
+            if len(joints) == 1 and self.joint_type[j0] in (JointType.REVOLUTE, JointType.PRISMATIC):
+                # One scalar joint (the common case): its coordinate is read off the relative pose directly.
+                rel_p, rel_q = self._joint_relative_pose(parent, child, j0)
+                axis = self.joint_axis[dof_start[j0]]
+                if self.joint_type[j0] == JointType.PRISMATIC:
+                    self.joint_q[j0] = np.array([float(np.dot(np.array(rel_p), axis))])
+                else:
+                    angle = 2.0 * math.atan2(float(np.dot(np.array(rel_q[:3]), axis)), float(rel_q[3]))
+                    self.joint_q[j0] = np.array([(angle + math.pi) % (2.0 * math.pi) - math.pi])
+                continue
             X_wp = transform_multiply(self.body_q[parent], self.joint_X_p[j0]) if parent >= 0 else self.joint_X_p[j0]
             X_wc = transform_multiply(self.body_q[child], self.joint_X_c[j0])
             rel = transform_multiply(transform_inverse(X_wp), X_wc)
-            if len(joints) == 1 and self.joint_type[j0] in (JointType.REVOLUTE, JointType.PRISMATIC):
-                # One scalar joint (the common case): its coordinate is read off ``rel`` directly.
-                axis = self.joint_axis[dof_start[j0]]
-                if self.joint_type[j0] == JointType.PRISMATIC:
-                    self.joint_q[j0] = np.array([float(np.dot(rel[0], axis))])
-                else:
-                    q = rel[1]
-                    angle = 2.0 * math.atan2(float(np.dot(q[:3], axis)), float(q[3]))
-                    self.joint_q[j0] = np.array([(angle + math.pi) % (2.0 * math.pi) - math.pi])
-                continue
             # The stack's motion in the child body frame, about each joint's anchor.
             x_c0 = self.joint_X_c[j0]
             motion = transform_multiply(transform_multiply(x_c0, rel), transform_inverse(x_c0))
@@ -907,6 +927,26 @@ class ModelBuilder:
                         own_body = transform_multiply(transform_multiply(x_c, own), transform_inverse(x_c))
                         motion = transform_multiply(transform_inverse(own_body), motion)
                     self.joint_q[j] = np.array(coords)
+
+    def _joint_relative_pose(self, parent, child, j) -> tuple:
+        """Joint ``j``'s child frame relative to its parent frame, from the body poses, as (position, quat)
+        tuples of floats: ``transform_multiply(transform_inverse(X_wp), X_wc)`` with the arithmetic of the
+        single-transform functions (the same values bit for bit), without their small-array overhead."""
+
+        def compose(a_p, a_q, b_p, b_q):  # transform_multiply
+            rx, ry, rz = rotate3(a_q, b_p)
+            return (a_p[0] + rx, a_p[1] + ry, a_p[2] + rz), multiply4(a_q, b_q)
+
+        def floats(pose):
+            return [np.asarray(x, dtype=np.float64).tolist() for x in pose]
+
+        xp_p, xp_q = floats(self.joint_X_p[j])
+        if parent >= 0:
+            xp_p, xp_q = compose(*floats(self.body_q[parent]), xp_p, xp_q)
+        wc_p, wc_q = compose(*floats(self.body_q[child]), *floats(self.joint_X_c[j]))
+        inv_q = (xp_q[0] * -1.0, xp_q[1] * -1.0, xp_q[2] * -1.0, xp_q[3])  # transform_inverse
+        ix, iy, iz = rotate3(inv_q, xp_p)
+        return compose((-ix, -iy, -iz), inv_q, wc_p, wc_q)
 
     def joint_qd_from_body_qd(self):
         """Set joint velocities from the bodies' authored velocities (origin linear velocity, angular

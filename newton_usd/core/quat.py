@@ -24,8 +24,10 @@ def xyzw_to_wxyz(q):
 
 def gf_to_xyzw(q) -> np.ndarray:
     """A ``Gf.Quatf``/``Gf.Quatd``/``Gf.Quath`` to a Warp-order numpy quaternion (float64)."""
-    im = q.GetImaginary()
-    return np.array([im[0], im[1], im[2], q.GetReal()], dtype=np.float64)
+    out = np.empty(4)
+    out[:3] = q.GetImaginary()  # (the buffer of a Gf vector: no per-component calls)
+    out[3] = q.GetReal()
+    return out
 
 
 def xyzw_to_gf(q, gf_type):
@@ -33,21 +35,33 @@ def xyzw_to_gf(q, gf_type):
     return gf_type(float(q[3]), float(q[0]), float(q[1]), float(q[2]))
 
 
+def multiply4(a, b) -> tuple:
+    """:func:`quat_multiply` of one pair given as plain floats (sequences of 4), as a tuple: the arithmetic
+    of every single-quaternion product, so that results are the same bit for bit."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )
+
+
+def rotate3(q, v) -> tuple:
+    """:func:`quat_rotate` of one vector given as plain floats (``q`` 4, ``v`` 3), as a tuple (same arithmetic)."""
+    x, y, z, w = q
+    vx, vy, vz = v
+    tx, ty, tz = 2.0 * (y * vz - z * vy), 2.0 * (z * vx - x * vz), 2.0 * (x * vy - y * vx)
+    return vx + w * tx + y * tz - z * ty, vy + w * ty + z * tx - x * tz, vz + w * tz + x * ty - y * tx
+
+
 def quat_multiply(a, b) -> np.ndarray:
     """Hamilton product a * b of Warp-order quaternions (batched)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.ndim == 1 and b.ndim == 1:  # one pair: plain floats are much faster than stacking arrays
-        ax, ay, az, aw = a.tolist()
-        bx, by, bz, bw = b.tolist()
-        return np.array(
-            [
-                aw * bx + ax * bw + ay * bz - az * by,
-                aw * by - ax * bz + ay * bw + az * bx,
-                aw * bz + ax * by - ay * bx + az * bw,
-                aw * bw - ax * bx - ay * by - az * bz,
-            ]
-        )
+        return np.array(multiply4(a.tolist(), b.tolist()))
     ax, ay, az, aw = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bx, by, bz, bw = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
@@ -79,10 +93,7 @@ def quat_rotate(q, v) -> np.ndarray:
     q = np.asarray(q, dtype=np.float64)
     v = np.asarray(v, dtype=np.float64)
     if q.ndim == 1 and v.ndim == 1:  # one vector: plain floats
-        x, y, z, w = q.tolist()
-        vx, vy, vz = v.tolist()
-        tx, ty, tz = 2.0 * (y * vz - z * vy), 2.0 * (z * vx - x * vz), 2.0 * (x * vy - y * vx)
-        return np.array([vx + w * tx + y * tz - z * ty, vy + w * ty + z * tx - x * tz, vz + w * tz + x * ty - y * tx])
+        return np.array(rotate3(q.tolist(), v.tolist()))
     u = q[..., :3]
     w = q[..., 3:4]
     t = 2.0 * cross(u, v)

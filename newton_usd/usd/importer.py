@@ -8,12 +8,14 @@ properties with the UsdPhysics precedence, and orienting joints into a tree root
 
 from __future__ import annotations
 
+import functools
+import gc
 import math
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from ..core import inertia as mass_props
 from ..core.builder import JointAxis, Mesh, ModelBuilder
@@ -64,6 +66,9 @@ _JOINT_TYPES = {
 _UNSUPPORTED_JOINTS = (OT.CustomJoint,)
 
 _AXIS_VEC = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+# (axis token, reversed joint) -> the joint's axis as floats (reversed: negated, zeros included: -0.0)
+_AXIS_TUPLES = {(k, rev): tuple((-np.array(v) if rev else np.array(v)).tolist()) for k, v in _AXIS_VEC.items()
+                for rev in (False, True)}  # fmt: skip
 
 
 @dataclass
@@ -122,6 +127,28 @@ def _load_descriptors(stage, roots=("/",), exclude=(), owners=None):
     return out
 
 
+def _collector_paused(func):
+    """Run ``func`` with Python's cyclic garbage collector paused (restored after, as it was).
+
+    An import allocates hundreds of thousands of container objects (USD's descriptors and paths, builder
+    rows) that are not garbage: the collector's passes over them found next to nothing and took about a tenth
+    of a 1,024-robot import. Reference counting frees memory as usual; the few cycles an import may leave are
+    collected by the next pass after it."""
+
+    @functools.wraps(func)
+    def paused(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused
+
+
+@_collector_paused
 def add_usd(
     builder: ModelBuilder, source, *, order=DIALECTS, env_root: str | None = None, scene: str | None = None
 ) -> UsdImport:
@@ -186,10 +213,10 @@ def add_usd(
         result.scene_path = str(scene_descs[0][0])
     if builder.source is None:
         builder.source = file
-    joint_paths = {str(p) for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
-    body_paths = {str(p) for p, _ in descs.get(OT.RigidBody, [])}
+    joint_paths = {p for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
+    body_paths = {p for p, _ in descs.get(OT.RigidBody, [])}
     types = _MJC_TYPED + ("MjcKeyframe", "PointInstancer")
-    order, typed = _scan(stage, joint_paths | body_paths, types, exclude=others)
+    order, typed = _scan(stage, joint_paths | body_paths, types, exclude=others, resolver=result.resolver)
     if owners is not None:
         keep_scene_prims(typed, result.scenes, result.scene_path)
     instanced = _instancer_prototypes(stage, typed["PointInstancer"], result, owners)
@@ -216,31 +243,35 @@ def add_usd(
     body_pose = {}
     kinematic = set()
     for path, d in bodies:
-        pos, rot = frame.world_pose_to_sim(np.array(d.position, dtype=np.float64), gf_to_xyzw(d.rotation))
-        body_pose[str(path)] = (pos, rot)
+        label = str(path)
+        pos, rot = frame.world_pose_floats(_floats(d.position), gf_to_xyzw(d.rotation).tolist())
+        pos, rot = np.array(pos), np.array(rot)
+        body_pose[label] = (pos, rot)
         if not d.rigidBodyEnabled:
             diag.add("rigid body disabled (physics:rigidBodyEnabled = false): its colliders are static", path)
             continue
-        if d.kinematicBody:
-            kinematic.add(str(path))
-        lin = frame.world_vector_to_sim(np.array(d.linearVelocity, dtype=np.float64))
-        ang = frame.world_vector_to_sim(np.array(d.angularVelocity, dtype=np.float64), length=False) * DEG
-        idx = builder.add_body(
-            (pos, rot), velocity=np.concatenate([lin, ang]), label=str(path), kinematic=bool(d.kinematicBody)
-        )
-        result.body_index[str(path)] = idx
-        gravcomp = result.resolver.resolve(stage.GetPrimAtPath(path), props.BODY_GRAVCOMP)
+        is_kinematic = bool(d.kinematicBody)
+        if is_kinematic:
+            kinematic.add(label)
+        lin = frame.world_vector_floats(_floats(d.linearVelocity))
+        ax, ay, az = frame.world_vector_floats(_floats(d.angularVelocity), length=False)
+        velocity = np.array((*lin, ax * DEG, ay * DEG, az * DEG))
+        idx = builder.add_body((pos, rot), velocity=velocity, label=label, kinematic=is_kinematic)
+        result.body_index[label] = idx
+        gravcomp = result.resolver.resolve(stage.GetPrimAtPath(path), props.BODY_GRAVCOMP, path=path)
         if gravcomp.kind != "default":
             builder.set_mujoco("body", "body_gravcomp", idx, gravcomp.value)
 
     # ---- shapes
-    shape_parts = defaultdict(list)  # body index -> [(shape index, prim, volume-based props or None)]
+    shape_parts = defaultdict(list)  # body index -> [(shape index, prim, material or None, prim path)]
+    frictions = {}  # what the colliders share: their materials' values, read once (see _import_shape)
     for obj_type in _SHAPE_TYPES:
         for path, d in descs.get(obj_type, []):
-            _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx)
+            _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx,
+                          frictions=frictions)  # fmt: skip
 
     # ---- PointInstancer instances of rigid-body prototypes: a body each, with the prototype's colliders
-    mass_source = {result.body_index[str(p)]: str(p) for p, _ in bodies if str(p) in result.body_index}
+    mass_source = {b: p for p, b in result.body_index.items()}  # (the enabled bodies so far, in their order)
     for proto in instanced:
         materials.update(proto.materials)
         for i, pos, rot, lin, ang in proto.instances(frame):
@@ -251,12 +282,14 @@ def add_usd(
             for obj_type, path, d in proto.shapes:
                 below = str(path)[len(proto.body) :]
                 _import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts,
-                              ctx, body=b, label=label + below)  # fmt: skip
+                              ctx, body=b, label=label + below, frictions=frictions)  # fmt: skip
 
     # ---- mass properties, with the UsdPhysics precedence
     massless = []
+    memo = {}
     for b, path in mass_source.items():
-        _import_mass(builder, stage, b, path, shape_parts[b], materials, frame, diag, file, massless, result.resolver)
+        _import_mass(builder, stage, b, path, shape_parts[b], materials, frame, diag, file, massless, result.resolver,
+                     memo)  # fmt: skip
 
     # ---- joints, oriented into trees rooted at the world
     _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order)
@@ -278,6 +311,11 @@ def add_usd(
         _replicate_environments(builder, stage, descs, typed, result)
     diag.emit(file)
     return result
+
+
+def _floats(vec) -> list:
+    """A Gf vector's components as Python floats (as ``np.array(vec, dtype=np.float64)`` holds them)."""
+    return np.array(vec, dtype=np.float64).tolist()
 
 
 def _replicate_environments(builder, stage, descs, typed, result):
@@ -482,12 +520,15 @@ def _material(d, materials):
 
 
 def _import_shape(
-    builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx, body=None, label=None
-):
+    builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx, body=None, label=None,
+    frictions=None,
+):  # fmt: skip
     """One collider. ``body`` and ``label`` are given for the colliders of PointInstancer instances
-    (the descriptor is the prototype's)."""
+    (the descriptor is the prototype's). ``frictions``: a dict the colliders of one import share, to read
+    each material once (filled here)."""
     diag = result.diagnostics
-    body_path = str(d.rigidBody) if d.rigidBody and not d.rigidBody.isEmpty else ""
+    rigid_body = d.rigidBody
+    body_path = str(rigid_body) if rigid_body else ""  # (an empty Sdf.Path is false)
     if body is None:
         body = result.body_index.get(body_path, -1)
     s = frame.meters_per_unit
@@ -546,19 +587,23 @@ def _import_shape(
         diag.add(f"{obj_type.name} colliders are not supported yet and were ignored", path)
         return
 
+    resolver = result.resolver
     md = _material(d, materials)
-    mu = float(md.dynamicFriction) if md is not None else 0.5
-    restitution = float(md.restitution) if md is not None else 0.0
+    if md is None:
+        mu, restitution = 0.5, 0.0
+        mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
+    else:
+        known = frictions.get(("material", id(md))) if frictions is not None else None
+        if known is None:
+            rolling = resolver.resolve_all(stage.GetPrimAtPath(md.primPath), _MATERIAL_PROPERTIES, ctx)
+            known = (float(md.dynamicFriction), float(md.restitution), rolling["torsional_friction"].value,
+                     rolling["rolling_friction"].value, md)  # fmt: skip
+            if frictions is not None:
+                frictions[("material", id(md))] = known  # (keeps md: its id is not reused meanwhile)
+        mu, restitution, mu_torsional, mu_rolling, _ = known
     if restitution > 0.0:
         diag.add("restitution is not simulated by the MuJoCo solver", path)
-    resolver = result.resolver
-    if md is not None:
-        material_prim = stage.GetPrimAtPath(md.primPath)
-        rolling = resolver.resolve_all(material_prim, _MATERIAL_PROPERTIES, ctx)
-        mu_torsional, mu_rolling = rolling["torsional_friction"].value, rolling["rolling_friction"].value
-    else:
-        mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
-    resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx)
+    resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx, path)
     if obj_type != OT.MeshShape:
         parts = [(geo, scale, None, mesh)]
     label = label or str(path)
@@ -579,15 +624,28 @@ def _import_shape(
             collision_enabled=bool(d.collisionEnabled),
             label=label if k == 0 else f"{label}:part{k}",
         )
-        for name in ("condim", "priority", "solmix", "solref", "solimp", "group"):
-            if resolved[name].kind != "default":
-                builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
+        for name in _mujoco_shape_values(resolved, frictions):
+            builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
         result.shape_index[label if k == 0 else f"{label}:part{k}"] = idx
         if body >= 0:
-            shape_parts[body].append((idx, prim, md))
+            shape_parts[body].append((idx, prim, md, path))
 
 
 _MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)
+_MUJOCO_SHAPE_VALUES = ("condim", "priority", "solmix", "solref", "solimp", "group")
+
+
+def _mujoco_shape_values(resolved, cache=None) -> tuple:
+    """The names of :data:`_MUJOCO_SHAPE_VALUES` that ``resolved`` (a collider's resolved properties) does not
+    leave at their defaults. ``cache``: a dict to remember them per result (colliders that author none of
+    their properties share one)."""
+    hit = cache.get(("mujoco", id(resolved))) if cache is not None else None
+    if hit is not None and hit[0] is resolved:
+        return hit[1]
+    names = tuple(name for name in _MUJOCO_SHAPE_VALUES if resolved[name].kind != "default")
+    if cache is not None:
+        cache[("mujoco", id(resolved))] = (resolved, names)
+    return names
 
 
 _IDENTITY_ROT = np.array([0.0, 0.0, 0.0, 1.0])
@@ -639,8 +697,15 @@ def _decompose(prim, mesh, path, diag) -> list:
 
 
 def _axis_token(axis) -> str:
-    name = str(axis).split(".")[-1]
-    return name if name in _AXIS_VEC else "Z"
+    key = (type(axis), axis)
+    name = _AXIS_TOKENS.get(key)
+    if name is None:
+        name = str(axis).split(".")[-1]
+        name = _AXIS_TOKENS[key] = name if name in _AXIS_VEC else "Z"
+    return name
+
+
+_AXIS_TOKENS = {}  # UsdPhysics.Axis value -> "X", "Y" or "Z" (str() of a Boost.Python enum is slow)
 
 
 _MASS_ATTRIBUTES = frozenset(
@@ -649,18 +714,19 @@ _MASS_ATTRIBUTES = frozenset(
 _NO_MASS = (0.0, 0.0, None, None, None)
 
 
-def _mass_api(prim, file=None, authored=None):
+def _mass_api(prim, file=None, authored=None, applied=None):
     """(mass, density, com or None, diagonal inertia or None, principal axes quat) authored on ``prim``
-    (``authored``: the prim's authored property names, when known, to skip prims that author none)."""
+    (``authored``: the prim's authored property names, when known, to skip prims that author none;
+    ``applied``: its applied schemas, when known)."""
     if authored is not None and authored.isdisjoint(_MASS_ATTRIBUTES):
         return _NO_MASS
-    if not prim.HasAPI(UsdPhysics.MassAPI):
+    if not ("PhysicsMassAPI" in applied if applied is not None else prim.HasAPI(UsdPhysics.MassAPI)):
         return _NO_MASS
-    api = UsdPhysics.MassAPI(prim)
     if authored is None:
         authored = _MASS_ATTRIBUTES
-    mass = (api.GetMassAttr().Get() or 0.0) if "physics:mass" in authored else 0.0
-    density = (api.GetDensityAttr().Get() or 0.0) if "physics:density" in authored else 0.0
+    get = prim.GetAttribute  # (what the MassAPI schema's attribute getters return)
+    mass = (get("physics:mass").Get() or 0.0) if "physics:mass" in authored else 0.0
+    density = (get("physics:density").Get() or 0.0) if "physics:density" in authored else 0.0
     for name, value in (("physics:mass", mass), ("physics:density", density)):
         if value < 0 or not math.isfinite(value):
             raise UsdInputError(
@@ -669,9 +735,9 @@ def _mass_api(prim, file=None, authored=None):
                 prim=str(prim.GetPath()),
                 attribute=name,
             )
-    com = api.GetCenterOfMassAttr().Get() if "physics:centerOfMass" in authored else None
+    com = get("physics:centerOfMass").Get() if "physics:centerOfMass" in authored else None
     com = None if com is None or not all(math.isfinite(c) for c in com) else np.array(com, dtype=np.float64)
-    diag = api.GetDiagonalInertiaAttr().Get() if "physics:diagonalInertia" in authored else None
+    diag = get("physics:diagonalInertia").Get() if "physics:diagonalInertia" in authored else None
     if diag is not None and any(x < 0 for x in diag):
         raise UsdInputError(
             f"must be >= 0 in every component, got {tuple(diag)}",
@@ -680,27 +746,32 @@ def _mass_api(prim, file=None, authored=None):
             attribute="physics:diagonalInertia",
         )
     diag = None if diag is None or all(x == 0 for x in diag) else np.array(diag, dtype=np.float64)
-    axes = api.GetPrincipalAxesAttr().Get() if "physics:principalAxes" in authored else None
+    axes = get("physics:principalAxes").Get() if "physics:principalAxes" in authored else None
     axes = None if axes is None else gf_to_xyzw(axes)
     if axes is not None and np.linalg.norm(axes) < 1e-9:
         axes = None
     return float(mass), float(density), com, diag, axes
 
 
-def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file, massless, resolver):
+def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file, massless, resolver, memo=None):
     """Mass properties: body MassAPI mass > sum of collider masses (collider mass > collider density >
-    body density > material density > 1000 kg/m^3); COM and inertia from the colliders unless authored."""
+    body density > material density > 1000 kg/m^3); COM and inertia from the colliders unless authored.
+    ``memo``: a dict for the body-frame mass properties of analytic colliders, by their exact inputs
+    (identical colliders, as in replicated robots, are computed once)."""
     s, k = frame.meters_per_unit, frame.kilograms_per_unit
     density_scale = k / s**3
     prim = stage.GetPrimAtPath(path)
-    view = resolver.view
-    b_mass, b_density, b_com, b_inertia, b_axes = _mass_api(prim, file, view(prim).authored)
+    view = resolver.view(prim)
+    b_mass, b_density, b_com, b_inertia, b_axes = _mass_api(prim, file, view.authored, view.applied)
     collider_props = []
-    for shape, shape_prim, md in parts:
-        geo = builder.shape_type[shape]
+    keys = []  # the colliders' memo keys (None: one is not memoized)
+    shape_type, shape_scale, shape_source = builder.shape_type, builder.shape_scale, builder.shape_source
+    for shape, shape_prim, md, shape_path in parts:
+        geo = shape_type[shape]
         if geo == GeoType.PLANE:
             continue
-        c_mass, c_density, _, _, _ = _mass_api(shape_prim, file, view(shape_prim).authored)
+        shape_view = resolver.view(shape_prim, shape_path)
+        c_mass, c_density, _, _, _ = _mass_api(shape_prim, file, shape_view.authored, shape_view.applied)
         if c_density > 0:
             density = c_density * density_scale
         elif b_density > 0:
@@ -709,13 +780,36 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
             density = md.density * density_scale
         else:
             density = DEFAULT_DENSITY
-        props = mass_props.shape_mass_properties(geo, builder.shape_scale[shape], density, builder.shape_source[shape])
+        scale, source = shape_scale[shape], shape_source[shape]
+        p, q = builder.shape_transform[shape]
+        key = None
+        if memo is not None and source is None:  # (density and c_mass are never -0.0: == is exact here)
+            key = (geo, density, c_mass, scale.tobytes(), p.tobytes(), q.tobytes())
+            keys.append(key)
+            part = memo.get(key)
+            if part is not None:
+                collider_props.append((part[0], part[1].copy(), part[2].copy()))
+                continue
+        else:
+            keys.append(None)
+        props = mass_props.shape_mass_properties(geo, scale, density, source)
         if c_mass > 0 and props[0] > 0:  # an authored collider mass scales its shape's distribution
             f = c_mass * k / props[0]
             props = (props[0] * f, props[1], props[2] * f)
-        p, q = builder.shape_transform[shape]
-        collider_props.append(mass_props.transform_inertia(*props, p, q))
-    mass, com, inertia = mass_props.combine(collider_props) if collider_props else (0.0, np.zeros(3), np.zeros((3, 3)))
+        part = mass_props.transform_inertia(*props, p, q)
+        if key is not None:
+            memo[key] = (part[0], part[1].copy(), part[2].copy())
+        collider_props.append(part)
+    if not collider_props:
+        mass, com, inertia = 0.0, np.zeros(3), np.zeros((3, 3))
+    elif len(collider_props) > 1 and memo is not None and None not in keys:  # the same colliders: the same sum
+        key = ("combined", *keys)
+        combined = memo.get(key)
+        if combined is None:
+            combined = memo[key] = mass_props.combine(collider_props)
+        mass, com, inertia = combined[0], combined[1].copy(), combined[2].copy()
+    else:
+        mass, com, inertia = mass_props.combine(collider_props)
     if b_mass > 0:
         if mass > 0:
             inertia = inertia * (b_mass * k / mass)
@@ -733,7 +827,14 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
         builder.set_body_mass(body, 0.0, com, np.zeros((3, 3)))
         massless.append(body)  # resolved once the joints are known (see _resolve_massless)
         return
-    if np.linalg.det(inertia) <= 0:
+    if memo is None:
+        degenerate = np.linalg.det(inertia) <= 0
+    else:
+        key = ("degenerate", inertia.tobytes())
+        degenerate = memo.get(key)
+        if degenerate is None:
+            degenerate = memo[key] = np.linalg.det(inertia) <= 0
+    if degenerate:
         inertia = np.eye(3) * max(1e-6, mass * 1e-4)
         diag.add("body inertia not positive definite: replaced with a small isotropic inertia", path)
     builder.set_body_mass(body, mass, com, inertia)
@@ -803,6 +904,8 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
                     path,
                     d,
                     jt,
+                    b0,
+                    b1,
                     reverse=(b0 != parent),
                     frame=frame,
                     result=result,
@@ -842,8 +945,9 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
 def _joint_bodies(d, path, result):
     """A joint's ``(body0, body1)`` indices (-1: the world), or None (reported) when a target is not a
     simulated body or both are the same body."""
-    b0 = -1 if (not d.body0 or d.body0.isEmpty) else result.body_index.get(str(d.body0))
-    b1 = -1 if (not d.body1 or d.body1.isEmpty) else result.body_index.get(str(d.body1))
+    body0, body1 = d.body0, d.body1
+    b0 = -1 if (not body0 or body0.isEmpty) else result.body_index.get(str(body0))
+    b1 = -1 if (not body1 or body1.isEmpty) else result.body_index.get(str(body1))
     if b0 is None or b1 is None:
         result.diagnostics.add("joint attached to a prim that is not a simulated rigid body: ignored", path)
         return None
@@ -998,13 +1102,16 @@ def _import_joint_states(builder, stage, result, frame) -> bool:
         if not axes:
             continue
         prim = stage.GetPrimAtPath(path)
-        if not prim or result.resolver.view(prim).authored.isdisjoint(_STATE_ATTRIBUTES[jt]):
+        if not prim:
+            continue
+        authored = result.resolver.view(prim).authored
+        if authored.isdisjoint(_STATE_ATTRIBUTES[jt]):
             continue
         n_lin = builder.joint_dof_dim[j][0]
         for k in range(len(builder.joint_qd[j])):
-            axis = builder.joint_axis[dof_start[j] + k]
             if jt == JointType.D6:
                 # D6 DOFs are the free axes in X, Y, Z order: find this DOF's axis token.
+                axis = builder.joint_axis[dof_start[j] + k]
                 name = ("trans" if k < n_lin else "rot") + "XYZ"[int(np.argmax(np.abs(axis)))]
                 sign = float(np.sign(axis[int(np.argmax(np.abs(axis)))]))
             else:
@@ -1012,7 +1119,10 @@ def _import_joint_states(builder, stage, result, frame) -> bool:
             angular = jt == JointType.REVOLUTE or (jt == JointType.D6 and k >= n_lin)
             unit = DEG if angular else frame.meters_per_unit
             for attr_name, target in (("position", builder.joint_q[j]), ("velocity", builder.joint_qd[j])):
-                attr = prim.GetAttribute(f"state:{name}:physics:{attr_name}")
+                attr_path = f"state:{name}:physics:{attr_name}"
+                if attr_path not in authored:  # no opinion: no authored value
+                    continue
+                attr = prim.GetAttribute(attr_path)
                 value = attr.Get() if attr and attr.HasAuthoredValue() else None
                 if value is not None:
                     new = sign * float(value) * unit
@@ -1020,7 +1130,7 @@ def _import_joint_states(builder, stage, result, frame) -> bool:
                     # (stages often author the current angles, e.g. 0 for every joint).
                     moved |= attr_name == "position" and not math.isclose(new, target[k], rel_tol=1e-6, abs_tol=1e-9)
                     target[k] = new
-                    result.resolver.used.add((path, attr.GetName()))
+                    result.resolver.used.add((path, attr_path))
     return moved
 
 
@@ -1063,7 +1173,8 @@ def _import_collision_filters(builder, stage, descs, result):
         for _, d in descs.get(joint_type, []):
             if d.collisionEnabled or not d.jointEnabled:
                 continue
-            a, b = body_for(d.body0) if not d.body0.isEmpty else -1, body_for(d.body1) if not d.body1.isEmpty else -1
+            body0, body1 = d.body0, d.body1
+            a, b = body_for(body0) if not body0.isEmpty else -1, body_for(body1) if not body1.isEmpty else -1
             if a is not None and b is not None and a != b and min(a, b) >= 0:
                 pairs.add((min(a, b), max(a, b)))
     builder.body_collision_filter_pairs = sorted(pairs)
@@ -1114,32 +1225,48 @@ def _import_collision_filters(builder, stage, descs, result):
 _MJC_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")  # (MjcKeyframe: see usd/keyframes.py)
 
 
-def _scan(stage, paths, type_names, exclude=()):
-    """One traversal: the authored order of ``paths`` (prim path -> index), the prims of each of
-    ``type_names`` (type name -> prims, in order), the site prims (under "sites") and the MuJoCo
-    visual geoms (under "visuals"). The subtrees of ``exclude`` are skipped."""
+def _scan(stage, paths, type_names, exclude=(), resolver=None):
+    """One traversal: the authored order of ``paths`` (``Sdf.Path``s of joints and rigid bodies; prim path
+    string -> index), the prims of each of ``type_names`` (type name -> prims, in order), the site prims
+    (under "sites") and the MuJoCo visual geoms (under "visuals"). The subtrees of ``exclude`` are skipped.
+    The ``resolver``'s views of the joints, rigid bodies and colliders are prepared on the way."""
     order, typed = {}, {t: [] for t in type_names}
     typed["sites"], typed["visuals"] = [], []
-    wanted = {Sdf.Path(p) for p in paths}
+    wanted = set(paths)
     skip = {Sdf.Path(p) for p in exclude}
     site_apis = ("MjcSiteAPI", "NewtonSiteAPI")
+    is_joint = {}  # type name -> whether it is a UsdPhysics joint type
     prims = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()))
     for prim in prims:
-        path = prim.GetPath()
-        if skip and path in skip:
-            prims.PruneChildren()
-            continue
-        if path in wanted:
-            order[str(path)] = len(order)
+        path = None
+        if skip:
+            path = prim.GetPath()
+            if path in skip:
+                prims.PruneChildren()
+                continue
         type_name = prim.GetTypeName()
         if type_name in typed:
             typed[type_name].append(prim)
         applied = prim.GetAppliedSchemas()
+        joint = is_joint.get(type_name)
+        if joint is None:
+            joint = is_joint[type_name] = Usd.SchemaRegistry.GetTypeFromName(type_name).IsA(_JOINT_TYPE)
+        # Only joints and rigid bodies are among ``paths`` (UsdPhysics' parser: IsA joint, RigidBodyAPI).
+        if joint or (applied and ("PhysicsRigidBodyAPI" in applied or "PhysicsCollisionAPI" in applied)):
+            if path is None:
+                path = prim.GetPath()
+            if path in wanted:
+                order[str(path)] = len(order)
+            if resolver is not None:
+                resolver.add_view(prim, path, type_name, applied)
         if applied and (site_apis[0] in applied or site_apis[1] in applied):
             typed["sites"].append(prim)
         elif applied and VISUAL_API in applied and "PhysicsCollisionAPI" not in applied:
             typed["visuals"].append(prim)
     return order, typed
+
+
+_JOINT_TYPE = Tf.Type.FindByName("UsdPhysicsJoint")
 
 
 _SITE_SHAPES = {"Sphere": GeoType.SPHERE, "Capsule": GeoType.CAPSULE, "Cylinder": GeoType.CYLINDER, "Cube": GeoType.BOX}
@@ -1236,18 +1363,19 @@ _MUJOCO_DOF_VALUES = {
 }
 
 
-def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, art_index, stage, ctx):
+def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulation_of, art_index, stage, ctx):
+    """One joint of the tree: ``b0`` and ``b1`` are its bodies' indices (-1: the world), ``reverse`` whether
+    body1 is the parent."""
     diag = result.diagnostics
-    b0 = result.body_index.get(str(d.body0), -1) if not d.body0.isEmpty else -1
-    b1 = result.body_index.get(str(d.body1), -1) if not d.body1.isEmpty else -1
+    label = str(path)
     x0, x1 = _joint_frames(d, b0, b1, frame)
     parent, child, xp, xc = (b1, b0, x1, x0) if reverse else (b0, b1, x0, x1)
     kw = {}
     d6_axes = None
     cone_limit = None
     if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
-        axis = np.array(_AXIS_VEC[_axis_token(d.axis)])
-        ax = _joint_axis(-axis if reverse else axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag)
+        axis = _AXIS_TUPLES[_axis_token(d.axis), reverse]
+        ax = _joint_axis(axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag)
         if ax is None:  # locked
             jt = JointType.FIXED
         else:
@@ -1263,7 +1391,7 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
             if len(set(cones)) > 1:
                 diag.add("elliptical cone limits are simulated as a circular cone of the smaller angle", path)
             cone_limit = min(cones) * DEG
-    art = articulation_of.get(str(path))
+    art = articulation_of.get(label)
     if art is not None:
         kw["articulation"] = art_index.setdefault(str(art), len(builder.articulation_label))
         if kw["articulation"] == len(builder.articulation_label):
@@ -1279,7 +1407,7 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
     if kinds:
         prim = stage.GetPrimAtPath(path)
         for angular in sorted(set(kinds)):
-            per_kind[angular] = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, ctx.of_kind(angular))
+            per_kind[angular] = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, ctx.of_kind(angular), path)
     armature = tuple(per_kind[a]["armature"].value for a in kinds) or 0.0
     friction = tuple(per_kind[a]["frictionloss"].value for a in kinds) or 0.0
     first_dof = len(builder.joint_armature)
@@ -1293,13 +1421,13 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
             angular_axes=d6_axes[1],
             armature=armature,
             friction=friction,
-            label=str(path),
+            label=label,
             articulation=kw.get("articulation", -1),
         )
     else:
         if jt == JointType.FIXED:  # a locked axis: only the articulation is left to pass on
             kw = {key: v for key, v in kw.items() if key == "articulation"}
-        j = builder.add_joint(jt, parent, child, xp, xc, label=str(path), armature=armature, friction=friction, **kw)
+        j = builder.add_joint(jt, parent, child, xp, xc, label=label, armature=armature, friction=friction, **kw)
     if cone_limit is not None:
         builder.set_mujoco("joint", "joint_cone_limit", j, cone_limit)
     if d6_axes is not None:
@@ -1309,7 +1437,7 @@ def _add_joint(builder, path, d, jt, reverse, frame, result, articulation_of, ar
             r = per_kind[angular][name]
             if r.kind != "default":
                 builder.set_mujoco("dof", key, first_dof + k_dof, r.value)
-    result.joint_index[str(path)] = j
+    result.joint_index[label] = j
 
 
 def _d6_distance_limit(builder, d, parent, child, xp, xc, frame, result, path):

@@ -97,7 +97,13 @@ class Context:
 
     def of_kind(self, angular: bool) -> "Context":
         """This context for an angular (True) or linear (False) joint DOF."""
-        return self if self.angular == angular else replace(self, angular=angular)
+        if self.angular == angular:
+            return self
+        key = (angular, self.meters_per_unit, self.kilograms_per_unit, self.angle_unit)
+        made = self.__dict__.get("_of_kind")  # the last one made (not a field: replace() leaves it)
+        if made is None or made[0] != key:
+            made = self.__dict__["_of_kind"] = (key, replace(self, angular=angular))
+        return made[1]
 
 
 _DEFAULT_CONTEXT = Context()
@@ -105,14 +111,26 @@ _MISSING = object()
 
 
 class _PrimView:
-    __slots__ = ("authored", "applied", "path")
+    """What the resolver reads of a prim once: its path, typed and applied schemas and (when first asked for)
+    its authored property names."""
 
-    def __init__(self, prim: Usd.Prim, path: str):
+    __slots__ = ("_authored", "_prim", "applied", "path")
+
+    def __init__(self, prim: Usd.Prim, path: str, type_name=None, applied_schemas=None):
         self.path = path
-        self.authored = set(prim.GetAuthoredPropertyNames())
+        self._prim, self._authored = prim, None
         # Schemas whose fallbacks count: the prim's typed schema (e.g. MjcActuator), then applied APIs.
-        type_name = str(prim.GetTypeName())
-        self.applied = tuple(([type_name] if type_name else []) + list(prim.GetAppliedSchemas()))
+        type_name = str(prim.GetTypeName()) if type_name is None else type_name
+        applied_schemas = prim.GetAppliedSchemas() if applied_schemas is None else applied_schemas
+        self.applied = tuple(([type_name] if type_name else []) + list(applied_schemas))
+
+    @property
+    def authored(self) -> set:
+        """The prim's authored property names."""
+        if self._authored is None:
+            self._authored = set(self._prim.GetAuthoredPropertyNames())
+            self._prim = None
+        return self._authored
 
 
 @dataclass
@@ -126,7 +144,9 @@ class Resolver:
 
     order: tuple = DIALECTS
     file: str | None = None
-    _by_prim: dict = field(default_factory=dict)  # prim path -> {property name: Resolved}
+    # prim path -> the results of its resolve_all calls in order ({property name: Resolved}; a later call's
+    # value of a name wins): results shared by prims are kept, not copied
+    _by_prim: dict = field(default_factory=dict)
     used: set = field(default_factory=set)  # (prim path, attribute) read by the runtime
     _views: dict = field(default_factory=dict)
     _fallbacks: dict = field(default_factory=dict)  # schema name -> {attribute: fallback}
@@ -138,7 +158,10 @@ class Resolver:
     # Results of property tuples a prim authors none of, per (tuple id, applied schemas, context): shared
     # by every such prim (each entry keeps its tuple, so a reused id cannot hit a stale entry).
     _unauthored: dict = field(default_factory=dict)
-    _tuple_attributes: dict = field(default_factory=dict)  # tuple id -> (tuple, its candidate attributes)
+    _tuple_attributes: dict = field(default_factory=dict)  # tuple id -> Resolver._table(tuple)
+    # (applied schemas, context) -> {property name: Resolved} where the prim authors none of its attributes.
+    _unauthored_values: dict = field(default_factory=dict)
+    _singles: dict = field(default_factory=dict)  # property name -> (property,), the tuple resolve() passes
 
     def __post_init__(self):
         unknown = [d for d in self.order if d not in DIALECTS]
@@ -165,68 +188,107 @@ class Resolver:
     @property
     def provenance(self) -> dict:
         """(prim path, property name) -> :class:`Resolved`, for every property resolved so far."""
-        return {(path, name): r for path, results in self._by_prim.items() for name, r in results.items()}
+        out = {}
+        for path, calls in self._by_prim.items():
+            merged = {}
+            for results in calls:
+                merged.update(results)
+            out.update(((path, name), r) for name, r in merged.items())
+        return out
 
-    def view(self, prim: Usd.Prim) -> _PrimView:
-        key = prim.GetPath()
+    def view(self, prim: Usd.Prim, path: Sdf.Path | None = None) -> _PrimView:
+        """What the resolver read of ``prim`` (``path``: its path, when the caller has it)."""
+        key = prim.GetPath() if path is None else path
         v = self._views.get(key)
         if v is None:
             v = self._views[key] = _PrimView(prim, str(key))
         return v
 
-    # ------------------------------------------------------------------ resolving
-    def resolve(self, prim: Usd.Prim, prop: Property, ctx: Context | None = None) -> Resolved:
-        """Resolve ``prop`` on ``prim``; see the module docstring for the order."""
-        return self.resolve_all(prim, (prop,), ctx)[prop.name]
+    def add_view(self, prim: Usd.Prim, path: Sdf.Path, type_name: str, applied_schemas) -> None:
+        """Prepare the view of ``prim`` from what a traversal already read of it (its ``path``, type name and
+        ``GetAppliedSchemas()``), so that resolving its properties later does not read them again."""
+        if path not in self._views:
+            self._views[path] = _PrimView(prim, str(path), type_name, applied_schemas)
 
-    def resolve_all(self, prim: Usd.Prim, properties, ctx: Context | None = None) -> dict:
-        """Resolve several properties of one prim: property name -> :class:`Resolved`."""
+    # ------------------------------------------------------------------ resolving
+    def resolve(self, prim: Usd.Prim, prop: Property, ctx: Context | None = None, path=None) -> Resolved:
+        """Resolve ``prop`` on ``prim``; see the module docstring for the order. ``path``: the prim's
+        ``Sdf.Path``, when the caller has it (saves asking the prim)."""
+        single = self._singles.get(prop.name)
+        if single is None or single[0] is not prop:  # one tuple per property: its results are shared
+            single = self._singles[prop.name] = (prop,)
+        return self.resolve_all(prim, single, ctx, path)[prop.name]
+
+    def resolve_all(self, prim: Usd.Prim, properties, ctx: Context | None = None, path=None) -> dict:
+        """Resolve several properties of one prim: property name -> :class:`Resolved` (``path``: as in
+        :meth:`resolve`)."""
         t0 = time.perf_counter()
-        view, ctx = self.view(prim), ctx or _DEFAULT_CONTEXT
+        view, ctx = self.view(prim, path), ctx or _DEFAULT_CONTEXT
         path, authored = view.path, view.authored
         ctx_key = (ctx.angular, ctx.meters_per_unit, ctx.kilograms_per_unit, ctx.angle_unit)
         shared_key = None
+        hits = None  # of a fixed table: the names of the properties the prim authors an attribute of
         if type(properties) is tuple:  # a fixed table: prims that author none of it share one result
             known = self._tuple_attributes.get(id(properties))
             if known is None or known[0] is not properties:
-                names = frozenset().union(*(self._attributes_of(p) for p in properties))
-                known = self._tuple_attributes[id(properties)] = (properties, names)
-            if authored.isdisjoint(known[1]):
+                known = self._tuple_attributes[id(properties)] = self._table(properties)
+            mine = authored.intersection(known[1])
+            if not mine:
                 shared_key = (id(properties), view.applied, ctx_key)
                 hit = self._unauthored.get(shared_key)
                 if hit is not None and hit[0] is properties:
-                    self._by_prim.setdefault(path, {}).update(hit[1])
+                    self._by_prim.setdefault(path, []).append(hit[1])
                     self.seconds += time.perf_counter() - t0
                     return hit[1]
-        # Fallbacks depend only on the applied schemas and the conversion context: cached per both.
-        fallbacks = None
-        if view.applied:
-            fallbacks = self._fallback_cache.setdefault((view.applied, *ctx_key), {})
+            hits = set().union(*(known[2][a] for a in mine))
+        # What a property resolves to where the prim authors none of its attributes (its schema fallback
+        # or default) depends only on the applied schemas and the conversion context: cached per both.
+        key = (view.applied, *ctx_key)
+        unauthored = self._unauthored_values.get(key)
+        if unauthored is None:
+            unauthored = self._unauthored_values[key] = {}
+        fallbacks = self._fallback_cache.setdefault(key, {}) if view.applied else None
         out = {}
         for prop in properties:
             name = prop.name
-            candidates = self._ordered.get(name)
-            if candidates is None:
-                candidates = self._order_candidates(prop)
             result = None
-            if not authored.isdisjoint(self._attributes[name]):
-                result = self._authored(prim, path, prop, candidates, authored, ctx)
-            if result is None and fallbacks is not None:
-                found = fallbacks.get(name, _MISSING)
-                if found is _MISSING:
-                    found = fallbacks[name] = self._fallback(prim, prop, candidates, view.applied, ctx)
-                if found is not None:
-                    result = Resolved(found[0], "fallback", found[1], None, found[2])
+            if name in hits if hits is not None else not authored.isdisjoint(self._attributes_of(prop)):
+                result = self._authored(prim, path, prop, self._ordered[name], authored, ctx)
             if result is None:
-                result = self._defaults.get(name)
+                result = unauthored.get(name)
                 if result is None:
-                    result = self._defaults[name] = Resolved(prop.default, "default")
+                    result = unauthored[name] = self._unauthored_result(prim, prop, view.applied, fallbacks, ctx)
             out[name] = result
-        self._by_prim.setdefault(path, {}).update(out)
+        self._by_prim.setdefault(path, []).append(out)
         if shared_key is not None:
             self._unauthored[shared_key] = (properties, out)
         self.seconds += time.perf_counter() - t0
         return out
+
+    def _unauthored_result(self, prim, prop, applied, fallbacks, ctx) -> Resolved:
+        """``prop`` where no attribute of it is authored: the first applied schema fallback, else the default."""
+        name = prop.name
+        candidates = self._ordered.get(name)
+        if candidates is None:
+            candidates = self._order_candidates(prop)
+        if fallbacks is not None:
+            found = fallbacks.get(name, _MISSING)
+            if found is _MISSING:
+                found = fallbacks[name] = self._fallback(prim, prop, candidates, applied, ctx)
+            if found is not None:
+                return Resolved(found[0], "fallback", found[1], None, found[2])
+        result = self._defaults.get(name)
+        if result is None:
+            result = self._defaults[name] = Resolved(prop.default, "default")
+        return result
+
+    def _table(self, properties: tuple) -> tuple:
+        """(``properties``, their candidate attributes, attribute -> names of the properties it can author)."""
+        by_attribute = {}
+        for prop in properties:
+            for attribute in self._attributes_of(prop):
+                by_attribute.setdefault(attribute, set()).add(prop.name)
+        return properties, frozenset(by_attribute), by_attribute
 
     def _attributes_of(self, prop) -> frozenset:
         if prop.name not in self._attributes:

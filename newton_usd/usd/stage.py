@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from pxr import Tf, Usd, UsdGeom, UsdPhysics
 
-from ..core.quat import quat_multiply, quat_rotate
+from ..core.quat import multiply4, quat_multiply, quat_rotate, rotate3
 from ..errors import UsdInputError
 
 
@@ -75,17 +75,37 @@ class StageFrame:
     @property
     def rotation(self) -> np.ndarray:
         """Warp-order quaternion R taking stage axes to simulation axes."""
-        if self.up_axis == "Y":
-            s = np.sqrt(0.5)
-            return np.array([s, 0.0, 0.0, s])
-        return np.array([0.0, 0.0, 0.0, 1.0])
+        return _UP_ROTATION[self.up_axis == "Y"].copy()
 
     def world_pose_to_sim(self, pos, quat):
         """A world pose in stage units and axes to SI and Z up."""
-        r = self.rotation
+        r = _UP_ROTATION[self.up_axis == "Y"]
         return self.meters_per_unit * quat_rotate(r, pos), quat_multiply(r, quat)
 
     def world_vector_to_sim(self, v, length: bool = True):
         """A world-frame vector (a length if ``length``, else a direction or angular quantity)."""
-        v = quat_rotate(self.rotation, v)
+        v = quat_rotate(_UP_ROTATION[self.up_axis == "Y"], v)
         return v * self.meters_per_unit if length else v
+
+    def world_pose_floats(self, pos, quat) -> tuple:
+        """:meth:`world_pose_to_sim` of one pose given as plain floats (``pos`` 3, ``quat`` 4), as
+        (position tuple, quat tuple): the same arithmetic, without the small-array overhead."""
+        r = _UP_FLOATS[self.up_axis == "Y"]
+        s = self.meters_per_unit
+        x, y, z = rotate3(r, pos)
+        return (s * x, s * y, s * z), multiply4(r, quat)
+
+    def world_vector_floats(self, v, length: bool = True) -> tuple:
+        """:meth:`world_vector_to_sim` of one vector given as plain floats, as a tuple (same arithmetic)."""
+        x, y, z = rotate3(_UP_FLOATS[self.up_axis == "Y"], v)
+        if not length:
+            return x, y, z
+        s = self.meters_per_unit
+        return x * s, y * s, z * s
+
+
+# StageFrame.rotation for Z up (False) and Y up (True); read-only, shared.
+_UP_ROTATION = {False: np.array([0.0, 0.0, 0.0, 1.0]), True: np.array([np.sqrt(0.5), 0.0, 0.0, np.sqrt(0.5)])}
+for _r in _UP_ROTATION.values():
+    _r.flags.writeable = False
+_UP_FLOATS = {k: tuple(r.tolist()) for k, r in _UP_ROTATION.items()}
