@@ -3,12 +3,12 @@ import math
 import mujoco
 import numpy as np
 import pytest
-from pxr import Gf, Sdf, UsdPhysics
+from pxr import Gf, Sdf, UsdGeom, UsdPhysics
 
 from newton_usd import ModelBuilder, Simulation, UsdInputError
 from newton_usd.solvers import SolverMuJoCo
 
-from stages import add_box, falling_cube, pendulum
+from stages import add_box, falling_cube, new_stage, pendulum
 
 T = Sdf.ValueTypeNames
 
@@ -268,3 +268,37 @@ def test_actuator_with_unsupported_target_is_reported(caplog):
     assert any(
         "MjcActuator with a spatial-tendon, fixed-joint or unknown target" in r.getMessage() for r in caplog.records
     )
+
+
+def test_joints_sharing_schemas_resolve_only_their_own_authored_values():
+    """Joints with the same applied schemas share what they leave unauthored (fallbacks, defaults): one
+    joint's authored value never reaches another, on angular and linear joints alike."""
+    stage = new_stage()
+    authored = {"/J0": {"mjc:armature": 0.25}, "/J1": {"mjc:damping": 0.5}, "/J2": {}, "/J3": {"mjc:armature": 0.75}}
+    for i, (path, values) in enumerate(authored.items()):
+        body = UsdGeom.Xform.Define(stage, f"/Body{i}")
+        body.AddTranslateOp().Set(Gf.Vec3d(i, 0, 1))
+        UsdPhysics.RigidBodyAPI.Apply(body.GetPrim())
+        mass = UsdPhysics.MassAPI.Apply(body.GetPrim())
+        mass.CreateMassAttr(1.0)
+        mass.CreateDiagonalInertiaAttr(Gf.Vec3f(0.01, 0.01, 0.01))
+        kind = UsdPhysics.PrismaticJoint if path == "/J3" else UsdPhysics.RevoluteJoint
+        joint = kind.Define(stage, path)
+        joint.CreateBody1Rel().SetTargets([body.GetPath()])
+        joint.CreateLocalPos0Attr(Gf.Vec3f(i, 0, 1))
+        joint.GetPrim().ApplyAPI("MjcJointAPI")
+        for name, value in values.items():
+            author(joint.GetPrim(), name, T.Double, value)
+    b = ModelBuilder()
+    imp = b.add_usd(stage)
+    prov = imp.resolver.provenance
+    for path, values in authored.items():
+        j = imp.joint_index[path]
+        dof = sum(len(qd) for qd in b.joint_qd[:j])
+        for name, attribute in (("armature", "mjc:armature"), ("damping", "mjc:damping")):
+            r = prov[(path, name)]
+            if attribute in values:
+                assert (r.kind, r.attribute, r.prim, r.value) == ("authored", attribute, path, values[attribute])
+            else:
+                assert (r.kind, r.schema) == ("fallback", "MjcJointAPI")
+        assert b.joint_armature[dof] == values.get("mjc:armature", prov[(path, "armature")].value)

@@ -320,3 +320,60 @@ def test_height_field_size_follows_scale_and_units(stage_kw, factors, warned):
 def test_bad_height_field_names_prim_and_attribute(values, attribute, message):
     with pytest.raises(UsdInputError, match=rf"/Terrain/Field\.newton:usd:heightfield:{attribute}: .*{message}"):
         load(heightfield_stage(**values))
+
+
+def _body_of_two_boxes(stage, path, x, density=None, box_mass=None):
+    """A rigid body at (x, 0, 1) with two 0.2 m box colliders side by side."""
+    body = UsdGeom.Xform.Define(stage, path)
+    body.AddTranslateOp().Set(Gf.Vec3d(x, 0, 1))
+    UsdPhysics.RigidBodyAPI.Apply(body.GetPrim())
+    if density is not None:
+        UsdPhysics.MassAPI.Apply(body.GetPrim()).CreateDensityAttr(density)
+    for k, dx in enumerate((-0.1, 0.2)):
+        cube = UsdGeom.Cube.Define(stage, f"{path}/Box{k}")
+        cube.CreateSizeAttr(0.2)
+        cube.AddTranslateOp().Set(Gf.Vec3d(dx, 0, 0))
+        UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
+        if box_mass is not None and k == 0:
+            UsdPhysics.MassAPI.Apply(cube.GetPrim()).CreateMassAttr(box_mass)
+
+
+def test_identical_colliders_get_their_own_mass_properties():
+    """Colliders of the same shape and pose on different bodies share computed mass properties, but only where
+    everything that decides them (density, authored collider mass) is the same, and never the arrays."""
+    stage = new_stage()
+    _body_of_two_boxes(stage, "/A", 0.0)
+    _body_of_two_boxes(stage, "/B", 1.0)
+    _body_of_two_boxes(stage, "/C", 2.0, density=500.0)
+    _body_of_two_boxes(stage, "/D", 3.0, box_mass=2.0)
+    b = ModelBuilder()
+    imp = b.add_usd(stage)
+    a, b_, c, d = (imp.body_index[p] for p in ("/A", "/B", "/C", "/D"))
+    box = 0.2**3
+    assert b.body_mass[a] == b.body_mass[b_] == pytest.approx(2 * 1000.0 * box)
+    assert b.body_mass[c] == pytest.approx(2 * 500.0 * box)
+    assert b.body_mass[d] == pytest.approx(2.0 + 1000.0 * box)
+    np.testing.assert_array_equal(b.body_com[a], b.body_com[b_])
+    np.testing.assert_array_equal(b.body_inertia[a], b.body_inertia[b_])
+    np.testing.assert_allclose(b.body_com[a], [0.05, 0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(b.body_inertia[c], b.body_inertia[a] / 2, rtol=1e-12)
+    assert b.body_com[d][0] == pytest.approx((2.0 * -0.1 + 8.0 * 0.2) / 10.0)  # 2 kg at -0.1, 8 kg at 0.2
+    b.body_com[a][0] = 7.0  # each body owns its arrays
+    b.body_inertia[a][0, 0] = 7.0
+    assert b.body_com[b_][0] == pytest.approx(0.05) and b.body_inertia[b_][0, 0] != 7.0
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_add_usd_leaves_the_garbage_collector_as_it_was(enabled, tmp_path):
+    import gc
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        load(falling_cube())
+        assert gc.isenabled() == enabled
+        with pytest.raises(UsdInputError):
+            load(str(tmp_path / "missing.usda"))
+        assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()

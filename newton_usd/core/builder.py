@@ -586,7 +586,8 @@ class ModelBuilder:
             )
         else:
             nd = JOINT_COORD_COUNT[joint_type][1]
-            dofs = [JointAxis(np.eye(3)[d % 3], effort_limit=effort_limit) for d in range(nd)]
+            eye = np.eye(3)
+            dofs = [JointAxis(eye[d % 3], effort_limit=effort_limit) for d in range(nd)]
         return self._add_joint(
             joint_type,
             parent,

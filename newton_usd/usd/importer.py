@@ -1235,7 +1235,7 @@ def _scan(stage, paths, type_names, exclude=(), resolver=None):
     wanted = set(paths)
     skip = {Sdf.Path(p) for p in exclude}
     site_apis = ("MjcSiteAPI", "NewtonSiteAPI")
-    is_joint = {}  # type name -> whether it is a UsdPhysics joint type
+    of_type = {}  # type name -> (its list in ``typed`` or None, whether it is a UsdPhysics joint type)
     prims = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()))
     for prim in prims:
         path = None
@@ -1245,24 +1245,26 @@ def _scan(stage, paths, type_names, exclude=(), resolver=None):
                 prims.PruneChildren()
                 continue
         type_name = prim.GetTypeName()
-        if type_name in typed:
-            typed[type_name].append(prim)
+        kind = of_type.get(type_name)
+        if kind is None:
+            joint = Usd.SchemaRegistry.GetTypeFromName(type_name).IsA(_JOINT_TYPE)
+            kind = of_type[type_name] = (typed.get(type_name), joint)
+        if kind[0] is not None:
+            kind[0].append(prim)
         applied = prim.GetAppliedSchemas()
-        joint = is_joint.get(type_name)
-        if joint is None:
-            joint = is_joint[type_name] = Usd.SchemaRegistry.GetTypeFromName(type_name).IsA(_JOINT_TYPE)
         # Only joints and rigid bodies are among ``paths`` (UsdPhysics' parser: IsA joint, RigidBodyAPI).
-        if joint or (applied and ("PhysicsRigidBodyAPI" in applied or "PhysicsCollisionAPI" in applied)):
+        if kind[1] or (applied and ("PhysicsRigidBodyAPI" in applied or "PhysicsCollisionAPI" in applied)):
             if path is None:
                 path = prim.GetPath()
             if path in wanted:
                 order[str(path)] = len(order)
             if resolver is not None:
                 resolver.add_view(prim, path, type_name, applied)
-        if applied and (site_apis[0] in applied or site_apis[1] in applied):
-            typed["sites"].append(prim)
-        elif applied and VISUAL_API in applied and "PhysicsCollisionAPI" not in applied:
-            typed["visuals"].append(prim)
+        if applied:
+            if site_apis[0] in applied or site_apis[1] in applied:
+                typed["sites"].append(prim)
+            elif VISUAL_API in applied and "PhysicsCollisionAPI" not in applied:
+                typed["visuals"].append(prim)
     return order, typed
 
 
