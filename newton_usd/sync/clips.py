@@ -39,6 +39,7 @@ import time
 from pxr import Sdf, Usd
 
 from ..errors import NewtonUsdError
+from .specs import over_prim_spec
 
 CLIP_SET = "newton_usd"
 """The clip set name (a name of our own: the ``default`` set of a source prim would merge with ours)."""
@@ -105,7 +106,7 @@ def _declare(layer: Sdf.Layer, path: Sdf.Path, type_name) -> Sdf.AttributeSpec:
     """The attribute spec at ``path`` in ``layer``, declared (with ``over`` prims) when missing."""
     spec = layer.GetAttributeAtPath(path)
     if spec is None:
-        spec = Sdf.AttributeSpec(Sdf.CreatePrimInLayer(layer, path.GetPrimPath()), path.name, type_name)
+        spec = Sdf.AttributeSpec(over_prim_spec(layer, path.GetPrimPath()), path.name, type_name)
     return spec
 
 

@@ -20,7 +20,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, Vt
 
 from ..core.quat import matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, quat_to_matrix
 from .instancer_sync import InstancerSync, instance_of
-from .specs import over_prim_spec
+from .specs import op_order_spec, over_prim_spec
 
 OP_TRANSLATE = "xformOp:translate:physics"
 OP_ORIENT = "xformOp:orient:physics"
@@ -190,9 +190,7 @@ class StageSync:
         for name in names:
             spec = prim_spec.attributes.get(name) or Sdf.AttributeSpec(prim_spec, name, _OP_TYPES[name])
             specs[name] = spec
-        order = prim_spec.attributes.get("xformOpOrder") or Sdf.AttributeSpec(
-            prim_spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray, variability=Sdf.VariabilityUniform
-        )
+        order = op_order_spec(prim_spec)
         order.default = ([RESET] if self.reset_stack[i] else []) + names
         if OP_SCALE in specs:
             specs[OP_SCALE].default = Gf.Vec3f(*self.local_scale[i])

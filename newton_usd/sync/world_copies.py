@@ -19,6 +19,7 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom
 
 from .instancer_sync import instance_of
+from .specs import op_order_spec
 
 _PHYSICS_SCHEMA = re.compile(r"^(Physics|Physx|PhysX|Mjc|Newton)")
 """Applied API schemas and prim types of physics (UsdPhysics, PhysX, MuJoCo, Newton)."""
@@ -175,12 +176,8 @@ def _add_offset(spec: Sdf.PrimSpec, offset) -> None:
     """Move a copy's root by ``offset`` (in its parent's frame): a translate op first in its op order."""
     attr = Sdf.AttributeSpec(spec, _OFFSET_OP, Sdf.ValueTypeNames.Double3)
     attr.default = Gf.Vec3d(*(float(v) for v in offset))
-    order_spec = spec.attributes.get("xformOpOrder")
-    order = list(order_spec.default) if order_spec is not None and order_spec.default else []
-    if order_spec is None:
-        order_spec = Sdf.AttributeSpec(
-            spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray, variability=Sdf.VariabilityUniform
-        )
+    order_spec = op_order_spec(spec)
+    order = list(order_spec.default or [])
     reset = order[:1] == ["!resetXformStack!"]
     order_spec.default = (order[:1] if reset else []) + [_OFFSET_OP] + (order[1:] if reset else order)
     if not spec.typeName:
