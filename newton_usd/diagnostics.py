@@ -17,12 +17,13 @@ class Diagnostics:
 
     def __init__(self):
         self.kinds: dict[str, list[str]] = {}
+        self._seen: set[tuple[str, str]] = set()  # (kind, path): a kind touching many prims stays linear
 
     def add(self, kind: str, path) -> None:
-        paths = self.kinds.setdefault(kind, [])
-        p = str(path)
-        if p not in paths:
-            paths.append(p)
+        key = (kind, str(path))
+        if key not in self._seen:
+            self._seen.add(key)
+            self.kinds.setdefault(kind, []).append(key[1])
 
     def emit(self, source: str | None = None, max_paths: int = 5) -> None:
         for kind, paths in self.kinds.items():

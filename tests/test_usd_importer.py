@@ -1,3 +1,4 @@
+import logging
 import math
 
 import numpy as np
@@ -377,3 +378,21 @@ def test_add_usd_leaves_the_garbage_collector_as_it_was(enabled, tmp_path):
         assert gc.isenabled() == enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_diagnostics_one_warning_per_kind_each_prim_once(caplog):
+    from newton_usd.diagnostics import Diagnostics
+
+    d = Diagnostics()
+    for i in range(3000):  # a kind touching many prims, each reported twice
+        d.add("cone approximated", f"/World/j{i}")
+        d.add("cone approximated", Sdf.Path(f"/World/j{i}"))
+    d.add("mesh simplified", "/World/j0")
+    assert list(d.kinds) == ["cone approximated", "mesh simplified"]
+    assert d.kinds["cone approximated"][:2] == ["/World/j0", "/World/j1"] and len(d.kinds["cone approximated"]) == 3000
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        d.emit("stage.usda", max_paths=2)
+    assert [r.getMessage() for r in caplog.records] == [
+        "stage.usda: cone approximated (3000 prims: /World/j0, /World/j1 and 2998 more)",
+        "stage.usda: mesh simplified (1 prim: /World/j0)",
+    ]
