@@ -15,6 +15,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdPhysics, UsdUtils
 from .core.builder import ModelBuilder
 from .core.quat import gf_to_xyzw, quat_rotate
 from .core.types import JointType
+from .diagnostics import Diagnostics
 from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
 from .sync import JointStateSync, StageSync
@@ -23,7 +24,7 @@ from .sync.instancer_sync import instance_of
 from .sync.live_edits import StageWatcher, model_differences
 from .sync.stage_sync import XFORM_OPS
 from .sync.world_copies import WorldCopies, default_spacing, environment_roots, grid_offsets
-from .usd import add_usd, open_stage, physics_scenes, read_scenes
+from .usd import add_usd, open_stage, read_scenes, scenes_to_import
 from .usd.importer import scene_gravity
 from .usd.overrides import apply_overrides
 from .usd.resolver import DIALECTS
@@ -51,6 +52,27 @@ def _import_stage(stage, order=None, worlds=1, env_root=None, scene=None):
     if worlds > 1:
         builder.replicate(worlds)
     return builder, imported
+
+
+def frame_rate(stage, imported, fps=None) -> float:
+    """The frames per second of a run: ``fps`` when given, else the ``newton:usd:framesPerSecond`` of the
+    imported PhysicsScene (``imported``: the first scene's :class:`UsdImport`), else the stage's
+    timeCodesPerSecond (24 without one)."""
+    authored = imported.scene.get("frames_per_second")
+    return float(fps or (authored.value if authored else 0.0) or stage.GetTimeCodesPerSecond() or 24.0)
+
+
+def scene_clocks(imports, fps, diag) -> None:
+    """Add to ``diag`` each PhysicsScene of ``imports`` (the scenes after the first) that authors a frame rate
+    other than ``fps``, the first scene's: every scene steps on the first scene's clock, so it is not used."""
+    for imported in imports:
+        r = imported.scene.get("frames_per_second")
+        if r is not None and r.kind == "authored" and r.value and not math.isclose(r.value, fps):
+            diag.add(
+                f"{r.attribute} = {r.value:g} of a PhysicsScene other than the first is not used: every scene "
+                f"steps on the first scene's clock, {fps:g} frames per second",
+                imported.scene_path,
+            )
 
 
 def _carry_body_state(builder, model, state) -> None:
@@ -168,10 +190,11 @@ class Simulation:
     step and settings. This Simulation is the first such scene's; it holds the others' in :attr:`scenes`
     (Simulations of the same stage and output layer, without a watcher of their own) and steps them from
     :meth:`step_frame` after its own frame, each taking the steps that keep it at this one's simulated
-    time (its own ``dt``; the same frame rate; :meth:`open`'s solver, backend, substeps, dt and worlds apply
-    to every scene, a keyframe to the first). Edits, :meth:`reset`, :meth:`flush`, :meth:`save` and
-    :meth:`close` cover them; an edit re-imports every scene, each applying its own differences (a gravity
-    edit of one scene changes that scene only). A stage with one scene has no :attr:`scenes`.
+    time (its own ``dt``; the same frame rate, the first scene's: another scene's own
+    ``newton:usd:framesPerSecond`` is not used, with a warning; :meth:`open`'s solver, backend, substeps, dt,
+    worlds and env_root apply to every scene, a keyframe to the first). Edits, :meth:`reset`, :meth:`flush`,
+    :meth:`save` and :meth:`close` cover them; an edit re-imports every scene, each applying its own
+    differences (a gravity edit of one scene changes that scene only). A stage with one scene has no :attr:`scenes`.
 
     Attributes:
         stage, model, solver, state, control, sync: the pieces, reachable for inspection.
@@ -389,19 +412,13 @@ class Simulation:
         applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
         asked = {"solver": solver, "backend": backend, "substeps": substeps, "dt": dt}
         others = []
-        if scene is None and len(physics_scenes(stage)) > 1:
-            simulated = read_scenes(stage, tuple(order) if order else DIALECTS).simulated()
-            if len(simulated) > 1 and env_root is not None:
-                raise NewtonUsdError(
-                    f"{file}: env_root with several PhysicsScenes that simulate bodies ({', '.join(simulated)}) "
-                    "is not supported yet"
-                )
-            if len(simulated) > 1 and write_worlds == "all" and worlds > 1:
+        if scene is None:
+            scene, *others = scenes_to_import(stage, tuple(order) if order else DIALECTS)
+            if others and write_worlds == "all" and worlds > 1:
                 raise NewtonUsdError(
                     f"{file}: write_worlds='all' with several PhysicsScenes that simulate bodies "
-                    f"({', '.join(simulated)}) is not supported yet"
+                    f"({', '.join([scene, *others])}) is not supported yet"
                 )
-            scene, others = (simulated[0], simulated[1:]) if simulated else (None, [])
         builder, imported = _import_stage(stage, order, worlds, env_root, scene)
         settings = {k: r.value for k, r in imported.scene.items()}
         solver = solver or settings.get("solver") or "mujoco"
@@ -409,7 +426,8 @@ class Simulation:
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(device)
         solver_obj = SOLVERS[solver](model, backend=backend or settings.get("mujoco_backend") or "auto")
-        fps = float(fps or settings.get("frames_per_second") or stage.GetTimeCodesPerSecond() or 24.0)
+        given_fps = fps
+        fps = frame_rate(stage, imported, fps)
         if fps <= 0:
             raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")
         substeps = substeps or settings.get("substeps") or None
@@ -427,12 +445,16 @@ class Simulation:
             xform_ops=xform_ops, env_root=env_root, write_worlds=write_worlds, world_spacing=world_spacing,
             scene=scene,
         )  # fmt: skip
-        for other in others:  # same stage, output layer and frame rate; the scene's own step and settings
+        for other in others:  # same stage, output layer, frame rate and worlds; the scene's own step and settings
             sim.scenes.append(cls._open(
                 stage, file, output_layer, device=device, fps=fps, record=record, joint_states=joint_states,
-                live=False, order=order, worlds=worlds, overrides=(), env_root=None, xform_ops=xform_ops,
+                live=False, order=order, worlds=worlds, overrides=(), env_root=env_root, xform_ops=xform_ops,
                 scene=other, **asked,
             ))  # fmt: skip
+        if others and given_fps is None:
+            diag = Diagnostics()
+            scene_clocks([s.imported for s in sim.scenes], fps, diag)
+            diag.emit(file)
         return sim
 
     # ------------------------------------------------------------------ stepping

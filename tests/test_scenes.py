@@ -312,3 +312,68 @@ def test_actuators_and_sites_go_with_the_scene_of_what_they_are_on():
     assert not getattr(sim.model.mujoco, "actuator", None) and sim.solver.mj_model.nu == 0
     assert [a["path"] for a in up.model.mujoco.actuator] == ["/World/Motor"] and up.solver.mj_model.nu == 1
     assert list(sim.model.site_label) == [] and list(up.model.site_label) == ["/World/Up/Tip"]
+
+
+def scenes_in_environments(n=3):
+    """/World/SceneDown (-Z gravity) and /World/SceneUp (+Z); ``n`` environments under /World/envs, 3 m apart,
+    each with a box of each scene; a ground plane of the first scene outside them."""
+    stage = new_stage()
+    add_scene(stage, "/World/SceneDown")
+    add_scene(stage, "/World/SceneUp", up=True)
+    for i in range(n):
+        env = UsdGeom.Xform.Define(stage, f"/World/envs/env_{i}")
+        env.AddTranslateOp().Set(Gf.Vec3d(3 * i, 0, 0))
+        add_box(stage, f"/World/envs/env_{i}/Down", (0, 0, 1), owner="/World/SceneDown")
+        add_box(stage, f"/World/envs/env_{i}/Up", (1, 0, 1), owner="/World/SceneUp")
+    ground = UsdGeom.Plane.Define(stage, "/World/Ground")
+    ground.CreateAxisAttr("Z")
+    UsdPhysics.CollisionAPI.Apply(ground.GetPrim())
+    return stage
+
+
+def test_env_root_gives_every_scene_one_world_per_environment():
+    stage = scenes_in_environments(3)
+    sim = Simulation.open(stage, device="cpu", record=False, env_root="/World/envs")
+    up = sim.scenes[0]
+    assert (sim.scene_path, up.scene_path) == ("/World/SceneDown", "/World/SceneUp")
+    assert sim.worlds == up.worlds == 3
+    assert sim.model.body_label == [f"/World/envs/env_{i}/Down" for i in range(3)]
+    assert up.model.body_label == [f"/World/envs/env_{i}/Up" for i in range(3)]
+    assert list(up.model.body_world.numpy()) == [0, 1, 2]
+    sim.run(10)
+    drop = euler_drop(sim.dt, sim.steps)
+    assert drop > 0.15
+    for i in range(3):
+        # the ground (first scene, outside the environments) is 0.9 m below the boxes: nothing touches yet
+        assert pos(stage, f"/World/envs/env_{i}/Down") == pytest.approx([3 * i, 0, 1 - drop], abs=1e-4)
+        assert pos(stage, f"/World/envs/env_{i}/Up") == pytest.approx([3 * i + 1, 0, 1 + drop], abs=1e-4)
+
+
+def set_fps(stage, scene, fps):
+    stage.GetPrimAtPath(scene).CreateAttribute("newton:usd:framesPerSecond", Sdf.ValueTypeNames.Double).Set(fps)
+
+
+def test_another_scenes_own_frame_rate_is_not_used_and_said_so(caplog):
+    stage = two_scenes()  # timeCodesPerSecond 50
+    set_fps(stage, "/World/SceneUp", 30.0)
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        sim = Simulation.open(stage, device="cpu", record=False)
+    assert sim.fps == sim.scenes[0].fps == 50
+    warnings = [r.getMessage() for r in caplog.records if "framesPerSecond" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].endswith(
+        ": newton:usd:framesPerSecond = 30 of a PhysicsScene other than the first is not used: every scene steps on "
+        "the first scene's clock, 50 frames per second (1 prim: /World/SceneUp)"
+    )
+    # the first scene's own rate is the clock: a second scene that authors the same one is not warned about
+    set_fps(stage, "/World/SceneDown", 30.0)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        sim = Simulation.open(stage, device="cpu", record=False)
+    assert sim.fps == sim.scenes[0].fps == 30
+    assert not [r for r in caplog.records if "framesPerSecond" in r.getMessage()]
+    # a frame rate asked for overrides every scene's alike: no warning either
+    set_fps(stage, "/World/SceneDown", 50.0)
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        sim = Simulation.open(stage, device="cpu", record=False, fps=20)
+    assert sim.scenes[0].fps == 20
+    assert not [r for r in caplog.records if "framesPerSecond" in r.getMessage()]
