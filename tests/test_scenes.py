@@ -377,3 +377,59 @@ def test_another_scenes_own_frame_rate_is_not_used_and_said_so(caplog):
         sim = Simulation.open(stage, device="cpu", record=False, fps=20)
     assert sim.scenes[0].fps == 20
     assert not [r for r in caplog.records if "framesPerSecond" in r.getMessage()]
+
+
+def second_scene_authors(path):
+    """:func:`two_scenes` saved at ``path``, with values that only the second scene (/World/SceneUp) uses:
+    its time step, a contact dimension on its box, a distance joint on its box that constrains nothing; and
+    its own frame rate (not used: one clock), and an attribute nothing reads."""
+    stage = two_scenes(path)
+    up = stage.GetPrimAtPath("/World/Up")
+    up.CreateAttribute("mjc:condim", Sdf.ValueTypeNames.Int).Set(1)
+    up.CreateAttribute("mjc:unknownThing", Sdf.ValueTypeNames.Double).Set(1.0)
+    scene = stage.GetPrimAtPath("/World/SceneUp")
+    scene.CreateAttribute("mjc:option:timestep", Sdf.ValueTypeNames.Double).Set(0.004)
+    set_fps(stage, "/World/SceneUp", 30.0)
+    UsdPhysics.DistanceJoint.Define(stage, "/World/Tether").CreateBody1Rel().SetTargets(["/World/Up"])
+    stage.GetRootLayer().Save()
+    return stage
+
+
+def test_usdsim_check_covers_every_scene(tmp_path):
+    src = tmp_path / "scenes.usda"
+    second_scene_authors(src)
+    r = usdsim("check", src)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:3] == [
+        f"{src}: 2 PhysicsScenes simulate bodies, each its own model and solver:",
+        "  /World/SceneDown: 2 bodies, 2 shapes, 2 joints; MuJoCo model: nbody 3, njnt 2, ngeom 2, nu 0",
+        "  /World/SceneUp: 1 body, 1 shape, 1 joint; MuJoCo model: nbody 2, njnt 1, ngeom 1, nu 0",
+    ]
+    assert "  - distance joint with neither a minimum nor a maximum distance does not constrain: /World/Tether" in lines
+    assert (
+        "  - newton:usd:framesPerSecond = 30 of a PhysicsScene other than the first is not used: every scene steps "
+        "on the first scene's clock, 50 frames per second: /World/SceneUp"
+    ) in lines
+    assert "several PhysicsScenes" not in r.stdout  # (what the default scene's import alone would say)
+    # read by the second scene's import: used; read by none: listed
+    unused = lines[lines.index("authored but not used (1 attributes):") :]
+    assert unused == ["authored but not used (1 attributes):", "  - mjc:unknownThing (1 prim: /World/Up)"]
+
+
+def test_usdsim_explain_covers_every_scene(tmp_path):
+    src = tmp_path / "scenes.usda"
+    second_scene_authors(src)
+    r = usdsim("explain", src)
+    assert r.returncode == 0, r.stderr
+    rows = {tuple(line.split()[:2]): line.split()[2:] for line in r.stdout.splitlines()[2:]}
+    assert rows[("/World/Up", "condim")] == ["1", "mjc:condim"]
+    assert rows[("/World/Down", "condim")] == ["3", "default"]
+    assert rows[("/World/SceneUp", "timestep")] == ["0.004", "s", "mjc:option:timestep"]
+    assert rows[("/World/SceneUp", "frames_per_second")] == ["30", "1/s", "newton:usd:framesPerSecond"]
+    assert rows[("/World/SceneDown", "timestep")][-1] == "default"
+    # one row per prim and property, in prim order
+    keys = [tuple(line.split()[:2]) for line in r.stdout.splitlines()[2:]]
+    assert len(keys) == len(set(keys)) and keys == sorted(keys)
+    r = usdsim("explain", src, "/World/Up")
+    assert {line.split()[0] for line in r.stdout.splitlines()[2:]} == {"/World/Up"}
