@@ -433,3 +433,39 @@ def test_usdsim_explain_covers_every_scene(tmp_path):
     assert len(keys) == len(set(keys)) and keys == sorted(keys)
     r = usdsim("explain", src, "/World/Up")
     assert {line.split()[0] for line in r.stdout.splitlines()[2:]} == {"/World/Up"}
+
+
+def test_write_worlds_all_shows_every_scene_of_each_world_on_one_copy(tmp_path):
+    stage = new_stage()
+    add_scene(stage, "/World/SceneDown")
+    add_scene(stage, "/World/SceneUp", up=True)
+    add_box(stage, "/World/Boxes/Down", (0, 0, 1), owner="/World/SceneDown")
+    add_box(stage, "/World/Boxes/Up", (2, 0, 1), owner="/World/SceneUp")
+    sim = Simulation.open(stage, device="cpu", worlds=2, write_worlds="all", world_spacing=10.0)
+    up = sim.scenes[0]
+    assert up.copies is sim.copies and [str(r) for r in sim.copies.roots] == ["/World/Boxes"]  # one copy, both scenes
+    sim.run(10)
+    drop = euler_drop(sim.dt, sim.steps)
+    t = sim.time_code
+    for root, dx in (("/World/Boxes", 0), ("/World/Boxes_world1", 10)):  # world 1 is 10 units along X
+        assert pos(stage, f"{root}/Down", t) == pytest.approx([dx, 0, 1 - drop], abs=1e-4), root
+        assert pos(stage, f"{root}/Up", t) == pytest.approx([dx + 2, 0, 1 + drop], abs=1e-4), root
+    assert not stage.GetPrimAtPath("/World/Boxes_world1/Up").HasAPI(UsdPhysics.RigidBodyAPI)  # a picture
+    # A body added to the second scene outside /World/Boxes rebuilds that scene: the environment to copy is now
+    # /World, copied again, and both scenes go on writing onto the new copy.
+    add_box(stage, "/World/Up2", (6, 0, 1), owner="/World/SceneUp")
+    sim.run(10)
+    assert up.rebuilds == 1 and sim.rebuilds == 0
+    assert [str(r) for r in sim.copies.roots] == ["/World"]
+    assert not stage.GetPrimAtPath("/World/Boxes_world1").IsDefined()  # (the poses written there: overs)
+    t = sim.time_code
+    for root, dx in (("/World", 0), ("/World_world1", 10)):
+        assert pos(stage, f"{root}/Boxes/Down", t) == pytest.approx(pos(stage, "/World/Boxes/Down", t) + [dx, 0, 0])
+        assert pos(stage, f"{root}/Boxes/Up", t) == pytest.approx(pos(stage, "/World/Boxes/Up", t) + [dx, 0, 0])
+        assert pos(stage, f"{root}/Up2", t) == pytest.approx(pos(stage, "/World/Up2", t) + [dx, 0, 0], abs=1e-6)
+    assert pos(stage, "/World/Boxes/Down", t)[2] < 1 - drop - 0.1 and pos(stage, "/World/Up2", t)[2] > 1.1
+    out = sim.save(tmp_path / "out.usda", flatten=True)
+    sim.close()
+    assert not stage.GetPrimAtPath("/World_world1")
+    saved = Usd.Stage.Open(out)
+    assert pos(saved, "/World_world1/Boxes/Down", t) == pytest.approx(pos(saved, "/World/Boxes/Down", t) + [10, 0, 0])
