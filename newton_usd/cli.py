@@ -413,45 +413,66 @@ def _run(args) -> int:
 
 
 def _inspect(command: str, args) -> int:
-    """``usdsim explain`` and ``usdsim check``."""
+    """``usdsim explain`` and ``usdsim check``: every PhysicsScene that simulates bodies, each imported (and,
+    for check, built into a MuJoCo model) on its own, as a run would."""
     logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.ERROR)
     _init_warp(args.verbose)
     from . import inspect  # noqa: PLC0415
     from .core import ModelBuilder  # noqa: PLC0415
+    from .diagnostics import Diagnostics  # noqa: PLC0415
     from .errors import NewtonUsdError  # noqa: PLC0415
-    from .usd import add_usd  # noqa: PLC0415
+    from .sim import frame_rate, scene_clocks  # noqa: PLC0415
+    from .usd import add_usd, open_stage, scenes_to_import  # noqa: PLC0415
 
     order = {"order": tuple(x.strip() for x in args.order.split(","))} if args.order else {}
     try:
-        builder = ModelBuilder()
-        imported = add_usd(builder, args.stage, **order)
+        stage, _ = open_stage(args.stage)
+        builders, imports = [], []
+        for scene in scenes_to_import(stage, **order):
+            builders.append(ModelBuilder())
+            imports.append(add_usd(builders[-1], stage, scene=scene, **order))
         if command == "explain":
-            rows = inspect.explain_rows(imported, args.prims)
+            rows = inspect.explain_rows(imports, args.prims)
             print(inspect.table(rows, ("prim", "property", "value", "unit", "source")))
             return 0
         from .solvers import SolverMuJoCo  # noqa: PLC0415
 
-        model = builder.finalize("cpu")
-        solver = SolverMuJoCo(model, backend="cpu")
+        solvers = [SolverMuJoCo(builder.finalize("cpu"), backend="cpu") for builder in builders]
     except (NewtonUsdError, ValueError) as e:
         return _fail(str(e), args)
-    kinds = list(imported.diagnostics.kinds.items()) + list(solver.diagnostics.kinds.items())
-    print(
-        f"{args.stage}: {_count(model.body_count, 'body')}, {_count(model.shape_count, 'shape')}, "
-        f"{_count(model.joint_count, 'joint')}; "
-        f"MuJoCo model: nbody {solver.mj_model.nbody}, njnt {solver.mj_model.njnt}, ngeom {solver.mj_model.ngeom}, "
-        f"nu {solver.mj_model.nu}"
-    )
+    kinds = Diagnostics()
+    for diag in [i.diagnostics for i in imports] + [s.diagnostics for s in solvers]:
+        for kind, paths in diag.kinds.items():
+            for path in paths:
+                kinds.add(kind, path)
+    scene_clocks(imports[1:], frame_rate(stage, imports[0]), kinds)
+    if len(solvers) == 1:
+        print(f"{args.stage}: {_model_counts(solvers[0])}")
+    else:
+        print(f"{args.stage}: {len(solvers)} PhysicsScenes simulate bodies, each its own model and solver:")
+        for imported, solver in zip(imports, solvers, strict=True):
+            print(f"  {imported.scene_path}: {_model_counts(solver)}")
+    kinds = list(kinds.kinds.items())
     print(f"\nignored or approximated ({len(kinds)} kinds):" if kinds else "\nnothing ignored or approximated")
     for kind, paths in kinds:
         more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
         print(f"  - {kind}: {', '.join(paths[:5])}{more}")
-    unused = inspect.unused_attributes(imported)
+    unused = inspect.unused_attributes(imports)
     print(f"\nauthored but not used ({len(unused)} attributes):" if unused else "\nevery authored value is used")
     for name, paths in unused.items():
         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
         print(f"  - {name} ({len(paths)} prim{'s' if len(paths) > 1 else ''}: {', '.join(paths[:3])}{more})")
     return 0
+
+
+def _model_counts(solver) -> str:
+    """What ``usdsim check`` says of one scene's model and its MuJoCo model."""
+    model, mj = solver.model, solver.mj_model
+    return (
+        f"{_count(model.body_count, 'body')}, {_count(model.shape_count, 'shape')}, "
+        f"{_count(model.joint_count, 'joint')}; "
+        f"MuJoCo model: nbody {mj.nbody}, njnt {mj.njnt}, ngeom {mj.ngeom}, nu {mj.nu}"
+    )
 
 
 def _init_warp(verbose: bool) -> None:

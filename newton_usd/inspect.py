@@ -23,9 +23,14 @@ def format_value(value) -> str:
     return str(value)
 
 
-def explain_rows(imported: UsdImport, prims=()) -> list[tuple[str, str, str, str, str]]:
-    """(prim, property, value in SI, unit, source) for every resolved property, optionally only for
-    ``prims`` and their descendants, in prim then property order."""
+def _imports(imports) -> list:
+    return [imports] if isinstance(imports, UsdImport) else list(imports)
+
+
+def explain_rows(imports, prims=()) -> list[tuple[str, str, str, str, str]]:
+    """(prim, property, value in SI, unit, source) for every resolved property of ``imports`` (a
+    :class:`UsdImport`, or several: one per PhysicsScene), optionally only for ``prims`` and their
+    descendants, in prim then property order (a row that several imports resolve alike, once)."""
     units = {}
     from .usd import properties as props  # noqa: PLC0415
 
@@ -35,20 +40,23 @@ def explain_rows(imported: UsdImport, prims=()) -> list[tuple[str, str, str, str
     for value in list(props.SCENE_OPTIONS.values()) + list(props.SCENE_FLAGS.values()):
         units[value.name] = value.unit
     roots = [Sdf.Path(p) for p in prims]
-    rows = []
-    for (path, name), r in sorted(imported.resolver.provenance.items()):
-        if roots and not any(Sdf.Path(path).HasPrefix(root) for root in roots):
-            continue
-        rows.append((path, name, format_value(r.value), units.get(name, ""), r.source))
-    return rows
+    rows = {}
+    for imported in _imports(imports):
+        for (path, name), r in imported.resolver.provenance.items():
+            if roots and not any(Sdf.Path(path).HasPrefix(root) for root in roots):
+                continue
+            rows[(path, name, format_value(r.value), units.get(name, ""), r.source)] = None
+    return sorted(rows, key=lambda row: row[:2])
 
 
-def unused_attributes(imported: UsdImport) -> dict[str, list[str]]:
-    """Authored ``newton:*``, ``mjc:*`` and ``physx*`` attributes the runtime did not read:
-    attribute name -> prim paths."""
-    used = imported.resolver.used
+def unused_attributes(imports) -> dict[str, list[str]]:
+    """Authored ``newton:*``, ``mjc:*`` and ``physx*`` attributes that the runtime read in none of
+    ``imports`` (a :class:`UsdImport`, or several of one stage: one per PhysicsScene): attribute name ->
+    prim paths."""
+    imports = _imports(imports)
+    used = set().union(*(imported.resolver.used for imported in imports))
     out = defaultdict(list)
-    for prim in Usd.PrimRange(imported.stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
+    for prim in Usd.PrimRange(imports[0].stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
         path = str(prim.GetPath())
         for name in prim.GetAuthoredPropertyNames():
             if name.startswith(READ_NAMESPACES) and (path, name) not in used:

@@ -15,6 +15,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdPhysics, UsdUtils
 from .core.builder import ModelBuilder
 from .core.quat import gf_to_xyzw, quat_rotate
 from .core.types import JointType
+from .diagnostics import Diagnostics
 from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
 from .sync import JointStateSync, StageSync
@@ -23,7 +24,7 @@ from .sync.instancer_sync import instance_of
 from .sync.live_edits import StageWatcher, model_differences
 from .sync.stage_sync import XFORM_OPS
 from .sync.world_copies import WorldCopies, default_spacing, environment_roots, grid_offsets
-from .usd import add_usd, open_stage, physics_scenes, read_scenes
+from .usd import add_usd, open_stage, read_scenes, scenes_to_import
 from .usd.importer import scene_gravity
 from .usd.overrides import apply_overrides
 from .usd.resolver import DIALECTS
@@ -51,6 +52,27 @@ def _import_stage(stage, order=None, worlds=1, env_root=None, scene=None):
     if worlds > 1:
         builder.replicate(worlds)
     return builder, imported
+
+
+def frame_rate(stage, imported, fps=None) -> float:
+    """The frames per second of a run: ``fps`` when given, else the ``newton:usd:framesPerSecond`` of the
+    imported PhysicsScene (``imported``: the first scene's :class:`UsdImport`), else the stage's
+    timeCodesPerSecond (24 without one)."""
+    authored = imported.scene.get("frames_per_second")
+    return float(fps or (authored.value if authored else 0.0) or stage.GetTimeCodesPerSecond() or 24.0)
+
+
+def scene_clocks(imports, fps, diag) -> None:
+    """Add to ``diag`` each PhysicsScene of ``imports`` (the scenes after the first) that authors a frame rate
+    other than ``fps``, the first scene's: every scene steps on the first scene's clock, so it is not used."""
+    for imported in imports:
+        r = imported.scene.get("frames_per_second")
+        if r is not None and r.kind == "authored" and r.value and not math.isclose(r.value, fps):
+            diag.add(
+                f"{r.attribute} = {r.value:g} of a PhysicsScene other than the first is not used: every scene "
+                f"steps on the first scene's clock, {fps:g} frames per second",
+                imported.scene_path,
+            )
 
 
 def _carry_body_state(builder, model, state) -> None:
@@ -168,10 +190,11 @@ class Simulation:
     step and settings. This Simulation is the first such scene's; it holds the others' in :attr:`scenes`
     (Simulations of the same stage and output layer, without a watcher of their own) and steps them from
     :meth:`step_frame` after its own frame, each taking the steps that keep it at this one's simulated
-    time (its own ``dt``; the same frame rate; :meth:`open`'s solver, backend, substeps, dt and worlds apply
-    to every scene, a keyframe to the first). Edits, :meth:`reset`, :meth:`flush`, :meth:`save` and
-    :meth:`close` cover them; an edit re-imports every scene, each applying its own differences (a gravity
-    edit of one scene changes that scene only). A stage with one scene has no :attr:`scenes`.
+    time (its own ``dt``; the same frame rate, the first scene's: another scene's own
+    ``newton:usd:framesPerSecond`` is not used, with a warning; :meth:`open`'s solver, backend, substeps, dt,
+    worlds and env_root apply to every scene, a keyframe to the first). Edits, :meth:`reset`, :meth:`flush`,
+    :meth:`save` and :meth:`close` cover them; an edit re-imports every scene, each applying its own
+    differences (a gravity edit of one scene changes that scene only). A stage with one scene has no :attr:`scenes`.
 
     Attributes:
         stage, model, solver, state, control, sync: the pieces, reachable for inspection.
@@ -231,6 +254,8 @@ class Simulation:
         self.copies = None
         self._copies_layer = None
         self._display_offset = None
+        self.scenes = []  # the Simulations of the other PhysicsScenes (see the class docstring)
+        self._first_scene = None  # another scene's: the first scene's Simulation (None: this is the first)
         if write_worlds == "all" and env_root is None and self.worlds > 1:
             self._copy_environment(world_spacing)
         self.sync = StageSync(stage, self.output_layer, _written_labels(model, self.copies), imported.frame, xform_ops)
@@ -256,7 +281,6 @@ class Simulation:
         self.write = True  # False: simulate only (benchmarking), nothing goes onto the stage
         self.clips = None  # the ClipStream of a recording streamed to value clips (stream_recording)
         self._scene = scene  # the import's scene argument (None: the stage's only scene)
-        self.scenes = []  # the Simulations of the other PhysicsScenes (see the class docstring)
 
     @property
     def scene_path(self) -> str | None:
@@ -264,8 +288,12 @@ class Simulation:
 
     def _copy_environment(self, spacing=None) -> None:
         """Copies of the environment for worlds 1 .. n-1 (see :class:`WorldCopies`), in a layer under
-        the output layer, ``spacing`` stage units apart on a grid (None: kept apart by their size)."""
-        roots = environment_roots(self.stage, _environment_paths(self.model))
+        the output layer, ``spacing`` stage units apart on a grid (None: kept apart by their size).
+
+        The first scene's Simulation copies it for every scene (:attr:`scenes`): one copy per world holds
+        every scene's bodies of that world, and each scene writes its own onto it (see :meth:`_resync`)."""
+        sims = (self, *self.scenes)
+        roots = environment_roots(self.stage, [p for s in sims for p in _environment_paths(s.model)])
         if not roots:
             return
         if self._copies_layer is None:
@@ -282,7 +310,19 @@ class Simulation:
         # World k's bodies are shown offsets[k] away: added to their simulated positions when written.
         frame = self.imported.frame
         per_world = np.stack([frame.world_vector_to_sim(o) for o in offsets])
-        self._display_offset = per_world[self.model.body_world.numpy()].astype(np.float32)
+        for s in sims:
+            s.copies = self.copies
+            s._display_offset = per_world[s.model.body_world.numpy()].astype(np.float32)
+
+    def _resync(self) -> None:
+        """A new sync of this scene's bodies, onto the prims and the copies of the environment as they are
+        now (:attr:`copies`, made by the first scene's Simulation), going on from the old one."""
+        sync = StageSync(
+            self.stage, self.output_layer, _written_labels(self.model, self.copies), self.imported.frame,
+            self.sync.xform_ops,
+        )  # fmt: skip
+        sync.carry_over(self.sync)
+        self.sync = sync
 
     @classmethod
     def open(
@@ -343,7 +383,8 @@ class Simulation:
                 write, for big scenes).
             write_worlds: "first" (world 0 moves the prims) or "all": with ``worlds`` > 1, every other
                 world is written onto a copy of the environment made in the output (physics stripped,
-                so nothing simulates the copies again; see :class:`~newton_usd.sync.WorldCopies`).
+                so nothing simulates the copies again; see :class:`~newton_usd.sync.WorldCopies`); with
+                several PhysicsScenes, a world's copy shows that world's bodies of every scene.
             world_spacing: how far apart the copies are laid out on a grid across the ground plane, in
                 stage units (None: by the environment's size; 0: all in place).
             stream_to: the output path the recording will be saved as: stream it to value clips beside
@@ -389,19 +430,8 @@ class Simulation:
         applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
         asked = {"solver": solver, "backend": backend, "substeps": substeps, "dt": dt}
         others = []
-        if scene is None and len(physics_scenes(stage)) > 1:
-            simulated = read_scenes(stage, tuple(order) if order else DIALECTS).simulated()
-            if len(simulated) > 1 and env_root is not None:
-                raise NewtonUsdError(
-                    f"{file}: env_root with several PhysicsScenes that simulate bodies ({', '.join(simulated)}) "
-                    "is not supported yet"
-                )
-            if len(simulated) > 1 and write_worlds == "all" and worlds > 1:
-                raise NewtonUsdError(
-                    f"{file}: write_worlds='all' with several PhysicsScenes that simulate bodies "
-                    f"({', '.join(simulated)}) is not supported yet"
-                )
-            scene, others = (simulated[0], simulated[1:]) if simulated else (None, [])
+        if scene is None:
+            scene, *others = scenes_to_import(stage, tuple(order) if order else DIALECTS)
         builder, imported = _import_stage(stage, order, worlds, env_root, scene)
         settings = {k: r.value for k, r in imported.scene.items()}
         solver = solver or settings.get("solver") or "mujoco"
@@ -409,7 +439,8 @@ class Simulation:
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(device)
         solver_obj = SOLVERS[solver](model, backend=backend or settings.get("mujoco_backend") or "auto")
-        fps = float(fps or settings.get("frames_per_second") or stage.GetTimeCodesPerSecond() or 24.0)
+        given_fps = fps
+        fps = frame_rate(stage, imported, fps)
         if fps <= 0:
             raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")
         substeps = substeps or settings.get("substeps") or None
@@ -424,15 +455,24 @@ class Simulation:
         sim = cls(
             stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=step, record=record,
             joint_states=joint_states, live=live, order=order, output_layer=output_layer, overrides=applied,
-            xform_ops=xform_ops, env_root=env_root, write_worlds=write_worlds, world_spacing=world_spacing,
-            scene=scene,
+            xform_ops=xform_ops, env_root=env_root, write_worlds="first" if others else write_worlds,
+            world_spacing=world_spacing, scene=scene,
         )  # fmt: skip
-        for other in others:  # same stage, output layer and frame rate; the scene's own step and settings
+        for other in others:  # same stage, output layer, frame rate and worlds; the scene's own step and settings
             sim.scenes.append(cls._open(
                 stage, file, output_layer, device=device, fps=fps, record=record, joint_states=joint_states,
-                live=False, order=order, worlds=worlds, overrides=(), env_root=None, xform_ops=xform_ops,
+                live=False, order=order, worlds=worlds, overrides=(), env_root=env_root, xform_ops=xform_ops,
                 scene=other, **asked,
             ))  # fmt: skip
+            sim.scenes[-1]._first_scene = sim
+        if others and write_worlds == "all" and env_root is None and worlds > 1:
+            sim._copy_environment(world_spacing)  # one copy per world, of every scene's bodies
+            for s in (sim, *sim.scenes):
+                s._resync()
+        if others and given_fps is None:
+            diag = Diagnostics()
+            scene_clocks([s.imported for s in sim.scenes], fps, diag)
+            diag.emit(file)
         return sim
 
     # ------------------------------------------------------------------ stepping
@@ -750,10 +790,14 @@ class Simulation:
         model = builder.finalize(self.model.device)
         solver = type(self.solver)(model, backend=self.solver.backend)
         self.imported, self.model = imported, model
-        if self.copies is not None:  # the environment changed: copy it again
-            with self._own_writes():
-                self.copies.remove()
-            self._copy_environment(self.world_spacing)
+        if self.copies is not None:  # the environment changed: copy it again (the first scene, for every scene)
+            first = self._first_scene or self
+            with first._own_writes():
+                first.copies.remove()
+            first._copy_environment(first.world_spacing)
+            for s in (first, *first.scenes):
+                if s is not self:
+                    s._resync()
         sync = StageSync(
             self.stage, self.output_layer, _written_labels(model, self.copies), imported.frame, self.sync.xform_ops
         )

@@ -312,3 +312,160 @@ def test_actuators_and_sites_go_with_the_scene_of_what_they_are_on():
     assert not getattr(sim.model.mujoco, "actuator", None) and sim.solver.mj_model.nu == 0
     assert [a["path"] for a in up.model.mujoco.actuator] == ["/World/Motor"] and up.solver.mj_model.nu == 1
     assert list(sim.model.site_label) == [] and list(up.model.site_label) == ["/World/Up/Tip"]
+
+
+def scenes_in_environments(n=3):
+    """/World/SceneDown (-Z gravity) and /World/SceneUp (+Z); ``n`` environments under /World/envs, 3 m apart,
+    each with a box of each scene; a ground plane of the first scene outside them."""
+    stage = new_stage()
+    add_scene(stage, "/World/SceneDown")
+    add_scene(stage, "/World/SceneUp", up=True)
+    for i in range(n):
+        env = UsdGeom.Xform.Define(stage, f"/World/envs/env_{i}")
+        env.AddTranslateOp().Set(Gf.Vec3d(3 * i, 0, 0))
+        add_box(stage, f"/World/envs/env_{i}/Down", (0, 0, 1), owner="/World/SceneDown")
+        add_box(stage, f"/World/envs/env_{i}/Up", (1, 0, 1), owner="/World/SceneUp")
+    ground = UsdGeom.Plane.Define(stage, "/World/Ground")
+    ground.CreateAxisAttr("Z")
+    UsdPhysics.CollisionAPI.Apply(ground.GetPrim())
+    return stage
+
+
+def test_env_root_gives_every_scene_one_world_per_environment():
+    stage = scenes_in_environments(3)
+    sim = Simulation.open(stage, device="cpu", record=False, env_root="/World/envs")
+    up = sim.scenes[0]
+    assert (sim.scene_path, up.scene_path) == ("/World/SceneDown", "/World/SceneUp")
+    assert sim.worlds == up.worlds == 3
+    assert sim.model.body_label == [f"/World/envs/env_{i}/Down" for i in range(3)]
+    assert up.model.body_label == [f"/World/envs/env_{i}/Up" for i in range(3)]
+    assert list(up.model.body_world.numpy()) == [0, 1, 2]
+    sim.run(10)
+    drop = euler_drop(sim.dt, sim.steps)
+    assert drop > 0.15
+    for i in range(3):
+        # the ground (first scene, outside the environments) is 0.9 m below the boxes: nothing touches yet
+        assert pos(stage, f"/World/envs/env_{i}/Down") == pytest.approx([3 * i, 0, 1 - drop], abs=1e-4)
+        assert pos(stage, f"/World/envs/env_{i}/Up") == pytest.approx([3 * i + 1, 0, 1 + drop], abs=1e-4)
+
+
+def set_fps(stage, scene, fps):
+    stage.GetPrimAtPath(scene).CreateAttribute("newton:usd:framesPerSecond", Sdf.ValueTypeNames.Double).Set(fps)
+
+
+def test_another_scenes_own_frame_rate_is_not_used_and_said_so(caplog):
+    stage = two_scenes()  # timeCodesPerSecond 50
+    set_fps(stage, "/World/SceneUp", 30.0)
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        sim = Simulation.open(stage, device="cpu", record=False)
+    assert sim.fps == sim.scenes[0].fps == 50
+    warnings = [r.getMessage() for r in caplog.records if "framesPerSecond" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].endswith(
+        ": newton:usd:framesPerSecond = 30 of a PhysicsScene other than the first is not used: every scene steps on "
+        "the first scene's clock, 50 frames per second (1 prim: /World/SceneUp)"
+    )
+    # the first scene's own rate is the clock: a second scene that authors the same one is not warned about
+    set_fps(stage, "/World/SceneDown", 30.0)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        sim = Simulation.open(stage, device="cpu", record=False)
+    assert sim.fps == sim.scenes[0].fps == 30
+    assert not [r for r in caplog.records if "framesPerSecond" in r.getMessage()]
+    # a frame rate asked for overrides every scene's alike: no warning either
+    set_fps(stage, "/World/SceneDown", 50.0)
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        sim = Simulation.open(stage, device="cpu", record=False, fps=20)
+    assert sim.scenes[0].fps == 20
+    assert not [r for r in caplog.records if "framesPerSecond" in r.getMessage()]
+
+
+def second_scene_authors(path):
+    """:func:`two_scenes` saved at ``path``, with values that only the second scene (/World/SceneUp) uses:
+    its time step, a contact dimension on its box, a distance joint on its box that constrains nothing; and
+    its own frame rate (not used: one clock), and an attribute nothing reads."""
+    stage = two_scenes(path)
+    up = stage.GetPrimAtPath("/World/Up")
+    up.CreateAttribute("mjc:condim", Sdf.ValueTypeNames.Int).Set(1)
+    up.CreateAttribute("mjc:unknownThing", Sdf.ValueTypeNames.Double).Set(1.0)
+    scene = stage.GetPrimAtPath("/World/SceneUp")
+    scene.CreateAttribute("mjc:option:timestep", Sdf.ValueTypeNames.Double).Set(0.004)
+    set_fps(stage, "/World/SceneUp", 30.0)
+    UsdPhysics.DistanceJoint.Define(stage, "/World/Tether").CreateBody1Rel().SetTargets(["/World/Up"])
+    stage.GetRootLayer().Save()
+    return stage
+
+
+def test_usdsim_check_covers_every_scene(tmp_path):
+    src = tmp_path / "scenes.usda"
+    second_scene_authors(src)
+    r = usdsim("check", src)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:3] == [
+        f"{src}: 2 PhysicsScenes simulate bodies, each its own model and solver:",
+        "  /World/SceneDown: 2 bodies, 2 shapes, 2 joints; MuJoCo model: nbody 3, njnt 2, ngeom 2, nu 0",
+        "  /World/SceneUp: 1 body, 1 shape, 1 joint; MuJoCo model: nbody 2, njnt 1, ngeom 1, nu 0",
+    ]
+    assert "  - distance joint with neither a minimum nor a maximum distance does not constrain: /World/Tether" in lines
+    assert (
+        "  - newton:usd:framesPerSecond = 30 of a PhysicsScene other than the first is not used: every scene steps "
+        "on the first scene's clock, 50 frames per second: /World/SceneUp"
+    ) in lines
+    assert "several PhysicsScenes" not in r.stdout  # (what the default scene's import alone would say)
+    # read by the second scene's import: used; read by none: listed
+    unused = lines[lines.index("authored but not used (1 attributes):") :]
+    assert unused == ["authored but not used (1 attributes):", "  - mjc:unknownThing (1 prim: /World/Up)"]
+
+
+def test_usdsim_explain_covers_every_scene(tmp_path):
+    src = tmp_path / "scenes.usda"
+    second_scene_authors(src)
+    r = usdsim("explain", src)
+    assert r.returncode == 0, r.stderr
+    rows = {tuple(line.split()[:2]): line.split()[2:] for line in r.stdout.splitlines()[2:]}
+    assert rows[("/World/Up", "condim")] == ["1", "mjc:condim"]
+    assert rows[("/World/Down", "condim")] == ["3", "default"]
+    assert rows[("/World/SceneUp", "timestep")] == ["0.004", "s", "mjc:option:timestep"]
+    assert rows[("/World/SceneUp", "frames_per_second")] == ["30", "1/s", "newton:usd:framesPerSecond"]
+    assert rows[("/World/SceneDown", "timestep")][-1] == "default"
+    # one row per prim and property, in prim order
+    keys = [tuple(line.split()[:2]) for line in r.stdout.splitlines()[2:]]
+    assert len(keys) == len(set(keys)) and keys == sorted(keys)
+    r = usdsim("explain", src, "/World/Up")
+    assert {line.split()[0] for line in r.stdout.splitlines()[2:]} == {"/World/Up"}
+
+
+def test_write_worlds_all_shows_every_scene_of_each_world_on_one_copy(tmp_path):
+    stage = new_stage()
+    add_scene(stage, "/World/SceneDown")
+    add_scene(stage, "/World/SceneUp", up=True)
+    add_box(stage, "/World/Boxes/Down", (0, 0, 1), owner="/World/SceneDown")
+    add_box(stage, "/World/Boxes/Up", (2, 0, 1), owner="/World/SceneUp")
+    sim = Simulation.open(stage, device="cpu", worlds=2, write_worlds="all", world_spacing=10.0)
+    up = sim.scenes[0]
+    assert up.copies is sim.copies and [str(r) for r in sim.copies.roots] == ["/World/Boxes"]  # one copy, both scenes
+    sim.run(10)
+    drop = euler_drop(sim.dt, sim.steps)
+    t = sim.time_code
+    for root, dx in (("/World/Boxes", 0), ("/World/Boxes_world1", 10)):  # world 1 is 10 units along X
+        assert pos(stage, f"{root}/Down", t) == pytest.approx([dx, 0, 1 - drop], abs=1e-4), root
+        assert pos(stage, f"{root}/Up", t) == pytest.approx([dx + 2, 0, 1 + drop], abs=1e-4), root
+    assert not stage.GetPrimAtPath("/World/Boxes_world1/Up").HasAPI(UsdPhysics.RigidBodyAPI)  # a picture
+    # A body added to the second scene outside /World/Boxes rebuilds that scene: the environment to copy is now
+    # /World, copied again, and both scenes go on writing onto the new copy.
+    add_box(stage, "/World/Up2", (6, 0, 1), owner="/World/SceneUp")
+    sim.run(10)
+    assert up.rebuilds == 1 and sim.rebuilds == 0
+    assert [str(r) for r in sim.copies.roots] == ["/World"]
+    assert not stage.GetPrimAtPath("/World/Boxes_world1").IsDefined()  # (the poses written there: overs)
+    t = sim.time_code
+    for root, dx in (("/World", 0), ("/World_world1", 10)):
+        assert pos(stage, f"{root}/Boxes/Down", t) == pytest.approx(pos(stage, "/World/Boxes/Down", t) + [dx, 0, 0])
+        assert pos(stage, f"{root}/Boxes/Up", t) == pytest.approx(pos(stage, "/World/Boxes/Up", t) + [dx, 0, 0])
+        assert pos(stage, f"{root}/Up2", t) == pytest.approx(pos(stage, "/World/Up2", t) + [dx, 0, 0], abs=1e-6)
+    assert pos(stage, "/World/Boxes/Down", t)[2] < 1 - drop - 0.1 and pos(stage, "/World/Up2", t)[2] > 1.1
+    out = sim.save(tmp_path / "out.usda", flatten=True)
+    sim.close()
+    assert not stage.GetPrimAtPath("/World_world1")
+    saved = Usd.Stage.Open(out)
+    assert pos(saved, "/World_world1/Boxes/Down", t) == pytest.approx(pos(saved, "/World/Boxes/Down", t) + [10, 0, 0])

@@ -36,7 +36,7 @@ from .equalities import import_joint_equalities, import_tendon_equalities
 from .gprims import AXIS_TO_Z, HEIGHTFIELD_API, VISUAL_API, import_visual_geoms, read_heightfield, read_mesh
 from .keyframes import import_keyframes
 from .resolver import DIALECTS, Context, Resolver
-from .scenes import Scenes, analyse, any_owner, keep_scene_prims
+from .scenes import Scenes, analyse, any_owner, keep_scene_prims, physics_scenes
 from .stage import StageFrame, open_stage
 
 DEFAULT_DENSITY = 1000.0  # kg/m^3, the UsdPhysics specification's default
@@ -509,6 +509,21 @@ def read_scenes(source, order=DIALECTS) -> Scenes:
         enabled = resolver.resolve(stage.GetPrimAtPath(path), props.SCENE_GRAVITY_ENABLED, ctx).value
         scenes.gravity[path] = _gravity(d, frame) if enabled else np.zeros(3)
     return scenes
+
+
+def scenes_to_import(stage, order=DIALECTS) -> list:
+    """The ``scene`` arguments of :func:`add_usd` that import every PhysicsScene of ``stage`` that simulates
+    rigid bodies, each into a builder of its own: with several PhysicsScenes, those that simulate bodies
+    (:meth:`Scenes.simulated`, the first the default scene when it simulates any); else, or when none
+    simulates a body, ``[None]`` (add_usd's default: the stage's scene). Costs one traversal, and a parse
+    of the stage's physics when it has several PhysicsScenes.
+
+    Raises:
+        UsdInputError: as :func:`read_scenes`.
+    """
+    if len(physics_scenes(stage)) < 2:
+        return [None]
+    return read_scenes(stage, order).simulated() or [None]
 
 
 def _material(d, materials):
