@@ -447,6 +447,17 @@ def test_spherical_cone_limit_bounds_the_swing():
     assert max_tilt(stage_with(None)) > 30.0
     assert max_tilt(stage_with(10.0)) < 14.0  # soft limit (MuJoCo solref 0.02): a 3.5 rad/s hit overshoots ~2.5 deg
 
+    # UsdPhysics leaves the twist about the joint axis free; MuJoCo's ball range bounds it too: said once,
+    # unless the joint is MuJoCo's own (MjcJointAPI, as mujoco-usd-converter writes an MJCF ball range).
+    said = "spherical joint cone limits bound the whole rotation angle, twist about the joint axis included"
+    stage = stage_with(10.0)
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Pendulum")).CreateAngularVelocityAttr(Gf.Vec3f(0, 0, 200))
+    kinds = ModelBuilder().add_usd(stage).diagnostics.kinds
+    assert [paths for kind, paths in kinds.items() if kind.startswith(said)] == [["/Ball"]]
+    assert max_tilt(stage) < 14.0  # a spin about the axis is stopped at the cone angle, as the warning says
+    stage.GetPrimAtPath("/Ball").AddAppliedSchema("MjcJointAPI")
+    assert not any(kind.startswith(said) for kind in ModelBuilder().add_usd(stage).diagnostics.kinds)
+
 
 def test_joint_state_sets_the_initial_angle_and_body_pose():
     from pxr import Sdf
