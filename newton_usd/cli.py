@@ -33,6 +33,7 @@ EXIT_INPUT = 2
 DEFAULT_CLIP_FRAMES = 1000  # newton_usd.sync.clips.DEFAULT_CLIP_FRAMES (not imported: --help stays instant)
 EXIT_SIMULATION = 3
 EXIT_INTERRUPTED = 130
+WRITE_BATCH = 32  # recorded frames written onto the stage together (Simulation.write_batch)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -368,6 +369,7 @@ def _run(args) -> int:
         return _fail(str(e), args)
     t_setup = time.perf_counter() - t_open
     sim.record_every = args.record_every
+    sim.write_batch = WRITE_BATCH  # no one looks at the stage while usdsim runs: write the frames in batches
     sim.write = not args.benchmark
     if args.duration is not None:
         frames = max(1, round(args.duration * sim.fps))

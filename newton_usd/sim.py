@@ -560,18 +560,43 @@ class Simulation:
             if self.joint_sync is not None:
                 self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time_code)
             if self.clips is not None and time_code is not None:
+                if self.clips.moves_at_next_frame():
+                    self._flush_syncs()  # the chunk holds every frame written so far
                 self.clips.frame_written(time_code)  # once per chunk: moves it to a clip file
         self.sync_seconds += time.perf_counter() - t0
         self._written_frame = self.frame
 
     def flush(self) -> None:
         """Write the current frame if it was not written (e.g. with ``record_every`` > 1, when a run
-        stops early)."""
+        stops early), and the frames kept by :attr:`write_batch`: the stage shows the whole run."""
         if self.write and getattr(self, "_written_frame", None) != self.frame:
             self._write()
         with self._own_writes():
             for other in self.scenes:
                 other.flush()
+        self._flush_syncs()
+
+    @property
+    def write_batch(self) -> int:
+        """Recorded frames written onto the stage together (default 1: every frame at once). More is
+        about twice as fast to write (see :attr:`~newton_usd.sync.StageSync.batch_frames`), but the stage
+        shows a frame only once its batch is written (:meth:`flush`, :meth:`save` and the value clips
+        write what is kept): for runs no one watches, as ``usdsim run``'s 32."""
+        return self.sync.batch_frames
+
+    @write_batch.setter
+    def write_batch(self, frames: int) -> None:
+        if int(frames) < 1:
+            raise NewtonUsdError(f"write_batch must be at least 1 frame, got {frames}")
+        self._flush_syncs()
+        for sim in (self, *self.scenes):
+            sim.sync.batch_frames = int(frames)
+
+    def _flush_syncs(self) -> None:
+        """Write the frames the syncs of every scene keep."""
+        with self._own_writes():
+            for sim in (self, *self.scenes):
+                sim.sync.flush()
 
     def _own_writes(self):
         watcher = getattr(self, "watcher", None)  # (none yet while the constructor copies the environment)
@@ -855,6 +880,7 @@ class Simulation:
         saved to another path, or flattened, its clips are baked into time samples.
         """
         path = os.fspath(path)
+        self._flush_syncs()
         src = self.stage.GetRootLayer()
         if os.path.exists(path) and os.path.realpath(path) == os.path.realpath(src.realPath or ""):
             raise NewtonUsdError(f"{path}: refusing to overwrite the source stage; choose another output path")
@@ -909,6 +935,7 @@ class Simulation:
         """Write the simulated motion (and the ``overrides``) into the source file itself: every
         attribute of the output layer replaces the source's (a streamed recording's clips are baked
         into time samples). Only when the user asks for it."""
+        self._flush_syncs()
         src = self.stage.GetRootLayer()
         if not src.realPath:
             raise NewtonUsdError("the stage has no file to write in place (it was made in memory)")
@@ -954,6 +981,7 @@ class Simulation:
     def close(self) -> None:
         """Detach the output layer from the stage (the stage shows the authored poses again); a streamed
         recording's clips that no saved output refers to are removed."""
+        self._flush_syncs()
         if self.clips is not None:
             self.clips.close()
         if self.watcher is not None:

@@ -274,10 +274,12 @@ def test_live_edits_that_rebuild_mid_chunk_read_the_same(tmp_path):
     """A box added mid-run (a rebuild) and a body disabled mid-run: the same values at every time. The
     one difference USD's clips make: the added box's attributes also list the first frame of the clip
     in which they start (frame 4: clips of 4 frames; the box is written from frame 7)."""
-    for out, clip_frames in ((tmp_path / "plain.usda", None), (tmp_path / "out.usda", 4)):
+    batched = tmp_path / "batched.usda"  # also in batches of 5 frames: a rebuild writes what the old sync kept
+    for out, clip_frames, batch in ((tmp_path / "plain.usda", None, 1), (tmp_path / "out.usda", 4, 1), (batched, 4, 5)):
         stage = Usd.Stage.Open(Sdf.Layer.OpenAsAnonymous(str(SAMPLES / "boxes_on_ground.usda")))
         stream = {} if clip_frames is None else {"stream_to": out, "clip_frames": clip_frames}
         sim = Simulation.open(stage, device="cpu", **stream)
+        sim.write_batch = batch
         sim.run(6)
         cube = UsdGeom.Cube.Define(stage, "/World/NewBox")
         cube.CreateSizeAttr(0.2)
@@ -289,15 +291,47 @@ def test_live_edits_that_rebuild_mid_chunk_read_the_same(tmp_path):
         sim.run(9)
         assert sim.rebuilds == 2
         sim.save(out)
-    a, b = Usd.Stage.Open(str(tmp_path / "plain.usda")), Usd.Stage.Open(str(tmp_path / "out.usda"))
-    for path in ("/World/NewBox", "/World/TiltedBox", "/World/Box"):
-        for name in ("xformOp:translate:physics", "xformOp:orient:physics"):
-            x, y = a.GetPrimAtPath(path).GetAttribute(name), b.GetPrimAtPath(path).GetAttribute(name)
-            samples = x.GetTimeSamples()
-            expected = sorted({4.0, *samples}) if path == "/World/NewBox" else samples
-            assert samples[0] == (7.0 if path == "/World/NewBox" else 0.0) and y.GetTimeSamples() == expected
-            for t in [Usd.TimeCode.Default()] + [i / 2 for i in range(-2, 48)]:
-                assert x.Get(t) == y.Get(t), (path, name, t)
+    a = Usd.Stage.Open(str(tmp_path / "plain.usda"))
+    for b in (Usd.Stage.Open(str(tmp_path / "out.usda")), Usd.Stage.Open(str(batched))):
+        for path in ("/World/NewBox", "/World/TiltedBox", "/World/Box"):
+            for name in ("xformOp:translate:physics", "xformOp:orient:physics"):
+                x, y = a.GetPrimAtPath(path).GetAttribute(name), b.GetPrimAtPath(path).GetAttribute(name)
+                samples = x.GetTimeSamples()
+                expected = sorted({4.0, *samples}) if path == "/World/NewBox" else samples
+                assert samples[0] == (7.0 if path == "/World/NewBox" else 0.0) and y.GetTimeSamples() == expected
+                for t in [Usd.TimeCode.Default()] + [i / 2 for i in range(-2, 48)]:
+                    assert x.Get(t) == y.Get(t), (path, name, t)
+
+
+@pytest.mark.parametrize("xform_ops", ["trs", "matrix"])
+def test_recording_written_in_batches_reads_as_frame_by_frame(tmp_path, xform_ops):
+    """Simulation.write_batch (usdsim writes 32 frames at a time): the stage lags until a batch is full or
+    flushed; what is saved, plain or streamed to clips whose length the batch does not divide, is the
+    recording written frame by frame, value for value."""
+    src = mixed_stage(tmp_path / "mixed.usda")
+    animated = ANIMATED if xform_ops == "trs" else ANIMATED_MATRIX
+    record(src, tmp_path / "plain.usda", 40, xform_ops=xform_ops)
+    sim = Simulation.open(src, device="cpu", joint_states=True, live=False, xform_ops=xform_ops)
+    sim.write_batch = 5
+    sim.run(12)  # frames 0-12 recorded: two batches written, three frames kept
+    box = "/World/Box.xformOp:transform:physics" if xform_ops == "matrix" else "/World/Box.xformOp:translate:physics"
+    assert sim.output_layer.ListTimeSamplesForPath(box) == list(range(10))
+    assert sim.output_layer.GetNumTimeSamplesForPath("/World/Hinge.state:angular:physics:position") == 13  # at once
+    sim.flush()
+    assert sim.output_layer.ListTimeSamplesForPath(box) == list(range(13))
+    sim.run(28)
+    sim.save(tmp_path / "batched.usda")
+    assert_same_recording(tmp_path / "plain.usda", tmp_path / "batched.usda", animated)
+    out = tmp_path / "streamed.usda"
+    sim = Simulation.open(src, device="cpu", joint_states=True, live=False, xform_ops=xform_ops)
+    sim.stream_recording(out, 7)
+    sim.write_batch = 5
+    sim.run(40)
+    sim.save(out)
+    assert_same_recording(tmp_path / "plain.usda", out, animated)
+    assert_uses_clips(out, 6, animated)
+    with pytest.raises(NewtonUsdError, match="write_batch must be at least 1"):
+        sim.write_batch = 0
 
 
 def test_stream_arguments_are_checked(tmp_path):

@@ -170,6 +170,10 @@ class ClipStream:
         if self._frames > self.frames_per_clip:
             self._move(self._last_time)
 
+    def moves_at_next_frame(self) -> bool:
+        """Whether the next :meth:`frame_written` moves a chunk (what is kept for it must be in the layer)."""
+        return self._frames + 1 > self.frames_per_clip
+
     def close_chunk(self) -> None:
         """Move what the layer holds since the last clip into a clip of its own (before saving).
         Nothing when the layer holds only the last clip's final frame."""
