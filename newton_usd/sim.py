@@ -593,10 +593,12 @@ class Simulation:
             sim.sync.batch_frames = int(frames)
 
     def _flush_syncs(self) -> None:
-        """Write the frames the syncs of every scene keep."""
+        """Write the frames the syncs of every scene keep (counted as time spent in the sync)."""
         with self._own_writes():
             for sim in (self, *self.scenes):
+                t0 = time.perf_counter()
                 sim.sync.flush()
+                sim.sync_seconds += time.perf_counter() - t0
 
     def _own_writes(self):
         watcher = getattr(self, "watcher", None)  # (none yet while the constructor copies the environment)
