@@ -208,6 +208,7 @@ class SolverMuJoCo(SolverBase):
             with wp.ScopedDevice(self.device):
                 for stage in (self._mjw.kinematics, self._mjw.com_pos, self._mjw.com_vel):
                     stage(self.mjw_model, w)
+            self._warp_stale = True
             body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
             self._pull(qpos, qvel, body, state)
         if control is not None and len(self._mjc_ctrl):
@@ -299,6 +300,7 @@ class SolverMuJoCo(SolverBase):
         elif self.mjw_model is not None:
             with wp.ScopedDevice(self.device):
                 self._put_warp_model()
+            self._warp_stale = True
 
     # ------------------------------------------------------------------ cpu backend
     def _init_cpu(self, qpos, qvel):
@@ -329,6 +331,10 @@ class SolverMuJoCo(SolverBase):
 
         self._mjw = mjw
         m = self.mj_model
+        # step2 then step1 (see _advance_warp), except where that is not step: RK4, sleeping.
+        sleep = m.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+        self._two_phase = m.opt.integrator != mujoco.mjtIntegrator.mjINT_RK4 and not sleep
+        self._warp_stale = True  # the state or the model was written since the last step1
         if nconmax is None:
             nconmax = max(64, 8 * m.ngeom)
         if njmax is None:
@@ -416,6 +422,7 @@ class SolverMuJoCo(SolverBase):
             self._models_changed()
         elif self.mjw_model is not None:
             self.mjw_model.opt.timestep.fill_(dt)
+            self._warp_stale = True  # (constraint references depend on the timestep)
 
     def _needs_push(self, state_in) -> bool:
         """Whether ``state_in``'s coordinates must go into MuJoCo: not when it is the state this solver
@@ -456,11 +463,15 @@ class SolverMuJoCo(SolverBase):
         if len(self._mocap_body):
             for name, values in zip(("mocap_pos", "mocap_quat"), self._mocap_poses(state_in), strict=True):
                 full = getattr(w, name).numpy()
-                full[:, self._mocap_id] = values
-                getattr(w, name).assign(full)
+                values = values.astype(np.float32)
+                if not np.array_equal(full[:, self._mocap_id], values):
+                    full[:, self._mocap_id] = values
+                    getattr(w, name).assign(full)
+                    self._warp_stale = True  # (the position stage depends on the mocap poses)
         if push:
             w.qpos.assign(qpos.astype(np.float32))
             w.qvel.assign(qvel.astype(np.float32))
+            self._warp_stale = True
         if ctrl is not None:
             if self.mj_model.nu:
                 w.ctrl.assign(ctrl.astype(np.float32))
@@ -468,13 +479,29 @@ class SolverMuJoCo(SolverBase):
         with wp.ScopedDevice(self.device):
             if len(self._accel):
                 self._scale_acceleration_drives(w.qpos.numpy().astype(np.float64))
-            self._mjw.step(self.mjw_model, w)
-            # Kinematics at the new state, so that body poses go with the new coordinates.
-            self._mjw.kinematics(self.mjw_model, w)
-            self._mjw.com_pos(self.mjw_model, w)
-            self._mjw.com_vel(self.mjw_model, w)
+            self._advance_warp()
         body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
         self._pull(w.qpos.numpy(), w.qvel.numpy(), body, state_out)
+
+    def _advance_warp(self):
+        """One mujoco_warp step, after which the body fields (``xpos``, ``xquat``, ``cvel``, ``subtree_com``,
+        ...) are those of the new state. As the cpu backend's DataEngine: ``step2`` then ``step1`` (the same
+        computations as ``step``, the position and velocity stages done at the end of the step rather than at
+        the start of the next), with a ``step1`` first when the state or the model was written since
+        (``_warp_stale``). RK4 (``step2`` integrates with Euler) and sleeping (``step`` wakes and updates the
+        sleeping trees first) take ``step`` and then the kinematics at the new state."""
+        mjw, m, d = self._mjw, self.mjw_model, self.mjw_data
+        if self._two_phase:
+            if self._warp_stale:
+                mjw.step1(m, d)
+            mjw.step2(m, d)
+            mjw.step1(m, d)
+        else:
+            mjw.step(m, d)
+            mjw.kinematics(m, d)
+            mjw.com_pos(m, d)
+            mjw.com_vel(m, d)
+        self._warp_stale = False
 
     def _mocap_poses(self, state):
         """``(mocap_pos, mocap_quat)``, ``(num_worlds, n, 3|4)``, of the kinematic bodies in ``state``."""
