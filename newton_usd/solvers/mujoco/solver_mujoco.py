@@ -28,6 +28,7 @@ from .convert import CoordinateMap
 from .engine import BatchEngine, DataEngine
 from .exchange import StateExchange, discard_pending
 from .spec import UNLIMITED_EFFORT, build_spec, compile_spec, mj_inertial
+from .warp_exchange import DeviceExchange
 
 logger = logging.getLogger("newton_usd")
 
@@ -85,6 +86,8 @@ class SolverMuJoCo(SolverBase):
         self._mjc_built = self._mjc_ctrl >= 0
         self._ctl = None  # the Control last pushed, its arrays, views and bytes (see _push_controls)
         self._exchange = None  # the cpu backend's StateExchange
+        self._dev = None  # the warp backend's DeviceExchange (the exchange in Warp kernels)
+        self._dev_last = None  # (state, joint_q, joint_qd) as the device exchange wrote them last
         self._init_keyframes(world0)
         mocap = self.spec_map.body_mocap
         self._mocap_body = np.nonzero(mocap >= 0)[0]  # kinematic bodies, moved from State.body_q
@@ -209,6 +212,7 @@ class SolverMuJoCo(SolverBase):
                 for stage in (self._mjw.kinematics, self._mjw.com_pos, self._mjw.com_vel):
                     stage(self.mjw_model, w)
             self._warp_stale = True
+            self._dev_last = None
             body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
             self._pull(qpos, qvel, body, state)
         if control is not None and len(self._mjc_ctrl):
@@ -263,6 +267,8 @@ class SolverMuJoCo(SolverBase):
         self._ke = self._per_world(model.joint_target_ke)
         self._kd = self._per_world(model.joint_target_kd)
         self._ctl = None  # the controls depend on the gains: push them at the next step
+        if self._dev is not None:
+            self._dev.set_gains(self._ke, self._kd)  # (in place)
 
     def _worlds_differ(self, model, names) -> bool:
         """Whether any value named in ``names`` differs between the worlds of ``model``."""
@@ -339,11 +345,16 @@ class SolverMuJoCo(SolverBase):
             nconmax = max(64, 8 * m.ngeom)
         if njmax is None:
             njmax = max(128, 6 * nconmax + 2 * m.njnt + 6 * m.neq)
+        self.nconmax, self.njmax = nconmax, njmax  # (per world)
         with wp.ScopedDevice(self.device):
             self._put_warp_model()
             self.mjw_data = mjw.put_data(m, self._data, nworld=self.num_worlds, nconmax=nconmax, njmax=njmax)
             self.mjw_data.qpos.assign(qpos.astype(np.float32))
             self.mjw_data.qvel.assign(qvel.astype(np.float32))
+            self._dev = DeviceExchange(
+                self.map, self._mocap_body, self._mocap_id, self._mjc_ctrl, self.num_worlds, self.device
+            )
+            self._dev.set_gains(self._ke, self._kd)
 
     def _put_warp_model(self):
         """The MuJoCo-Warp model of world 0, with a per-world batch for every field that differs."""
@@ -453,6 +464,13 @@ class SolverMuJoCo(SolverBase):
             self._pull(self._qpos, self._qvel, self._body_out, state_out)
 
     def _step_warp(self, state_in, state_out, control):
+        discard_pending(state_out)
+        if self._on_device(state_in, state_out, control):
+            self._step_warp_device(state_in, state_out, control)
+            return
+        # The exchange through numpy on the host: arrays on another device than the solver's, and models with
+        # acceleration drives (their gains are scaled from the mass matrix at the pushed state, on the host).
+        self._dev_last = None
         push = self._needs_push(state_in)
         qpos = qvel = ctrl = qfrc = None
         if push:
@@ -482,6 +500,49 @@ class SolverMuJoCo(SolverBase):
             self._advance_warp()
         body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
         self._pull(w.qpos.numpy(), w.qvel.numpy(), body, state_out)
+
+    def _on_device(self, state_in, state_out, control) -> bool:
+        """Whether a step can exchange with MuJoCo-Warp in Warp kernels (:mod:`.warp_exchange`): the arrays it
+        reads and writes are on the solver's device, and no drive is an acceleration drive."""
+        if self._dev is None or self._has_accel:
+            return False
+        arrays = [state_in.joint_q, state_in.joint_qd, state_out.joint_q, state_out.joint_qd]
+        arrays += [state_out.body_q, state_out.body_qd]
+        if len(self._mocap_body):
+            arrays.append(state_in.body_q)
+        if control is not None:
+            arrays += [getattr(control, n) for n in self._CONTROLS]
+            mjc = getattr(getattr(control, "mujoco", None), "ctrl", None)
+            if mjc is not None and len(self._mjc_ctrl):
+                arrays.append(mjc)
+        return all(a is not None and a.device == self.device for a in arrays)
+
+    def _step_warp_device(self, state_in, state_out, control):
+        """A step with the exchange in Warp kernels. ``state_in`` the state written last (same arrays): only the
+        worlds whose coordinates were edited since are pushed, and the position and velocity stages are computed
+        again only if something was pushed (``wp.capture_if``), else every world is pushed."""
+        last = self._dev_last
+        compare = last is not None and last[0] is state_in
+        compare = compare and last[1] is state_in.joint_q and last[2] is state_in.joint_qd
+        with wp.ScopedDevice(self.device):
+            self._device_step(state_in, state_out, control, compare)
+        self._dev_last = (state_out, state_out.joint_q, state_out.joint_qd)
+        self._last_out = None  # (what the numpy path compares with)
+
+    def _device_step(self, state_in, state_out, control, compare):
+        x, d = self._dev, self.mjw_data
+        x.begin()
+        x.push_state(state_in.joint_q, state_in.joint_qd, d, compare)
+        if not compare:
+            self._warp_stale = True
+        if len(self._mocap_body):
+            x.push_mocap(state_in.body_q, d)
+        if control is not None:
+            x.push_controls(control, d)
+        if self._two_phase and not self._warp_stale:
+            wp.capture_if(x.moved, on_true=self._mjw.step1, m=self.mjw_model, d=d)
+        self._advance_warp()
+        x.pull(d, state_out)
 
     def _advance_warp(self):
         """One mujoco_warp step, after which the body fields (``xpos``, ``xquat``, ``cvel``, ``subtree_com``,
