@@ -168,3 +168,46 @@ def test_device_exchange_with_ball_free_drives_forces_motor_mocap_and_edits():
     assert paddle[1, 2] == pytest.approx(paddle[0, 2] + 0.2, abs=1e-6)
     mocap = solver.mjw_data.mocap_pos.numpy()[:, 0]
     np.testing.assert_allclose(mocap[:, 2], paddle[:, 2], atol=1e-6)
+
+
+def test_captured_steps_replay_what_eager_steps_do():
+    # The CUDA graph path, run on Warp's CPU device (Warp captures there too): the second step with the same
+    # arrays is captured, later ones replayed; edits between steps still reach MuJoCo (the captured conditional
+    # step1), and a model change drops the graphs.
+    from newton_usd.core.types import DriveMode
+
+    def edit(i, model, state, control):
+        if i == 12:
+            q = state.joint_q.numpy()
+            q[7:11] = (0.0, np.sin(0.2), 0.0, np.cos(0.2))
+            state.joint_q.assign(q)
+        if i == 16:
+            control.mujoco.ctrl.assign(np.array([1.5, -0.5], dtype=np.float32))
+
+    def run(graphs):
+        model, dof = mixed_model()
+        solver = SolverMuJoCo(model, backend="warp")
+        solver._use_graphs = graphs
+        s0, s1, control = model.state(), model.state(), model.control()
+        out, captured = [], 0
+        for i in range(30):
+            edit(i, model, s0, control)
+            if i == 20:
+                ke = model.joint_target_ke.numpy()
+                ke[dof] = 60.0
+                model.joint_target_ke.assign(ke)
+                assert model.joint_target_mode.numpy()[dof] == int(DriveMode.POSITION)
+                captured = sum(g[0] is not None for g in solver._graphs.values())
+                assert solver.update_parameters(model, {"joint_target_ke"}) == set()
+                assert not solver._graphs
+            solver.step(s0, s1, control, None, 0.002)
+            s0, s1 = s1, s0
+            out.append({n: getattr(s0, n).numpy().copy() for n in ("joint_q", "joint_qd", "body_q", "body_qd")})
+        return out, captured, solver
+
+    replayed, captured, solver = run(True)
+    assert captured == 2  # (one per direction of the ping-pong)
+    assert sum(g[0] is not None for g in solver._graphs.values()) == 2  # captured again after the change
+    eager, _, _ = run(False)
+    assert_same_runs(replayed, eager, atol=0.0)
+    assert np.abs(eager[-1]["joint_q"] - eager[19]["joint_q"]).max() > 1e-3

@@ -88,6 +88,8 @@ class SolverMuJoCo(SolverBase):
         self._exchange = None  # the cpu backend's StateExchange
         self._dev = None  # the warp backend's DeviceExchange (the exchange in Warp kernels)
         self._dev_last = None  # (state, joint_q, joint_qd) as the device exchange wrote them last
+        self._graphs = {}  # the warp backend's captured steps on CUDA: see _step_warp_device
+        self._use_graphs = self.device.is_cuda  # (False once a capture failed; tests set it on Warp's CPU device)
         self._init_keyframes(world0)
         mocap = self.spec_map.body_mocap
         self._mocap_body = np.nonzero(mocap >= 0)[0]  # kinematic bodies, moved from State.body_q
@@ -307,6 +309,7 @@ class SolverMuJoCo(SolverBase):
             with wp.ScopedDevice(self.device):
                 self._put_warp_model()
             self._warp_stale = True
+            self._graphs.clear()
 
     # ------------------------------------------------------------------ cpu backend
     def _init_cpu(self, qpos, qvel):
@@ -375,6 +378,7 @@ class SolverMuJoCo(SolverBase):
                 values = values.astype(np.float32)
             dtype = getattr(self.mjw_model, name).dtype
             setattr(self.mjw_model, name, wp.array(values, dtype=dtype, device=self.device))
+            self._graphs.clear()  # (a new array: captured steps read the old one)
 
     # ------------------------------------------------------------------ acceleration drives
     def _init_acceleration_drives(self, world0):
@@ -434,6 +438,7 @@ class SolverMuJoCo(SolverBase):
         elif self.mjw_model is not None:
             self.mjw_model.opt.timestep.fill_(dt)
             self._warp_stale = True  # (constraint references depend on the timestep)
+            self._graphs.clear()
 
     def _needs_push(self, state_in) -> bool:
         """Whether ``state_in``'s coordinates must go into MuJoCo: not when it is the state this solver
@@ -520,12 +525,17 @@ class SolverMuJoCo(SolverBase):
     def _step_warp_device(self, state_in, state_out, control):
         """A step with the exchange in Warp kernels. ``state_in`` the state written last (same arrays): only the
         worlds whose coordinates were edited since are pushed, and the position and velocity stages are computed
-        again only if something was pushed (``wp.capture_if``), else every world is pushed."""
+        again only if something was pushed (``wp.capture_if``), else every world is pushed. On CUDA, such a step
+        (nothing stale on the host) is captured in a CUDA graph per (state_in, state_out, control) and replayed
+        while they keep their arrays and the model its arrays (``_graphs``, cleared on model changes)."""
         last = self._dev_last
         compare = last is not None and last[0] is state_in
         compare = compare and last[1] is state_in.joint_q and last[2] is state_in.joint_qd
         with wp.ScopedDevice(self.device):
-            self._device_step(state_in, state_out, control, compare)
+            if self._use_graphs and compare and not self._warp_stale:
+                self._graph_step(state_in, state_out, control)
+            else:
+                self._device_step(state_in, state_out, control, compare)
         self._dev_last = (state_out, state_out.joint_q, state_out.joint_qd)
         self._last_out = None  # (what the numpy path compares with)
 
@@ -543,6 +553,37 @@ class SolverMuJoCo(SolverBase):
             wp.capture_if(x.moved, on_true=self._mjw.step1, m=self.mjw_model, d=d)
         self._advance_warp()
         x.pull(d, state_out)
+
+    def _graph_step(self, state_in, state_out, control):
+        """:meth:`_device_step`, captured the second time for the same arrays and replayed after (on CUDA; Warp
+        captures on its CPU device too, which the tests use)."""
+        arrays = (state_in, state_in.joint_q, state_in.joint_qd, state_in.body_q, state_out, state_out.joint_q)
+        arrays += (state_out.joint_qd, state_out.body_q, state_out.body_qd, control)
+        if control is not None:
+            arrays += tuple(getattr(control, n) for n in self._CONTROLS)
+            arrays += (getattr(getattr(control, "mujoco", None), "ctrl", None),)
+        key = tuple(id(a) for a in arrays)
+        hit = self._graphs.get(key)
+        if hit is not None and hit[0] is not None and all(a is b for a, b in zip(hit[1], arrays, strict=True)):
+            wp.capture_launch(hit[0])
+            return
+        if hit is None or len(self._graphs) > 16:  # the first time: eagerly (modules load), then capture
+            if len(self._graphs) > 16:
+                self._graphs.clear()
+            self._graphs[key] = (None, arrays)
+            self._device_step(state_in, state_out, control, True)
+            return
+        try:
+            with wp.ScopedCapture(device=self.device) as capture:
+                self._device_step(state_in, state_out, control, True)
+        except Exception as e:  # noqa: BLE001  (no conditional graph nodes: CUDA older than 12.4, ...)
+            logger.warning("SolverMuJoCo: no CUDA graph for the warp backend's step (%s); stepping without", e)
+            self._graphs[key] = (None, arrays)
+            self._use_graphs = False
+            self._device_step(state_in, state_out, control, True)
+            return
+        self._graphs[key] = (capture.graph, arrays)
+        wp.capture_launch(capture.graph)
 
     def _advance_warp(self):
         """One mujoco_warp step, after which the body fields (``xpos``, ``xquat``, ``cvel``, ``subtree_com``,
