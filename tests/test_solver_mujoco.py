@@ -575,3 +575,13 @@ def test_unconstrained_ball_falls_past_where_the_rope_would_hold():
     b = ModelBuilder()
     b.add_usd(rope_stage(max_distance=1.0))
     assert b.distance_max == [1.0] and b.distance_body0 == [-1]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "warp"])
+def test_joint_q_of_several_free_bodies_is_each_body_pose(backend):
+    # Each free joint's 7 coordinates are its body's position and Warp quaternion (world-attached free joints
+    # at the body frames), not the positions of all free joints followed by all quaternions.
+    _, state, _, _ = simulate(str(SAMPLES / "boxes_on_ground.usda"), 0.05, backend=backend)
+    joint_q, body_q = state.joint_q.numpy().reshape(-1, 7), state.body_q.numpy()
+    assert len(joint_q) == len(body_q) == 3
+    np.testing.assert_allclose(joint_q, body_q, atol=1e-5)

@@ -118,7 +118,8 @@ class CoordinateMap:
         # quaternions reordered; free linear velocities) as one gather each: (source, destination or None
         # where it is every coordinate in order).
         quat_wxyz_to_xyzw = np.array([1, 2, 3, 0])
-        q_src = [scalar[1], self.free_qpos[:, None] + np.arange(3), self.free_qpos[:, None] + 3 + quat_wxyz_to_xyzw]
+        free_src = np.concatenate([np.arange(3), 3 + quat_wxyz_to_xyzw])  # each free joint's 7, in joint_q order
+        q_src = [scalar[1], self.free_qpos[:, None] + free_src]
         q_dst = [scalar[0], self.free_q[:, None] + np.arange(7)]
 
         def flat(parts):
