@@ -4,7 +4,7 @@
                  [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N | --envs PRIM]
                  [--write-worlds first|all [--world-spacing D]] [--record-every N] [--xform-ops trs|matrix]
                  [--clip-frames K] [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
-    usdsim explain STAGE [PRIM ...]     each resolved property, its value (SI) and where it came from
+    usdsim explain STAGE [PRIM ...]     each resolved and UsdPhysics value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
                  [--fix-base source|fixed|floating] [--no-scene] [--no-self-collision]
@@ -146,7 +146,9 @@ def _inspect_parser(command: str) -> argparse.ArgumentParser:
         p = argparse.ArgumentParser(
             prog="usdsim explain",
             description="List every property newton_usd resolves from the stage, its value in SI units and the "
-            "attribute it came from (or the fallback of an applied schema, or the default).",
+            "attribute it came from (or the fallback of an applied schema, or the default), and what UsdPhysics "
+            "authors as the model simulates it (gravity; body mass, COM and inertia; joint type, axis, limits and "
+            "drive; collider friction and restitution) with the attribute or rule that gave it.",
         )
         p.add_argument("stage", help="the USD stage")
         p.add_argument("prims", nargs="*", help="only these prims and their descendants")
@@ -434,7 +436,8 @@ def _inspect(command: str, args) -> int:
             builders.append(ModelBuilder())
             imports.append(add_usd(builders[-1], stage, scene=scene, **order))
         if command == "explain":
-            rows = inspect.explain_rows(imports, args.prims)
+            models = [builder.finalize("cpu") for builder in builders]
+            rows = inspect.explain_rows(imports, args.prims, models)
             print(inspect.table(rows, ("prim", "property", "value", "unit", "source")))
             return 0
         from .solvers import SolverMuJoCo  # noqa: PLC0415
