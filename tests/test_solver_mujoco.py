@@ -585,3 +585,48 @@ def test_joint_q_of_several_free_bodies_is_each_body_pose(backend):
     joint_q, body_q = state.joint_q.numpy().reshape(-1, 7), state.body_q.numpy()
     assert len(joint_q) == len(body_q) == 3
     np.testing.assert_allclose(joint_q, body_q, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", ["Z", "X"])
+def test_cone_collider_has_the_cones_mass_and_rests_on_its_base_but_not_on_its_apex(axis):
+    """A UsdGeom.Cone collider (MuJoCo has none: a convex mesh of the cone's volume): mass and center of mass
+    of a true cone of that density; base down it stands; apex down, nudged, it falls over."""
+    from pxr import Gf, UsdGeom, UsdPhysics
+
+    from stages import add_ground, new_stage
+
+    radius, height, density = 0.2, 0.6, 500.0
+    tilt = {"Z": (0, 0, 0), "X": (0, -90, 0)}[axis]  # (the X-axis cone turned so that its apex points up)
+
+    def stage_with(apex_down):
+        stage = new_stage()
+        add_ground(stage)
+        cone = UsdGeom.Cone.Define(stage, "/Cone")
+        cone.CreateRadiusAttr(radius)
+        cone.CreateHeightAttr(height)
+        cone.CreateAxisAttr(axis)
+        cone.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.5))
+        # apex down: turned a further 175 degrees about a horizontal axis
+        flip = (175, 0, 0) if axis == "Z" else (0, 175, 0)
+        cone.AddRotateXYZOp().Set(Gf.Vec3f(*(t + f * apex_down for t, f in zip(tilt, flip, strict=True))))
+        UsdPhysics.RigidBodyAPI.Apply(cone.GetPrim())
+        UsdPhysics.CollisionAPI.Apply(cone.GetPrim())
+        UsdPhysics.MassAPI.Apply(cone.GetPrim()).CreateDensityAttr(density)
+        return stage
+
+    model, state, _, _ = simulate(stage_with(False), 2.0)
+    volume = math.pi * radius**2 * height / 3.0
+    assert model.body_mass.numpy()[0] == pytest.approx(density * volume, rel=1e-6)
+    com = model.body_com.numpy()[0]  # a quarter of the height above the base: height/4 below the middle
+    np.testing.assert_allclose(com, np.array({"Z": (0, 0, -height / 4), "X": (-height / 4, 0, 0)}[axis]), atol=1e-9)
+    # Base down: at rest with the base on the ground, the middle half the height up, the axis vertical.
+    q = state.body_q.numpy()[0]
+    assert q[2] == pytest.approx(height / 2, abs=2e-3)
+    up = {"Z": np.array([0.0, 0.0, 1.0]), "X": np.array([1.0, 0.0, 0.0])}[axis]
+    from newton_usd.core.quat import quat_rotate
+
+    assert quat_rotate(q[3:], up)[2] == pytest.approx(1.0, abs=1e-3)
+    # Apex down, 5 degrees off: it falls onto its side (the axis ends up far from vertical).
+    _, state, _, _ = simulate(stage_with(True), 2.0)
+    q = state.body_q.numpy()[0]
+    assert abs(quat_rotate(q[3:], up)[2]) < 0.6

@@ -30,6 +30,26 @@ AXIS_TO_Z = {
 }
 
 
+CONE_SEGMENTS = 64
+"""Sides of the convex mesh that stands for a cone (MuJoCo has no cone primitive)."""
+
+
+def cone_mesh(radius: float, half_height: float, segments: int = CONE_SEGMENTS) -> Mesh:
+    """A USD cone (apex at +Z ``half_height``, base disk of ``radius`` at -Z ``half_height``) as a convex mesh
+    of ``segments`` sides. The base polygon has the disk's area (its corners a little outside the circle,
+    by 0.08 % at 64 sides), so the volume, and with it the mass and the center of mass, are the cone's."""
+    n = int(segments)
+    r = radius * math.sqrt(2.0 * math.pi / (n * math.sin(2.0 * math.pi / n)))
+    angles = 2.0 * math.pi * np.arange(n) / n
+    ring = np.stack([r * np.cos(angles), r * np.sin(angles), np.full(n, -half_height)], axis=1)
+    vertices = np.vstack([ring, [[0.0, 0.0, half_height], [0.0, 0.0, -half_height]]])
+    i, j = np.arange(n), (np.arange(n) + 1) % n
+    apex, center = np.full(n, n), np.full(n, n + 1)
+    sides = np.stack([i, j, apex], axis=1)  # counter-clockwise seen from outside
+    base = np.stack([j, i, center], axis=1)
+    return Mesh(vertices, np.concatenate([sides, base]).reshape(-1))
+
+
 def read_mesh(prim, scale, file):
     """A UsdGeom.Mesh's triangles (polygons fan-triangulated), its points scaled by ``scale``; None
     when it has no points or faces."""
@@ -158,6 +178,12 @@ def _geometry(prim, scale, result):
         r, h = float(g.GetRadiusAttr().Get()) * max(radial), float(g.GetHeightAttr().Get()) * scale["XYZ".index(axis)]
         geo = GeoType.CAPSULE if kind == "Capsule" else GeoType.CYLINDER
         return geo, (r, 0.5 * h, 0.0), None, AXIS_TO_Z[axis]
+    if kind == "Cone":
+        g = UsdGeom.Cone(prim)
+        axis = str(g.GetAxisAttr().Get() or "Z")
+        radial = [scale[i] for i in range(3) if "XYZ"[i] != axis]
+        r, h = float(g.GetRadiusAttr().Get()) * max(radial), float(g.GetHeightAttr().Get()) * scale["XYZ".index(axis)]
+        return GeoType.MESH, (1.0, 1.0, 1.0), cone_mesh(r, 0.5 * h), AXIS_TO_Z[axis]
     if kind == "Mesh":
         mesh = read_mesh(prim, scale, result.file)
         return (GeoType.MESH, (1.0, 1.0, 1.0), mesh, identity) if mesh is not None else None

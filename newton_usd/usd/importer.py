@@ -33,7 +33,15 @@ from ..errors import UsdInputError
 from . import properties as props
 from .envs import Environments, check_identical, check_references, find_environments
 from .equalities import import_joint_equalities, import_tendon_equalities
-from .gprims import AXIS_TO_Z, HEIGHTFIELD_API, VISUAL_API, import_visual_geoms, read_heightfield, read_mesh
+from .gprims import (
+    AXIS_TO_Z,
+    HEIGHTFIELD_API,
+    VISUAL_API,
+    cone_mesh,
+    import_visual_geoms,
+    read_heightfield,
+    read_mesh,
+)
 from .keyframes import import_keyframes
 from .resolver import DIALECTS, Context, Resolver
 from .scenes import Scenes, analyse, any_owner, keep_scene_prims, physics_scenes
@@ -575,6 +583,9 @@ def _import_shape(
         else:
             radius = d.radius
         scale = (radius * s, d.halfHeight * s, 0.0)
+        local_rot = quat_multiply(local_rot, AXIS_TO_Z[_axis_token(d.axis)])
+    elif obj_type == OT.ConeShape:  # MuJoCo has no cone: a convex mesh of the cone's volume
+        geo, scale, mesh = GeoType.MESH, (1.0, 1.0, 1.0), cone_mesh(d.radius * s, d.halfHeight * s)
         local_rot = quat_multiply(local_rot, AXIS_TO_Z[_axis_token(d.axis)])
     elif obj_type == OT.PlaneShape:
         geo, scale = GeoType.PLANE, (0.0, 0.0, 0.0)
