@@ -1,3 +1,4 @@
+import logging
 import math
 
 import numpy as np
@@ -224,6 +225,40 @@ def test_d6_axes_without_limits_are_free_and_limits_hold():
 
     assert model.joint_type.numpy().tolist() == [JointType.FIXED]
     np.testing.assert_allclose(state.body_q.numpy()[0], [0, 0, 2, 0, 0, 0, 1], atol=1e-6)  # held at the joint frame
+
+
+def test_d6_with_every_rotation_free_is_a_ball_joint(caplog):
+    """Three free rotations, no limit or drive: a ball joint (any rotation, no gimbal lock of stacked hinges),
+    moving as the spherical joint does; one of them limited: hinges, as said in a warning."""
+    from pxr import Gf, Sdf, UsdPhysics
+
+    from newton_usd import JointType
+
+    stage = d6_pendulum_stage(free_rot=("rotX", "rotY", "rotZ"))
+    spin = Gf.Vec3f(40, 200, 90)  # (deg/s) about every axis
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Pendulum")).CreateAngularVelocityAttr(spin)
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        model, _, solver, q = simulate(stage, 1.0, record="body_q")
+    assert model.joint_type.numpy().tolist() == [JointType.BALL] and solver.mj_model.njnt == 1
+    assert not any("several free rotation axes" in r.getMessage() for r in caplog.records)
+    ball = d6_pendulum_stage(free_rot=())
+    ball.RemovePrim("/D6")
+    joint = UsdPhysics.SphericalJoint.Define(ball, "/Ball")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Pendulum")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2.0))
+    UsdPhysics.RigidBodyAPI(ball.GetPrimAtPath("/Pendulum")).CreateAngularVelocityAttr(spin)
+    _, _, _, ref = simulate(ball, 1.0, record="body_q")
+    np.testing.assert_allclose(q, ref, atol=1e-6)
+    assert np.ptp(q[:, 0, 3:], axis=0).max() > 0.5  # (it tumbles: the body frame origin is the pivot)
+    # One rotation limited: three hinges, and the warning.
+    caplog.clear()
+    limited = d6_pendulum_stage(free_rot=("rotX", "rotY", "rotZ"), limit_rot=("rotZ", -30.0, 30.0))
+    with caplog.at_level(logging.WARNING, logger="newton_usd"):
+        b = ModelBuilder()
+        b.add_usd(limited)
+        model = b.finalize("cpu")
+    assert model.joint_type.numpy().tolist() == [JointType.D6] and model.joint_dof_dim.numpy().tolist() == [[0, 3]]
+    assert any("several free rotation axes" in r.getMessage() for r in caplog.records)
 
 
 def tilted_ball_pendulum():

@@ -1412,6 +1412,10 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
         d6_axes = _d6_axes(d, reverse, frame, path, diag)
         if not d6_axes[0] and not d6_axes[1]:
             jt = JointType.FIXED
+        elif _free_rotation(d6_axes, stage.GetPrimAtPath(path), result):
+            jt, d6_axes = JointType.BALL, None
+        elif len(d6_axes[1]) > 1:
+            diag.add("generic joints with several free rotation axes are simulated as hinges in X, Y, Z order", path)
     elif jt == JointType.BALL:
         lim = d.limit
         cones = [a for a in (lim.lower, lim.upper) if math.isfinite(a) and a >= 0]
@@ -1516,9 +1520,22 @@ def _d6_axes(d, reverse, frame, path, diag):
         ax = _joint_axis(vec, is_angular, limits.get(dof), drives.get(dof), frame, path, diag, report_locked=False)
         if ax is not None:
             (angular if is_angular else linear).append(ax)
-    if len(angular) > 1:
-        diag.add("generic joints with several free rotation axes are simulated as hinges in X, Y, Z order", path)
     return linear, angular
+
+
+_D6_ROT_STATES = frozenset(f"state:rot{a}:physics:{k}" for a in "XYZ" for k in ("position", "velocity"))
+
+
+def _free_rotation(d6_axes, prim, result) -> bool:
+    """Whether a generic joint's DOFs are the three rotations, each free (no limit, no drive) and without
+    authored initial angles: any rotation, which a ball joint gives without the gimbal lock of three hinges."""
+    linear, angular = d6_axes
+    return (
+        not linear
+        and len(angular) == 3
+        and all(a.limit_lower is None and a.limit_upper is None and a.target_mode is None for a in angular)
+        and result.resolver.view(prim).authored.isdisjoint(_D6_ROT_STATES)
+    )
 
 
 def _joint_axis(axis, angular, lim, drv, frame, path, diag, report_locked=True):
