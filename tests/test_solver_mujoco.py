@@ -250,6 +250,11 @@ def test_d6_with_every_rotation_free_is_a_ball_joint(caplog):
     _, _, _, ref = simulate(ball, 1.0, record="body_q")
     np.testing.assert_allclose(q, ref, atol=1e-6)
     assert np.ptp(q[:, 0, 3:], axis=0).max() > 0.5  # (it tumbles: the body frame origin is the pivot)
+    # Limits of -180 and 180 degrees bound no rotation: still a ball joint.
+    wide = d6_pendulum_stage(free_rot=("rotX", "rotY", "rotZ"), limit_rot=("rotY", -180.0, 180.0))
+    b = ModelBuilder()
+    b.add_usd(wide)
+    assert b.finalize("cpu").joint_type.numpy().tolist() == [JointType.BALL]
     # One rotation limited: three hinges, and the warning.
     caplog.clear()
     limited = d6_pendulum_stage(free_rot=("rotX", "rotY", "rotZ"), limit_rot=("rotZ", -30.0, 30.0))

@@ -1527,13 +1527,20 @@ _D6_ROT_STATES = frozenset(f"state:rot{a}:physics:{k}" for a in "XYZ" for k in (
 
 
 def _free_rotation(d6_axes, prim, result) -> bool:
-    """Whether a generic joint's DOFs are the three rotations, each free (no limit, no drive) and without
-    authored initial angles: any rotation, which a ball joint gives without the gimbal lock of three hinges."""
+    """Whether a generic joint's DOFs are the three rotations, each free (no limit, or limits of -180 and 180
+    degrees or wider, which bound no rotation) and undriven, without authored initial angles: any rotation,
+    which a ball joint gives without the gimbal lock of three hinges."""
     linear, angular = d6_axes
+    half_turn = math.pi * (1.0 - 1e-6)
     return (
         not linear
         and len(angular) == 3
-        and all(a.limit_lower is None and a.limit_upper is None and a.target_mode is None for a in angular)
+        and all(
+            (a.limit_lower is None or a.limit_lower <= -half_turn)
+            and (a.limit_upper is None or a.limit_upper >= half_turn)
+            and a.target_mode is None
+            for a in angular
+        )
         and result.resolver.view(prim).authored.isdisjoint(_D6_ROT_STATES)
     )
 
