@@ -162,11 +162,14 @@ def our_run(model, solver, steps: int, dt: float, key=None, offset: float = 0.0)
 STEP_TARGET_US = 3.0  # the issue's bound on what the state exchange adds per step and world
 
 
-def step_times_us(model, dt: float, steps: int, repeats: int = 5) -> tuple[float, float]:
-    """Microseconds per step, ``(ours, native)``: our cpu step (a fresh ``SolverMuJoCo``, ping-pong
+def step_times_us(model, dt: float, steps: int, repeats: int = 5) -> tuple[float, float, float]:
+    """Microseconds per step, ``(ours, native, exchange)``: our cpu step (a fresh ``SolverMuJoCo``, ping-pong
     States, zero control) and ``mujoco.mj_step`` on the MuJoCo model that solver compiled, both from
     qpos0, each the best of ``repeats`` runs of ``steps`` steps, the runs interleaved (ours, native, ours,
-    ...) so that both see the same load and the same phases of the motion."""
+    ...) so that both see the same load and the same phases of the motion; ``exchange``: our step with the
+    engine's step made a no-op, what the state exchange and the Python around it cost alone (the
+    difference of the first two is that plus one more call into MuJoCo, and for big models mostly the
+    noise of two long timings)."""
     import mujoco
 
     from newton_usd.solvers import SolverMuJoCo
@@ -189,7 +192,16 @@ def step_times_us(model, dt: float, steps: int, repeats: int = 5) -> tuple[float
         for _ in range(steps):
             mujoco.mj_step(m, d)
         native = min(native, time.perf_counter() - t0)
-    return ours / steps * 1e6, native / steps * 1e6
+    engine_step, solver._engine.step = solver._engine.step, lambda: None
+    exchange = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            solver.step(s0, s1, control, None, dt)
+            s0, s1 = s1, s0
+        exchange = min(exchange, time.perf_counter() - t0)
+    solver._engine.step = engine_step
+    return ours / steps * 1e6, native / steps * 1e6, exchange / steps * 1e6
 
 
 def backend_difference(model, steps: int, dt: float) -> float:
@@ -353,7 +365,7 @@ def worker(
         out["bodies_unmatched"] = ref.nbody - len(match)
         if step_only:
             stage = "step time"
-            out["our_step_us"], out["native_step_us"] = step_times_us(model, dt, long_steps)
+            out["our_step_us"], out["native_step_us"], out["exchange_us"] = step_times_us(model, dt, long_steps)
             return out
         stage = "step"
         t0 = time.perf_counter()
@@ -372,7 +384,7 @@ def worker(
         q_ref, _ = native_run(ref, steps, offset=OFFSET)
         out["dqpos_offset"] = qpos_difference(ref, mine, match, q_ref, q_ours)[0]
         stage = "step time"  # our cpu step against mj_step on the model SolverMuJoCo compiled
-        out["our_step_us"], out["native_step_us"] = step_times_us(model, dt, long_steps)
+        out["our_step_us"], out["native_step_us"], out["exchange_us"] = step_times_us(model, dt, long_steps)
         stage = "long run"
         q_ours, _ = our_run(model, SolverMuJoCo(model, backend="cpu"), long_steps, dt)
         q_ref, _ = native_run(ref, long_steps)
@@ -705,14 +717,17 @@ def report_steps(results):
         f" mujoco.mj_step on the MuJoCo model SolverMuJoCo compiled, per step, best of 5 interleaved runs of"
         f" {LONG_STEPS} steps from qpos0. Target: the exchange adds at most {STEP_TARGET_US:g} us per step (ok)."
     )
-    print(f"{'model':<{w}} {'route':<5} {'native us':>10} {'ours us':>9} {'added us':>9} {'ratio':>6} target")
+    print(
+        f"{'model':<{w}} {'route':<5} {'native us':>10} {'ours us':>9} {'added us':>9} {'ratio':>6} target"
+        f" {'exchange alone us':>18}"
+    )
     for res in results:
         for route, r in res.get("routes", {}).items():
             if "our_step_us" in r:
                 ours, native = r["our_step_us"], r["native_step_us"]
                 print(
                     f"{res['model']:<{w}} {route:<5} {native:>10.1f} {ours:>9.1f} {ours - native:>9.1f}"
-                    f" {ours / native:>6.2f} {_step_verdict(r)}"
+                    f" {ours / native:>6.2f} {_step_verdict(r):<6} {r.get('exchange_us', float('nan')):>18.2f}"
                 )
             elif "error" in r:
                 print(f"{res['model']:<{w}} {route:<5} {r['error']}")
@@ -726,6 +741,13 @@ def report_steps(results):
         print(
             f"added per step: median {sorted(added)[len(added) // 2]:.1f} us, max {max(added):.1f} us;"
             f" {sum(a <= STEP_TARGET_US for a in added)} of {len(added)} within {STEP_TARGET_US:g} us"
+        )
+    alone = [r["exchange_us"] for res in results for r in res.get("routes", {}).values() if "exchange_us" in r]
+    if alone:
+        print(
+            f"exchange alone (engine step a no-op): median {sorted(alone)[len(alone) // 2]:.2f} us,"
+            f" max {max(alone):.2f} us; {sum(a <= STEP_TARGET_US for a in alone)} of {len(alone)}"
+            f" within {STEP_TARGET_US:g} us"
         )
 
 
