@@ -10,7 +10,7 @@ import numpy as np
 from pxr import Sdf, Usd, UsdPhysics, UsdShade
 
 from .core.types import GeoType, JointType
-from .usd.importer import UsdImport
+from .usd.importer import D6_AXIS_TOKENS, UsdImport
 
 READ_NAMESPACES = ("newton:", "mjc:", "physx")
 """Attribute namespaces whose authored values the resolver could read."""
@@ -64,7 +64,7 @@ def explain_rows(imports, prims=(), models=None) -> list[tuple[str, str, str, st
 # ---- what UsdPhysics authors, as the simulation uses it (read from the finalized Model)
 
 DEFAULT_DENSITY_TEXT = "default density 1000 kg/m^3"
-_D6_NAMES = (("transX", "transY", "transZ"), ("rotX", "rotY", "rotZ"))
+_D6_NAMES = (D6_AXIS_TOKENS[:3], D6_AXIS_TOKENS[3:])  # (linear, angular)
 
 
 def physics_rows(imported, model) -> list[tuple[str, str, str, str, str]]:
@@ -266,6 +266,8 @@ def _joint_rows(prim, label, j, a, frame):
         type_source += ": locked, physics:lowerLimit > physics:upperLimit"
     elif jt == JointType.FIXED and prim.GetTypeName() == "PhysicsJoint":
         type_source += ": every axis locked"
+    elif jt == JointType.BALL and prim.GetTypeName() == "PhysicsJoint":
+        type_source += ": the three rotations free, the translations locked"
     rows = [(label, "type", _JOINT_NAMES[jt], "", type_source)]
     if jt not in (JointType.REVOLUTE, JointType.PRISMATIC, JointType.D6):
         return rows

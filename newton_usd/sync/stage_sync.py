@@ -286,18 +286,7 @@ class StageSync:
                             spec.default = value
                 self._needs_default[:] = False
             set_sample = self.layer.SetTimeSample
-            if batched:
-                self._batch.append(
-                    (
-                        time,
-                        {
-                            mode: (trans[rows], quats[rows]) if mode == _TRS else (matrices[rows],)
-                            for mode, (rows, _, _) in groups.items()
-                        },
-                    )
-                )
-                groups = {}  # (written by flush)
-            for mode, (rows, paths, specs) in groups.items():
+            for mode, (rows, paths, specs) in () if batched else groups.items():  # (batched: flush writes them)
                 if time is None:
                     for spec_tuple, value_tuple in zip(specs, values(mode, rows), strict=True):
                         for spec, value in zip(spec_tuple, value_tuple, strict=True):
@@ -310,8 +299,14 @@ class StageSync:
                     for (m_path,), (m,) in zip(paths, values(mode, rows), strict=True):
                         set_sample(m_path, time, m)
         self.frames_written += 1
-        if len(self._batch) >= self.batch_frames:
-            self.flush()
+        if batched:
+            kept = {
+                mode: (trans[rows], quats[rows]) if mode == _TRS else (matrices[rows],)
+                for mode, (rows, _, _) in groups.items()
+            }
+            self._batch.append((time, kept))
+            if len(self._batch) >= self.batch_frames:
+                self.flush()
 
     def flush(self) -> None:
         """Write the frames kept by :attr:`batch_frames`: attribute by attribute, each with its samples of

@@ -1105,10 +1105,13 @@ def _resolve_massless(builder, massless, diag):
             )
 
 
+D6_AXIS_TOKENS = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
+"""The UsdPhysics axis tokens of a generic joint's DOFs (``limit:<token>:physics:*``, ``drive:<token>:...``,
+``state:<token>:...``), translations then rotations, each in X, Y, Z order."""
 _STATE_AXES = {
     JointType.REVOLUTE: ("angular",),
     JointType.PRISMATIC: ("linear",),
-    JointType.D6: ("transX", "transY", "transZ", "rotX", "rotY", "rotZ"),
+    JointType.D6: D6_AXIS_TOKENS,
 }
 _STATE_ATTRIBUTES = {
     jt: frozenset(f"state:{axis}:physics:{kind}" for axis in axes for kind in ("position", "velocity"))
@@ -1523,7 +1526,7 @@ def _d6_axes(d, reverse, frame, path, diag):
     return linear, angular
 
 
-_D6_ROT_STATES = frozenset(f"state:rot{a}:physics:{k}" for a in "XYZ" for k in ("position", "velocity"))
+_D6_ROT_STATES = frozenset(a for a in _STATE_ATTRIBUTES[JointType.D6] if a.startswith("state:rot"))
 
 
 def _free_rotation(d6_axes, prim, result) -> bool:
