@@ -44,7 +44,7 @@ from .gprims import (
 )
 from .keyframes import import_keyframes
 from .resolver import DIALECTS, Context, Resolver
-from .scenes import Scenes, analyse, any_owner, keep_scene_prims, physics_scenes
+from .scenes import JOINT_OBJECT_TYPES, Scenes, analyse, any_owner, keep_scene_prims, physics_scenes
 from .stage import StageFrame, open_stage
 
 DEFAULT_DENSITY = 1000.0  # kg/m^3, the UsdPhysics specification's default
@@ -221,7 +221,7 @@ def add_usd(
         result.scene_path = str(scene_descs[0][0])
     if builder.source is None:
         builder.source = file
-    joint_paths = {p for t in list(_JOINT_TYPES) + list(_UNSUPPORTED_JOINTS) for p, _ in descs.get(t, [])}
+    joint_paths = {p for t in JOINT_OBJECT_TYPES for p, _ in descs.get(t, [])}
     body_paths = {p for p, _ in descs.get(OT.RigidBody, [])}
     types = _MJC_TYPED + ("MjcKeyframe", "PointInstancer")
     order, typed = _scan(stage, joint_paths | body_paths, types, exclude=others, resolver=result.resolver)
@@ -401,7 +401,7 @@ def _instancer_prototypes(stage, instancers, result, owners=None) -> list:
         bodies = descs.get(OT.RigidBody, [])
         if not bodies:
             continue
-        for t in list(_JOINT_TYPES) + [OT.DistanceJoint]:
+        for t in JOINT_OBJECT_TYPES:
             for path, _ in descs.get(t, []):
                 diag.add("joints inside PointInstancer prototypes are not simulated yet (each body is free)", path)
         materials = {str(p): d for p, d in descs.get(OT.RigidBodyMaterial, [])}
@@ -1198,7 +1198,7 @@ def _import_collision_filters(builder, stage, descs, result):
                     diag.add("filtered pairs with static colliders are not simulated yet", path)
                     continue
                 pairs.add((min(a, b), max(a, b)))
-    for joint_type in list(_JOINT_TYPES) + [OT.DistanceJoint]:
+    for joint_type in JOINT_OBJECT_TYPES:
         for _, d in descs.get(joint_type, []):
             if d.collisionEnabled or not d.jointEnabled:
                 continue

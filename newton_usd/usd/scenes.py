@@ -22,7 +22,7 @@ from ..errors import UsdInputError
 
 OWNER = "physics:simulationOwner"
 OT = UsdPhysics.ObjectType
-_JOINTS = (
+JOINT_OBJECT_TYPES = (
     OT.RevoluteJoint,
     OT.PrismaticJoint,
     OT.SphericalJoint,
@@ -31,6 +31,7 @@ _JOINTS = (
     OT.DistanceJoint,
     OT.CustomJoint,
 )
+"""Every UsdPhysics joint object type (the importer simulates all but CustomJoint, which it reports)."""
 _OWNED_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")
 """Typed prims that belong to the scene of the objects they target (their relationships)."""
 
@@ -158,7 +159,7 @@ def analyse(stage, descs, file, diag) -> Scenes:
             body = str(d.rigidBody) if d.rigidBody and not d.rigidBody.isEmpty else None
             if owners and body in out.body_scene and out.body_scene[body] not in owners:
                 diag.add(f"collider whose {OWNER} differs from its rigid body's: simulated in the body's scene", path)
-    for obj_type in _JOINTS:
+    for obj_type in JOINT_OBJECT_TYPES:
         for path, d in descs.get(obj_type, []):
             out.joint_scene[str(path)] = _joint_scene(stage, path, d, out, file, diag)
     return out
