@@ -95,11 +95,30 @@ def physics_rows(imported, model) -> list[tuple[str, str, str, str, str]]:
             "joint_effort_limit", "joint_drive_acceleration",
         )
     }  # fmt: skip
+    cones = getattr(model.mujoco, "joint_cone_limit", None)
     for j, label in enumerate(model.joint_label):
         prim = stage.GetPrimAtPath(label) if Sdf.Path.IsValidPathString(label) else Usd.Prim()
         if prim and prim.IsA(UsdPhysics.Joint):
             rows += _joint_rows(prim, label, j, arrays, frame)
+            if int(arrays["joint_type"][j]) == JointType.BALL and prim.IsA(UsdPhysics.SphericalJoint):
+                rows.append(_cone_row(prim, label, None if cones is None else float(cones[j])))
     return rows
+
+
+def _cone_row(prim, label, cone):
+    """A spherical joint's cone limit as MuJoCo's ball range (rad): the smaller authored cone angle."""
+    if cone is None or math.isnan(cone):
+        return (label, "cone_limit", "inf", "rad", "free (no cone limit)")
+    authored = [(n, _authored(prim, n)) for n in ("physics:coneAngle0Limit", "physics:coneAngle1Limit")]
+    authored = [(n, v) for n, v in authored if v is not None and math.isfinite(v) and v >= 0]
+    source = ", ".join(f"{n} ({v:g} deg)" for n, v in authored)
+    if len(authored) > 1:
+        source = "the smaller of " + source
+    if "MjcJointAPI" in prim.GetAppliedSchemas():
+        source += "; MuJoCo's ball range (the whole rotation angle)"
+    else:
+        source += "; bounds the whole rotation angle, twist included (MuJoCo's ball range)"
+    return (label, "cone_limit", format_value(cone), "rad", source)
 
 
 def _authored(prim, name):

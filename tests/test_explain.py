@@ -109,6 +109,31 @@ def test_revolute_limits_in_radians_and_drive_gains_per_radian(tmp_path, capsys)
     assert ("/Slider", "drive_stiffness") not in rows
 
 
+def test_spherical_cone_limit_the_smaller_angle_in_radians(tmp_path, capsys):
+    stage = new_stage(tmp_path / "ball.usda")
+    for name, x in (("/Cone", 0), ("/Round", 1), ("/Mjc", 2), ("/Free", 3)):
+        add_box(stage, name, mass=1.0, pos=(x, 0, 1))
+        ball = UsdPhysics.SphericalJoint.Define(stage, name + "Joint")
+        ball.CreateBody1Rel().SetTargets([Sdf.Path(name)])
+        ball.CreateLocalPos0Attr(Gf.Vec3f(x, 0, 1))
+        if name != "/Free":
+            ball.CreateConeAngle0LimitAttr(40.0 if name == "/Cone" else 30.0)
+            ball.CreateConeAngle1LimitAttr(30.0)
+        if name == "/Mjc":
+            ball.GetPrim().AddAppliedSchema("MjcJointAPI")
+    rows = explain(capsys, stage)
+    assert rows[("/ConeJoint", "type")] == ("ball", "", "PhysicsSphericalJoint")
+    value, unit, source = rows[("/ConeJoint", "cone_limit")]
+    assert float(value) == pytest.approx(math.radians(30), rel=1e-6) and unit == "rad"
+    assert source == (
+        "the smaller of physics:coneAngle0Limit (40 deg), physics:coneAngle1Limit (30 deg); "
+        "bounds the whole rotation angle, twist included (MuJoCo's ball range)"
+    )
+    assert rows[("/RoundJoint", "cone_limit")][2].startswith("the smaller of physics:coneAngle0Limit (30 deg)")
+    assert rows[("/MjcJoint", "cone_limit")][2].endswith("; MuJoCo's ball range (the whole rotation angle)")
+    assert rows[("/FreeJoint", "cone_limit")] == ("inf", "rad", "free (no cone limit)")
+
+
 def test_friction_and_restitution_from_the_bound_physics_material(tmp_path, capsys):
     stage = new_stage(tmp_path / "material.usda")
     add_ground(stage)
