@@ -396,3 +396,26 @@ def test_diagnostics_one_warning_per_kind_each_prim_once(caplog):
         "stage.usda: cone approximated (3000 prims: /World/j0, /World/j1 and 2998 more)",
         "stage.usda: mesh simplified (1 prim: /World/j0)",
     ]
+
+
+def test_massless_bodies_welded_to_the_world_or_a_massive_body_are_frames_only_lone_ones_get_1_kg():
+    stage = new_stage()
+    add_box(stage, "/Arm", 0.2, (0, 0, 1), mass=2.0)
+    for path in ("/Frame", "/Arm/Tip", "/Lone", "/A", "/A/B"):  # no colliders, no mass
+        UsdPhysics.RigidBodyAPI.Apply(UsdGeom.Xform.Define(stage, path).GetPrim())
+    for path, body0, body1, kind in (
+        ("/WeldFrame", None, "/Frame", UsdPhysics.FixedJoint),  # to the world: static
+        ("/WeldTip", "/Arm", "/Arm/Tip", UsdPhysics.FixedJoint),  # to a massive body: a frame on it
+        ("/WeldAB", "/A", "/A/B", UsdPhysics.FixedJoint),  # two massless bodies ...
+        ("/HingeA", None, "/A", UsdPhysics.RevoluteJoint),  # ... that move
+    ):
+        joint = kind.Define(stage, path)
+        if body0:
+            joint.CreateBody0Rel().SetTargets([Sdf.Path(body0)])
+        joint.CreateBody1Rel().SetTargets([Sdf.Path(body1)])
+    model, imported = load(stage)
+    mass = dict(zip(model.body_label, model.body_mass.numpy().tolist(), strict=True))
+    assert mass == {"/Arm": 2.0, "/Frame": 0.0, "/Arm/Tip": 0.0, "/Lone": 1.0, "/A": 0.0, "/A/B": 0.0}
+    kinds = imported.diagnostics.kinds
+    assert kinds["body without colliders or authored mass: given 1 kg and 0.01 kg*m^2 inertia"] == ["/Lone"]
+    assert kinds["massless bodies welded together with no mass among them: simulated massless"] == ["/A", "/A/B"]

@@ -1090,19 +1090,35 @@ def _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
 def _resolve_massless(builder, massless, diag):
     """A body with no mass and no colliders: massless when a fixed joint welds it to another body or to
     the world (a frame, or a carrier of massive welded children, as MuJoCo allows), else 1 kg so that
-    it can move."""
+    it can move. Said only for a massless body whose welded group moves and has no mass at all (the
+    solver's degenerate case); a frame welded to the world or to a massive body is as MJCF authors it."""
+    root = {}  # union-find over the bodies welded by fixed joints, the world (-1) included
+
+    def find(b):
+        while root.get(b, b) != b:
+            b = root[b]
+        return b
+
     welded = set()
     for j, jt in enumerate(builder.joint_type):
         if jt == JointType.FIXED:  # to another body, or to the world (a static frame)
             welded.update((builder.joint_parent[j], builder.joint_child[j]))
+            a, b = find(builder.joint_parent[j]), find(builder.joint_child[j])
+            if a != b:
+                root[max(a, b)] = min(a, b)  # (the world, -1, stays a group's root)
+    group_mass = defaultdict(float)
+    for b, m in enumerate(builder.body_mass):
+        group_mass[find(b)] += m
     for b in massless:
-        if b in welded:
-            diag.add("massless body welded to another body: simulated massless", builder.body_label[b])
-        else:
+        group = find(b)
+        if b not in welded:
             builder.set_body_mass(b, 1.0, builder.body_com[b], np.eye(3) * 0.01)
             diag.add(
                 "body without colliders or authored mass: given 1 kg and 0.01 kg*m^2 inertia", builder.body_label[b]
             )
+        elif group != -1 and group_mass[group] <= 0.0:
+            diag.add("massless bodies welded together with no mass among them: simulated massless",
+                     builder.body_label[b])  # fmt: skip
 
 
 D6_AXIS_TOKENS = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
