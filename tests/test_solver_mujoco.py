@@ -670,3 +670,59 @@ def test_cone_collider_has_the_cones_mass_and_rests_on_its_base_but_not_on_its_a
     _, state, _, _ = simulate(stage_with(True), 2.0)
     q = state.body_q.numpy()[0]
     assert abs(quat_rotate(q[3:], up)[2]) < 0.6
+
+
+def _box_with_mesh(points, collider: bool):
+    from pxr import UsdGeom, UsdPhysics
+
+    from stages import add_box, add_ground, new_stage
+
+    stage = new_stage()
+    add_ground(stage)
+    add_box(stage, "/Box", 0.2, (0, 0, 0.5), mass=1.0)
+    mesh = UsdGeom.Mesh.Define(stage, "/Box/Decal")
+    mesh.CreatePointsAttr(points)
+    mesh.CreateFaceVertexCountsAttr([3] * (len(points) - 2))
+    mesh.CreateFaceVertexIndicesAttr([i for k in range(1, len(points) - 1) for i in (0, k, k + 1)])
+    if collider:
+        UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+        UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr("none")
+    return stage
+
+
+@pytest.mark.parametrize("collider", [False, True])
+def test_flat_mesh_compiles_and_the_body_keeps_its_mass(collider):
+    """A flat mesh (a decal, MJCF's inertia="shell" meshes) has no volume: MuJoCo's default mesh inertia
+    refuses it ("mesh volume is too small"); the body's mass is given, so it compiles as a shell."""
+    square = [(-0.1, -0.1, 0.1), (0.1, -0.1, 0.1), (0.1, 0.1, 0.1), (-0.1, 0.1, 0.1)]
+    model, state, solver, _ = simulate(_box_with_mesh(square, collider), 1.0)
+    assert solver.mj_model.body_mass[1] == pytest.approx(1.0)
+    assert state.body_q.numpy()[0][2] == pytest.approx(0.1, abs=0.005)  # fell and rests on the ground
+
+
+def test_compile_error_names_the_prim():
+    from newton_usd import NewtonUsdError
+
+    point = [(0.0, 0.0, 0.1)] * 3  # no area, no volume
+    with pytest.raises(NewtonUsdError, match=r"(?s)could not compile the model at /Box/Decal: .*Decal"):
+        simulate(_box_with_mesh(point, True), 0.01)
+
+
+def test_box_rests_on_a_quad_mesh_ground():
+    """A ground authored as one flat quad Mesh collider (common in USD scenes): MuJoCo cannot hull
+    coplanar points, so it is thickened behind its face; the box rests on the face itself."""
+    from pxr import Gf, UsdGeom, UsdPhysics
+
+    from stages import add_box, new_stage
+
+    stage = new_stage()
+    ground = UsdGeom.Mesh.Define(stage, "/Ground")
+    ground.CreatePointsAttr([(-5, -5, 0), (5, -5, 0), (5, 5, 0), (-5, 5, 0)])
+    ground.CreateFaceVertexCountsAttr([4])
+    ground.CreateFaceVertexIndicesAttr([0, 1, 2, 3])
+    ground.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.25))
+    UsdPhysics.CollisionAPI.Apply(ground.GetPrim())
+    add_box(stage, "/Box", 0.2, (0, 0, 1.0), mass=1.0)
+    _, state, solver, _ = simulate(stage, 1.5)
+    assert state.body_q.numpy()[0][2] == pytest.approx(0.35, abs=0.003)
+    assert any("flat mesh colliders" in k for k in solver.diagnostics.kinds)

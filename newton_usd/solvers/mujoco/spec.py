@@ -11,6 +11,7 @@ the child with no joint. A body without a joint is welded to the world. Joint dr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import mujoco
@@ -111,10 +112,12 @@ class SpecMap:
 
 
 class _Names:
-    """MuJoCo element names: the prim's leaf name, made unique per kind."""
+    """MuJoCo element names: the prim's leaf name, made unique per kind. ``labels`` (shared by several
+    kinds, first name wins) maps a name back to its prim, for MuJoCo's compile errors."""
 
-    def __init__(self):
+    def __init__(self, labels: dict | None = None):
         self.used = set()
+        self.labels = labels if labels is not None else {}
 
     def __call__(self, label: str) -> str:
         base = label.rstrip("/").rsplit("/", 1)[-1] or "world"
@@ -123,6 +126,7 @@ class _Names:
             n += 1
             name = f"{base}_{n}"
         self.used.add(name)
+        self.labels.setdefault(name, label)
         return name
 
 
@@ -251,7 +255,8 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     spec.option.gravity = np.array(model.gravity, dtype=np.float64)
     apply_options(spec, dict(getattr(model.mujoco, "option", {}) or {}), dict(getattr(model.mujoco, "flag", {}) or {}))
     apply_options(spec, dict(options or {}), {})
-    body_names, geom_names, joint_names, mesh_names = _Names(), _Names(), _Names(), _Names()
+    labels = {}  # MuJoCo element name -> prim path
+    body_names, geom_names, joint_names, mesh_names = (_Names(labels) for _ in range(4))
 
     nb = model.body_count
     joints_of_child = {}  # child body -> its joints, in order (several: a stack of MuJoCo joints)
@@ -348,8 +353,15 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
             elif gt == GeoType.MESH:
                 src = model.shape_source[s]
                 mesh = spec.add_mesh(name=mesh_names(model.shape_label[s]))
-                mesh.uservert = (src.vertices * sc).astype(np.float32).ravel()
-                mesh.userface = src.indices.astype(np.int32).ravel()
+                vertices, faces = src.vertices * sc, src.indices.reshape(-1, 3)
+                if _flat(vertices, faces):  # (the bodies' inertias are given: the mesh's only lets it compile)
+                    mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
+                    if a.shape_collision_enabled[s]:
+                        vertices, faces = _slab(vertices, faces)
+                        diag.add(f"flat mesh colliders are given a thickness behind their faces ({SLAB:.0%} of "
+                                 "their size): MuJoCo collides convex hulls", model.shape_label[s])  # fmt: skip
+                mesh.uservert = vertices.astype(np.float32).ravel()
+                mesh.userface = faces.astype(np.int32).ravel()
                 g.meshname = mesh.name
             elif gt == GeoType.HFIELD:
                 src = model.shape_source[s]
@@ -409,7 +421,37 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     key_names = _Names()
     for label, time in zip(model.keyframe_label, model.keyframe_time, strict=True):
         spec.add_key(name=key_names(label), time=float(time))  # values: set by SolverMuJoCo after compiling
-    return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles)
+    return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles,
+                  labels)  # fmt: skip
+
+
+SLAB = 0.01
+"""A flat mesh collider's thickness behind its faces, relative to its largest extent."""
+
+
+def _slab(vertices, faces):
+    """A flat mesh thickened by :data:`SLAB` behind its faces (against their right-handed normal), so that
+    its convex hull has a volume: the faces stay the surface that touches."""
+    v = np.asarray(vertices, dtype=np.float64)
+    tri = v[faces]
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]).sum(axis=0)
+    length = np.linalg.norm(normal)
+    if length == 0.0:  # no area: left to MuJoCo's error
+        return v, faces
+    behind = v - normal / length * SLAB * float(np.ptp(v, axis=0).max())
+    return np.concatenate([v, behind]), np.concatenate([faces, faces[:, ::-1] + len(v)])
+
+
+def _flat(vertices, indices) -> bool:
+    """Whether a mesh encloses no volume (a flat or degenerate surface, as visual decals and MJCF's
+    ``inertia="shell"`` meshes are): MuJoCo's default (volume) mesh inertia refuses to compile it."""
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    if not len(v):
+        return False
+    tri = v[np.asarray(indices, dtype=np.int64).reshape(-1, 3)] - v.mean(axis=0)
+    volume = np.abs(np.einsum("ij,ij->i", tri[:, 0], np.cross(tri[:, 1], tri[:, 2]))).sum() / 6.0
+    extent = float(np.ptp(v, axis=0).max())
+    return volume <= 1e-9 * extent**3
 
 
 def _add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag):
@@ -830,8 +872,11 @@ def compile_spec(spec, handles, model, file=None):
     try:
         mj_model = spec.compile()
     except ValueError as e:  # MjSpec reports compile errors as ValueError
-        raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model: {e}") from None
-    body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles = handles
+        element = re.search(r"Element name '([^']*)'", str(e))
+        label = handles[-1].get(element.group(1)) if element else None
+        where = f" at {label}" if label else ""
+        raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model{where}: {e}") from None
+    body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles, _ = handles
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
     m.body_mocap = mj_model.body_mocapid[m.body_mj] if len(m.body_mj) else np.zeros(0, np.int32)
