@@ -6,6 +6,7 @@ import pytest
 from pxr import Gf, Sdf, UsdGeom, UsdPhysics
 
 from newton_usd import GeoType, JointType, ModelBuilder, UsdInputError
+from newton_usd.inspect import unused_attributes
 
 from stages import add_box, add_ground, falling_cube, new_stage, pendulum
 
@@ -419,3 +420,57 @@ def test_massless_bodies_welded_to_the_world_or_a_massive_body_are_frames_only_l
     kinds = imported.diagnostics.kinds
     assert kinds["body without colliders or authored mass: given 1 kg and 0.01 kg*m^2 inertia"] == ["/Lone"]
     assert kinds["massless bodies welded together with no mass among them: simulated massless"] == ["/A", "/A/B"]
+
+
+def _dented_cube(stage, path, **attrs):
+    """A unit cube whose top is a pyramid dent down to its center: volume 5/6, convex hull 1, surface
+    5 + 4 * sqrt(2)/4 m^2. Attributes ``attrs`` (name -> (type, value)) authored on the collider."""
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    mesh.CreatePointsAttr([(x, y, z) for x in (0, 1) for y in (0, 1) for z in (0, 1)] + [(0.5, 0.5, 0.5)])
+    faces = [0, 1, 3, 0, 3, 2, 4, 6, 7, 4, 7, 5, 0, 4, 5, 0, 5, 1, 2, 3, 7, 2, 7, 6, 0, 2, 6, 0, 6, 4]
+    faces += [1, 5, 8, 5, 7, 8, 7, 3, 8, 3, 1, 8]  # the dent, its normals out of the solid
+    mesh.CreateFaceVertexCountsAttr([3] * (len(faces) // 3))
+    mesh.CreateFaceVertexIndicesAttr(faces)
+    UsdPhysics.RigidBodyAPI.Apply(mesh.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+    UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr("convexHull")
+    for name, (type_name, value) in attrs.items():
+        mesh.GetPrim().ApplyAPI("MjcMeshCollisionAPI" if name.startswith("mjc:") else "NewtonMeshCollisionAPI")
+        mesh.GetPrim().CreateAttribute(name, type_name).Set(value)
+
+
+@pytest.mark.parametrize(
+    "attrs, mass",
+    [
+        ({}, 1000 * 5 / 6),  # MuJoCo's default ("legacy") and newton "solid": the enclosed volume
+        ({"newton:massModel": (Sdf.ValueTypeNames.Token, "solid")}, 1000 * 5 / 6),
+        ({"mjc:inertia": (Sdf.ValueTypeNames.Token, "exact")}, 1000 * 5 / 6),
+        ({"mjc:inertia": (Sdf.ValueTypeNames.Token, "convex")}, 1000.0),  # the convex hull's volume
+        ({"mjc:inertia": (Sdf.ValueTypeNames.Token, "shell")}, 1000 * (5 + math.sqrt(2))),  # per m^2, as MuJoCo
+        (
+            {"newton:massModel": (Sdf.ValueTypeNames.Token, "shell"),
+             "newton:shellThickness": (Sdf.ValueTypeNames.Float, 0.002)},
+            1000 * (5 + math.sqrt(2)) * 0.002,  # a 2 mm wall
+        ),
+    ],
+)  # fmt: skip
+def test_mesh_mass_model_solid_convex_hull_or_shell(attrs, mass):
+    stage = new_stage()
+    _dented_cube(stage, "/Dented", **attrs)
+    m, imported = load(stage)
+    assert m.body_mass.numpy()[0] == pytest.approx(mass, rel=1e-4)
+    com_z = m.body_com.numpy()[0][2]
+    if "convex" in str(attrs):  # the hull's center, the cube's
+        assert com_z == pytest.approx(0.5, abs=1e-6)
+    elif "shell" in str(attrs):  # faces: the bottom at 0, the sides at 1/2, the dent's at 5/6
+        assert com_z == pytest.approx((2 + math.sqrt(2) * 5 / 6) / (5 + math.sqrt(2)), abs=1e-5)
+    else:  # the cube less the dent, a pyramid of volume 1/6 centered at 7/8
+        assert com_z == pytest.approx((0.5 - 7 / 8 / 6) / (5 / 6), abs=1e-5)
+    assert unused_attributes(imported) == {}
+
+
+def test_unknown_mesh_inertia_names_the_attribute():
+    stage = new_stage()
+    _dented_cube(stage, "/Dented", **{"mjc:inertia": (Sdf.ValueTypeNames.Token, "hollow")})
+    with pytest.raises(UsdInputError, match=r"/Dented.*mjc:inertia|mjc:inertia.*/Dented"):
+        load(stage)

@@ -94,6 +94,27 @@ def _mesh_shell(density, a, b, c):
     return m, com, inertia
 
 
+def mujoco_mesh(density: float, vertices: np.ndarray, indices: np.ndarray, mode: str):
+    """Mass properties of a mesh as MuJoCo computes them for its mesh ``inertia`` ``mode`` ("convex": the
+    convex hull's volume; "shell": the surface, ``density`` per unit area; "exact", "legacy"), by compiling
+    a one-geom MuJoCo model: MuJoCo's own rules, its convex hull included."""
+    import mujoco  # noqa: PLC0415  (a dependency; only this function needs it)
+
+    spec = mujoco.MjSpec()
+    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE
+    mesh = spec.add_mesh(name="mesh")
+    mesh.uservert = np.asarray(vertices, dtype=np.float32).ravel()
+    mesh.userface = np.asarray(indices, dtype=np.int32).ravel()
+    mesh.inertia = getattr(mujoco.mjtMeshInertia, f"mjMESH_INERTIA_{mode.upper()}")
+    body = spec.worldbody.add_body(name="body")
+    body.add_freejoint()
+    body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname="mesh", density=float(density))
+    m = spec.compile()
+    w, x, y, z = m.body_iquat[1]
+    r = quat_to_matrix(np.array([x, y, z, w]))
+    return float(m.body_mass[1]), m.body_ipos[1].astype(np.float64), r @ np.diag(m.body_inertia[1]) @ r.T
+
+
 def shape_mass_properties(geo_type: GeoType, scale, density: float, mesh_source=None):
     """Mass properties of one shape of ``geo_type`` with size parameters ``scale``.
 

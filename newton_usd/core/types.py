@@ -64,3 +64,9 @@ class DriveMode(IntEnum):
     POSITION = 1
     VELOCITY = 2
     POSITION_VELOCITY = 3
+
+
+MESH_INERTIA_MODES = ("legacy", "exact", "convex", "shell")
+"""How a mesh collider's geometry gives its mass: MuJoCo's mesh ``inertia`` modes (``mjc:inertia``;
+``newton:massModel`` "solid" is "exact", "shell" is "shell"). ``model.mujoco.mesh_inertia`` holds the
+index of a mesh shape's mode in this tuple (NaN: MuJoCo's default, "legacy")."""

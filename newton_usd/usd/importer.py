@@ -27,7 +27,7 @@ from ..core.quat import (
     transform_inverse,
     transform_multiply,
 )
-from ..core.types import DriveMode, GeoType, JointType
+from ..core.types import MESH_INERTIA_MODES, DriveMode, GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
 from . import properties as props
@@ -652,9 +652,16 @@ def _import_shape(
         )
         for name in _mujoco_shape_values(resolved, frictions):
             builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
+        mass_model = resolved["mass_model"].value
+        if mass_model != "legacy" and geo == GeoType.MESH:
+            builder.set_mujoco("shape", "mesh_inertia", idx, MESH_INERTIA_MODES.index(mass_model))
+        elif mass_model == "shell":
+            diag.add("shell mass models are applied to mesh colliders only: this one is solid", path)
         result.shape_index[label if k == 0 else f"{label}:part{k}"] = idx
         if body >= 0:
-            shape_parts[body].append((idx, prim, md, path))
+            by_mujoco = mass_model in ("convex", "shell") and geo == GeoType.MESH  # else our solid volume
+            shell = (mass_model, resolved["shell_thickness"].value) if by_mujoco else None
+            shape_parts[body].append((idx, prim, md, path, shell))
 
 
 _MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)
@@ -792,7 +799,7 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
     collider_props = []
     keys = []  # the colliders' memo keys (None: one is not memoized)
     shape_type, shape_scale, shape_source = builder.shape_type, builder.shape_scale, builder.shape_source
-    for shape, shape_prim, md, shape_path in parts:
+    for shape, shape_prim, md, shape_path, mass_model in parts:
         geo = shape_type[shape]
         if geo == GeoType.PLANE:
             continue
@@ -809,6 +816,17 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
         scale, source = shape_scale[shape], shape_source[shape]
         p, q = builder.shape_transform[shape]
         key = None
+        if mass_model is not None:  # MuJoCo's convex hull or shell (its density per area: times a thickness)
+            mode, thickness = mass_model
+            if mode == "shell":
+                density *= thickness if thickness is not None else s  # (None: one stage unit, as MuJoCo's)
+            keys.append(None)
+            props = mass_props.mujoco_mesh(density, source.vertices * scale, source.indices, mode)
+            if c_mass > 0 and props[0] > 0:
+                f = c_mass * k / props[0]
+                props = (props[0] * f, props[1], props[2] * f)
+            collider_props.append(mass_props.transform_inertia(*props, *builder.shape_transform[shape]))
+            continue
         if memo is not None and source is None:  # (density and c_mass are never -0.0: == is exact here)
             key = (geo, density, c_mass, scale.tobytes(), p.tobytes(), q.tobytes())
             keys.append(key)

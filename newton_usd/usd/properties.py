@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..core.types import MESH_INERTIA_MODES
 from .resolver import RAD_PER_DEG, Candidate, Property
 
 _INF_UNSET = lambda v: v is None or (isinstance(v, float) and math.isinf(v))  # noqa: E731
@@ -272,6 +273,33 @@ SHAPE_SOLMIX = Property("solmix", (C("mjc", "mjc:solmix", _float),), default=1.0
 SHAPE_SOLREF = Property("solref", (C("mjc", "mjc:solref", _vec(2)),), default=None, check=_solref)
 SHAPE_SOLIMP = Property("solimp", (C("mjc", "mjc:solimp", _vec(5)),), default=None, check=_solimp)
 SHAPE_GROUP = Property("group", (C("mjc", "mjc:group", _int),), default=0)
+
+
+# newton:massModel "solid" is MuJoCo's "exact" mesh inertia (the enclosed volume), "shell" is "shell".
+def _newton_mass_model(v, ctx):
+    if str(v) not in ("solid", "shell"):
+        raise ValueError(f"unknown mass model {str(v)!r} (solid or shell)")
+    return "exact" if str(v) == "solid" else "shell"
+
+
+def _mjc_inertia(v, ctx):
+    if str(v) not in MESH_INERTIA_MODES:
+        raise ValueError(f"unknown mesh inertia {str(v)!r} ({', '.join(MESH_INERTIA_MODES)})")
+    return str(v)
+
+
+SHAPE_MASS_MODEL = Property(
+    "mass_model",
+    (C("newton", "newton:massModel", _newton_mass_model), C("mjc", "mjc:inertia", _mjc_inertia)),
+    default="legacy",
+)
+SHAPE_SHELL_THICKNESS = Property(
+    "shell_thickness",
+    (C("newton", "newton:shellThickness", _length, _INF_UNSET),),
+    default=None,  # MuJoCo's shell: the density is per unit area (a wall one stage unit thick)
+    unit="m",
+    check=lambda v: None if v is None or v > 0 else "must be positive",
+)
 SHAPE_PROPERTIES = (
     SHAPE_MARGIN,
     SHAPE_GAP,
@@ -281,6 +309,8 @@ SHAPE_PROPERTIES = (
     SHAPE_SOLREF,
     SHAPE_SOLIMP,
     SHAPE_GROUP,
+    SHAPE_MASS_MODEL,
+    SHAPE_SHELL_THICKNESS,
 )
 
 

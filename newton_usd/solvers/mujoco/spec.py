@@ -26,7 +26,7 @@ from ...core.quat import (
     transform_multiply,
     xyzw_to_wxyz,
 )
-from ...core.types import DriveMode, GeoType, JointType
+from ...core.types import MESH_INERTIA_MODES, DriveMode, GeoType, JointType
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from .convert import dof_refs
@@ -330,6 +330,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
 
     # Geoms.
     geom_handles = [None] * model.shape_count
+    mesh_inertia = getattr(model.mujoco, "mesh_inertia", None)
     for b in [-1] + order:
         holder = spec.worldbody if b < 0 else body_handles[b]
         for s in shapes_of[b]:
@@ -354,6 +355,9 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 src = model.shape_source[s]
                 mesh = spec.add_mesh(name=mesh_names(model.shape_label[s]))
                 vertices, faces = src.vertices * sc, src.indices.reshape(-1, 3)
+                if mesh_inertia is not None and not np.isnan(mesh_inertia[s]):  # mjc:inertia, newton:massModel
+                    mode = MESH_INERTIA_MODES[int(mesh_inertia[s])]
+                    mesh.inertia = getattr(mujoco.mjtMeshInertia, f"mjMESH_INERTIA_{mode.upper()}")
                 if _flat(vertices, faces):  # (the bodies' inertias are given: the mesh's only lets it compile)
                     mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
                     if a.shape_collision_enabled[s]:
