@@ -821,7 +821,12 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
             if mode == "shell":
                 density *= thickness if thickness is not None else s  # (None: one stage unit, as MuJoCo's)
             keys.append(None)
-            props = mass_props.mujoco_mesh(density, source.vertices * scale, source.indices, mode)
+            key = ("mujoco mesh", id(source), mode, density, scale.tobytes())  # (the builder keeps source alive)
+            props = memo.get(key) if memo is not None else None
+            if props is None:
+                props = mass_props.mujoco_mesh(density, source.vertices * scale, source.indices, mode)
+                if memo is not None:
+                    memo[key] = props
             if c_mass > 0 and props[0] > 0:
                 f = c_mass * k / props[0]
                 props = (props[0] * f, props[1], props[2] * f)
