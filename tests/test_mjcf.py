@@ -663,3 +663,22 @@ def test_the_shipped_mjcf_sample_simulates_as_native(route, tmp_path):
         mujoco.mj_step(ref, d)
     np.testing.assert_allclose(solver.mj_data.qpos, d.qpos, atol=1e-6)
     assert abs(d.qpos[0] - 0.5) > 0.05  # it moved from the keyframe
+
+
+def test_converting_a_model_without_bodies_says_so(tmp_path):
+    """An include fragment (a <body> outside <worldbody>, which MuJoCo ignores) converts to nothing to
+    simulate: the conversion says so instead of leaving it to the first run."""
+    from newton_usd.diagnostics import Diagnostics
+    from newton_usd.mjcf import convert
+
+    diag = Diagnostics()
+    xml = (
+        '<mujoco><body name="arm"><geom size="0.1"/></body>'
+        '<worldbody><geom type="plane" size="1 1 1"/></worldbody></mujoco>'
+    )
+    convert(xml, tmp_path / "fragment.usda", diagnostics=diag)
+    assert "the MJCF has no bodies: the USD has nothing to simulate" in diag.kinds
+    diag = Diagnostics()
+    convert(xml.replace("<worldbody>", '<worldbody><body name="b"><freejoint/><geom size="0.1"/></body>'),
+            tmp_path / "model.usda", diagnostics=diag)  # fmt: skip
+    assert not any("no bodies" in k for k in diag.kinds)

@@ -134,6 +134,8 @@ def convert(
     diag = diagnostics if diagnostics is not None else Diagnostics()
     options = MjcfOptions(**import_options)
     m, file = load_mjcf(source, options, diag)
+    if m.nbody <= 1:  # an include fragment (<mujoco> holding a <body> outside <worldbody>) or a template
+        diag.add("the MJCF has no bodies: the USD has nothing to simulate", file)
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
     stage = Usd.Stage.CreateInMemory()
