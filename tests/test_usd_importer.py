@@ -440,33 +440,40 @@ def _dented_cube(stage, path, **attrs):
 
 
 @pytest.mark.parametrize(
-    "attrs, mass",
+    "attrs, mass, mujoco_mode",
     [
-        ({}, 1000 * 5 / 6),  # MuJoCo's default ("legacy") and newton "solid": the enclosed volume
-        ({"newton:massModel": (Sdf.ValueTypeNames.Token, "solid")}, 1000 * 5 / 6),
-        ({"mjc:inertia": (Sdf.ValueTypeNames.Token, "exact")}, 1000 * 5 / 6),
-        ({"mjc:inertia": (Sdf.ValueTypeNames.Token, "convex")}, 1000.0),  # the convex hull's volume
-        ({"mjc:inertia": (Sdf.ValueTypeNames.Token, "shell")}, 1000 * (5 + math.sqrt(2))),  # per m^2, as MuJoCo
+        ({}, 1000 * 5 / 6, "LEGACY"),  # MuJoCo's default and newton "solid": the enclosed volume
+        ({"newton:massModel": (Sdf.ValueTypeNames.Token, "solid")}, 1000 * 5 / 6, "EXACT"),
+        ({"mjc:inertia": (Sdf.ValueTypeNames.Token, "exact")}, 1000 * 5 / 6, "EXACT"),
+        ({"mjc:inertia": (Sdf.ValueTypeNames.Token, "convex")}, 1000.0, "CONVEX"),  # the convex hull's volume
+        ({"mjc:inertia": (Sdf.ValueTypeNames.Token, "shell")}, 1000 * (5 + math.sqrt(2)), "SHELL"),  # per m^2
         (
             {"newton:massModel": (Sdf.ValueTypeNames.Token, "shell"),
              "newton:shellThickness": (Sdf.ValueTypeNames.Float, 0.002)},
             1000 * (5 + math.sqrt(2)) * 0.002,  # a 2 mm wall
+            "SHELL",
         ),
     ],
 )  # fmt: skip
-def test_mesh_mass_model_solid_convex_hull_or_shell(attrs, mass):
+def test_mesh_mass_model_solid_convex_hull_or_shell(attrs, mass, mujoco_mode):
+    import mujoco
+
+    from newton_usd.solvers.mujoco.spec import build_spec
+
     stage = new_stage()
     _dented_cube(stage, "/Dented", **attrs)
     m, imported = load(stage)
     assert m.body_mass.numpy()[0] == pytest.approx(mass, rel=1e-4)
     com_z = m.body_com.numpy()[0][2]
-    if "convex" in str(attrs):  # the hull's center, the cube's
+    if mujoco_mode == "CONVEX":  # the hull's center, the cube's
         assert com_z == pytest.approx(0.5, abs=1e-6)
-    elif "shell" in str(attrs):  # faces: the bottom at 0, the sides at 1/2, the dent's at 5/6
+    elif mujoco_mode == "SHELL":  # faces: the bottom at 0, the sides at 1/2, the dent's at 5/6
         assert com_z == pytest.approx((2 + math.sqrt(2) * 5 / 6) / (5 + math.sqrt(2)), abs=1e-5)
     else:  # the cube less the dent, a pyramid of volume 1/6 centered at 7/8
         assert com_z == pytest.approx((0.5 - 7 / 8 / 6) / (5 / 6), abs=1e-5)
     assert unused_attributes(imported) == {}
+    spec, _ = build_spec(m)  # the MuJoCo mesh has the authored mode (unauthored: MuJoCo's default)
+    assert spec.meshes[0].inertia == getattr(mujoco.mjtMeshInertia, f"mjMESH_INERTIA_{mujoco_mode}")
 
 
 def test_unknown_mesh_inertia_names_the_attribute():

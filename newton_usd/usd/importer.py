@@ -653,15 +653,15 @@ def _import_shape(
         for name in _mujoco_shape_values(resolved, frictions):
             builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
         mass_model = resolved["mass_model"].value
-        if mass_model != "legacy" and geo == GeoType.MESH:
+        if resolved["mass_model"].kind == "authored" and geo == GeoType.MESH:  # (unauthored: MuJoCo's default)
             builder.set_mujoco("shape", "mesh_inertia", idx, MESH_INERTIA_MODES.index(mass_model))
-        elif mass_model == "shell":
+        elif mass_model == "shell" and geo != GeoType.MESH:
             diag.add("shell mass models are applied to mesh colliders only: this one is solid", path)
         result.shape_index[label if k == 0 else f"{label}:part{k}"] = idx
         if body >= 0:
             by_mujoco = mass_model in ("convex", "shell") and geo == GeoType.MESH  # else our solid volume
-            shell = (mass_model, resolved["shell_thickness"].value) if by_mujoco else None
-            shape_parts[body].append((idx, prim, md, path, shell))
+            mujoco_mass = (mass_model, resolved["shell_thickness"].value) if by_mujoco else None
+            shape_parts[body].append((idx, prim, md, path, mujoco_mass))
 
 
 _MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)
@@ -799,7 +799,7 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
     collider_props = []
     keys = []  # the colliders' memo keys (None: one is not memoized)
     shape_type, shape_scale, shape_source = builder.shape_type, builder.shape_scale, builder.shape_source
-    for shape, shape_prim, md, shape_path, mass_model in parts:
+    for shape, shape_prim, md, shape_path, mujoco_mass in parts:
         geo = shape_type[shape]
         if geo == GeoType.PLANE:
             continue
@@ -816,8 +816,8 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
         scale, source = shape_scale[shape], shape_source[shape]
         p, q = builder.shape_transform[shape]
         key = None
-        if mass_model is not None:  # MuJoCo's convex hull or shell (its density per area: times a thickness)
-            mode, thickness = mass_model
+        if mujoco_mass is not None:  # MuJoCo's convex hull or shell (its density per area: times a thickness)
+            mode, thickness = mujoco_mass
             if mode == "shell":
                 density *= thickness if thickness is not None else s  # (None: one stage unit, as MuJoCo's)
             keys.append(None)
