@@ -115,8 +115,9 @@ def mujoco_mesh(density: float, vertices: np.ndarray, indices: np.ndarray, mode:
     return float(m.body_mass[1]), m.body_ipos[1].astype(np.float64), r @ np.diag(m.body_inertia[1]) @ r.T
 
 
-def shape_mass_properties(geo_type: GeoType, scale, density: float, mesh_source=None):
-    """Mass properties of one shape of ``geo_type`` with size parameters ``scale``.
+def shape_mass_properties(geo_type: GeoType, scale, density: float, mesh_source=None, mesh_inertia=None):
+    """Mass properties of one shape of ``geo_type`` with size parameters ``scale``; a mesh's with MuJoCo's
+    mesh inertia ``mesh_inertia`` ("convex", "shell", ...: :func:`mujoco_mesh`) when given, else its volume.
 
     Planes have none (they are always static). Returns ``(0, 0, 0)`` for them.
     """
@@ -131,6 +132,8 @@ def shape_mass_properties(geo_type: GeoType, scale, density: float, mesh_source=
         return capsule(density, sx, sy)
     if geo_type == GeoType.CYLINDER:
         return cylinder(density, sx, sy)
+    if geo_type == GeoType.MESH and mesh_source is not None and mesh_inertia is not None:
+        return mujoco_mesh(density, mesh_source.vertices * np.array([sx, sy, sz]), mesh_source.indices, mesh_inertia)
     if geo_type == GeoType.MESH and mesh_source is not None:
         return mesh(density, mesh_source.vertices * np.array([sx, sy, sz]), mesh_source.indices)
     return 0.0, np.zeros(3), np.zeros((3, 3))

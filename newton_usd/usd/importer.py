@@ -816,22 +816,11 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
         scale, source = shape_scale[shape], shape_source[shape]
         p, q = builder.shape_transform[shape]
         key = None
-        if mujoco_mass is not None:  # MuJoCo's convex hull or shell (its density per area: times a thickness)
+        mode = None  # MuJoCo's mesh inertia mode, where MuJoCo computes the mass (convex hull, shell)
+        if mujoco_mass is not None:
             mode, thickness = mujoco_mass
-            if mode == "shell":
+            if mode == "shell":  # MuJoCo's density is per area: times the wall's thickness
                 density *= thickness if thickness is not None else s  # (None: one stage unit, as MuJoCo's)
-            keys.append(None)
-            key = ("mujoco mesh", id(source), mode, density, scale.tobytes())  # (the builder keeps source alive)
-            props = memo.get(key) if memo is not None else None
-            if props is None:
-                props = mass_props.mujoco_mesh(density, source.vertices * scale, source.indices, mode)
-                if memo is not None:
-                    memo[key] = props
-            if c_mass > 0 and props[0] > 0:
-                f = c_mass * k / props[0]
-                props = (props[0] * f, props[1], props[2] * f)
-            collider_props.append(mass_props.transform_inertia(*props, *builder.shape_transform[shape]))
-            continue
         if memo is not None and source is None:  # (density and c_mass are never -0.0: == is exact here)
             key = (geo, density, c_mass, scale.tobytes(), p.tobytes(), q.tobytes())
             keys.append(key)
@@ -841,7 +830,12 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
                 continue
         else:
             keys.append(None)
-        props = mass_props.shape_mass_properties(geo, scale, density, source)
+        mesh_key = ("mesh", id(source), mode, density, scale.tobytes()) if mode and memo is not None else None
+        props = memo.get(mesh_key) if mesh_key else None  # (a MuJoCo compile each: once per replicated mesh)
+        if props is None:
+            props = mass_props.shape_mass_properties(geo, scale, density, source, mesh_inertia=mode)
+            if mesh_key:
+                memo[mesh_key] = props  # (the builder keeps source alive: its id stays its own)
         if c_mass > 0 and props[0] > 0:  # an authored collider mass scales its shape's distribution
             f = c_mass * k / props[0]
             props = (props[0] * f, props[1], props[2] * f)
