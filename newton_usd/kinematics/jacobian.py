@@ -1,0 +1,150 @@
+"""Body Jacobians and the joint-space mass matrix, every world at once, from the DOF frames of :mod:`.fk`.
+
+Convention: columns are the model's DOFs of one world (``joint_qd`` order: a free joint's linear velocity of
+the body origin and angular velocity in world axes, a ball joint's angular velocity in its child joint frame);
+a Jacobian's rows 0-2 are the linear velocity of the point, rows 3-5 the angular velocity, world frame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from .fk import frames
+from .tables import tables
+
+
+@wp.func
+def dof_velocity(angular: int, axis: wp.vec3d, anchor: wp.vec3d, point: wp.vec3d):
+    """(linear velocity of ``point``, angular velocity) for a unit rate of one DOF."""
+    zero = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    if angular:
+        return wp.cross(axis, point - anchor), axis
+    return axis, zero
+
+
+@wp.kernel
+def body_jacobian(
+    # Model:
+    dof_angular: wp.array(dtype=wp.int32),
+    chain: wp.array2d(dtype=wp.int32),
+    body: int,
+    bodies_per_world: int,
+    dofs_per_world: int,
+    offset: wp.vec3d,
+    # Data in:
+    body_x: wp.array(dtype=wp.transformd),
+    dof_axis: wp.array(dtype=wp.vec3d),
+    dof_anchor: wp.array(dtype=wp.vec3d),
+    # Data out:
+    jac: wp.array3d(dtype=wp.float32),
+):
+    w, d = wp.tid()
+    if chain[body, d] == 0:
+        for r in range(6):
+            jac[w, r, d] = wp.float32(0.0)
+        return
+    point = wp.transform_point(body_x[w * bodies_per_world + body], offset)
+    g = w * dofs_per_world + d
+    lin, ang = dof_velocity(dof_angular[d], dof_axis[g], dof_anchor[g], point)
+    for r in range(3):
+        jac[w, r, d] = wp.float32(lin[r])
+        jac[w, 3 + r, d] = wp.float32(ang[r])
+
+
+@wp.kernel
+def mass_matrix_entries(
+    # Model:
+    dof_angular: wp.array(dtype=wp.int32),
+    pair_i: wp.array(dtype=wp.int32),
+    pair_j: wp.array(dtype=wp.int32),
+    pair_start: wp.array(dtype=wp.int32),
+    pair_bodies: wp.array(dtype=wp.int32),
+    body_mass: wp.array(dtype=wp.float32),
+    body_com: wp.array(dtype=wp.vec3),
+    body_inertia: wp.array(dtype=wp.mat33),
+    joint_armature: wp.array(dtype=wp.float32),
+    bodies_per_world: int,
+    dofs_per_world: int,
+    # Data in:
+    body_x: wp.array(dtype=wp.transformd),
+    dof_axis: wp.array(dtype=wp.vec3d),
+    dof_anchor: wp.array(dtype=wp.vec3d),
+    # Data out:
+    mass: wp.array3d(dtype=wp.float32),
+):
+    """``M[i, j] = sum over bodies b moved by both DOFs of m_b v_i . v_j + w_i . I_b w_j`` (velocities at b's
+    center of mass, inertia in world axes), plus the armature on the diagonal."""
+    w, k = wp.tid()
+    i = pair_i[k]
+    j = pair_j[k]
+    gi = w * dofs_per_world + i
+    gj = w * dofs_per_world + j
+    total = wp.float64(0.0)
+    for n in range(pair_start[k], pair_start[k + 1]):
+        b = w * bodies_per_world + pair_bodies[n]
+        x = body_x[b]
+        com = wp.transform_point(x, wp.vec3d(wp.float64(body_com[b][0]), wp.float64(body_com[b][1]), wp.float64(body_com[b][2])))
+        vi, wi = dof_velocity(dof_angular[i], dof_axis[gi], dof_anchor[gi], com)
+        vj, wj = dof_velocity(dof_angular[j], dof_axis[gj], dof_anchor[gj], com)
+        rot = wp.quat_to_matrix(wp.transform_get_rotation(x))
+        inertia = wp.mat33d()
+        for r in range(3):
+            for c in range(3):
+                inertia[r, c] = wp.float64(body_inertia[b][r, c])
+        world_inertia = rot * inertia * wp.transpose(rot)
+        total += wp.float64(body_mass[b]) * wp.dot(vi, vj) + wp.dot(wi, world_inertia * wj)
+    if i == j:
+        total += wp.float64(joint_armature[gi])
+    mass[w, i, j] = wp.float32(total)
+    mass[w, j, i] = wp.float32(total)
+
+
+def _frames(model, state, joint_q):
+    return frames(model, state.joint_q if joint_q is None else joint_q, state.body_q)
+
+
+def jacobian(model, state, body, offset=(0.0, 0.0, 0.0), joint_q=None) -> wp.array:
+    """The Jacobian of a body point in every world: ``(worlds, 6, dofs)``, float32 on the model's device.
+
+    Args:
+        model: the Model.
+        state: gives ``joint_q`` (unless ``joint_q`` is given).
+        body: a body index of world 0, or a body's prim path (in any world: the same body of every world).
+        offset: the point, in the body frame (default the body origin).
+
+    Row ``r`` and column ``d`` of world ``w`` is the (linear 0-2, angular 3-5) velocity, world frame, of the
+    point for a unit velocity of DOF ``d`` (the module docstring gives the DOF convention), so that
+    ``J @ joint_qd`` is the point's spatial velocity.
+    """
+    t = tables(model)
+    b = t.body_index(body)
+    f = _frames(model, state, joint_q)
+    out = wp.zeros((t.worlds, 6, t.dofs), dtype=wp.float32, device=model.device)
+    if t.dofs:
+        wp.launch(
+            body_jacobian, dim=(t.worlds, t.dofs),
+            inputs=[t.dof_angular, t.chain, b, t.bodies, t.dofs, wp.vec3d(*np.asarray(offset, dtype=np.float64)),
+                    f.body_x, f.dof_axis, f.dof_anchor],
+            outputs=[out], device=model.device,
+        )  # fmt: skip
+    return out
+
+
+def mass_matrix(model, state, joint_q=None) -> wp.array:
+    """The joint-space mass matrix of every world: ``(worlds, dofs, dofs)``, float32 on the model's device.
+
+    ``M`` such that the kinetic energy is ``qd^T M qd / 2`` in the model's DOFs (see the module docstring),
+    joint armature on its diagonal (as MuJoCo's ``qM``).
+    """
+    t = tables(model)
+    f = _frames(model, state, joint_q)
+    out = wp.zeros((t.worlds, t.dofs, t.dofs), dtype=wp.float32, device=model.device)
+    if t.pairs:
+        wp.launch(
+            mass_matrix_entries, dim=(t.worlds, t.pairs),
+            inputs=[t.dof_angular, t.pair_i, t.pair_j, t.pair_start, t.pair_bodies, model.body_mass, model.body_com,
+                    model.body_inertia, model.joint_armature, t.bodies, t.dofs, f.body_x, f.dof_axis, f.dof_anchor],
+            outputs=[out], device=model.device,
+        )  # fmt: skip
+    return out
