@@ -45,8 +45,8 @@ class RigidBodyView(View):
         self.is_free = bool(self._rows.columns["free_coord"].shape[1])
 
     def _rows_of(self, array, kind="body"):
-        out = self._gather(array, kind)
-        return out.reshape((out.shape[0], *out.shape[2:])) if out.ndim > 2 else out
+        out = self._gather(array, kind)  # (count, 1, ...): one body per row
+        return out.reshape((out.shape[0], *out.shape[2:]))
 
     # ------------------------------------------------------------------ state
     def get_transforms(self):
