@@ -92,9 +92,8 @@ def _assign(holder, key, value):
     if isinstance(old, wp.array) and not isinstance(value, wp.array) or (
         isinstance(old, wp.array) and isinstance(value, wp.array) and value.size == old.size
     ):
-        width = width(old.dtype)
         scalar = scalar_type(old.dtype)
-        rows = as_rows(value, width, scalar, old.device)
+        rows = as_rows(value, width(old.dtype), scalar, old.device)
         if rows.shape[0] != old.shape[0]:
             raise NewtonUsdError(f"{key}: {rows.shape[0]} values for {old.shape[0]} elements")
         wp.copy(wp.array(ptr=old.ptr, dtype=scalar, shape=rows.shape, device=old.device, copy=False), rows)
@@ -115,13 +114,13 @@ def _write(holder, key, indices, value):
     if indices is None:
         _assign(holder, key, value)
         return
-    width = width(array.dtype)
+    n = width(array.dtype)
     scalar = scalar_type(array.dtype)
     if scalar != wp.float32:
         raise NewtonUsdError(f"{key}: indexed writes take float32 arrays (this one holds {scalar.__name__})")
     index = _index_array(indices, array.device)
-    rows = as_rows(value, width, scalar, array.device)
+    rows = as_rows(value, n, scalar, array.device)
     if rows.shape[0] != index.shape[0]:
         raise NewtonUsdError(f"{key}: {rows.shape[0]} values for {index.shape[0]} indices")
-    dst = wp.array(ptr=array.ptr, dtype=scalar, shape=(array.shape[0], width), device=array.device, copy=False)
+    dst = wp.array(ptr=array.ptr, dtype=scalar, shape=(array.shape[0], n), device=array.device, copy=False)
     wp.launch(_scatter_elements, dim=rows.shape, inputs=[rows, index], outputs=[dst], device=array.device)
