@@ -104,8 +104,8 @@ def mujoco_at(solver, model, state, w):
     """World w's MjModel and an MjData at the state's coordinates, and T with MuJoCo qvel = T @ joint_qd."""
     m = solver.mj_models[w]
     d = mujoco.MjData(m)
-    nq = model.joint_coord_count // WORLDS
-    nv = model.joint_dof_count // WORLDS
+    nq = model.joint_coord_count // model.num_worlds
+    nv = model.joint_dof_count // model.num_worlds
     jq = state.joint_q.numpy().astype(np.float64)[w * nq : (w + 1) * nq]
     qvel = np.zeros(m.nv)
     solver.map.to_mujoco(jq, np.zeros(nv), d.qpos, qvel)
@@ -264,3 +264,53 @@ def test_bad_kinematics_input_is_named(arm):
         jacobian(arm, arm.state(), "/Arm/nothing")
     with pytest.raises(NewtonUsdError, match="give a position, an orientation or both"):
         eval_ik(arm, arm.state(), IKTarget("/Arm/link5"))
+
+
+STACKED_MJCF = """<mujoco>
+  <worldbody>
+    <body name="torso" pos="0 0 1">
+      <freejoint name="root"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="3"/>
+      <body name="thigh" pos="0.1 0 -0.1" euler="10 20 30">
+        <joint name="hip_x" type="hinge" axis="1 0 0" pos="0 0 0.05"/>
+        <joint name="hip_y" type="hinge" axis="0 1 0" pos="0.02 0 0"/>
+        <joint name="hip_slide" type="slide" axis="0 0 1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.04" mass="1"/>
+        <body name="shin" pos="0 0 -0.3">
+          <joint name="knee" type="ball" pos="0 0.01 0"/>
+          <geom type="capsule" fromto="0 0 0 0.05 0 -0.3" size="0.03" mass="0.6"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_mjcf_bodies_with_several_joints():
+    """MJCF nests several joints in one body: fk, Jacobians and the mass matrix follow the stack, as MuJoCo."""
+    b = ModelBuilder()
+    b.add_mjcf(STACKED_MJCF)
+    b.replicate(2)
+    model = b.finalize("cpu")
+    solver = SolverMuJoCo(model, backend="cpu")
+    state = model.state()
+    q = random_coordinates(model, seed=7)
+    state.joint_q.assign(q.astype(np.float32))
+    out = model.state()
+    solver.step(state, out, None, None, 1e-9)
+    thigh = model.body_label.index("thigh")
+    assert list(model.joint_child.numpy()[:5]).count(thigh) == 3  # a stack of three joints
+    assert same_pose(eval_fk(model, out).numpy(), out.body_q.numpy()) < 1e-6
+    M = mass_matrix(model, out).numpy()
+    for b_local, name in ((1, "thigh"), (2, "shin")):
+        J = jacobian(model, out, name, offset=OFFSET).numpy()
+        for w in range(2):
+            m, d, T = mujoco_at(solver, model, out, w)
+            mb = solver.spec_map.body_mj[b_local]
+            point = d.xpos[mb] + d.xmat[mb].reshape(3, 3) @ OFFSET
+            jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+            mujoco.mj_jac(m, d, jacp, jacr, point, mb)
+            np.testing.assert_allclose(J[w], np.vstack([jacp, jacr]) @ T, atol=1e-6)
+            full = np.zeros((m.nv, m.nv))
+            mujoco.mj_fullM(m, d, full)
+            np.testing.assert_allclose(M[w], T.T @ full @ T, atol=1e-6)

@@ -1,7 +1,8 @@
 """Forward kinematics: body poses, and each DOF's world axis and anchor, from joint coordinates (float64 inside).
 
 Joint motions as :class:`~newton_usd.core.types.JointType` defines them: a child body sits at
-``X_parent * X_p * M(q) * inverse(X_c)``; ``M`` is a rotation about the axis (revolute), a translation along
+``X_parent * X_p * M(q) * inverse(X_c)`` (a body with several joints, as MJCF nests them: each further joint
+moves it by ``X_c * M(q) * inverse(X_c)`` after the ones before, as SolverMuJoCo's spec stacks them); ``M`` is a rotation about the axis (revolute), a translation along
 it (prismatic), the quaternion ``q`` (ball), translations then intrinsic rotations (D6); a free joint's
 coordinates are the child body's world pose. Bodies moved by no joint keep the State's pose.
 """
@@ -68,6 +69,7 @@ def forward_kinematics(
     joint_q_start: wp.array(dtype=wp.int32),
     joint_qd_start: wp.array(dtype=wp.int32),
     joint_linear: wp.array(dtype=wp.int32),
+    joint_stacked: wp.array(dtype=wp.int32),
     joint_axis: wp.array(dtype=wp.vec3),
     joints_per_world: int,
     # Data in (float32 or float64):
@@ -104,10 +106,13 @@ def forward_kinematics(
                 dof_axis[d0 + 3 + a] = e
                 dof_anchor[d0 + 3 + a] = pos
             continue
-        x_parent = wp.transform_identity(dtype=wp.float64)
-        if p >= 0:
-            x_parent = body_x[p]
-        x_jp = wp.transform_multiply(x_parent, transformd_of(joint_X_p[j]))  # parent joint frame in world
+        x_jp = wp.transform_identity(dtype=wp.float64)  # the parent-side joint frame in world
+        if joint_stacked[local]:  # after the joints before it in its body: about its child frame as moved by them
+            x_jp = wp.transform_multiply(body_x[c], transformd_of(joint_X_c[j]))
+        else:
+            if p >= 0:
+                x_jp = body_x[p]
+            x_jp = wp.transform_multiply(x_jp, transformd_of(joint_X_p[j]))
         origin = wp.transform_get_translation(x_jp)
         rot = wp.transform_get_rotation(x_jp)
         shift = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))  # translations, joint frame
@@ -166,7 +171,8 @@ def frames(model, joint_q, body_q) -> Frames:
             dim=t.worlds,
             inputs=[
                 t.order, model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p, model.joint_X_c,
-                model.joint_q_start, model.joint_qd_start, t.joint_linear, model.joint_axis, t.joints, joint_q,
+                model.joint_q_start, model.joint_qd_start, t.joint_linear, t.joint_stacked, model.joint_axis, t.joints,
+                joint_q,
             ],
             outputs=[body_x, dof_axis, dof_anchor],
             device=device,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from .fk import frames
+from .fk import frames, vec3d_of
 from .tables import tables
 
 
@@ -53,47 +53,88 @@ def body_jacobian(
 
 
 @wp.kernel
+def composite_inertias(
+    # Model:
+    body_leaves_first: wp.array(dtype=wp.int32),
+    body_parent: wp.array(dtype=wp.int32),
+    body_mass: wp.array(dtype=wp.float32),
+    body_com: wp.array(dtype=wp.vec3),
+    body_inertia: wp.array(dtype=wp.mat33),
+    bodies_per_world: int,
+    # Data in:
+    body_x: wp.array(dtype=wp.transformd),
+    # Data out: each body's subtree as one rigid body, world frame about the world origin:
+    comp_mass: wp.array(dtype=wp.float64),
+    comp_moment: wp.array(dtype=wp.vec3d),  # mass times center of mass
+    comp_inertia: wp.array(dtype=wp.mat33d),  # rotational inertia about the origin
+):
+    w = wp.tid()
+    base = w * bodies_per_world
+    for b in range(bodies_per_world):
+        g = base + b
+        x = body_x[g]
+        m = wp.float64(body_mass[g])
+        com = wp.transform_point(x, vec3d_of(body_com[g]))
+        rot = wp.quat_to_matrix(wp.transform_get_rotation(x))
+        inertia = wp.mat33d()
+        for r in range(3):
+            for c in range(3):
+                inertia[r, c] = wp.float64(body_inertia[g][r, c])
+        shift = wp.dot(com, com) * wp.identity(n=3, dtype=wp.float64) - wp.outer(com, com)
+        comp_mass[g] = m
+        comp_moment[g] = com * m
+        comp_inertia[g] = rot * inertia * wp.transpose(rot) + shift * m
+    for k in range(bodies_per_world):
+        b = body_leaves_first[k]
+        p = body_parent[b]
+        if p >= 0:
+            comp_mass[base + p] += comp_mass[base + b]
+            comp_moment[base + p] += comp_moment[base + b]
+            comp_inertia[base + p] += comp_inertia[base + b]
+
+
+@wp.func
+def motion_at_origin(angular: int, axis: wp.vec3d, anchor: wp.vec3d):
+    """A unit rate of a DOF as a spatial velocity: (velocity of the point at the world origin, angular)."""
+    zero = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    if angular:
+        return wp.cross(anchor, axis), axis
+    return axis, zero
+
+
+@wp.kernel
 def mass_matrix_entries(
     # Model:
     dof_angular: wp.array(dtype=wp.int32),
     pair_i: wp.array(dtype=wp.int32),
     pair_j: wp.array(dtype=wp.int32),
-    pair_start: wp.array(dtype=wp.int32),
-    pair_bodies: wp.array(dtype=wp.int32),
-    body_mass: wp.array(dtype=wp.float32),
-    body_com: wp.array(dtype=wp.vec3),
-    body_inertia: wp.array(dtype=wp.mat33),
+    pair_body: wp.array(dtype=wp.int32),
     joint_armature: wp.array(dtype=wp.float32),
     bodies_per_world: int,
     dofs_per_world: int,
     # Data in:
-    body_x: wp.array(dtype=wp.transformd),
     dof_axis: wp.array(dtype=wp.vec3d),
     dof_anchor: wp.array(dtype=wp.vec3d),
+    comp_mass: wp.array(dtype=wp.float64),
+    comp_moment: wp.array(dtype=wp.vec3d),
+    comp_inertia: wp.array(dtype=wp.mat33d),
     # Data out:
     mass: wp.array3d(dtype=wp.float32),
 ):
-    """``M[i, j] = sum over bodies b moved by both DOFs of m_b v_i . v_j + w_i . I_b w_j`` (velocities at b's
-    center of mass, inertia in world axes), plus the armature on the diagonal."""
+    """``M[i, j]``: DOF i's motion dotted with the momentum of the composite body both move (the deeper DOF's
+    subtree) when it moves with DOF j (composite rigid bodies, world frame), plus the armature on the diagonal."""
     w, k = wp.tid()
     i = pair_i[k]
     j = pair_j[k]
     gi = w * dofs_per_world + i
     gj = w * dofs_per_world + j
-    total = wp.float64(0.0)
-    for n in range(pair_start[k], pair_start[k + 1]):
-        b = w * bodies_per_world + pair_bodies[n]
-        x = body_x[b]
-        com = wp.transform_point(x, wp.vec3d(wp.float64(body_com[b][0]), wp.float64(body_com[b][1]), wp.float64(body_com[b][2])))
-        vi, wi = dof_velocity(dof_angular[i], dof_axis[gi], dof_anchor[gi], com)
-        vj, wj = dof_velocity(dof_angular[j], dof_axis[gj], dof_anchor[gj], com)
-        rot = wp.quat_to_matrix(wp.transform_get_rotation(x))
-        inertia = wp.mat33d()
-        for r in range(3):
-            for c in range(3):
-                inertia[r, c] = wp.float64(body_inertia[b][r, c])
-        world_inertia = rot * inertia * wp.transpose(rot)
-        total += wp.float64(body_mass[b]) * wp.dot(vi, vj) + wp.dot(wi, world_inertia * wj)
+    b = w * bodies_per_world + pair_body[k]
+    vi, wi = motion_at_origin(dof_angular[i], dof_axis[gi], dof_anchor[gi])
+    vj, wj = motion_at_origin(dof_angular[j], dof_axis[gj], dof_anchor[gj])
+    h = comp_moment[b]
+    linear = vj * comp_mass[b] + wp.cross(wj, h)
+    angular = wp.cross(h, vj) + comp_inertia[b] * wj
+    total = wp.dot(vi, linear) + wp.dot(wi, angular)
     if i == j:
         total += wp.float64(joint_armature[gi])
     mass[w, i, j] = wp.float32(total)
@@ -139,12 +180,23 @@ def mass_matrix(model, state, joint_q=None) -> wp.array:
     """
     t = tables(model)
     f = _frames(model, state, joint_q)
-    out = wp.zeros((t.worlds, t.dofs, t.dofs), dtype=wp.float32, device=model.device)
-    if t.pairs:
-        wp.launch(
-            mass_matrix_entries, dim=(t.worlds, t.pairs),
-            inputs=[t.dof_angular, t.pair_i, t.pair_j, t.pair_start, t.pair_bodies, model.body_mass, model.body_com,
-                    model.body_inertia, model.joint_armature, t.bodies, t.dofs, f.body_x, f.dof_axis, f.dof_anchor],
-            outputs=[out], device=model.device,
-        )  # fmt: skip
+    device = model.device
+    out = wp.zeros((t.worlds, t.dofs, t.dofs), dtype=wp.float32, device=device)
+    if not t.pairs:
+        return out
+    comp_mass = wp.empty(model.body_count, dtype=wp.float64, device=device)
+    comp_moment = wp.empty(model.body_count, dtype=wp.vec3d, device=device)
+    comp_inertia = wp.empty(model.body_count, dtype=wp.mat33d, device=device)
+    wp.launch(
+        composite_inertias, dim=t.worlds,
+        inputs=[t.body_leaves_first, t.body_parent, model.body_mass, model.body_com, model.body_inertia, t.bodies,
+                f.body_x],
+        outputs=[comp_mass, comp_moment, comp_inertia], device=device,
+    )  # fmt: skip
+    wp.launch(
+        mass_matrix_entries, dim=(t.worlds, t.pairs),
+        inputs=[t.dof_angular, t.pair_i, t.pair_j, t.pair_body, model.joint_armature, t.bodies, t.dofs, f.dof_axis,
+                f.dof_anchor, comp_mass, comp_moment, comp_inertia],
+        outputs=[out], device=device,
+    )  # fmt: skip
     return out
