@@ -138,12 +138,12 @@ def run(name, model, pattern, last_link, repeats):
             mujoco.mj_fullM(m, d, full)
 
     out = wp.empty(model.body_count, dtype=wp.transform, device=device)
-    rows.append(("eval_fk", best(lambda: eval_fk(model, state, body_q=out), repeats, device), best(mj_fk, repeats, device),
-                 "mj_kinematics loop"))  # fmt: skip
-    rows.append(("jacobian (last link)", best(lambda: jacobian(model, state, last_link), repeats, device),
-                 best(mj_jacobian, repeats, device), "+ mj_comPos, mj_jacBody"))  # fmt: skip
-    rows.append(("mass_matrix", best(lambda: mass_matrix(model, state), repeats, device), best(mj_mass, repeats, device),
-                 "+ mj_comPos, mj_crb, mj_fullM"))  # fmt: skip
+    for op, ours, base, what in (
+        ("eval_fk", lambda: eval_fk(model, state, body_q=out), mj_fk, "mj_kinematics loop"),
+        ("jacobian (last link)", lambda: jacobian(model, state, last_link), mj_jacobian, "+ mj_comPos, mj_jacBody"),
+        ("mass_matrix", lambda: mass_matrix(model, state), mj_mass, "+ mj_comPos, mj_crb, mj_fullM"),
+    ):
+        rows.append((op, best(ours, repeats, device), best(base, repeats, device), what))
     print(f"\n{name}: {W} worlds, {model.joint_dof_count // W} DOFs and {model.body_count // W} bodies per world, "
           f"device {device}")  # fmt: skip
     print(f"{'operation':28s} {'ours (ms)':>10s} {'baseline (ms)':>14s} {'ratio':>7s}  baseline")

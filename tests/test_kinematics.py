@@ -43,7 +43,8 @@ def every_joint_model():
     b3 = body((0, 0, 2.5), "/Chain/d")
     b.add_joint_d6(
         b2, b3, ((0, 0, 0.5), (0, 0, 0, 1)),
-        linear_axes=[JointAxis((1, 0, 0)), JointAxis((0, 0, 1))], angular_axes=[JointAxis((0, 1, 0)), JointAxis((1, 0, 0))],
+        linear_axes=[JointAxis((1, 0, 0)), JointAxis((0, 0, 1))],
+        angular_axes=[JointAxis((0, 1, 0)), JointAxis((1, 0, 0))],
         label="/Chain/d6",
     )  # fmt: skip
     b4 = body((1, 0, 1), "/Float/base")

@@ -1,10 +1,11 @@
 """Forward kinematics: body poses, and each DOF's world axis and anchor, from joint coordinates (float64 inside).
 
 Joint motions as :class:`~newton_usd.core.types.JointType` defines them: a child body sits at
-``X_parent * X_p * M(q) * inverse(X_c)`` (a body with several joints, as MJCF nests them: each further joint
-moves it by ``X_c * M(q) * inverse(X_c)`` after the ones before, as SolverMuJoCo's spec stacks them); ``M`` is a rotation about the axis (revolute), a translation along
-it (prismatic), the quaternion ``q`` (ball), translations then intrinsic rotations (D6); a free joint's
-coordinates are the child body's world pose. Bodies moved by no joint keep the State's pose.
+``X_parent * X_p * M(q) * inverse(X_c)``, where ``M`` is a rotation about the axis (revolute), a translation
+along it (prismatic), the quaternion ``q`` (ball), translations then intrinsic rotations (D6); a free joint's
+coordinates are the child body's world pose. A body with several joints (as MJCF nests them) is moved by each
+further joint by ``X_c * M(q) * inverse(X_c)`` after the ones before, as SolverMuJoCo's spec stacks them.
+Bodies moved by no joint keep the State's pose.
 """
 
 from __future__ import annotations

@@ -102,27 +102,26 @@ def ik_errors_and_step(
         point = wp.transform_point(x, target_offset[t])
         pos_error[w, t] = wp.float32(0.0)
         rot_error[w, t] = wp.float32(0.0)
+        rot_row = row + 3 * has_pos[t]
         if has_pos[t]:
             e = target_pos[w, t] - point
             pos_error[w, t] = wp.float32(wp.length(e))
             for r in range(3):
                 err[w, row + r] = e[r]
-            for d in range(D):
-                g = w * D + d
-                lin, ang = dof_velocity(dof_angular[d], dof_axis[g], dof_anchor[g], point)
-                for r in range(3):
-                    jac[w, row + r, d] = lin[r] * wp.float64(chain[b, d])
-            row += 3
         if has_rot[t]:
             e_rot = rotation_vector(target_rot[w, t] * wp.quat_inverse(wp.transform_get_rotation(x)))
             rot_error[w, t] = wp.float32(wp.length(e_rot))
             for r in range(3):
-                err[w, row + r] = e_rot[r]
-            for d in range(D):
-                g = w * D + d
-                lin, ang = dof_velocity(dof_angular[d], dof_axis[g], dof_anchor[g], point)
-                for r in range(3):
-                    jac[w, row + r, d] = ang[r] * wp.float64(chain[b, d])
+                err[w, rot_row + r] = e_rot[r]
+        for d in range(D):
+            g = w * D + d
+            lin, ang = dof_velocity(dof_angular[d], dof_axis[g], dof_anchor[g], point)
+            moves = wp.float64(chain[b, d])
+            for r in range(3):
+                if has_pos[t]:
+                    jac[w, row + r, d] = lin[r] * moves
+                if has_rot[t]:
+                    jac[w, rot_row + r, d] = ang[r] * moves
     if solve == 0:
         return
     m = target_row[target_body.shape[0]]
@@ -230,7 +229,14 @@ def _per_world(values, worlds, width, what):
 
 
 def eval_ik(
-    model, state, targets, *, iterations: int = 100, damping: float = 1e-3, max_step: float = 0.2, tolerance=(1e-5, 1e-4),
+    model,
+    state,
+    targets,
+    *,
+    iterations: int = 100,
+    damping: float = 1e-3,
+    max_step: float = 0.2,
+    tolerance=(1e-5, 1e-4),
     joint_q=None,
 ) -> IKResult:
     """Joint coordinates that put links at their targets, every world at once (damped least squares).

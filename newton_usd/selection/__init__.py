@@ -6,8 +6,8 @@ the seed design's key/value accessors (``get_model_attr``, ``set_state_attr``, .
 """
 
 from .articulation_view import ArticulationView
-from .rigid_body_view import RigidBodyView
 from .contact_view import RigidContactView
+from .rigid_body_view import RigidBodyView
 from .simulation_view import SimulationView
 
 __all__ = ["ArticulationView", "RigidBodyView", "RigidContactView", "SimulationView"]

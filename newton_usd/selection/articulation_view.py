@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import warp as wp
 
 from ..core.types import JointType
@@ -184,7 +183,7 @@ class ArticulationView(View):
         """The root's free-joint velocities ``(count, 6)``: linear velocity of the root origin, angular
         velocity, world frame (a fixed base: zeros)."""
         if not self.is_floating:
-                return wp.zeros((self.count, 6), dtype=wp.float32, device=self.device)
+            return wp.zeros((self.count, 6), dtype=wp.float32, device=self.device)
         return self._gather(self._source.state.joint_qd, "free_dof")
 
     def set_root_velocities(self, values, indices=None):
@@ -254,7 +253,9 @@ class ArticulationView(View):
         upper = wp.empty_like(lower)
         limited = wp.empty((n, len(self._dof_names)), dtype=wp.bool, device=model.device)
         if lower.size:
-            wp.launch(_split_pair, dim=lower.shape, inputs=[pairs], outputs=[lower, upper, limited], device=model.device)
+            wp.launch(
+                _split_pair, dim=lower.shape, inputs=[pairs], outputs=[lower, upper, limited], device=model.device
+            )
         self._scatter(model.joint_limit_lower, "dof", lower, indices)
         self._scatter(model.joint_limit_upper, "dof", upper, indices)
         self._scatter(model.joint_limited, "dof", limited, indices)
@@ -278,34 +279,6 @@ class ArticulationView(View):
 
     def set_dof_max_forces(self, values, indices=None):
         self._set_model(("joint_effort_limit",), (values,), "dof", indices)
-
-    # ------------------------------------------------------------------ shapes
-    def _shapes(self):
-        """Each row's collision shapes ``(count, n)``: those on its links, in model order."""
-        model = self._sync()
-        key = ("shape_columns",)
-        hit = self._tables.get(key)
-        if hit is None:
-            shape_body = model.shape_body.numpy()
-            rows = [np.nonzero(np.isin(shape_body, row))[0] for row in self._rows.columns["body"]]
-            if len({len(r) for r in rows}) != 1:
-                raise NewtonUsdError(f"{self.pattern!r}: the rows hold different numbers of shapes")
-            hit = np.array(rows, dtype=np.int64).reshape(self.count, -1)
-            self._tables[key] = hit
-        return hit
-
-    @property
-    def shape_names(self) -> list:
-        model = self._sync()
-        return [relative_name(model.shape_label[s], self._rows.paths[0]) for s in self._shapes()[0]]
-
-    def get_friction_coefficients(self):
-        """Sliding friction of the links' shapes ``(count, shapes)`` (see :attr:`shape_names`)."""
-        return self._gather(self._source.model.shape_material_mu, "shape", self._shapes())
-
-    def set_friction_coefficients(self, values, indices=None):
-        self._set_model(("shape_material_mu",), (values,), "shape", indices, self._shapes())
-
 
 
 @wp.kernel

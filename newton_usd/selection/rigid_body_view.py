@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import warp as wp
 
 from ..core.types import JointType
 from ..errors import NewtonUsdError
 from .kernels import reciprocal
-from .pattern import relative_name
 from .view import View, as_rows
 
 
@@ -98,30 +96,6 @@ class RigidBodyView(View):
 
     def get_inertias(self):
         return self._rows_of(self._source.model.body_inertia)
-
-    def _shapes(self):
-        model = self._sync()
-        hit = self._tables.get(("shape_columns",))
-        if hit is None:
-            shape_body = model.shape_body.numpy()
-            rows = [np.nonzero(shape_body == b)[0] for b in self._rows.columns["body"][:, 0]]
-            if len({len(r) for r in rows}) != 1:
-                raise NewtonUsdError(f"{self.pattern!r}: the bodies hold different numbers of shapes")
-            hit = np.array(rows, dtype=np.int64).reshape(self.count, -1)
-            self._tables[("shape_columns",)] = hit
-        return hit
-
-    @property
-    def shape_names(self) -> list:
-        model = self._sync()
-        return [relative_name(model.shape_label[s], self._rows.paths[0]) for s in self._shapes()[0]]
-
-    def get_friction_coefficients(self):
-        """Sliding friction of each body's shapes ``(count, shapes)``."""
-        return self._gather(self._source.model.shape_material_mu, "shape", self._shapes())
-
-    def set_friction_coefficients(self, values, indices=None):
-        self._set_model(("shape_material_mu",), (values,), "shape", indices, self._shapes())
 
 
 @wp.kernel

@@ -7,9 +7,9 @@ import warp as wp
 
 from ..errors import NewtonUsdError
 from .articulation_view import ArticulationView
+from .kernels import scalar_type, width
 from .rigid_body_view import RigidBodyView
 from .source import ViewSource
-from .kernels import scalar_type, width
 from .view import as_rows
 
 
@@ -89,8 +89,10 @@ def _index_array(indices, device):
 
 def _assign(holder, key, value):
     old = getattr(holder, key, None)
-    if isinstance(old, wp.array) and not isinstance(value, wp.array) or (
-        isinstance(old, wp.array) and isinstance(value, wp.array) and value.size == old.size
+    if (
+        isinstance(old, wp.array)
+        and not isinstance(value, wp.array)
+        or (isinstance(old, wp.array) and isinstance(value, wp.array) and value.size == old.size)
     ):
         scalar = scalar_type(old.dtype)
         rows = as_rows(value, width(old.dtype), scalar, old.device)
@@ -102,7 +104,9 @@ def _assign(holder, key, value):
 
 
 @wp.kernel
-def _scatter_elements(values: wp.array2d(dtype=wp.float32), index: wp.array(dtype=wp.int32), dst: wp.array2d(dtype=wp.float32)):
+def _scatter_elements(
+    values: wp.array2d(dtype=wp.float32), index: wp.array(dtype=wp.int32), dst: wp.array2d(dtype=wp.float32)
+):
     i, k = wp.tid()
     dst[index[i], k] = values[i, k]
 

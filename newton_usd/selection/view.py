@@ -28,7 +28,9 @@ def element_kind(name: str, array, model) -> str:
     n = array.shape[0]
     kinds = [kind for kind, count in _COUNTS.items() if getattr(model, count, None) == n]
     if len(kinds) > 1:
-        by_prefix = [k for k in kinds if name.startswith(k + "_") or (k in ("dof", "coord") and name.startswith("joint_"))]
+        by_prefix = [
+            k for k in kinds if name.startswith(k + "_") or (k in ("dof", "coord") and name.startswith("joint_"))
+        ]
         kinds = by_prefix or kinds
     if len(kinds) != 1:
         raise NewtonUsdError(
@@ -190,7 +192,9 @@ class View:
         table = self._table(kind, width, elements)
         out = wp.empty(table.shape, dtype=scalar_type(array.dtype), device=model.device)
         if table.size:
-            wp.launch(gather_rows, dim=table.shape, inputs=[self._flat(array), table], outputs=[out], device=model.device)
+            wp.launch(
+                gather_rows, dim=table.shape, inputs=[self._flat(array), table], outputs=[out], device=model.device
+            )
         n = table.shape[1] // width
         return out.reshape((table.shape[0], n, *inner)) if inner else out
 
@@ -232,6 +236,33 @@ class View:
         if n_values == n:
             return rows, self._all_rows[:n] if n <= count else wp.array(np.arange(n, dtype=np.int32), device=device)
         raise NewtonUsdError(f"{n_values} rows of values for {n} indices (give {count} or {n} rows)")
+
+    # ------------------------------------------------------------------ colliders
+    def _shapes(self) -> np.ndarray:
+        """Each row's colliders ``(count, n)``: the shapes on its bodies, in model order."""
+        model = self._sync()
+        hit = self._tables.get("shape_columns")
+        if hit is None:
+            shape_body = model.shape_body.numpy()
+            rows = [np.nonzero(np.isin(shape_body, bodies))[0] for bodies in self._rows.columns["body"]]
+            if len({len(r) for r in rows}) != 1:
+                raise NewtonUsdError(f"{self.pattern!r}: the rows hold different numbers of colliders")
+            hit = np.array(rows, dtype=np.int64).reshape(self.count, -1)
+            self._tables["shape_columns"] = hit
+        return hit
+
+    @property
+    def shape_names(self) -> list:
+        """Names of the collider columns (prim paths relative to the matched prim)."""
+        model = self._sync()
+        return [relative_name(model.shape_label[s], self._rows.paths[0]) for s in self._shapes()[0]]
+
+    def get_friction_coefficients(self):
+        """Sliding friction of the rows' colliders ``(count, colliders)`` (see :attr:`shape_names`)."""
+        return self._gather(self._source.model.shape_material_mu, "shape", self._shapes())
+
+    def set_friction_coefficients(self, values, indices=None):
+        self._set_model(("shape_material_mu",), (values,), "shape", indices, self._shapes())
 
     # ------------------------------------------------------------------ any array
     def _lookup(self, name: str, where: str | None):

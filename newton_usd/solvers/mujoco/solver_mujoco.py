@@ -874,10 +874,8 @@ class SolverMuJoCo(SolverBase):
             for i in range(n):
                 mujoco.mj_contactForce(m, data, i, f6)
                 forces[i] = f6[:3] @ frames[i]  # contact frame (normal, tangents) rows -> world
-            for part, values in zip(
-                out, (np.full(n, w), np.array(c.geom[:n]), np.array(c.pos[:n]), frames, np.array(c.dist[:n]), forces),
-                strict=True,
-            ):
+            world = (np.full(n, w), np.array(c.geom[:n]), np.array(c.pos[:n]), frames, np.array(c.dist[:n]), forces)
+            for part, values in zip(out, world, strict=True):
                 part.append(values)
         return tuple(np.concatenate(p) for p in out)
 
