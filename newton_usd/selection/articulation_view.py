@@ -68,16 +68,6 @@ class ArticulationView(View):
             "articulated_joint": articulated,
         }
 
-    def _sync(self):
-        model = self._source.model
-        if model is not self._model:
-            self._joint_type = model.joint_type.numpy()
-            self._joint_parent = model.joint_parent.numpy()
-            self._joint_child = model.joint_child.numpy()
-            self._q_start = model.joint_q_start.numpy()
-            self._qd_start = model.joint_qd_start.numpy()
-        return super()._sync()
-
     def _built(self, model):
         rows = self._rows
         path = rows.paths[0]

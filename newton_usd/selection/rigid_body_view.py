@@ -24,19 +24,10 @@ class RigidBodyView(View):
                 raise NewtonUsdError(f"{path} (matched by {self.pattern!r}) is not a rigid body: match the body prims")
             return {"body": [], "free_coord": [], "free_dof": []}
         b = hits[0]
-        free = [j for j in joints if self._child[j] == b and self._type[j] == JointType.FREE]
+        free = [j for j in joints if self._joint_child[j] == b and self._joint_type[j] == JointType.FREE]
         q = [q for j in free[:1] for q in range(self._q_start[j], self._q_start[j + 1])]
         d = [d for j in free[:1] for d in range(self._qd_start[j], self._qd_start[j + 1])]
         return {"body": [b], "free_coord": q, "free_dof": d}
-
-    def _sync(self):
-        model = self._source.model
-        if model is not self._model:
-            self._child = model.joint_child.numpy()
-            self._type = model.joint_type.numpy()
-            self._q_start = model.joint_q_start.numpy()
-            self._qd_start = model.joint_qd_start.numpy()
-        return super()._sync()
 
     def _built(self, model):
         self.body_names = [model.body_label[b] for b in self._rows.columns["body"][:, 0]]

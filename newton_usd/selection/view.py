@@ -44,8 +44,9 @@ class Rows:
     """The rows of a view: one per (world, matched prim), worlds first, and each row's elements by kind."""
 
     def __init__(self, model, pattern: str, select):
-        """``select(model, world_range, path) -> {kind: element indices}`` gives one row's elements in model
-        order; every row must hold the same elements by their names relative to the matched prim."""
+        """``select(model, bodies, joints, path) -> {kind: element indices}`` gives one row's elements in model
+        order (``bodies``, ``joints``: the world's); every row must hold the same elements by their names
+        relative to the matched prim."""
         self.pattern = pattern
         labels = list(model.body_label) + list(model.joint_label)
         paths = match_prims(pattern, labels)
@@ -119,6 +120,12 @@ class View:
         if model is self._model:
             return model
         self._model = model
+        # (the joint tables every row selection reads)
+        self._joint_type = model.joint_type.numpy()
+        self._joint_parent = model.joint_parent.numpy()
+        self._joint_child = model.joint_child.numpy()
+        self._q_start = model.joint_q_start.numpy()
+        self._qd_start = model.joint_qd_start.numpy()
         self._rows = Rows(model, self.pattern, self._select)
         self._tables = {}
         self._flats = {}
