@@ -315,3 +315,21 @@ def test_mjcf_bodies_with_several_joints():
             full = np.zeros((m.nv, m.nv))
             mujoco.mj_fullM(m, d, full)
             np.testing.assert_allclose(M[w], T.T @ full @ T, atol=1e-6)
+
+
+def test_ik_through_ball_d6_and_free_joints():
+    """Poses reachable through a ball and a D6 joint, and through a free joint: IK integrates their rotations."""
+    model = every_joint_model()
+    state = model.state()
+    goal_q = wp.array(random_coordinates(model, seed=11).astype(np.float32), device="cpu")
+    goal = eval_fk(model, state, joint_q=goal_q).numpy().reshape(WORLDS, -1, 7)
+    targets = [
+        IKTarget(label, position=goal[:, b, :3], orientation=goal[:, b, 3:])
+        for b, label in ((3, "/Chain/d"), (5, "/Float/arm"))
+    ]
+    result = eval_ik(model, state, targets, iterations=200)
+    reached = eval_fk(model, state, joint_q=result.joint_q).numpy().reshape(WORLDS, -1, 7)
+    for b in (3, 5):
+        assert np.abs(reached[:, b, :3] - goal[:, b, :3]).max() < 1e-3
+        assert same_pose(reached[:, b], goal[:, b]) < 1e-3
+    assert result.position_error.max() < 1e-3 and np.degrees(result.angle_error.max()) < 1.0
