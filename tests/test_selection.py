@@ -171,3 +171,29 @@ def test_bad_patterns_and_shapes_say_what_is_wrong():
         view.set_dof_positions(np.zeros((1, 2)), indices=[5])
     with pytest.raises(NewtonUsdError, match="not a rigid body"):
         RigidBodyView(sim, "/World/envs/env_*/Robot")
+
+
+def test_a_users_model_array_does_not_rebuild_the_solver():
+    sim = open_robots(2)
+    solver = sim.solver
+    sv = SimulationView(sim)
+    sv.set_model_attr("shape_lubrication", wp.zeros(sim.model.shape_count, dtype=wp.float32, device="cpu"))
+    sv.set_model_attr("shape_material_mu", np.full(sim.model.shape_count, 0.3, dtype=np.float32))
+    assert sim.solver is solver  # taken in place
+    assert solver.mj_models[0].geom_friction[:, 0].max() == pytest.approx(0.3)
+
+
+def test_a_value_the_solver_cannot_take_in_place_rebuilds_a_simulations_solver():
+    sim = Simulation.open(falling_cube(), record=False, device="cpu")
+    solver = sim.solver
+    shapes = SimulationView(sim).get_model_attr("shape_scale").numpy()
+    row = sim.model.shape_label.index("/Cube")
+    shapes[row] = [0.2, 0.2, 0.2]
+    SimulationView(sim).set_model_attr("shape_scale", shapes)
+    assert sim.solver is not solver  # a geom size is compiled into MuJoCo's model: a new solver
+    geom = sim.solver.spec_map.shape_mj[row]
+    np.testing.assert_allclose(sim.solver.mj_model.geom_size[geom], [0.2, 0.2, 0.2], atol=1e-6)
+    sim.run(2)
+    bare = SimulationView(sim.model, state=sim.state, solver=sim.solver)
+    with pytest.raises(NewtonUsdError, match="cannot take shape_scale without a rebuild"):
+        bare.set_model_attr("shape_scale", shapes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ..core.model import _WORLD_ARRAYS
 from ..errors import NewtonUsdError
 
 logger = logging.getLogger("newton_usd")
@@ -54,12 +55,13 @@ class ViewSource:
     def push_parameters(self, names) -> None:
         """Hand the model values ``names`` (edited in place) to the solver: :meth:`SolverBase.update_parameters`,
         and where the solver cannot take some without a rebuild, a new solver of the same kind (a Simulation's;
-        with a bare Model, an error naming the values)."""
+        with a bare Model, an error naming the values). Arrays a user attached to the model are not pushed."""
         solver = self.solver
-        if solver is None:
+        names = {n for n in names if n in _CORE_MODEL_VALUES or n.startswith("mujoco.")}
+        if solver is None or not names:  # (a user's own arrays: a solver that uses them reads them from the model)
             return
         model = self.model
-        leftover = solver.update_parameters(model, set(names))
+        leftover = solver.update_parameters(model, names)
         if not leftover:
             return
         if self.sim is None:
@@ -70,3 +72,7 @@ class ViewSource:
         kwargs = {"backend": solver.backend} if hasattr(solver, "backend") else {}
         logger.info("%s rebuilt to take %s", type(solver).__name__, ", ".join(sorted(leftover)))
         self.sim.solver = type(solver)(model, **kwargs)
+
+
+_CORE_MODEL_VALUES = frozenset({name for names in _WORLD_ARRAYS.values() for name in names} | {"gravity"})
+"""The Model values a solver compiles (user-attached arrays are read from the model by the solvers that use them)."""
