@@ -38,7 +38,7 @@ def test_contact_forces_of_resting_boxes_sum_to_their_weight(backend):
     assert np.abs(contacts.rigid_contact_depth.numpy()[:n]).max() < 5e-3
 
 
-def test_force_between_two_stacked_bodies_and_the_ground():
+def test_force_between_two_stacked_bodies_and_the_ground(caplog):
     stage = new_stage()
     add_ground(stage)
     add_box(stage, "/Bottom", 0.4, (0, 0, 0.2), mass=3.0)
@@ -56,3 +56,7 @@ def test_force_between_two_stacked_bodies_and_the_ground():
         top.get_contact_force_matrix()
     with pytest.raises(NewtonUsdError, match="matches no collider"):
         RigidContactView(sim, "/Top", ["/Nothing"])
+    small = RigidContactView(sim, "/Top", capacity=2)
+    small.update()
+    assert small.contacts.rigid_contact_count == 2
+    assert "a Contacts buffer of 2" in caplog.text

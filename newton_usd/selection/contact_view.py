@@ -82,9 +82,9 @@ class RigidContactView(RigidBodyView):
         row_of_body[self._rows.columns["body"][:, 0]] = np.arange(self._rows.count, dtype=np.int32)
         shape_row = np.where(shape_body >= 0, row_of_body[np.maximum(shape_body, 0)], -1).astype(np.int32)
         shape_filter = np.full(model.shape_count, -1, dtype=np.int32)
+        labels = list(model.body_label) + list(model.shape_label)
         for k, pattern in enumerate(self.filter_patterns):
-            labels = list(model.body_label) + list(model.shape_label)
-            paths = set(match_prims(pattern, labels)) if labels else set()
+            paths = set(match_prims(pattern, labels))
             hit = [
                 s for s in range(model.shape_count)
                 if (shape_body[s] >= 0 and _under_any(model.body_label[shape_body[s]], paths))

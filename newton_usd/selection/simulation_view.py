@@ -7,6 +7,7 @@ import warp as wp
 
 from ..errors import NewtonUsdError
 from .articulation_view import ArticulationView
+from .contact_view import RigidContactView
 from .kernels import scalar_type, width
 from .rigid_body_view import RigidBodyView
 from .source import ViewSource
@@ -33,8 +34,6 @@ class SimulationView:
         return RigidBodyView(self._target, pattern, **self._pieces)
 
     def create_rigid_contact_view(self, pattern: str, filter_patterns=None, **kwargs):
-        from .contact_view import RigidContactView  # noqa: PLC0415
-
         return RigidContactView(self._target, pattern, filter_patterns, **self._pieces, **kwargs)
 
     # ------------------------------------------------------------------ model

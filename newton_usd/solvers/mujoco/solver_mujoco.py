@@ -97,6 +97,7 @@ class SolverMuJoCo(SolverBase):
         self._dt = None
         self._last_out = None  # (state, joint_q bytes, joint_qd bytes) as this solver wrote them at once
         self._views = {}  # id(Warp array) -> (array, numpy view): see _host_view
+        self._contacts_truncated = False  # (update_contacts said once that a buffer was too small)
         # Worlds share one MjModel until their parameters differ (per-world values, acceleration drives).
         self.mj_models = [self.mj_model] * self.num_worlds
         self._data = mujoco.MjData(self.mj_model)  # world 0 (warp: the host copy), and scratch
@@ -830,6 +831,12 @@ class SolverMuJoCo(SolverBase):
             parts = self._warp_contacts()
         world, geom, pos, frame, dist, force = parts
         n = min(len(world), contacts.capacity)
+        if n < len(world) and not self._contacts_truncated:
+            self._contacts_truncated = True
+            logger.warning(
+                "SolverMuJoCo.update_contacts: %d contacts, a Contacts buffer of %d: the later worlds' are left out "
+                "(make it with model.contacts(capacity))", len(world), contacts.capacity,
+            )  # fmt: skip
         contacts.rigid_contact_count = n
         pad = contacts.capacity - n
         # MuJoCo's geoms are world 0's shapes; world w's are as many shapes further (worlds one after another).
