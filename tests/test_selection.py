@@ -197,3 +197,22 @@ def test_a_value_the_solver_cannot_take_in_place_rebuilds_a_simulations_solver()
     bare = SimulationView(sim.model, state=sim.state, solver=sim.solver)
     with pytest.raises(NewtonUsdError, match="cannot take shape_scale without a rebuild"):
         bare.set_model_attr("shape_scale", shapes)
+
+
+def test_jacobians_and_mass_matrices_per_row():
+    from newton_usd.kinematics import jacobian, mass_matrix  # noqa: PLC0415
+
+    sim = open_robots(3)
+    view = ArticulationView(sim, ROBOTS)
+    q = np.array([[0.1, -0.2], [0.3, 0.4], [-0.5, 0.6]], dtype=np.float32)
+    view.set_dof_positions(q)
+    J = view.get_jacobians().numpy()
+    M = view.get_generalized_mass_matrices().numpy()
+    assert J.shape == (3, 3, 6, 8) and M.shape == (3, 8, 8)  # 6 root columns, then shoulder and elbow
+    model, state = sim.model, sim.state
+    full_M = mass_matrix(model, state).numpy()  # world's DOFs: the free root (6), shoulder, elbow
+    np.testing.assert_allclose(M, full_M, atol=1e-6)
+    for link, name in enumerate(view.body_names):
+        full_J = jacobian(model, state, f"/World/envs/env_0/Robot/{name}").numpy()
+        np.testing.assert_allclose(J[:, link], full_J, atol=1e-6)
+    assert np.abs(J[0, 2, :, 6:] - J[1, 2, :, 6:]).max() > 1e-2  # each row at its world's coordinates

@@ -8,6 +8,6 @@ the MuJoCo spec builder uses.
 
 from .fk import eval_fk
 from .ik import IKResult, IKTarget, eval_ik
-from .jacobian import jacobian, mass_matrix
+from .jacobian import jacobian, jacobians, mass_matrix
 
-__all__ = ["IKResult", "IKTarget", "eval_fk", "eval_ik", "jacobian", "mass_matrix"]
+__all__ = ["IKResult", "IKTarget", "eval_fk", "eval_ik", "jacobian", "jacobians", "mass_matrix"]

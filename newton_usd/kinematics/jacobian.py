@@ -24,11 +24,11 @@ def dof_velocity(angular: int, axis: wp.vec3d, anchor: wp.vec3d, point: wp.vec3d
 
 
 @wp.kernel
-def body_jacobian(
+def body_jacobians(
     # Model:
     dof_angular: wp.array(dtype=wp.int32),
     chain: wp.array2d(dtype=wp.int32),
-    body: int,
+    bodies: wp.array(dtype=wp.int32),
     bodies_per_world: int,
     dofs_per_world: int,
     offset: wp.vec3d,
@@ -37,19 +37,20 @@ def body_jacobian(
     dof_axis: wp.array(dtype=wp.vec3d),
     dof_anchor: wp.array(dtype=wp.vec3d),
     # Data out:
-    jac: wp.array3d(dtype=wp.float32),
+    jac: wp.array4d(dtype=wp.float32),
 ):
-    w, d = wp.tid()
+    w, k, d = wp.tid()
+    body = bodies[k]
     if chain[body, d] == 0:
         for r in range(6):
-            jac[w, r, d] = wp.float32(0.0)
+            jac[w, k, r, d] = wp.float32(0.0)
         return
     point = wp.transform_point(body_x[w * bodies_per_world + body], offset)
     g = w * dofs_per_world + d
     lin, ang = dof_velocity(dof_angular[d], dof_axis[g], dof_anchor[g], point)
     for r in range(3):
-        jac[w, r, d] = wp.float32(lin[r])
-        jac[w, 3 + r, d] = wp.float32(ang[r])
+        jac[w, k, r, d] = wp.float32(lin[r])
+        jac[w, k, 3 + r, d] = wp.float32(ang[r])
 
 
 @wp.kernel
@@ -158,15 +159,21 @@ def jacobian(model, state, body, offset=(0.0, 0.0, 0.0), joint_q=None) -> wp.arr
     point for a unit velocity of DOF ``d`` (the module docstring gives the DOF convention), so that
     ``J @ joint_qd`` is the point's spatial velocity.
     """
+    out = jacobians(model, state, [body], offset, joint_q)
+    return out.reshape((out.shape[0], 6, out.shape[3]))
+
+
+def jacobians(model, state, bodies, offset=(0.0, 0.0, 0.0), joint_q=None) -> wp.array:
+    """:func:`jacobian` of several bodies at once: ``(worlds, len(bodies), 6, dofs)`` (the frames computed once)."""
     t = tables(model)
-    b = t.body_index(body)
+    index = np.array([t.body_index(b) for b in bodies], dtype=np.int32)
     f = _frames(model, state, joint_q)
-    out = wp.zeros((t.worlds, 6, t.dofs), dtype=wp.float32, device=model.device)
-    if t.dofs:
+    out = wp.zeros((t.worlds, len(index), 6, t.dofs), dtype=wp.float32, device=model.device)
+    if t.dofs and len(index):
         wp.launch(
-            body_jacobian, dim=(t.worlds, t.dofs),
-            inputs=[t.dof_angular, t.chain, b, t.bodies, t.dofs, wp.vec3d(*np.asarray(offset, dtype=np.float64)),
-                    f.body_x, f.dof_axis, f.dof_anchor],
+            body_jacobians, dim=(t.worlds, len(index), t.dofs),
+            inputs=[t.dof_angular, t.chain, wp.array(index, dtype=wp.int32, device=model.device), t.bodies, t.dofs,
+                    wp.vec3d(*np.asarray(offset, dtype=np.float64)), f.body_x, f.dof_axis, f.dof_anchor],
             outputs=[out], device=model.device,
         )  # fmt: skip
     return out

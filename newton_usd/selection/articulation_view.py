@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import warp as wp
 
 from ..core.types import JointType
 from ..errors import NewtonUsdError
+from ..kinematics import jacobians, mass_matrix
 from .kernels import reciprocal
 from .pattern import relative_name, under
 from .view import View, as_rows
@@ -192,6 +194,47 @@ class ArticulationView(View):
     def get_link_velocities(self):
         """Link velocities ``(count, links, 6)``: linear velocity of the center of mass, angular velocity."""
         return self._gather(self._source.state.body_qd, "body")
+
+    # ------------------------------------------------------------------ dynamics
+    def _dynamics_dofs(self) -> np.ndarray:
+        """Each row's DOFs ``(count, n)`` within its world: the free root's 6 (when floating), then the DOF
+        columns (the Jacobians' and mass matrices' columns)."""
+        model = self._sync()
+        per_world = model.joint_dof_count // model.num_worlds
+        dofs = np.concatenate([self.columns("free_dof"), self.columns("dof")], axis=1)
+        return dofs - self._rows.world[:, None].astype(np.int64) * per_world
+
+    def get_jacobians(self):
+        """Link Jacobians ``(count, links, 6, 6 + dofs)`` (without the 6 root columns for a fixed base): rows
+        0-2 the linear velocity of the link origin, 3-5 its angular velocity, world frame; columns the free
+        root's velocity (origin linear, angular, world frame) then :attr:`dof_names`. From the State's joint
+        coordinates (:func:`newton_usd.kinematics.jacobians`)."""
+        model = self._sync()
+        per_world = model.body_count // model.num_worlds
+        local = self.columns("body") - self._rows.world[:, None].astype(np.int64) * per_world
+        links = np.unique(local)
+        jac = jacobians(model, self._source.state, [int(b) for b in links])  # (worlds, links, 6, dofs)
+        W, U, _, D = jac.shape
+        link = np.searchsorted(links, local)  # (count, links): index into the computed links
+        dofs = self._dynamics_dofs()
+        world = self._rows.world.astype(np.int64)[:, None, None, None]
+        index = ((world * U + link[:, :, None, None]) * 6 + np.arange(6)[None, None, :, None]) * D + dofs[
+            :, None, None, :
+        ]
+        out = self._gather(jac, "jacobian", index.reshape(self.count, -1))
+        return out.reshape((self.count, local.shape[1], 6, dofs.shape[1]))
+
+    def get_generalized_mass_matrices(self):
+        """Joint-space mass matrices ``(count, n, n)`` over the Jacobians' columns (see :meth:`get_jacobians`),
+        from the State's joint coordinates (:func:`newton_usd.kinematics.mass_matrix`)."""
+        model = self._sync()
+        M = mass_matrix(model, self._source.state)  # (worlds, dofs, dofs)
+        D = M.shape[1]
+        dofs = self._dynamics_dofs()
+        world = self._rows.world.astype(np.int64)[:, None, None]
+        index = (world * D + dofs[:, :, None]) * D + dofs[:, None, :]
+        out = self._gather(M, "mass matrix", index.reshape(self.count, -1))
+        return out.reshape((self.count, dofs.shape[1], dofs.shape[1]))
 
     # ------------------------------------------------------------------ model values
     def get_masses(self):
