@@ -216,3 +216,18 @@ def test_jacobians_and_mass_matrices_per_row():
         full_J = jacobian(model, state, f"/World/envs/env_0/Robot/{name}").numpy()
         np.testing.assert_allclose(J[:, link], full_J, atol=1e-6)
     assert np.abs(J[0, 2, :, 6:] - J[1, 2, :, 6:]).max() > 1e-2  # each row at its world's coordinates
+
+
+def test_several_matches_in_one_world():
+    """Without env_root the environments are one world: a row per matched prim, each with its own elements."""
+    sim = Simulation.open(robot_environments(n=3), record=False, device="cpu")
+    assert sim.model.num_worlds == 1
+    view = ArticulationView(sim, ROBOTS)
+    assert view.count == 3 and list(view.worlds) == [0, 0, 0] and view.dof_names == ["shoulder", "elbow"]
+    view.set_dof_positions(np.array([[0.2, 0.1]]), indices=[1])
+    np.testing.assert_allclose(view.get_dof_positions().numpy(), [[0, 0], [0.2, 0.1], [0, 0]], atol=1e-7)
+    J = view.get_jacobians().numpy()
+    assert J.shape == (3, 3, 6, 8)
+    np.testing.assert_allclose(J[0, 1:, :, 6:], J[2, 1:, :, 6:], atol=1e-6)  # the same pose, 4 m apart
+    assert np.abs(J[0, 2, :, 6:] - J[1, 2, :, 6:]).max() > 1e-2
+    assert view.get_generalized_mass_matrices().shape == (3, 8, 8)
