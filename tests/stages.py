@@ -168,3 +168,43 @@ def environments(path=None, n=4, style="inherit", up="Z", meters_per_unit=1.0, r
         else:
             raise ValueError(style)
     return stage
+
+
+def robot_environments(path=None, n=4, spacing=2.0):
+    """``n`` environments ``/World/envs/env_i`` (``spacing`` m apart along X) on a shared ground, each holding a
+    robot ``Robot``: a free 0.2 m box ``base`` (2 kg) 0.3 m up, and two links hinged on top of each other,
+    ``link1`` about Y by ``Robot/shoulder`` and ``link2`` about X by ``Robot/elbow`` (limits +-90 degrees, drives
+    of stiffness 50 and damping 5 per degree as UsdPhysics authors them), 0.3 m apart, 0.5 kg each; the base is
+    the articulation root."""
+    stage = new_stage(path)
+    add_ground(stage, "/World/ground")
+    UsdGeom.Scope.Define(stage, "/World/envs")
+    for i in range(n):
+        root = f"/World/envs/env_{i}"
+        UsdGeom.Xform.Define(stage, root).AddTranslateOp().Set(Gf.Vec3d(spacing * i, 0, 0))
+        robot = f"{root}/Robot"
+        UsdGeom.Xform.Define(stage, robot)
+        add_box(stage, f"{robot}/base", 0.2, (0, 0, 0.3), mass=2.0)
+        UsdPhysics.ArticulationRootAPI.Apply(stage.GetPrimAtPath(f"{robot}/base"))
+        for k, (name, axis, joint) in enumerate((("link1", "Y", "shoulder"), ("link2", "X", "elbow"))):
+            link = UsdGeom.Xform.Define(stage, f"{robot}/{name}")
+            link.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.6 + 0.3 * k))
+            prim = link.GetPrim()
+            UsdPhysics.RigidBodyAPI.Apply(prim)
+            mass = UsdPhysics.MassAPI.Apply(prim)
+            mass.CreateMassAttr(0.5)
+            mass.CreateCenterOfMassAttr(Gf.Vec3f(0, 0, 0.15))
+            mass.CreateDiagonalInertiaAttr(Gf.Vec3f(0.004, 0.004, 0.001))
+            hinge = UsdPhysics.RevoluteJoint.Define(stage, f"{robot}/{joint}")
+            parent = f"{robot}/base" if k == 0 else f"{robot}/link1"
+            hinge.CreateBody0Rel().SetTargets([Sdf.Path(parent)])
+            hinge.CreateBody1Rel().SetTargets([Sdf.Path(f"{robot}/{name}")])
+            hinge.CreateAxisAttr(axis)
+            hinge.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 0.3))
+            hinge.CreateLocalPos1Attr(Gf.Vec3f(0, 0, 0))
+            hinge.CreateLowerLimitAttr(-90.0)
+            hinge.CreateUpperLimitAttr(90.0)
+            drive = UsdPhysics.DriveAPI.Apply(hinge.GetPrim(), "angular")
+            drive.CreateStiffnessAttr(50.0)
+            drive.CreateDampingAttr(5.0)
+    return stage

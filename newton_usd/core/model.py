@@ -272,13 +272,17 @@ class Control:
 
 
 class Contacts:
-    """Rigid contacts reported by a solver (see ``SolverMuJoCo.update_contacts``).
+    """Rigid contacts reported by a solver (see ``SolverBase.update_contacts``), every world's.
 
     Attributes:
-        rigid_contact_count: number of valid entries (an int, updated by the solver).
-        rigid_contact_shape0, rigid_contact_shape1: shape indices (-1 for an unmapped engine geom).
+        rigid_contact_count: number of valid entries (an int, updated by the solver), world after world.
+        rigid_contact_shape0, rigid_contact_shape1: shape indices (-1 for an unmapped engine geom);
+            ``shape_pairs(model)`` gives them as labels.
+        rigid_contact_world: the world of each contact.
         rigid_contact_point: world-space contact point; rigid_contact_normal: from shape0 to shape1;
         rigid_contact_depth: penetration depth (positive when penetrating).
+        rigid_contact_force: the force shape0 exerts on shape1 (N, world frame; shape1 exerts the opposite),
+            as the solver's constraint solve gives it at the reported state.
     """
 
     def __init__(self, capacity: int, device=None):
@@ -286,9 +290,20 @@ class Contacts:
         self.rigid_contact_count = 0
         self.rigid_contact_shape0 = wp.full(capacity, -1, dtype=wp.int32, device=device)
         self.rigid_contact_shape1 = wp.full(capacity, -1, dtype=wp.int32, device=device)
+        self.rigid_contact_world = wp.zeros(capacity, dtype=wp.int32, device=device)
         self.rigid_contact_point = wp.zeros(capacity, dtype=wp.vec3, device=device)
         self.rigid_contact_normal = wp.zeros(capacity, dtype=wp.vec3, device=device)
         self.rigid_contact_depth = wp.zeros(capacity, dtype=wp.float32, device=device)
+        self.rigid_contact_force = wp.zeros(capacity, dtype=wp.vec3, device=device)
+
+    def shape_pairs(self, model) -> list:
+        """The valid contacts' shape pairs as labels (prim paths; None for an unmapped geom)."""
+        n = self.rigid_contact_count
+        s0, s1 = self.rigid_contact_shape0.numpy()[:n], self.rigid_contact_shape1.numpy()[:n]
+        return [
+            (model.shape_label[a] if a >= 0 else None, model.shape_label[b] if b >= 0 else None)
+            for a, b in zip(s0, s1, strict=True)
+        ]
 
 
 def _slice(values, lo, hi):

@@ -23,7 +23,8 @@ class SolverBase:
         raise NotImplementedError
 
     def update_contacts(self, contacts) -> None:
-        """Fill ``contacts`` with the contacts of the last step, where the solver detects its own."""
+        """Fill ``contacts`` (:class:`~newton_usd.core.Contacts`) with every world's contacts at the current
+        state and their forces, where the solver detects its own."""
         raise NotImplementedError
 
     def update_parameters(self, model, names) -> set:
