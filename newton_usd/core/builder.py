@@ -195,10 +195,23 @@ class ModelBuilder:
         # distance constraints: see add_distance_constraint
         self.distance_body0, self.distance_body1, self.distance_anchor0, self.distance_anchor1 = [], [], [], []
         self.distance_min, self.distance_max, self.distance_label = [], [], []
+        # the source's own names (label -> name) where they are not the label's leaf: an authored USD
+        # displayName, an MJCF element's whole name (attach prefixes kept); see element_name()
+        self.element_names = {}
         # worlds: replicate() makes num_worlds identical copies, world after world
         self.num_worlds = 1
 
     # ------------------------------------------------------------------ counts
+    def labels(self):
+        """Every element's label: bodies, shapes, joints, sites, equalities, distance constraints,
+        keyframes, and the MuJoCo-only elements (tendons, actuators, contact pairs: their ``path``)."""
+        for kind in ("body", "shape", "joint", "site", "equality", "distance", "articulation"):
+            yield from getattr(self, f"{kind}_label")
+        yield from self.keyframes
+        for entries in self.mujoco.values():
+            if isinstance(entries, list):
+                yield from (e["path"] for e in entries if isinstance(e, dict) and "path" in e)
+
     @property
     def body_count(self) -> int:
         return len(self.body_q)
@@ -1155,6 +1168,7 @@ class ModelBuilder:
         m.distance_label = list(self.distance_label)
 
         m.body_collision_filter_pairs = list(self.body_collision_filter_pairs)
+        m.element_names = dict(self.element_names)
         m.site_count = len(self.site_label)
         m.site_body = arr(self.site_body, wp.int32)
         m.site_transform = xforms(self.site_transform)

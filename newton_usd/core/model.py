@@ -106,6 +106,8 @@ class Model:
             each body's frame), distance_min, distance_max (m; -1: no bound), distance_label: distance
             constraints (:meth:`ModelBuilder.add_distance_constraint`; UsdPhysics distance joints).
         body_collision_filter_pairs: list of body pairs (b1 < b2) that do not collide.
+        element_names: label -> the source's name of the element, where it is not the label's leaf (a
+            prim's authored displayName, an MJCF element's whole name); see :func:`element_name`.
         site_count, site_body (-1: world), site_transform (in the body frame), site_type, site_size,
             site_label: sites, frames that actuators, tendons and sensors attach to.
         articulation_start (first joint of each articulation, plus the joint count),
@@ -123,6 +125,7 @@ class Model:
         self.mujoco_element_kind = {}
         self.gravity = wp.vec3(0.0, 0.0, -9.81)
         self.mujoco = _Namespace()
+        self.element_names = {}
         self.source = None
 
     def world_ranges(self, world: int = 0) -> dict:
@@ -201,6 +204,13 @@ class Model:
     def contacts(self, capacity: int = 1024) -> "Contacts":
         """A new, empty Contacts buffer able to hold ``capacity`` rigid contacts."""
         return Contacts(capacity, self.device)
+
+
+def element_name(model, label: str) -> str:
+    """The source's name of the element labelled ``label``: its recorded name (``model.element_names``:
+    a USD displayName, an MJCF name with its attach prefixes), else the label's leaf (the prim name)."""
+    name = getattr(model, "element_names", {}).get(label)
+    return name if name else label.rstrip("/").rsplit("/", 1)[-1]
 
 
 class _SolverArray:

@@ -190,6 +190,7 @@ def add_usd(
     """
     stage, file = open_stage(source)
     frame = StageFrame.of(stage)
+    labels_before = set(builder.labels())
     result = UsdImport(stage=stage, file=file, frame=frame, resolver=Resolver(order=tuple(order), file=file))
     diag = result.diagnostics
     others = ()
@@ -315,10 +316,23 @@ def add_usd(
     import_tendon_equalities(builder, typed["MjcTendon"], result)
     import_keyframes(builder, typed["MjcKeyframe"], result, frame, order)
     _import_collision_filters(builder, stage, descs, result)
+    _record_display_names(builder, stage, labels_before)
     if result.environments is not None:
         _replicate_environments(builder, stage, descs, typed, result)
     diag.emit(file)
     return result
+
+
+def _record_display_names(builder, stage, labels_before) -> None:
+    """The source's name of each element this import labelled with a prim that has an authored
+    displayName (converters keep a name there where the prim name had to differ: ``tn__leftwaist_1_sY0``
+    holds ``left\\waist``): MuJoCo element names are the source's names (``builder.element_names``)."""
+    for label in builder.labels():
+        if label in labels_before or not Sdf.Path.IsValidPathString(label):
+            continue
+        prim = stage.GetPrimAtPath(label)
+        if prim and prim.HasAuthoredDisplayName():
+            builder.element_names[label] = prim.GetDisplayName()
 
 
 def _floats(vec) -> list:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...core.builder import EQUALITY_KINDS
 from ...core.kinematics import joint_motions
+from ...core.model import element_name
 from ...core.quat import (
     matrix_to_quat,
     quat_rotate,
@@ -112,15 +113,18 @@ class SpecMap:
 
 
 class _Names:
-    """MuJoCo element names: the prim's leaf name, made unique per kind. ``labels`` (shared by several
-    kinds, first name wins) maps a name back to its prim, for MuJoCo's compile errors."""
+    """MuJoCo element names of one kind: the source's name of each element (:func:`element_name`: a
+    prim's displayName, else its name; an MJCF name whole), made unique only where two collide (the
+    later one gets ``_2``, ``_3``, ... in model order). ``labels`` (shared by several kinds, first name
+    wins) maps a name back to its prim, for MuJoCo's compile errors."""
 
-    def __init__(self, labels: dict | None = None):
+    def __init__(self, model, labels: dict | None = None):
+        self.model = model
         self.used = set()
         self.labels = labels if labels is not None else {}
 
-    def __call__(self, label: str) -> str:
-        base = label.rstrip("/").rsplit("/", 1)[-1] or "world"
+    def __call__(self, label: str, suffix: str = "") -> str:
+        base = (element_name(self.model, label) or "world") + suffix
         name, n = base, 1
         while name in self.used:
             n += 1
@@ -256,7 +260,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     apply_options(spec, dict(getattr(model.mujoco, "option", {}) or {}), dict(getattr(model.mujoco, "flag", {}) or {}))
     apply_options(spec, dict(options or {}), {})
     labels = {}  # MuJoCo element name -> prim path
-    body_names, geom_names, joint_names, mesh_names = (_Names(labels) for _ in range(4))
+    body_names, geom_names, joint_names, mesh_names = (_Names(model, labels) for _ in range(4))
 
     nb = model.body_count
     joints_of_child = {}  # child body -> its joints, in order (several: a stack of MuJoCo joints)
@@ -422,7 +426,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     _add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag)
     _add_distance_constraints(spec, model, body_handles)
     mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names, site_names)
-    key_names = _Names()
+    key_names = _Names(model)
     for label, time in zip(model.keyframe_label, model.keyframe_time, strict=True):
         spec.add_key(name=key_names(label), time=float(time))  # values: set by SolverMuJoCo after compiling
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles,
@@ -476,7 +480,7 @@ def _add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag
     active = model.equality_active.numpy()
     q0, q_start = model.joint_q.numpy().astype(np.float64), model.joint_q_start.numpy()
     torquescale = getattr(model.mujoco, "eq_torquescale", None)
-    eq_names = _Names()
+    eq_names = _Names(model)
     for i in range(model.equality_count + 1):
         for entry in tendon_eqs.get(i, []):
             _add_tendon_equality(spec, entry, tendon_names, eq_names(entry["path"]), diag)
@@ -582,7 +586,7 @@ def _built_geom_names(model, geom_handles) -> dict:
 def _add_contact_pairs(spec, model, geom_of, diag):
     """MuJoCo explicit contact pairs (``model.mujoco.contact_pair``: "path", "values" as NewtonUsdContactPair's
     attributes, and the shape labels "geom0" and "geom1")."""
-    names = _Names()
+    names = _Names(model)
     for entry in getattr(model.mujoco, "contact_pair", None) or []:
         geoms = [entry.get(k) or [] for k in ("geom0", "geom1")]
         if any(len(g) != 1 or g[0] not in geom_of for g in geoms):
@@ -607,7 +611,7 @@ def _add_tendons(spec, model, joint_handles, geom_of, site_names, diag) -> dict:
     """Tendons (``model.mujoco.tendon``): fixed ones on joints, spatial ones through sites and around
     sphere/cylinder geoms (with side sites and pulley branches), with their limits, spring, damping and
     friction; returns tendon path -> MuJoCo name. ``geom_of``: shape label -> MuJoCo geom name."""
-    names = {}
+    names, unique = {}, _Names(model)
     joint_of = {label: j for j, label in enumerate(model.joint_label)}
     for entry in getattr(model.mujoco, "tendon", None) or []:
         v = entry["values"]
@@ -641,7 +645,7 @@ def _add_tendons(spec, model, joint_handles, geom_of, site_names, diag) -> dict:
             why = "tendon whose path elements are not all simulated joints, sites or geoms: not built"
             diag.add(why, entry["path"])
             continue
-        tendon = spec.add_tendon(name=entry["path"].rsplit("/", 1)[-1] + f"_{len(names)}")
+        tendon = spec.add_tendon(name=unique(entry["path"]))
         for kind, name, extra in steps:
             if kind == "joint":
                 tendon.wrap_joint(name, extra)
@@ -678,7 +682,7 @@ _SITE_GEOM = {
 
 def _add_sites(spec, model, body_handles):
     """MuJoCo sites for the model's sites; returns (site label -> MuJoCo name, the site handles)."""
-    names, handles = {}, []
+    names, handles, unique = {}, [], _Names(model)
     if not getattr(model, "site_count", 0):
         return names, handles
     bodies = model.site_body.numpy()
@@ -687,7 +691,7 @@ def _add_sites(spec, model, body_handles):
     for i, label in enumerate(model.site_label):
         holder = spec.worldbody if bodies[i] < 0 else body_handles[bodies[i]]
         site = holder.add_site(
-            name=f"{label.rsplit('/', 1)[-1]}_{i}",
+            name=unique(label),
             pos=xforms[i][:3],
             quat=xyzw_to_wxyz(xforms[i][3:]),
             type=_SITE_GEOM.get(GeoType(int(types[i])), mujoco.mjtGeom.mjGEOM_SPHERE),
@@ -712,7 +716,7 @@ def _add_distance_constraints(spec, model, body_handles) -> None:
     anchors = (model.distance_anchor0.numpy().astype(np.float64), model.distance_anchor1.numpy().astype(np.float64))
     lo, hi = model.distance_min.numpy().astype(np.float64), model.distance_max.numpy().astype(np.float64)
     for i, label in enumerate(model.distance_label):
-        name = f"{label.rsplit('/', 1)[-1]}_{i}"
+        name = f"{element_name(model, label)}_{i}"
         tendon = spec.add_tendon(name=f"{name}_distance")
         for end in (0, 1):
             b = bodies[end][i]
@@ -729,7 +733,7 @@ def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_na
     entries = getattr(model.mujoco, "actuator", None) or []
     joint_of = {label: j for j, label in enumerate(model.joint_label)}
     body_of = {label: b for b, label in enumerate(model.body_label)}
-    handles = []
+    handles, unique = [], _Names(model)
     for entry in entries:
         v = entry["values"]
         target = entry["target"][0] if entry["target"] else None
@@ -754,7 +758,7 @@ def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_na
             diag.add(f"MjcActuator with {why} is not simulated yet", entry["path"])
             handles.append(None)
             continue
-        act.name = entry["path"].rsplit("/", 1)[-1]
+        act.name = unique(entry["path"])
         act.gaintype = getattr(mujoco.mjtGain, f"mjGAIN_{v['gainType'].upper()}")
         act.biastype = getattr(mujoco.mjtBias, f"mjBIAS_{v['biasType'].upper()}")
         act.dyntype = getattr(mujoco.mjtDyn, f"mjDYN_{v['dynType'].upper()}")
@@ -851,10 +855,8 @@ def _add_mj_joints(body, j, a, model, names, dof_handles):
     for dof in range(start, end):
         k = dof - start
         kind = mujoco.mjtJoint.mjJNT_SLIDE if k < n_lin else mujoco.mjtJoint.mjJNT_HINGE
-        label = (
-            model.joint_label[j] if end - start == 1 else f"{model.joint_label[j]}_{'lin' if k < n_lin else 'ang'}{k}"
-        )
-        mj_joint = body.add_joint(name=names(label), type=kind)
+        suffix = "" if end - start == 1 else f"_{'lin' if k < n_lin else 'ang'}{k}"
+        mj_joint = body.add_joint(name=names(model.joint_label[j], suffix), type=kind)
         # Placed at the initial coordinates; MuJoCo's qpos is the model coordinate + the DOF's ref.
         ref = float(a.dof_ref[dof])
         mj_joint.ref = float(a.joint_q[int(a.joint_q_start[j]) + k]) + ref
