@@ -884,6 +884,9 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
         builder.set_body_mass(body, 0.0, com, np.zeros((3, 3)))
         massless.append(body)  # resolved once the joints are known (see _resolve_massless)
         return
+    if not collider_props and b_inertia is None:
+        inertia = shapeless_inertia(mass)
+        diag.add(SHAPELESS_NOTE, path)
     if memo is None:
         degenerate = np.linalg.det(inertia) <= 0
     else:
@@ -1118,6 +1121,20 @@ def _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
                 builder.set_mujoco("equality", key, i, resolved[name].value)
 
 
+SHAPELESS_MASS = 1.0
+"""kg: a body with no collider and no authored mass (PhysX's updateMassAndInertia gives such a body 1)."""
+SHAPELESS_RADIUS = 0.1
+"""m: a body with no collider and no authored inertia has the inertia of a solid sphere this big, of its mass
+(as ``UsdPhysics.RigidBodyAPI.ComputeMassProperties``, the schema's reference computation, gives it)."""
+SHAPELESS_NOTE = (f"body without colliders or authored inertia: given the inertia of a {SHAPELESS_RADIUS:g} m solid "
+                  "sphere of its mass, as UsdPhysics computes it")  # fmt: skip
+
+
+def shapeless_inertia(mass: float) -> np.ndarray:
+    """The inertia (kg*m^2) of a body of ``mass`` (kg) with no collider and no authored inertia."""
+    return np.eye(3) * 0.4 * mass * SHAPELESS_RADIUS**2
+
+
 def _resolve_massless(builder, massless, diag):
     """A body with no mass and no colliders: massless when a fixed joint welds it to another body or to
     the world (a frame, or a carrier of massive welded children, as MuJoCo allows), else 1 kg so that
@@ -1143,10 +1160,10 @@ def _resolve_massless(builder, massless, diag):
     for b in massless:
         group = find(b)
         if b not in welded:
-            builder.set_body_mass(b, 1.0, builder.body_com[b], np.eye(3) * 0.01)
-            diag.add(
-                "body without colliders or authored mass: given 1 kg and 0.01 kg*m^2 inertia", builder.body_label[b]
-            )
+            builder.set_body_mass(b, SHAPELESS_MASS, builder.body_com[b], shapeless_inertia(SHAPELESS_MASS))
+            diag.add(f"body without colliders or authored mass: given {SHAPELESS_MASS:g} kg, as PhysX does",
+                     builder.body_label[b])  # fmt: skip
+            diag.add(SHAPELESS_NOTE, builder.body_label[b])
         elif group != -1 and group_mass[group] <= 0.0:
             diag.add("massless bodies welded together with no mass among them: simulated massless",
                      builder.body_label[b])  # fmt: skip

@@ -883,6 +883,7 @@ def compile_spec(spec, handles, model, file=None):
         where = f" at {label}" if label else ""
         raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model{where}: {e}") from None
     body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles, _ = handles
+    stiffen_cone_limits(mj_model, model, joint_handles)
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
     m.body_mocap = mj_model.body_mocapid[m.body_mj] if len(m.body_mj) else np.zeros(0, np.int32)
@@ -899,3 +900,50 @@ def compile_spec(spec, handles, model, file=None):
     m.joint_names = [h.name if h is not None else None for h in joint_handles]
     m.site_mj = np.array([h.id for h in site_handles], dtype=np.int32)
     return mj_model, m
+
+
+def stiffen_cone_limits(mj_model, model, joint_handles) -> None:
+    """Make the cone limits of ball joints hold whatever the child's inertia (those without an authored
+    ``mjc:solimplimit``; MJCF's keep theirs).
+
+    MuJoCo scales a limit's impedance by the joint's ``dof_invweight0``, which for a ball joint is the
+    mean of its three inverse inertias. A body swinging on an arm with a small inertia of its own (a
+    shapeless body, a small collider) is light about the arm and heavy across it: the mean is set by the
+    light axis, the limit's regularisation is hundreds of times too large across it, and gravity swings
+    the body far past the cone (30 deg: 67 deg in native MuJoCo for 1 kg with 1e-4 kg*m^2 on a 0.5 m arm).
+    Each ``solimp`` d is made d' with (1 - d') / d' = (1 - d) / d * (smallest / mean inverse inertia at
+    qpos0): the impedance the limit would have with the heavy axis' inverse weight (31.8 deg there)."""
+    ball = [
+        (j, h)
+        for j, h in enumerate(joint_handles)
+        if h is not None and h.type == mujoco.mjtJoint.mjJNT_BALL and _cone_limit(model, j) is not None
+        and _authored_solimp_limit(model, j) is None
+    ]  # fmt: skip
+    if not ball:
+        return
+    data = mujoco.MjData(mj_model)
+    mujoco.mj_forward(mj_model, data)
+    unit = np.zeros((3, mj_model.nv))
+    for _, h in ball:
+        adr = mj_model.jnt_dofadr[h.id]
+        unit[:] = 0.0
+        unit[:, adr : adr + 3] = np.eye(3)
+        inverse = np.zeros_like(unit)
+        mujoco.mj_solveM(mj_model, data, inverse, unit)
+        eig = np.linalg.eigvalsh(0.5 * (inverse[:, adr : adr + 3] + inverse[:, adr : adr + 3].T))
+        if eig.mean() <= 0.0:
+            continue
+        ratio = eig.min() / eig.mean()
+        solimp = mj_model.jnt_solimp[h.id].copy()
+        d = np.clip(solimp[:2], 1e-4, 1.0 - 1e-9)  # (MuJoCo clamps d to that range)
+        solimp[:2] = 1.0 / (1.0 + (1.0 - d) / d * ratio)
+        mj_model.jnt_solimp[h.id] = solimp
+        h.solimp_limit = solimp.tolist()  # (the spec saves what was simulated)
+
+
+def _authored_solimp_limit(model, j):
+    values = getattr(model.mujoco, "dof_solimp_limit", None)
+    if values is None:
+        return None
+    v = values[int(model.joint_qd_start.numpy()[j])]
+    return None if np.any(np.isnan(v)) else v
