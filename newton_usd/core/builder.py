@@ -182,6 +182,8 @@ class ModelBuilder:
         self.articulation_label = []
         # body pairs (b1 < b2) that must not collide with each other
         self.body_collision_filter_pairs = []
+        # (body, static shape) pairs: the body's colliders must not collide with that static collider
+        self.body_shape_collision_filter_pairs = []
         # sites: frames on bodies (attachment points for actuators, tendons, sensors)
         self.site_body, self.site_transform, self.site_type, self.site_size, self.site_label = [], [], [], [], []
         # equality constraints (loop closures): see add_equality
@@ -248,6 +250,7 @@ class ModelBuilder:
         ),
         "articulation": ("articulation_label",),
         "pair": ("body_collision_filter_pairs",),
+        "body_shape_pair": ("body_shape_collision_filter_pairs",),
         "site": ("site_body", "site_transform", "site_type", "site_size", "site_label"),
         "equality": (
             "equality_type", "equality_body1", "equality_body2", "equality_anchor", "equality_active",
@@ -323,6 +326,8 @@ class ModelBuilder:
                     values.extend(i + k if i >= 0 else i for i in base)
                 elif name == "body_collision_filter_pairs":
                     values.extend((b1 + w * nb, b2 + w * nb) for b1, b2 in base)
+                elif name == "body_shape_collision_filter_pairs":
+                    values.extend((b + w * nb, s + w * counts["shape"]) for b, s in base)
                 elif how == "share":
                     values.extend(base)
                 elif how == "label":
@@ -1168,6 +1173,7 @@ class ModelBuilder:
         m.distance_label = list(self.distance_label)
 
         m.body_collision_filter_pairs = list(self.body_collision_filter_pairs)
+        m.body_shape_collision_filter_pairs = list(self.body_shape_collision_filter_pairs)
         m.element_names = dict(self.element_names)
         m.site_count = len(self.site_label)
         m.site_body = arr(self.site_body, wp.int32)

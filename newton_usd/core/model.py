@@ -106,6 +106,8 @@ class Model:
             each body's frame), distance_min, distance_max (m; -1: no bound), distance_label: distance
             constraints (:meth:`ModelBuilder.add_distance_constraint`; UsdPhysics distance joints).
         body_collision_filter_pairs: list of body pairs (b1 < b2) that do not collide.
+        body_shape_collision_filter_pairs: list of (body, static shape) pairs: the body's colliders do not
+            collide with that static collider (it still collides with the rest, the ground with the body).
         element_names: label -> the source's name of the element, where it is not the label's leaf (a
             prim's authored displayName, an MJCF element's whole name); see :func:`element_name`.
         site_count, site_body (-1: world), site_transform (in the body frame), site_type, site_size,
@@ -126,6 +128,8 @@ class Model:
         self.gravity = wp.vec3(0.0, 0.0, -9.81)
         self.mujoco = _Namespace()
         self.element_names = {}
+        self.body_collision_filter_pairs = []
+        self.body_shape_collision_filter_pairs = []
         self.source = None
 
     def world_ranges(self, world: int = 0) -> dict:
@@ -172,6 +176,10 @@ class Model:
         b0, b1 = ranges["body"]
         view.body_collision_filter_pairs = [
             (p - b0, q - b0) for p, q in self.body_collision_filter_pairs if b0 <= p < b1 and b0 <= q < b1
+        ]
+        s0, s1 = ranges["shape"]
+        view.body_shape_collision_filter_pairs = [
+            (b - b0, s - s0) for b, s in self.body_shape_collision_filter_pairs if b0 <= b < b1 and s0 <= s < s1
         ]
         view.mujoco = _Namespace()
         for name, value in vars(self.mujoco).items():

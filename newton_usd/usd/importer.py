@@ -1232,13 +1232,13 @@ MAX_COLLISION_GROUPS = 31
 
 
 def _import_collision_filters(builder, stage, descs, result):
-    """What must not collide: FilteredPairsAPI on bodies and colliders (body pairs), joints with
-    collisionEnabled = false (their bodies), and CollisionGroups with their filteredGroups (as
-    contype/conaffinity bits in ``model.mujoco.geom_contype``/``geom_conaffinity``)."""
+    """What must not collide: FilteredPairsAPI on bodies and colliders (body pairs; a body and a static
+    collider: a body-shape pair), joints with collisionEnabled = false (their bodies), and CollisionGroups
+    with their filteredGroups (as contype/conaffinity bits in ``model.mujoco.geom_contype``/``geom_conaffinity``)."""
     diag = result.diagnostics
     body_of_path = result.body_index
     shape_body = builder.shape_body
-    pairs = set()
+    pairs, static_pairs = set(), set()
 
     def body_for(path):
         p = str(path)
@@ -1252,14 +1252,17 @@ def _import_collision_filters(builder, stage, descs, result):
             if not d.filteredCollisions:
                 continue
             a = body_for(path)
-            if obj_type != OT.RigidBody:
+            if obj_type != OT.RigidBody and str(path) not in body_of_path and a is not None and a >= 0:
                 diag.add("collider-level filtered pairs are applied to the colliders' bodies", path)
             for other in d.filteredCollisions:
                 b = body_for(other)
                 if a is None or b is None or a == b:
                     continue
-                if min(a, b) < 0:
-                    diag.add("filtered pairs with static colliders are not simulated yet", path)
+                if min(a, b) < 0:  # a body and a static collider (or two static colliders: nothing to do)
+                    body, static = (a, other) if b < 0 else (b, path)
+                    shape = result.shape_index.get(str(static))
+                    if body >= 0 and shape is not None:
+                        static_pairs.add((body, shape))
                     continue
                 pairs.add((min(a, b), max(a, b)))
     for joint_type in JOINT_OBJECT_TYPES:
@@ -1270,7 +1273,8 @@ def _import_collision_filters(builder, stage, descs, result):
             a, b = body_for(body0) if not body0.isEmpty else -1, body_for(body1) if not body1.isEmpty else -1
             if a is not None and b is not None and a != b and min(a, b) >= 0:
                 pairs.add((min(a, b), max(a, b)))
-    builder.body_collision_filter_pairs = sorted(pairs)
+    builder.body_collision_filter_pairs.extend(sorted(pairs))
+    builder.body_shape_collision_filter_pairs.extend(sorted(static_pairs))
 
     groups = descs.get(OT.CollisionGroup, [])
     if not groups:

@@ -332,12 +332,17 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         for j in stack:
             joint_handles[j] = _add_mj_joints(body, j, a, model, joint_names, dof_handles)
 
-    # Geoms.
+    # Geoms. A static collider that a body is filtered against gets a static body of its own (named as the
+    # collider), so that a MuJoCo exclude of that body pair keeps the two apart and nothing else.
     geom_handles = [None] * model.shape_count
     mesh_inertia = getattr(model.mujoco, "mesh_inertia", None)
+    filtered_static = {s for _, s in getattr(model, "body_shape_collision_filter_pairs", ())}
+    static_holders = {}
     for b in [-1] + order:
-        holder = spec.worldbody if b < 0 else body_handles[b]
         for s in shapes_of[b]:
+            holder = spec.worldbody if b < 0 else body_handles[b]
+            if s in filtered_static:
+                holder = static_holders[s] = spec.worldbody.add_body(name=body_names(model.shape_label[s]))
             gt = GeoType(int(a.shape_type[s]))
             if gt == GeoType.PLANE and b >= 0 and joints_of_child.get(b):
                 diag.add("planes on moving bodies are not supported by MuJoCo: ignored", model.shape_label[s])
@@ -397,6 +402,9 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
             body_handles[b].gravcomp = float(gravcomp[b])
     for b1, b2 in getattr(model, "body_collision_filter_pairs", ()):
         spec.add_exclude(bodyname1=body_handles[b1].name, bodyname2=body_handles[b2].name)
+    for b, s in getattr(model, "body_shape_collision_filter_pairs", ()):
+        if geom_handles[s] is not None:
+            spec.add_exclude(bodyname1=body_handles[b].name, bodyname2=static_holders[s].name)
 
     # Drives.
     actuators = []
