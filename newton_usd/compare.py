@@ -1,0 +1,590 @@
+"""Why does an asset behave differently from its MJCF? Compare the MuJoCo model native MuJoCo compiles
+from the MJCF with the one newton_usd builds from the stage (``add_usd`` -> ``SolverMuJoCo.mj_model``),
+element by element, then step both and set the divergence beside native MuJoCo's own sensitivity.
+
+    usdsim compare MODEL.xml STAGE.usda [--steps N] [--rtol R] [--atol A] [--format human|json]
+
+Elements (bodies, joints, geoms, sites, actuators, tendons, equalities) are matched by name (MuJoCo
+names are the source's names: the MJCF name a converter keeps as the prim's displayName), the rest by
+place: bodies by their world position at qpos0 and mass, joints in order on matched bodies, geoms and
+sites within matched bodies by type, place and size, the others in order. What is equivalent does not
+count: a quaternion's sign, the order and signs of the principal axes of an inertia (the tensors are
+compared), the symmetries of a geom (a capsule's axis either way round, a box's axes up to sign), the
+order of geoms within a body. Fields differ when ``|ours - native| > atol + rtol * |native|``.
+
+The dynamics: both models are stepped ``steps`` steps with zero control from qpos0 and from every hinge
+and slide joint moved by ``offset``; the divergence is the largest distance between matched bodies. A
+chaotic model amplifies any difference, so native MuJoCo is also stepped from the same start with every
+coordinate moved by 1e-9: its own sensitivity. A divergence under ``dynamics_atol`` matches; one that
+the sensitivity explains (the initial difference it implies, ``divergence / sensitivity * 1e-9``, is
+under 1e-6, float32 round-off of a USD value) is chaos; the rest is a real difference.
+
+Exit status of ``usdsim compare``: 0 when the models match, 1 when they differ, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+CHAOS_EPS = 1e-9
+"""The perturbation of qpos0 that measures native MuJoCo's own sensitivity."""
+CHAOS_LIMIT = 1e-6
+"""An initial difference at most this big (float32 round-off of a stored value is ~1e-7) is chaos's."""
+EXIT_MATCH, EXIT_DIFFER, EXIT_INPUT = 0, 1, 2
+
+KINDS = ("body", "joint", "geom", "site", "actuator", "tendon", "equality")
+
+
+@dataclass
+class FieldDifference:
+    """One field of one element whose values differ beyond the tolerance."""
+
+    kind: str  # "body", "joint", ..., "option"
+    name: str  # the native element's name (or "#id" when it has none)
+    field: str
+    native: list
+    ours: list
+    prim: str | None  # the prim (or MJCF element) that authored ours
+
+
+@dataclass
+class Divergence:
+    """The dynamics from one start: our divergence from native MuJoCo and native's own sensitivity."""
+
+    start: str  # "qpos0" or "offset joints"
+    steps: int
+    divergence: float  # m: the largest distance between matched bodies
+    sensitivity: float  # m: native's, from the same start moved by CHAOS_EPS
+    verdict: str  # "match", "chaos" or "differs"
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` found."""
+
+    native_file: str
+    ours_file: str
+    counts: dict = field(default_factory=dict)  # kind -> [native, ours, matched]
+    unmatched: list = field(default_factory=list)  # [kind, "native"|"ours", name, prim]
+    differences: list = field(default_factory=list)  # FieldDifference
+    dynamics: list = field(default_factory=list)  # Divergence
+
+    @property
+    def differ(self) -> bool:
+        return bool(self.unmatched or self.differences or any(d.verdict == "differs" for d in self.dynamics))
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["differ"] = self.differ
+        return out
+
+
+# ---------------------------------------------------------------- loading
+def load_native(path):
+    """The MuJoCo model native MuJoCo compiles from the MJCF file ``path``."""
+    import mujoco
+
+    from .errors import UsdInputError
+
+    if not os.path.exists(path):
+        raise UsdInputError("no such file", file=os.fspath(path))
+    try:
+        return mujoco.MjModel.from_xml_path(os.fspath(path))
+    except ValueError as e:
+        raise UsdInputError(f"native MuJoCo cannot load it: {str(e).strip().splitlines()[0]}", file=path) from None
+
+
+def load_ours(path):
+    """The MuJoCo model newton_usd simulates for ``path`` (a USD stage through ``add_usd``, an MJCF through
+    ``add_mjcf``) and the prim behind each element: ``(mj_model, {(kind, id): prim path})``."""
+    from .core.builder import ModelBuilder
+    from .core.model import element_name
+    from .solvers import SolverMuJoCo
+
+    builder = ModelBuilder()
+    if os.fspath(path).lower().endswith(".xml"):
+        builder.add_mjcf(path)
+    else:
+        builder.add_usd(path)
+    model = builder.finalize("cpu")
+    solver = SolverMuJoCo(model, backend="cpu")
+    m, smap = solver.mj_model, solver.spec_map
+    prims = {}
+    for labels, ids, kind in (
+        (model.body_label, smap.body_mj, "body"),
+        (model.shape_label, smap.shape_mj, "geom"),
+        (model.site_label, smap.site_mj, "site"),
+        (model.joint_label, smap.joint_mj, "joint"),
+    ):
+        for label, i in zip(labels, ids, strict=False):
+            if i >= 0:
+                prims[(kind, int(i))] = label
+    dof_joint = np.searchsorted(model.joint_qd_start.numpy(), np.arange(model.joint_dof_count), side="right") - 1
+    for dof, i in enumerate(smap.dof_mj):
+        if i >= 0:
+            prims[("joint", int(i))] = model.joint_label[dof_joint[dof]]
+    for a, dof in enumerate(smap.actuator_dof):
+        prims[("actuator", a)] = model.joint_label[dof_joint[dof]]
+    for entry, i in zip(getattr(model.mujoco, "actuator", None) or [], smap.mjc_actuator_ctrl, strict=False):
+        if i >= 0:
+            prims[("actuator", int(i))] = entry["path"]
+    import mujoco
+
+    for kind, labels, obj in (
+        ("tendon", [e["path"] for e in getattr(model.mujoco, "tendon", None) or []], mujoco.mjtObj.mjOBJ_TENDON),
+        ("equality", list(model.equality_label), mujoco.mjtObj.mjOBJ_EQUALITY),
+    ):
+        for label in labels:
+            i = mujoco.mj_name2id(m, obj, element_name(model, label))
+            if i >= 0:
+                prims.setdefault((kind, i), label)
+    return m, prims
+
+
+# ---------------------------------------------------------------- matching
+def _obj(kind):
+    import mujoco
+
+    return getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
+
+
+def _count(m, kind) -> int:
+    return {"body": m.nbody, "joint": m.njnt, "geom": m.ngeom, "site": m.nsite, "actuator": m.nu,
+            "tendon": m.ntendon, "equality": m.neq}[kind]  # fmt: skip
+
+
+def _name(m, kind, i) -> str:
+    import mujoco
+
+    return mujoco.mj_id2name(m, _obj(kind), i) or ""
+
+
+def match_elements(native, ours) -> dict:
+    """kind -> {native id: our id}: by name, then by place (see the module's docstring)."""
+    import mujoco
+
+    matches = {}
+    for kind in KINDS:
+        names_ours = {}
+        for i in range(_count(ours, kind)):
+            names_ours.setdefault(_name(ours, kind, i), []).append(i)
+        pairs = {}
+        for i in range(_count(native, kind)):
+            candidates = names_ours.get(_name(native, kind, i) or None, [])
+            if len(candidates) == 1:
+                pairs[i] = candidates[0]
+        matches[kind] = pairs
+    body = matches["body"]
+    body[0] = 0
+    dn, do = mujoco.MjData(native), mujoco.MjData(ours)
+    mujoco.mj_kinematics(native, dn)
+    mujoco.mj_kinematics(ours, do)
+    taken = set(body.values())
+    for b in range(1, native.nbody):  # bodies: the nearest at qpos0 of the same mass
+        if b in body:
+            continue
+        free = [c for c in range(1, ours.nbody) if c not in taken
+                and abs(ours.body_mass[c] - native.body_mass[b]) <= 1e-5 * max(1.0, native.body_mass[b])]  # fmt: skip
+        if free:
+            c = min(free, key=lambda c: float(np.linalg.norm(do.xpos[c] - dn.xpos[b])))
+            if np.linalg.norm(do.xpos[c] - dn.xpos[b]) < 1e-4:
+                body[b] = c
+                taken.add(c)
+    _match_on_bodies(native, ours, matches["joint"], body, "jnt", lambda m, i: (int(m.jnt_type[i]),))
+    for kind, prefix in (("geom", "geom"), ("site", "site")):
+        _match_on_bodies(native, ours, matches[kind], body, prefix, _placement_key(prefix))
+    for kind in ("actuator", "tendon", "equality"):  # the rest in order
+        pairs = matches[kind]
+        rest_ours = [i for i in range(_count(ours, kind)) if i not in set(pairs.values())]
+        rest_native = [i for i in range(_count(native, kind)) if i not in pairs]
+        pairs.update(zip(rest_native, rest_ours, strict=False))
+    return matches
+
+
+def _placement_key(prefix):
+    def key(m, i):
+        return (int(getattr(m, f"{prefix}_type")[i]),)
+
+    return key
+
+
+def _match_on_bodies(native, ours, pairs, body, prefix, key):
+    """Unmatched elements of matched bodies: of the same ``key`` (type), in order for joints, by the
+    nearest place and size for geoms and sites (so that their order within a body does not count)."""
+    taken = set(pairs.values())
+    bodyid_n, bodyid_o = getattr(native, f"{prefix}_bodyid"), getattr(ours, f"{prefix}_bodyid")
+    n_native = len(bodyid_n)
+    for i in range(n_native):
+        if i in pairs or int(bodyid_n[i]) not in body:
+            continue
+        c_body = body[int(bodyid_n[i])]
+        free = [c for c in np.nonzero(bodyid_o == c_body)[0] if c not in taken and key(ours, c) == key(native, i)]
+        if not free:
+            continue
+        if prefix == "jnt":
+            c = free[0]
+        else:
+            pos_n, size_n = getattr(native, f"{prefix}_pos")[i], getattr(native, f"{prefix}_size")[i]
+
+            def distance(c):
+                return float(np.linalg.norm(getattr(ours, f"{prefix}_pos")[c] - pos_n)
+                             + np.linalg.norm(getattr(ours, f"{prefix}_size")[c] - size_n))  # fmt: skip
+
+            c = min(free, key=distance)
+        pairs[i] = int(c)
+        taken.add(int(c))
+
+
+# ---------------------------------------------------------------- normalised fields
+def _quat(q):
+    """A quaternion (w x y z) with the sign that makes its first non-zero component positive."""
+    q = np.asarray(q, dtype=np.float64)
+    nz = np.nonzero(np.abs(q) > 1e-12)[0]
+    return q if not len(nz) or q[nz[0]] > 0 else -q
+
+
+def _matrix(q):
+    import mujoco
+
+    r = np.zeros(9)
+    mujoco.mju_quat2Mat(r, np.asarray(q, dtype=np.float64))
+    return r.reshape(3, 3)
+
+
+def _axes_up_to_sign(r, columns):
+    """The given columns of a rotation matrix, each signed so that its largest component is positive."""
+    out = []
+    for k in columns:
+        c = r[:, k]
+        out.append(c * (1.0 if c[np.argmax(np.abs(c))] >= 0 else -1.0))
+    return np.concatenate(out)
+
+
+def _geom_orientation(m, g):
+    """A geom's orientation up to its symmetries."""
+    import mujoco
+
+    t, r = int(m.geom_type[g]), _matrix(m.geom_quat[g])
+    if t == mujoco.mjtGeom.mjGEOM_SPHERE:
+        return np.zeros(0)
+    if t in (mujoco.mjtGeom.mjGEOM_CAPSULE, mujoco.mjtGeom.mjGEOM_CYLINDER):
+        return _axes_up_to_sign(r, (2,))
+    if t in (mujoco.mjtGeom.mjGEOM_BOX, mujoco.mjtGeom.mjGEOM_ELLIPSOID):
+        return _axes_up_to_sign(r, (0, 1, 2))
+    if t == mujoco.mjtGeom.mjGEOM_PLANE:
+        return r[:, 2]
+    return _quat(m.geom_quat[g])
+
+
+def _inertia(m, b):
+    r = _matrix(m.body_iquat[b])
+    return (r @ np.diag(m.body_inertia[b]) @ r.T).ravel()
+
+
+def _scalar_joint(m, j) -> bool:
+    return int(m.jnt_type[j]) in (2, 3)  # slide, hinge
+
+
+def _dof(m, j) -> int:
+    return int(m.jnt_dofadr[j])
+
+
+# kind -> [(field, value of element i of m, reference kind or None)]
+FIELDS = {
+    "body": [
+        ("parent", lambda m, i: m.body_parentid[i], "body"),
+        ("pos", lambda m, i: m.body_pos[i], None),
+        ("quat", lambda m, i: _quat(m.body_quat[i]), None),
+        ("mass", lambda m, i: m.body_mass[i], None),
+        ("ipos", lambda m, i: m.body_ipos[i], None),
+        ("inertia", _inertia, None),
+        ("gravcomp", lambda m, i: m.body_gravcomp[i], None),
+        ("mocap", lambda m, i: m.body_mocapid[i] >= 0, None),
+    ],
+    "joint": [
+        ("type", lambda m, i: m.jnt_type[i], None),
+        ("body", lambda m, i: m.jnt_bodyid[i], "body"),
+        ("pos", lambda m, i: m.jnt_pos[i], None),
+        ("axis", lambda m, i: m.jnt_axis[i] if _scalar_joint(m, i) else np.zeros(0), None),
+        ("limited", lambda m, i: m.jnt_limited[i], None),
+        ("range", lambda m, i: m.jnt_range[i] if m.jnt_limited[i] else np.zeros(0), None),
+        ("stiffness", lambda m, i: m.jnt_stiffness[i], None),
+        ("springref", lambda m, i: m.qpos_spring[m.jnt_qposadr[i]] if _scalar_joint(m, i) else np.zeros(0), None),
+        ("qpos0", lambda m, i: m.qpos0[m.jnt_qposadr[i]] if _scalar_joint(m, i) else np.zeros(0), None),
+        ("margin", lambda m, i: m.jnt_margin[i], None),
+        ("solreflimit", lambda m, i: m.jnt_solref[i], None),
+        ("solimplimit", lambda m, i: m.jnt_solimp[i], None),
+        ("damping", lambda m, i: m.dof_damping[_dof(m, i)], None),
+        ("armature", lambda m, i: m.dof_armature[_dof(m, i)], None),
+        ("frictionloss", lambda m, i: m.dof_frictionloss[_dof(m, i)], None),
+        ("solreffriction", lambda m, i: m.dof_solref[_dof(m, i)], None),
+        ("solimpfriction", lambda m, i: m.dof_solimp[_dof(m, i)], None),
+    ],
+    "geom": [
+        ("type", lambda m, i: m.geom_type[i], None),
+        ("body", lambda m, i: m.geom_bodyid[i], "body"),
+        ("size", lambda m, i: m.geom_size[i] if m.geom_type[i] != 0 else np.zeros(0), None),  # (a plane's: looks)
+        ("pos", lambda m, i: m.geom_pos[i], None),
+        ("orientation", _geom_orientation, None),
+        ("friction", lambda m, i: m.geom_friction[i], None),
+        ("condim", lambda m, i: m.geom_condim[i], None),
+        ("contype", lambda m, i: m.geom_contype[i], None),
+        ("conaffinity", lambda m, i: m.geom_conaffinity[i], None),
+        ("solref", lambda m, i: m.geom_solref[i], None),
+        ("solimp", lambda m, i: m.geom_solimp[i], None),
+        ("solmix", lambda m, i: m.geom_solmix[i], None),
+        ("margin", lambda m, i: m.geom_margin[i], None),
+        ("gap", lambda m, i: m.geom_gap[i], None),
+        ("priority", lambda m, i: m.geom_priority[i], None),
+    ],
+    "site": [
+        ("body", lambda m, i: m.site_bodyid[i], "body"),
+        ("type", lambda m, i: m.site_type[i], None),
+        ("pos", lambda m, i: m.site_pos[i], None),
+        ("quat", lambda m, i: _quat(m.site_quat[i]), None),
+    ],
+    "actuator": [
+        ("trntype", lambda m, i: m.actuator_trntype[i], None),
+        ("dyntype", lambda m, i: m.actuator_dyntype[i], None),
+        ("gaintype", lambda m, i: m.actuator_gaintype[i], None),
+        ("biastype", lambda m, i: m.actuator_biastype[i], None),
+        ("gear", lambda m, i: m.actuator_gear[i], None),
+        ("gainprm", lambda m, i: m.actuator_gainprm[i], None),
+        ("biasprm", lambda m, i: m.actuator_biasprm[i], None),
+        ("dynprm", lambda m, i: m.actuator_dynprm[i], None),
+        ("ctrlrange", lambda m, i: m.actuator_ctrlrange[i] if m.actuator_ctrllimited[i] else np.zeros(0), None),
+        ("forcerange", lambda m, i: m.actuator_forcerange[i] if m.actuator_forcelimited[i] else np.zeros(0), None),
+        ("actrange", lambda m, i: m.actuator_actrange[i] if m.actuator_actlimited[i] else np.zeros(0), None),
+    ],
+    "tendon": [
+        ("wraps", lambda m, i: m.tendon_num[i], None),
+        ("limited", lambda m, i: m.tendon_limited[i], None),
+        ("range", lambda m, i: m.tendon_range[i] if m.tendon_limited[i] else np.zeros(0), None),
+        ("stiffness", lambda m, i: m.tendon_stiffness[i], None),
+        ("damping", lambda m, i: m.tendon_damping[i], None),
+        ("frictionloss", lambda m, i: m.tendon_frictionloss[i], None),
+        ("lengthspring", lambda m, i: m.tendon_lengthspring[i], None),
+        ("armature", lambda m, i: m.tendon_armature[i], None),
+        ("margin", lambda m, i: m.tendon_margin[i], None),
+        ("solreflimit", lambda m, i: m.tendon_solref_lim[i], None),
+        ("solimplimit", lambda m, i: m.tendon_solimp_lim[i], None),
+    ],
+    "equality": [
+        ("type", lambda m, i: m.eq_type[i], None),
+        ("active", lambda m, i: m.eq_active0[i], None),
+        ("solref", lambda m, i: m.eq_solref[i], None),
+        ("solimp", lambda m, i: m.eq_solimp[i], None),
+        ("data", lambda m, i: m.eq_data[i], None),
+    ],
+}
+OPTIONS = (
+    "timestep", "gravity", "wind", "magnetic", "density", "viscosity", "impratio", "o_margin", "o_solref",
+    "o_solimp", "o_friction", "integrator", "cone", "jacobian", "solver", "iterations", "tolerance",
+    "ls_iterations", "ls_tolerance", "noslip_iterations", "noslip_tolerance", "ccd_iterations", "ccd_tolerance",
+    "disableflags", "enableflags",
+)  # fmt: skip
+
+
+def _values(v) -> list:
+    return np.atleast_1d(np.asarray(v, dtype=np.float64)).ravel().tolist()
+
+
+def _close(a, b, rtol, atol) -> bool:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= atol + rtol * np.abs(a)))
+
+
+def field_differences(native, ours, matches, prims, rtol, atol) -> list:
+    """The fields of matched elements (and the options) that differ beyond the tolerance."""
+    out = []
+    for kind, fields in FIELDS.items():
+        for i, c in sorted(matches[kind].items()):
+            name = _name(native, kind, i) or f"#{i}"
+            for fname, value, ref in fields:
+                a, b = value(native, i), value(ours, c)
+                if ref is not None:  # a reference: the native element's match must be ours
+                    same = matches[ref].get(int(a), -1) == int(b)
+                    a, b = _name(native, ref, int(a)) or f"#{int(a)}", _name(ours, ref, int(b)) or f"#{int(b)}"
+                    if not same:
+                        out.append(FieldDifference(kind, name, fname, [a], [b], prims.get((kind, c))))
+                    continue
+                if not _close(a, b, rtol, atol):
+                    out.append(FieldDifference(kind, name, fname, _values(a), _values(b), prims.get((kind, c))))
+    for opt in OPTIONS:
+        a, b = getattr(native.opt, opt), getattr(ours.opt, opt)
+        if not _close(a, b, rtol, atol):
+            out.append(FieldDifference("option", "option", opt, _values(a), _values(b), None))
+    return out
+
+
+# ---------------------------------------------------------------- dynamics
+def _start(m, offset: float, perturb: float = 0.0, joints=None):
+    """qpos0 with every hinge and slide joint (of ``joints``, default all) moved by ``offset`` and every
+    coordinate by +-``perturb`` (alternating signs; quaternions renormalised)."""
+    import mujoco
+
+    q = m.qpos0.copy()
+    for j in range(m.njnt) if joints is None else joints:
+        if _scalar_joint(m, j):
+            q[m.jnt_qposadr[j]] += offset
+    q += perturb * np.where(np.arange(m.nq) % 2, 1.0, -1.0)
+    for j in range(m.njnt):
+        t, adr = int(m.jnt_type[j]), int(m.jnt_qposadr[j])
+        quat = slice(adr + 3, adr + 7) if t == mujoco.mjtJoint.mjJNT_FREE else slice(adr, adr + 4)
+        if t in (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL):
+            q[quat] /= np.linalg.norm(q[quat])
+    return q
+
+
+def _positions(m, qpos, steps: int):
+    """Body world positions after ``steps`` steps from ``qpos`` at rest, zero control."""
+    import mujoco
+
+    d = mujoco.MjData(m)
+    d.qpos[:] = qpos
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+    mujoco.mj_kinematics(m, d)
+    return d.xpos.copy()
+
+
+def native_sensitivity(m, steps: int, offset: float = 0.0, joints=None, start=None) -> float:
+    """How far native MuJoCo's bodies move apart after ``steps`` steps when every coordinate of the start
+    (qpos0, the hinges and slides of ``joints`` moved by ``offset``) moves by 1e-9. ``start``: the body
+    positions after ``steps`` steps from the unmoved start, when already at hand."""
+    x = _positions(m, _start(m, offset, joints=joints), steps) if start is None else start
+    xp = _positions(m, _start(m, offset, CHAOS_EPS, joints=joints), steps)
+    return float(np.max(np.linalg.norm(xp - x, axis=1), initial=0.0))
+
+
+def verdict(divergence: float, sensitivity: float, atol: float) -> str:
+    """ "match", "chaos" (what native's own sensitivity makes of a float-sized difference) or "differs"."""
+    if divergence <= atol:
+        return "match"
+    if sensitivity > 0.0 and divergence / sensitivity * CHAOS_EPS <= CHAOS_LIMIT:
+        return "chaos"
+    return "differs"
+
+
+def divergences(native, ours, matches, steps: int, offset: float, atol: float) -> list:
+    """Our divergence from native MuJoCo, beside native's sensitivity, from qpos0 and from offset joints."""
+    joints = matches["joint"]
+    scalar = [j for j in joints if _scalar_joint(native, j) and int(native.jnt_type[j]) == int(ours.jnt_type[joints[j]])]
+    bodies = sorted(matches["body"].items())
+    out = []
+    for label, off in (("qpos0", 0.0), ("offset joints", offset)):
+        x_native = _positions(native, _start(native, off, joints=scalar), steps)
+        x_ours = _positions(ours, _start(ours, off, joints=[joints[j] for j in scalar]), steps)
+        diff = max((float(np.linalg.norm(x_ours[c] - x_native[b])) for b, c in bodies), default=0.0)
+        sens = native_sensitivity(native, steps, off, scalar, start=x_native)
+        out.append(Divergence(label, steps, diff, sens, verdict(diff, sens, atol)))
+    return out
+
+
+# ---------------------------------------------------------------- the comparison
+def compare(native_source, ours_source, *, rtol: float = 1e-5, atol: float = 1e-6, steps: int = 100,
+            offset: float = 0.1, dynamics_atol: float = 1e-5) -> Comparison:  # fmt: skip
+    """Compare native MuJoCo's model of the MJCF ``native_source`` with ours of ``ours_source`` (a USD stage,
+    or an MJCF through ``add_mjcf``): see the module's docstring.
+
+    Raises:
+        UsdInputError: a file that does not exist or does not load.
+    """
+    native = load_native(native_source)
+    ours, prims = load_ours(ours_source)
+    c = compare_models(native, ours, prims, rtol=rtol, atol=atol, steps=steps, offset=offset,
+                       dynamics_atol=dynamics_atol)  # fmt: skip
+    c.native_file, c.ours_file = os.fspath(native_source), os.fspath(ours_source)
+    return c
+
+
+def compare_models(native, ours, prims=None, *, rtol: float = 1e-5, atol: float = 1e-6, steps: int = 100,
+                   offset: float = 0.1, dynamics_atol: float = 1e-5) -> Comparison:  # fmt: skip
+    """:func:`compare` of two compiled MuJoCo models; ``prims``: ``{(kind, id): prim}`` of ours' elements."""
+    prims = prims or {}
+    matches = match_elements(native, ours)
+    c = Comparison("native", "ours")
+    for kind in KINDS:
+        pairs = matches[kind]
+        c.counts[kind] = [_count(native, kind), _count(ours, kind), len(pairs)]
+        matched_ours = set(pairs.values())
+        for i in range(_count(native, kind)):
+            if i not in pairs:
+                c.unmatched.append([kind, "native", _name(native, kind, i) or f"#{i}", None])
+        for i in range(_count(ours, kind)):
+            if i not in matched_ours:
+                c.unmatched.append([kind, "ours", _name(ours, kind, i) or f"#{i}", prims.get((kind, i))])
+    c.differences = field_differences(native, ours, matches, prims, rtol, atol)
+    c.dynamics = divergences(native, ours, matches, steps, offset, dynamics_atol)
+    return c
+
+
+def format_text(c: Comparison, most: int = 50) -> str:
+    """The comparison as a human reads it."""
+    lines = [f"native: {c.native_file} (MuJoCo)", f"ours:   {c.ours_file} (newton_usd -> SolverMuJoCo.mj_model)"]
+    lines.append("elements (native / ours / matched): " + ", ".join(
+        f"{kind} {n}/{o}/{m}" for kind, (n, o, m) in c.counts.items() if n or o))  # fmt: skip
+    for kind, side, name, prim in c.unmatched[:most]:
+        lines.append(f"  unmatched {kind} of {side}: {name}" + (f" ({prim})" if prim else ""))
+    if c.differences:
+        lines.append(f"fields that differ ({len(c.differences)}):")
+        for d in c.differences[:most]:
+            lines.append(f"  {d.kind} {d.name}: {d.field}: native {_text(d.native)}, ours {_text(d.ours)}"
+                         + (f"  [{d.prim}]" if d.prim else ""))  # fmt: skip
+        if len(c.differences) > most:
+            lines.append(f"  ... and {len(c.differences) - most} more (--format json lists them all)")
+    else:
+        lines.append("fields: all match")
+    lines.append("dynamics (largest distance between matched bodies, m):")
+    lines.append(f"  {'start':<14} {'steps':>5}  {'ours - native':>13}  {'native sensitivity (1e-9)':>25}  verdict")
+    for d in c.dynamics:
+        lines.append(f"  {d.start:<14} {d.steps:>5}  {d.divergence:>13.3g}  {d.sensitivity:>25.3g}  {d.verdict}")
+    lines.append("verdict: " + ("the models differ" if c.differ else "the models match"))
+    return "\n".join(lines)
+
+
+def _text(values) -> str:
+    if len(values) == 1:
+        v = values[0]
+        return v if isinstance(v, str) else f"{v:.9g}"
+    return "[" + " ".join(f"{v:.6g}" for v in values) + "]"
+
+
+def main(argv=None) -> int:
+    """``usdsim compare MODEL.xml STAGE``: exit 0 when the models match, 1 when they differ, 2 on bad input."""
+    p = argparse.ArgumentParser(
+        prog="usdsim compare",
+        description="Compare native MuJoCo's model of an MJCF with the one newton_usd simulates for a stage "
+        "(converted from it by any converter): elements matched by name then by place, the fields that differ, "
+        "and the dynamics beside native MuJoCo's own sensitivity. Exit 0: they match; 1: they differ.",
+    )
+    p.add_argument("model", help="the MJCF file (.xml), compiled by native MuJoCo")
+    p.add_argument("stage", help="the USD stage (or an MJCF file, through add_mjcf)")
+    p.add_argument("--steps", type=int, default=100, help="steps of the dynamics comparison (default 100)")
+    p.add_argument("--offset", type=float, default=0.1, help="hinge and slide offset of the second start (0.1)")
+    p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance of the fields (1e-5)")
+    p.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance of the fields (1e-6)")
+    p.add_argument("--dynamics-atol", type=float, default=1e-5, help="divergence that still matches (m, 1e-5)")
+    p.add_argument("--format", choices=("human", "json"), default="human")
+    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors, and the import warnings")
+    args = p.parse_args(argv)
+    logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.WARNING if args.verbose else logging.ERROR)
+    from .errors import NewtonUsdError
+
+    try:
+        c = compare(args.model, args.stage, rtol=args.rtol, atol=args.atol, steps=args.steps, offset=args.offset,
+                    dynamics_atol=args.dynamics_atol)  # fmt: skip
+    except NewtonUsdError as e:
+        if args.verbose:
+            raise
+        print(f"usdsim compare: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    print(json.dumps(c.to_dict(), indent=1) if args.format == "json" else format_text(c))
+    return EXIT_DIFFER if c.differ else EXIT_MATCH
