@@ -39,7 +39,7 @@ CHAOS_LIMIT = 1e-6
 """An initial difference at most this big (float32 round-off of a stored value is ~1e-7) is chaos's."""
 EXIT_MATCH, EXIT_DIFFER, EXIT_INPUT = 0, 1, 2
 
-KINDS = ("body", "joint", "geom", "site", "actuator", "tendon", "equality")
+KINDS = ("body", "joint", "geom", "site", "actuator", "tendon", "equality", "mesh", "hfield")
 
 
 @dataclass
@@ -157,7 +157,7 @@ def _obj(kind):
 
 def _count(m, kind) -> int:
     return {"body": m.nbody, "joint": m.njnt, "geom": m.ngeom, "site": m.nsite, "actuator": m.nu,
-            "tendon": m.ntendon, "equality": m.neq}[kind]  # fmt: skip
+            "tendon": m.ntendon, "equality": m.neq, "mesh": m.nmesh, "hfield": m.nhfield}[kind]  # fmt: skip
 
 
 def _name(m, kind, i) -> str:
@@ -200,7 +200,7 @@ def match_elements(native, ours) -> dict:
     _match_on_bodies(native, ours, matches["joint"], body, "jnt", lambda m, i: (int(m.jnt_type[i]),))
     for kind, prefix in (("geom", "geom"), ("site", "site")):
         _match_on_bodies(native, ours, matches[kind], body, prefix, _placement_key(prefix))
-    for kind in ("actuator", "tendon", "equality"):  # the rest in order
+    for kind in ("actuator", "tendon", "equality", "mesh", "hfield"):  # the rest in order
         pairs = matches[kind]
         rest_ours = [i for i in range(_count(ours, kind)) if i not in set(pairs.values())]
         rest_native = [i for i in range(_count(native, kind)) if i not in pairs]
@@ -296,6 +296,23 @@ def _dof(m, j) -> int:
     return int(m.jnt_dofadr[j])
 
 
+_EQ_DATA = {0: 6, 1: 11, 2: 5, 3: 5}
+"""The eq_data values an equality type uses (connect: two anchors; weld: anchors, relative pose, torque
+scale; joint and tendon: the polynomial)."""
+
+
+def _mesh_bounds(m, i):
+    """A mesh's vertex bounding box in its frame (as MuJoCo placed it: at its center of mass)."""
+    v = m.mesh_vert[m.mesh_vertadr[i] : m.mesh_vertadr[i] + m.mesh_vertnum[i]]
+    return np.concatenate([v.min(axis=0), v.max(axis=0)]) if len(v) else np.zeros(6)
+
+
+def _elevation(m, i):
+    """A height field's elevations, scaled to its size (MuJoCo normalises the data to [0, 1])."""
+    n = int(m.hfield_nrow[i] * m.hfield_ncol[i])
+    return m.hfield_data[m.hfield_adr[i] : m.hfield_adr[i] + n] * m.hfield_size[i][2]
+
+
 # kind -> [(field, value of element i of m, reference kind or None)]
 FIELDS = {
     "body": [
@@ -381,7 +398,16 @@ FIELDS = {
         ("active", lambda m, i: m.eq_active0[i], None),
         ("solref", lambda m, i: m.eq_solref[i], None),
         ("solimp", lambda m, i: m.eq_solimp[i], None),
-        ("data", lambda m, i: m.eq_data[i], None),
+        ("data", lambda m, i: m.eq_data[i][: _EQ_DATA.get(int(m.eq_type[i]), m.eq_data.shape[1])], None),
+    ],
+    "mesh": [
+        ("vertices", lambda m, i: m.mesh_vertnum[i], None),
+        ("bounds", _mesh_bounds, None),
+    ],
+    "hfield": [
+        ("size", lambda m, i: m.hfield_size[i], None),
+        ("rows, columns", lambda m, i: (m.hfield_nrow[i], m.hfield_ncol[i]), None),
+        ("elevation", _elevation, None),
     ],
 }
 OPTIONS = (
