@@ -10,7 +10,9 @@ place: bodies by their world position at qpos0 and mass, joints in order on matc
 sites within matched bodies by type, place and size, the others in order. What is equivalent does not
 count: a quaternion's sign, the order and signs of the principal axes of an inertia (the tensors are
 compared), the symmetries of a geom (a capsule's axis either way round, a box's axes up to sign), the
-order of geoms within a body. Fields differ when ``|ours - native| > atol + rtol * |native|``.
+order of geoms within a body, the sizes a geom type does not use, a visual geom's contact parameters, and
+how collisions are filtered (the geom pairs that may collide are compared, not the bitmasks, excludes and
+pairs that say so). Fields differ when ``|ours - native| > atol + rtol * |native|``.
 
 The dynamics: both models are stepped ``steps`` steps with zero control from qpos0 and from every hinge
 and slide joint moved by ``offset``; the divergence is the largest distance between matched bodies. A
@@ -296,6 +298,16 @@ def _dof(m, j) -> int:
     return int(m.jnt_dofadr[j])
 
 
+_GEOM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 3, 5: 2, 6: 3, 7: 0}
+"""The sizes a geom type uses (plane: none, its size is only drawn; height field and mesh: their data's;
+sphere: the radius; capsule and cylinder: radius and half-length; ellipsoid and box: three)."""
+
+
+def _collides(m, g) -> bool:
+    """Whether a geom can touch anything by its bitmasks (a visual geom's contact parameters do not count)."""
+    return bool(m.geom_contype[g] or m.geom_conaffinity[g])
+
+
 _EQ_DATA = {0: 6, 1: 11, 2: 5, 3: 5}
 """The eq_data values an equality type uses (connect: two anchors; weld: anchors, relative pose, torque
 scale; joint and tendon: the polynomial)."""
@@ -347,19 +359,17 @@ FIELDS = {
     "geom": [
         ("type", lambda m, i: m.geom_type[i], None),
         ("body", lambda m, i: m.geom_bodyid[i], "body"),
-        ("size", lambda m, i: m.geom_size[i] if m.geom_type[i] != 0 else np.zeros(0), None),  # (a plane's: looks)
+        ("size", lambda m, i: m.geom_size[i][: _GEOM_SIZES.get(int(m.geom_type[i]), 3)], None),
         ("pos", lambda m, i: m.geom_pos[i], None),
         ("orientation", _geom_orientation, None),
-        ("friction", lambda m, i: m.geom_friction[i], None),
-        ("condim", lambda m, i: m.geom_condim[i], None),
-        ("contype", lambda m, i: m.geom_contype[i], None),
-        ("conaffinity", lambda m, i: m.geom_conaffinity[i], None),
-        ("solref", lambda m, i: m.geom_solref[i], None),
-        ("solimp", lambda m, i: m.geom_solimp[i], None),
-        ("solmix", lambda m, i: m.geom_solmix[i], None),
-        ("margin", lambda m, i: m.geom_margin[i], None),
-        ("gap", lambda m, i: m.geom_gap[i], None),
-        ("priority", lambda m, i: m.geom_priority[i], None),
+        ("friction", lambda m, i: m.geom_friction[i] if _collides(m, i) else np.zeros(0), None),
+        ("condim", lambda m, i: m.geom_condim[i] if _collides(m, i) else np.zeros(0), None),
+        ("solref", lambda m, i: m.geom_solref[i] if _collides(m, i) else np.zeros(0), None),
+        ("solimp", lambda m, i: m.geom_solimp[i] if _collides(m, i) else np.zeros(0), None),
+        ("solmix", lambda m, i: m.geom_solmix[i] if _collides(m, i) else np.zeros(0), None),
+        ("margin", lambda m, i: m.geom_margin[i] if _collides(m, i) else np.zeros(0), None),
+        ("gap", lambda m, i: m.geom_gap[i] if _collides(m, i) else np.zeros(0), None),
+        ("priority", lambda m, i: m.geom_priority[i] if _collides(m, i) else np.zeros(0), None),
     ],
     "site": [
         ("body", lambda m, i: m.site_bodyid[i], "body"),
@@ -443,10 +453,52 @@ def field_differences(native, ours, matches, prims, rtol, atol) -> list:
                     continue
                 if not _close(a, b, rtol, atol):
                     out.append(FieldDifference(kind, name, fname, _values(a), _values(b), prims.get((kind, c))))
+    out += _contact_differences(native, ours, matches["geom"], prims)
     for opt in OPTIONS:
         a, b = getattr(native.opt, opt), getattr(ours.opt, opt)
         if not _close(a, b, rtol, atol):
             out.append(FieldDifference("option", "option", opt, _values(a), _values(b), None))
+    return out
+
+
+def contact_pairs(m) -> np.ndarray:
+    """Which geom pairs MuJoCo may collide: ``(ngeom, ngeom)`` booleans from the contype/conaffinity
+    bitmasks, less geoms of one body (or of bodies welded together), of two static bodies, of a parent and
+    its child (filterparent), and excluded body pairs; plus the explicit contact pairs. Bitmasks, excludes
+    and pairs that say the same thing in other ways give the same matrix."""
+    import mujoco
+
+    ct, ca = m.geom_contype.astype(np.int64), m.geom_conaffinity.astype(np.int64)
+    can = ((ct[:, None] & ca[None, :]) | (ca[:, None] & ct[None, :])) != 0
+    weld = m.body_weldid[m.geom_bodyid]
+    can &= weld[:, None] != weld[None, :]
+    can &= (weld[:, None] != 0) | (weld[None, :] != 0)
+    if not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT:
+        dad = m.body_weldid[m.body_parentid[weld]]
+        related = (weld[:, None] == dad[None, :]) | (dad[:, None] == weld[None, :])
+        can &= ~(related & (weld[:, None] != 0) & (weld[None, :] != 0))
+    body = m.geom_bodyid
+    for signature in m.exclude_signature:
+        b1, b2 = int(signature) >> 16, int(signature) & 0xFFFF
+        can &= ~(((body[:, None] == b1) & (body[None, :] == b2)) | ((body[:, None] == b2) & (body[None, :] == b1)))
+    can[m.pair_geom1, m.pair_geom2] = can[m.pair_geom2, m.pair_geom1] = True
+    return can
+
+
+def _contact_differences(native, ours, geoms, prims) -> list:
+    """The matched geom pairs that may collide on one side only."""
+    n_ids = np.array(sorted(geoms), dtype=np.int64)
+    if not len(n_ids):
+        return []
+    o_ids = np.array([geoms[g] for g in n_ids], dtype=np.int64)
+    a = contact_pairs(native)[np.ix_(n_ids, n_ids)]
+    b = contact_pairs(ours)[np.ix_(o_ids, o_ids)]
+    out = []
+    for i, j in zip(*np.nonzero(np.triu(a != b, k=1)), strict=True):
+        g1, g2 = int(n_ids[i]), int(n_ids[j])
+        name = f"{_name(native, 'geom', g1) or f'#{g1}'} / {_name(native, 'geom', g2) or f'#{g2}'}"
+        out.append(FieldDifference("contact", name, "collide", [bool(a[i, j])], [bool(b[i, j])],
+                                   prims.get(("geom", int(o_ids[i])))))  # fmt: skip
     return out
 
 
@@ -579,7 +631,7 @@ def format_text(c: Comparison, most: int = 50) -> str:
 def _text(values) -> str:
     if len(values) == 1:
         v = values[0]
-        return v if isinstance(v, str) else f"{v:.9g}"
+        return v if isinstance(v, str) else str(v) if isinstance(v, bool) else f"{v:.9g}"
     return "[" + " ".join(f"{v:.6g}" for v in values) + "]"
 
 

@@ -106,3 +106,19 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert "missing.xml: no such file" in capsys.readouterr().err
     assert main(["compare", str(bad), str(bad)]) == 2
     assert "bad.xml" in capsys.readouterr().err
+
+
+def _two_boxes(first="", second="", contact=""):
+    return f"""<mujoco><worldbody>
+      <body name="a" pos="0 0 1"><freejoint/><geom name="ga" type="box" size=".1 .1 .1" {first}/></body>
+      <body name="b" pos="0 0 1.5"><freejoint/><geom name="gb" type="box" size=".1 .1 .1" {second}/></body>
+      </worldbody>{contact}</mujoco>"""
+
+
+def test_what_may_collide_is_compared_not_how_it_is_said():
+    bits = mujoco.MjModel.from_xml_string(_two_boxes('contype="1" conaffinity="1"', 'contype="2" conaffinity="2"'))
+    exclude = mujoco.MjModel.from_xml_string(_two_boxes(contact='<contact><exclude body1="a" body2="b"/></contact>'))
+    colliding = mujoco.MjModel.from_xml_string(_two_boxes())
+    assert not compare_models(bits, exclude).differences  # two ways of saying "a and b never touch"
+    (d,) = compare_models(bits, colliding).differences
+    assert (d.kind, d.name, d.native, d.ours) == ("contact", "ga / gb", [False], [True])
