@@ -294,8 +294,26 @@ def _scalar_joint(m, j) -> bool:
     return int(m.jnt_type[j]) in (2, 3)  # slide, hinge
 
 
-def _dof(m, j) -> int:
-    return int(m.jnt_dofadr[j])
+def _per_dof(name):
+    """Joint j's (first) DOF's value of the MjModel array ``name``."""
+    return lambda m, j: getattr(m, name)[int(m.jnt_dofadr[j])]
+
+
+def _per_coordinate(name):
+    """A hinge or slide joint's value of the MjModel array ``name`` (per qpos coordinate); none for others."""
+    return lambda m, j: getattr(m, name)[int(m.jnt_qposadr[j])] if _scalar_joint(m, j) else np.zeros(0)
+
+
+def _attr(name, when=None):
+    """Element i's value of the MjModel array ``name``; none where ``when`` (an array name or a function of
+    (m, i)) is false, e.g. a range that is not limited."""
+
+    def value(m, i):
+        if when is not None and not (when(m, i) if callable(when) else getattr(m, when)[i]):
+            return np.zeros(0)
+        return getattr(m, name)[i]
+
+    return value
 
 
 _GEOM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 3, 5: 2, 6: 3, 7: 0}
@@ -328,94 +346,94 @@ def _elevation(m, i):
 # kind -> [(field, value of element i of m, reference kind or None)]
 FIELDS = {
     "body": [
-        ("parent", lambda m, i: m.body_parentid[i], "body"),
-        ("pos", lambda m, i: m.body_pos[i], None),
+        ("parent", _attr("body_parentid"), "body"),
+        ("pos", _attr("body_pos"), None),
         ("quat", lambda m, i: _quat(m.body_quat[i]), None),
-        ("mass", lambda m, i: m.body_mass[i], None),
-        ("ipos", lambda m, i: m.body_ipos[i], None),
+        ("mass", _attr("body_mass"), None),
+        ("ipos", _attr("body_ipos"), None),
         ("inertia", _inertia, None),
-        ("gravcomp", lambda m, i: m.body_gravcomp[i], None),
+        ("gravcomp", _attr("body_gravcomp"), None),
         ("mocap", lambda m, i: m.body_mocapid[i] >= 0, None),
     ],
     "joint": [
-        ("type", lambda m, i: m.jnt_type[i], None),
-        ("body", lambda m, i: m.jnt_bodyid[i], "body"),
-        ("pos", lambda m, i: m.jnt_pos[i], None),
+        ("type", _attr("jnt_type"), None),
+        ("body", _attr("jnt_bodyid"), "body"),
+        ("pos", _attr("jnt_pos"), None),
         ("axis", lambda m, i: m.jnt_axis[i] if _scalar_joint(m, i) else np.zeros(0), None),
-        ("limited", lambda m, i: m.jnt_limited[i], None),
-        ("range", lambda m, i: m.jnt_range[i] if m.jnt_limited[i] else np.zeros(0), None),
-        ("stiffness", lambda m, i: m.jnt_stiffness[i], None),
-        ("springref", lambda m, i: m.qpos_spring[m.jnt_qposadr[i]] if _scalar_joint(m, i) else np.zeros(0), None),
-        ("qpos0", lambda m, i: m.qpos0[m.jnt_qposadr[i]] if _scalar_joint(m, i) else np.zeros(0), None),
-        ("margin", lambda m, i: m.jnt_margin[i], None),
-        ("solreflimit", lambda m, i: m.jnt_solref[i], None),
-        ("solimplimit", lambda m, i: m.jnt_solimp[i], None),
-        ("damping", lambda m, i: m.dof_damping[_dof(m, i)], None),
-        ("armature", lambda m, i: m.dof_armature[_dof(m, i)], None),
-        ("frictionloss", lambda m, i: m.dof_frictionloss[_dof(m, i)], None),
-        ("solreffriction", lambda m, i: m.dof_solref[_dof(m, i)], None),
-        ("solimpfriction", lambda m, i: m.dof_solimp[_dof(m, i)], None),
+        ("limited", _attr("jnt_limited"), None),
+        ("range", _attr("jnt_range", when="jnt_limited"), None),
+        ("stiffness", _attr("jnt_stiffness"), None),
+        ("springref", _per_coordinate("qpos_spring"), None),
+        ("qpos0", _per_coordinate("qpos0"), None),
+        ("margin", _attr("jnt_margin"), None),
+        ("solreflimit", _attr("jnt_solref"), None),
+        ("solimplimit", _attr("jnt_solimp"), None),
+        ("damping", _per_dof("dof_damping"), None),
+        ("armature", _per_dof("dof_armature"), None),
+        ("frictionloss", _per_dof("dof_frictionloss"), None),
+        ("solreffriction", _per_dof("dof_solref"), None),
+        ("solimpfriction", _per_dof("dof_solimp"), None),
     ],
     "geom": [
-        ("type", lambda m, i: m.geom_type[i], None),
-        ("body", lambda m, i: m.geom_bodyid[i], "body"),
+        ("type", _attr("geom_type"), None),
+        ("body", _attr("geom_bodyid"), "body"),
         ("size", lambda m, i: m.geom_size[i][: _GEOM_SIZES.get(int(m.geom_type[i]), 3)], None),
-        ("pos", lambda m, i: m.geom_pos[i], None),
+        ("pos", _attr("geom_pos"), None),
         ("orientation", _geom_orientation, None),
-        ("friction", lambda m, i: m.geom_friction[i] if _collides(m, i) else np.zeros(0), None),
-        ("condim", lambda m, i: m.geom_condim[i] if _collides(m, i) else np.zeros(0), None),
-        ("solref", lambda m, i: m.geom_solref[i] if _collides(m, i) else np.zeros(0), None),
-        ("solimp", lambda m, i: m.geom_solimp[i] if _collides(m, i) else np.zeros(0), None),
-        ("solmix", lambda m, i: m.geom_solmix[i] if _collides(m, i) else np.zeros(0), None),
-        ("margin", lambda m, i: m.geom_margin[i] if _collides(m, i) else np.zeros(0), None),
-        ("gap", lambda m, i: m.geom_gap[i] if _collides(m, i) else np.zeros(0), None),
-        ("priority", lambda m, i: m.geom_priority[i] if _collides(m, i) else np.zeros(0), None),
+        ("friction", _attr("geom_friction", when=_collides), None),
+        ("condim", _attr("geom_condim", when=_collides), None),
+        ("solref", _attr("geom_solref", when=_collides), None),
+        ("solimp", _attr("geom_solimp", when=_collides), None),
+        ("solmix", _attr("geom_solmix", when=_collides), None),
+        ("margin", _attr("geom_margin", when=_collides), None),
+        ("gap", _attr("geom_gap", when=_collides), None),
+        ("priority", _attr("geom_priority", when=_collides), None),
     ],
     "site": [
-        ("body", lambda m, i: m.site_bodyid[i], "body"),
-        ("type", lambda m, i: m.site_type[i], None),
-        ("pos", lambda m, i: m.site_pos[i], None),
+        ("body", _attr("site_bodyid"), "body"),
+        ("type", _attr("site_type"), None),
+        ("pos", _attr("site_pos"), None),
         ("quat", lambda m, i: _quat(m.site_quat[i]), None),
     ],
     "actuator": [
-        ("trntype", lambda m, i: m.actuator_trntype[i], None),
-        ("dyntype", lambda m, i: m.actuator_dyntype[i], None),
-        ("gaintype", lambda m, i: m.actuator_gaintype[i], None),
-        ("biastype", lambda m, i: m.actuator_biastype[i], None),
-        ("gear", lambda m, i: m.actuator_gear[i], None),
-        ("gainprm", lambda m, i: m.actuator_gainprm[i], None),
-        ("biasprm", lambda m, i: m.actuator_biasprm[i], None),
-        ("dynprm", lambda m, i: m.actuator_dynprm[i], None),
-        ("ctrlrange", lambda m, i: m.actuator_ctrlrange[i] if m.actuator_ctrllimited[i] else np.zeros(0), None),
-        ("forcerange", lambda m, i: m.actuator_forcerange[i] if m.actuator_forcelimited[i] else np.zeros(0), None),
-        ("actrange", lambda m, i: m.actuator_actrange[i] if m.actuator_actlimited[i] else np.zeros(0), None),
+        ("trntype", _attr("actuator_trntype"), None),
+        ("dyntype", _attr("actuator_dyntype"), None),
+        ("gaintype", _attr("actuator_gaintype"), None),
+        ("biastype", _attr("actuator_biastype"), None),
+        ("gear", _attr("actuator_gear"), None),
+        ("gainprm", _attr("actuator_gainprm"), None),
+        ("biasprm", _attr("actuator_biasprm"), None),
+        ("dynprm", _attr("actuator_dynprm"), None),
+        ("ctrlrange", _attr("actuator_ctrlrange", when="actuator_ctrllimited"), None),
+        ("forcerange", _attr("actuator_forcerange", when="actuator_forcelimited"), None),
+        ("actrange", _attr("actuator_actrange", when="actuator_actlimited"), None),
     ],
     "tendon": [
-        ("wraps", lambda m, i: m.tendon_num[i], None),
-        ("limited", lambda m, i: m.tendon_limited[i], None),
-        ("range", lambda m, i: m.tendon_range[i] if m.tendon_limited[i] else np.zeros(0), None),
-        ("stiffness", lambda m, i: m.tendon_stiffness[i], None),
-        ("damping", lambda m, i: m.tendon_damping[i], None),
-        ("frictionloss", lambda m, i: m.tendon_frictionloss[i], None),
-        ("lengthspring", lambda m, i: m.tendon_lengthspring[i], None),
-        ("armature", lambda m, i: m.tendon_armature[i], None),
-        ("margin", lambda m, i: m.tendon_margin[i], None),
-        ("solreflimit", lambda m, i: m.tendon_solref_lim[i], None),
-        ("solimplimit", lambda m, i: m.tendon_solimp_lim[i], None),
+        ("wraps", _attr("tendon_num"), None),
+        ("limited", _attr("tendon_limited"), None),
+        ("range", _attr("tendon_range", when="tendon_limited"), None),
+        ("stiffness", _attr("tendon_stiffness"), None),
+        ("damping", _attr("tendon_damping"), None),
+        ("frictionloss", _attr("tendon_frictionloss"), None),
+        ("lengthspring", _attr("tendon_lengthspring"), None),
+        ("armature", _attr("tendon_armature"), None),
+        ("margin", _attr("tendon_margin"), None),
+        ("solreflimit", _attr("tendon_solref_lim"), None),
+        ("solimplimit", _attr("tendon_solimp_lim"), None),
     ],
     "equality": [
-        ("type", lambda m, i: m.eq_type[i], None),
-        ("active", lambda m, i: m.eq_active0[i], None),
-        ("solref", lambda m, i: m.eq_solref[i], None),
-        ("solimp", lambda m, i: m.eq_solimp[i], None),
+        ("type", _attr("eq_type"), None),
+        ("active", _attr("eq_active0"), None),
+        ("solref", _attr("eq_solref"), None),
+        ("solimp", _attr("eq_solimp"), None),
         ("data", lambda m, i: m.eq_data[i][: _EQ_DATA.get(int(m.eq_type[i]), m.eq_data.shape[1])], None),
     ],
     "mesh": [
-        ("vertices", lambda m, i: m.mesh_vertnum[i], None),
+        ("vertices", _attr("mesh_vertnum"), None),
         ("bounds", _mesh_bounds, None),
     ],
     "hfield": [
-        ("size", lambda m, i: m.hfield_size[i], None),
+        ("size", _attr("hfield_size"), None),
         ("rows, columns", lambda m, i: (m.hfield_nrow[i], m.hfield_ncol[i]), None),
         ("elevation", _elevation, None),
     ],
