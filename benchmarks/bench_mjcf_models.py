@@ -111,6 +111,13 @@ WARP_TOL = 1e-4  # cpu (float64) vs warp (float32) backends
 WARP_CHAOS_FACTOR = 100.0  # float32 rounding (~1e-7) is 100x the chaos column's 1e-9 perturbation
 
 
+def _largest(q, others) -> float:
+    """The largest |other - q| over the coordinate vectors ``others``."""
+    import numpy as np
+
+    return max(float(np.max(np.abs(o - q), initial=0.0)) for o in others)
+
+
 def native_run(m, steps: int, key: int | None = None, offset: float = 0.0, perturb: float = 0.0):
     """qpos (and xpos) of native MuJoCo after ``steps`` steps from qpos0 (or keyframe ``key``), zero ctrl;
     ``offset``: every hinge and slide coordinate moved by it first; ``perturb``: every coordinate moved by
@@ -377,15 +384,25 @@ def worker(
         out["native_moved"] = float(np.max(np.abs(q_ref - ref.qpos0), initial=0.0))  # the check is not vacuous
         out["dqpos"], out["joints_compared"], out["joints_missing"] = qpos_difference(ref, mine, match, q_ref, q_ours)
         out["dxpos"] = max((float(np.max(np.abs(x_ours[c] - x_ref[bb]))) for bb, c in match.items() if bb), default=0.0)
-        # How chaotic the model is: native against itself with qpos0 moved by 1e-9.
+        stage = "compare"  # the fields that differ from native's model (newton_usd.compare): a miss's cause
+        from newton_usd.compare import field_differences, match_elements
+
+        out["field_differences"] = [
+            f"{d.kind} {d.name}: {d.field}" for d in field_differences(ref, mine, match_elements(ref, mine), {}, 1e-5, 1e-6)
+        ]
+        # How chaotic the model is: native against itself with qpos0 moved by 1e-9, and with its geometry at
+        # float32 round-off (newton_usd.compare.float32_twins: what a USD round trip could give).
+        from newton_usd.compare import float32_twins
+
+        twins = float32_twins(ref)
         q_eps, _ = native_run(ref, steps, perturb=CHAOS_EPS)
-        out["chaos"] = float(np.max(np.abs(q_eps - q_ref), initial=0.0))
+        out["chaos"] = _largest(q_ref, [q_eps] + [native_run(t, steps)[0] for t in twins])
         stage = "offset run"  # every hinge and slide joint moved by 0.1 through State.joint_q
         q_ours, _ = our_run(model, SolverMuJoCo(model, backend="cpu"), steps, dt, offset=OFFSET)
         q_ref, _ = native_run(ref, steps, offset=OFFSET)
         out["dqpos_offset"] = qpos_difference(ref, mine, match, q_ref, q_ours)[0]
         q_eps, _ = native_run(ref, steps, offset=OFFSET, perturb=CHAOS_EPS)  # native's sensitivity from there
-        out["chaos_offset"] = float(np.max(np.abs(q_eps - q_ref), initial=0.0))
+        out["chaos_offset"] = _largest(q_ref, [q_eps] + [native_run(t, steps, offset=OFFSET)[0] for t in twins])
         stage = "step time"  # our cpu step against mj_step on the model SolverMuJoCo compiled
         out["our_step_us"], out["native_step_us"], out["exchange_us"] = step_times_us(model, dt, long_steps)
         stage = "long run"
@@ -405,7 +422,7 @@ def worker(
                 q_ours, _ = our_run(model, SolverMuJoCo(model, backend="cpu"), steps, dt, key=0)
                 out["key0"] = qpos_difference(ref, mine, match, q_key, q_ours)[0]
                 q_eps, _ = native_run(ref, steps, key=0, perturb=CHAOS_EPS)
-                out["chaos_key0"] = float(np.max(np.abs(q_eps - q_key), initial=0.0))
+                out["chaos_key0"] = _largest(q_key, [q_eps] + [native_run(t, steps, key=0)[0] for t in twins])
     except Exception as e:  # noqa: BLE001  (the row reports it)
         out["error"] = f"{stage}: {_first_line(e)}"
     out["warnings"] = sorted(set(caught))
@@ -624,8 +641,9 @@ def report(results, routes, steps):
         f" offset by {OFFSET:g} (offset), from keyframe 0 (key0, where the model has one), and from qpos0 after"
         f" {LONG_STEPS} steps (@{LONG_STEPS}, reported only).\nPASS: counts equal, mass within {MASS_RTOL:g},"
         f" |dqpos|, offset and key0 <= {QPOS_TOL:g}. CHAOS: only the trajectories differ, and from each start where"
-        f" they do, native MuJoCo itself moves more than that when the start moves by {CHAOS_EPS:g} (its own"
-        f" sensitivity per start after {steps} steps: chaos from qpos0, chaos off from the offset joints)."
+        f" they do, native MuJoCo itself moves more than that when the start moves by {CHAOS_EPS:g} or its geometry"
+        f" by float32 round-off (its own sensitivity per start after {steps} steps: chaos from qpos0, chaos off"
+        " from the offset joints)."
         "\n|dxpos|: max body position difference (m); moved: max |native qpos - qpos0| (the check is not vacuous);"
         " conv s: the convert call alone."
     )
@@ -659,6 +677,10 @@ def report(results, routes, steps):
                 extra.append(f"{r['joints_missing']} joints not compared")
             if r.get("bodies_unmatched"):
                 extra.append(f"{r['bodies_unmatched']} bodies unmatched")
+            if _verdict(r) == "FAIL" and r.get("field_differences"):
+                fields = r["field_differences"]
+                extra.append(f"differs from native's model (usdsim compare): {', '.join(fields[:3])}"
+                             + (f" and {len(fields) - 3} more" if len(fields) > 3 else ""))  # fmt: skip
             err = "; ".join(extra + ([r["error"]] if "error" in r else []))
             key0 = r.get("key0", "-")
             key0 = f"{key0:.1e}" if isinstance(key0, float) else key0[:9]
