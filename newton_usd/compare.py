@@ -340,6 +340,13 @@ def _mesh_bounds(m, i):
     return np.concatenate([v.min(axis=0), v.max(axis=0)]) if len(v) else np.zeros(6)
 
 
+def _geom_mesh(m, g):
+    """A mesh geom's mesh (vertex count and bounds: the mesh's name may differ, its shape may not)."""
+    if int(m.geom_type[g]) != 7 or m.geom_dataid[g] < 0:
+        return np.zeros(0)
+    return np.concatenate([[m.mesh_vertnum[m.geom_dataid[g]]], _mesh_bounds(m, m.geom_dataid[g])])
+
+
 def _elevation(m, i):
     """A height field's elevations, scaled to its size (MuJoCo normalises the data to [0, 1])."""
     n = int(m.hfield_nrow[i] * m.hfield_ncol[i])
@@ -383,6 +390,7 @@ FIELDS = {
         ("size", lambda m, i: m.geom_size[i][: _GEOM_SIZES.get(int(m.geom_type[i]), 3)], None),
         ("pos", _attr("geom_pos"), None),
         ("orientation", _geom_orientation, None),
+        ("mesh", _geom_mesh, None),
         ("friction", _attr("geom_friction", when=_collides), None),
         ("condim", _attr("geom_condim", when=_collides), None),
         ("solref", _attr("geom_solref", when=_collides), None),
