@@ -42,3 +42,23 @@ def test_filtered_body_passes_through_the_static_box_and_rests_on_the_ground(fil
     assert z["/Ghost"] == pytest.approx(0.1, abs=0.01)  # through the shelf, onto the ground
     assert z["/Plain"] == pytest.approx(0.8, abs=0.01)  # the other cube lands on the shelf
     assert np.isfinite(s0.body_q.numpy()).all()
+
+
+def test_each_world_filters_its_own_copy():
+    """A builder replicated into worlds: every world's body passes through its own copy of the shelf."""
+    b = ModelBuilder()
+    ghost = b.add_body(((0.0, 0.0, 1.2), (0, 0, 0, 1)), label="/e0/ghost")
+    b.add_shape_box(ghost, hx=0.1, hy=0.1, hz=0.1, density=1000.0, label="/e0/ghost")
+    b.add_joint_free(ghost, label="/e0/ghost")
+    shelf = b.add_shape_box(-1, ((0.0, 0.0, 0.2), (0, 0, 0, 1)), hx=0.5, hy=0.5, hz=0.5, label="/e0/shelf")
+    b.add_shape_plane(label="/ground")
+    b.body_shape_collision_filter_pairs.append((ghost, shelf))
+    b.replicate(2)
+    model = b.finalize("cpu")
+    assert model.body_shape_collision_filter_pairs == [(0, shelf), (1, shelf + 3)]  # (3 shapes per world)
+    solver = SolverMuJoCo(model, backend="cpu")
+    s0, s1, control = model.state(), model.state(), model.control()
+    for _ in range(int(2.0 * 480)):
+        solver.step(s0, s1, control, None, 1.0 / 480.0)
+        s0, s1 = s1, s0
+    np.testing.assert_allclose(s0.body_q.numpy()[:, 2], [0.1, 0.1], atol=0.01)
