@@ -10,6 +10,8 @@
                  [--fix-base source|fixed|floating] [--no-scene] [--no-self-collision]
                  [--collision-from-visuals convexHull|convexDecomposition|boundingSphere|boundingCube]
                  [--merge-meshes]
+    usdsim compare MODEL.xml STAGE      native MuJoCo's model of the MJCF against ours of the stage: the fields
+                 [--format human|json]  that differ and the dynamics beside native's own sensitivity
     usdsim info STAGE [--envs PRIM]     units, time range, what the model holds (per world), how it would be simulated,
                                         the PhysicsScenes (gravity, bodies) when there are several
 
@@ -304,6 +306,12 @@ def main(argv=None) -> int:
         return _convert(argv[1:])
     if argv and argv[0] == "info":
         return _info(argv[1:])
+    if argv and argv[0] == "compare":
+        from .compare import main as compare  # noqa: PLC0415
+
+        if not {"-h", "--help"} & set(argv):
+            _init_warp(bool({"-v", "--verbose"} & set(argv)))
+        return compare(argv[1:])
     if argv and argv[0] in ("explain", "check"):
         return _inspect(argv[0], _inspect_parser(argv[0]).parse_args(argv[1:]))
     if argv and argv[0] == "run":

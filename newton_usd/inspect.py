@@ -10,7 +10,7 @@ import numpy as np
 from pxr import Sdf, Usd, UsdPhysics, UsdShade
 
 from .core.types import GeoType, JointType
-from .usd.importer import D6_AXIS_TOKENS, UsdImport
+from .usd.importer import D6_AXIS_TOKENS, SHAPELESS_RADIUS, UsdImport
 
 READ_NAMESPACES = ("newton:", "mjc:", "physx")
 """Attribute namespaces whose authored values the resolver could read."""
@@ -258,7 +258,7 @@ def _body_rows(stage, frame, label, mass, com, inertia, colliders):
     elif mass == 0:
         i_source = "massless"
     else:
-        i_source = "0.01 kg*m^2 default (no collider, no inertia)"
+        i_source = f"a {SHAPELESS_RADIUS:g} m solid sphere's (no collider, no physics:diagonalInertia; as UsdPhysics)"
     return [
         (label, "mass", format_value(mass), "kg", m_source),
         (label, "com", format_value(com), "m", c_source + " (body frame)"),

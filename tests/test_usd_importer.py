@@ -418,7 +418,9 @@ def test_massless_bodies_welded_to_the_world_or_a_massive_body_are_frames_only_l
     mass = dict(zip(model.body_label, model.body_mass.numpy().tolist(), strict=True))
     assert mass == {"/Arm": 2.0, "/Frame": 0.0, "/Arm/Tip": 0.0, "/Lone": 1.0, "/A": 0.0, "/A/B": 0.0}
     kinds = imported.diagnostics.kinds
-    assert kinds["body without colliders or authored mass: given 1 kg and 0.01 kg*m^2 inertia"] == ["/Lone"]
+    assert kinds["body without colliders or authored mass: given 1 kg, as PhysX does"] == ["/Lone"]
+    inertia = dict(zip(model.body_label, model.body_inertia.numpy(), strict=True))
+    np.testing.assert_allclose(inertia["/Lone"], np.eye(3) * 0.004, rtol=1e-6)  # (UsdPhysics' 0.1 m sphere)
     assert kinds["massless bodies welded together with no mass among them: simulated massless"] == ["/A", "/A/B"]
 
 

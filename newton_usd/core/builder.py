@@ -182,6 +182,8 @@ class ModelBuilder:
         self.articulation_label = []
         # body pairs (b1 < b2) that must not collide with each other
         self.body_collision_filter_pairs = []
+        # (body, static shape) pairs: the body's colliders must not collide with that static collider
+        self.body_shape_collision_filter_pairs = []
         # sites: frames on bodies (attachment points for actuators, tendons, sensors)
         self.site_body, self.site_transform, self.site_type, self.site_size, self.site_label = [], [], [], [], []
         # equality constraints (loop closures): see add_equality
@@ -195,10 +197,23 @@ class ModelBuilder:
         # distance constraints: see add_distance_constraint
         self.distance_body0, self.distance_body1, self.distance_anchor0, self.distance_anchor1 = [], [], [], []
         self.distance_min, self.distance_max, self.distance_label = [], [], []
+        # the source's own names (label -> name) where they are not the label's leaf: an authored USD
+        # displayName, an MJCF element's whole name (attach prefixes kept); see element_name()
+        self.element_names = {}
         # worlds: replicate() makes num_worlds identical copies, world after world
         self.num_worlds = 1
 
     # ------------------------------------------------------------------ counts
+    def labels(self):
+        """Every element's label: bodies, shapes, joints, sites, equalities, distance constraints,
+        keyframes, and the MuJoCo-only elements (tendons, actuators, contact pairs: their ``path``)."""
+        for kind in ("body", "shape", "joint", "site", "equality", "distance", "articulation"):
+            yield from getattr(self, f"{kind}_label")
+        yield from self.keyframes
+        for entries in self.mujoco.values():
+            if isinstance(entries, list):
+                yield from (e["path"] for e in entries if isinstance(e, dict) and "path" in e)
+
     @property
     def body_count(self) -> int:
         return len(self.body_q)
@@ -235,6 +250,7 @@ class ModelBuilder:
         ),
         "articulation": ("articulation_label",),
         "pair": ("body_collision_filter_pairs",),
+        "body_shape_pair": ("body_shape_collision_filter_pairs",),
         "site": ("site_body", "site_transform", "site_type", "site_size", "site_label"),
         "equality": (
             "equality_type", "equality_body1", "equality_body2", "equality_anchor", "equality_active",
@@ -310,6 +326,8 @@ class ModelBuilder:
                     values.extend(i + k if i >= 0 else i for i in base)
                 elif name == "body_collision_filter_pairs":
                     values.extend((b1 + w * nb, b2 + w * nb) for b1, b2 in base)
+                elif name == "body_shape_collision_filter_pairs":
+                    values.extend((b + w * nb, s + w * counts["shape"]) for b, s in base)
                 elif how == "share":
                     values.extend(base)
                 elif how == "label":
@@ -1155,6 +1173,8 @@ class ModelBuilder:
         m.distance_label = list(self.distance_label)
 
         m.body_collision_filter_pairs = list(self.body_collision_filter_pairs)
+        m.body_shape_collision_filter_pairs = list(self.body_shape_collision_filter_pairs)
+        m.element_names = dict(self.element_names)
         m.site_count = len(self.site_label)
         m.site_body = arr(self.site_body, wp.int32)
         m.site_transform = xforms(self.site_transform)

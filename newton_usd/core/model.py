@@ -106,6 +106,10 @@ class Model:
             each body's frame), distance_min, distance_max (m; -1: no bound), distance_label: distance
             constraints (:meth:`ModelBuilder.add_distance_constraint`; UsdPhysics distance joints).
         body_collision_filter_pairs: list of body pairs (b1 < b2) that do not collide.
+        body_shape_collision_filter_pairs: list of (body, static shape) pairs: the body's colliders do not
+            collide with that static collider (it still collides with the rest, the ground with the body).
+        element_names: label -> the source's name of the element, where it is not the label's leaf (a
+            prim's authored displayName, an MJCF element's whole name); see :func:`element_name`.
         site_count, site_body (-1: world), site_transform (in the body frame), site_type, site_size,
             site_label: sites, frames that actuators, tendons and sensors attach to.
         articulation_start (first joint of each articulation, plus the joint count),
@@ -123,6 +127,9 @@ class Model:
         self.mujoco_element_kind = {}
         self.gravity = wp.vec3(0.0, 0.0, -9.81)
         self.mujoco = _Namespace()
+        self.element_names = {}
+        self.body_collision_filter_pairs = []
+        self.body_shape_collision_filter_pairs = []
         self.source = None
 
     def world_ranges(self, world: int = 0) -> dict:
@@ -170,6 +177,10 @@ class Model:
         view.body_collision_filter_pairs = [
             (p - b0, q - b0) for p, q in self.body_collision_filter_pairs if b0 <= p < b1 and b0 <= q < b1
         ]
+        s0, s1 = ranges["shape"]
+        view.body_shape_collision_filter_pairs = [
+            (b - b0, s - s0) for b, s in self.body_shape_collision_filter_pairs if b0 <= b < b1 and s0 <= s < s1
+        ]
         view.mujoco = _Namespace()
         for name, value in vars(self.mujoco).items():
             kind = self.mujoco_element_kind.get(name)
@@ -201,6 +212,13 @@ class Model:
     def contacts(self, capacity: int = 1024) -> "Contacts":
         """A new, empty Contacts buffer able to hold ``capacity`` rigid contacts."""
         return Contacts(capacity, self.device)
+
+
+def element_name(model, label: str) -> str:
+    """The source's name of the element labelled ``label``: its recorded name (``model.element_names``:
+    a USD displayName, an MJCF name with its attach prefixes), else the label's leaf (the prim name)."""
+    name = getattr(model, "element_names", {}).get(label)
+    return name if name else label.rstrip("/").rsplit("/", 1)[-1]
 
 
 class _SolverArray:

@@ -122,6 +122,7 @@ def add_mjcf(
     diag = Diagnostics()
     m, file = load_mjcf(source, options, diag)
     result = MjcfImport(file=file, mj_model=m, diagnostics=diag)
+    labels_before = set(builder.labels())
     if builder.source is None:
         builder.source = file
     d = mujoco.MjData(m)
@@ -163,8 +164,20 @@ def add_mjcf(
             builder.set_mujoco("body", "body_gravcomp", body_of[b], float(m.body_gravcomp[b]))
     if m.nsensor:
         diag.add("MJCF sensors are not imported yet", file)
+    _record_names(builder, label_prefix, labels_before)
     diag.emit(file)
     return result
+
+
+def _record_names(builder, label_prefix, labels_before) -> None:
+    """Each new element's MJCF name whole (``partnet_100015/joint_0``: attach prefixes kept), where it is
+    not its label's leaf: MuJoCo element names are the source's names (``builder.element_names``)."""
+    for label in builder.labels():
+        if label in labels_before or not label.startswith(label_prefix):
+            continue
+        name = label[len(label_prefix) :]
+        if name != label.rsplit("/", 1)[-1]:
+            builder.element_names[label] = name
 
 
 def _import_options(builder, m):

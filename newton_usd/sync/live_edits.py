@@ -24,7 +24,7 @@ _INITIAL_STATE = {"body_q", "body_qd", "joint_q", "joint_qd"}
 _STRUCTURE = (
     "body_label", "joint_label", "shape_label", "equality_label", "site_label", "articulation_label",
     "joint_type", "joint_parent", "joint_child", "shape_body", "shape_type", "joint_qd_start", "joint_q_start",
-    "body_collision_filter_pairs",
+    "body_collision_filter_pairs", "body_shape_collision_filter_pairs",
 )  # fmt: skip
 
 

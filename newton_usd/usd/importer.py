@@ -190,6 +190,7 @@ def add_usd(
     """
     stage, file = open_stage(source)
     frame = StageFrame.of(stage)
+    labels_before = set(builder.labels())
     result = UsdImport(stage=stage, file=file, frame=frame, resolver=Resolver(order=tuple(order), file=file))
     diag = result.diagnostics
     others = ()
@@ -315,10 +316,23 @@ def add_usd(
     import_tendon_equalities(builder, typed["MjcTendon"], result)
     import_keyframes(builder, typed["MjcKeyframe"], result, frame, order)
     _import_collision_filters(builder, stage, descs, result)
+    _record_display_names(builder, stage, labels_before)
     if result.environments is not None:
         _replicate_environments(builder, stage, descs, typed, result)
     diag.emit(file)
     return result
+
+
+def _record_display_names(builder, stage, labels_before) -> None:
+    """The source's name of each element this import labelled with a prim that has an authored
+    displayName (converters keep a name there where the prim name had to differ: ``tn__leftwaist_1_sY0``
+    holds ``left\\waist``): MuJoCo element names are the source's names (``builder.element_names``)."""
+    for label in builder.labels():
+        if label in labels_before or not Sdf.Path.IsValidPathString(label):
+            continue
+        prim = stage.GetPrimAtPath(label)
+        if prim and prim.HasAuthoredDisplayName():
+            builder.element_names[label] = prim.GetDisplayName()
 
 
 def _floats(vec) -> list:
@@ -870,6 +884,9 @@ def _import_mass(builder, stage, body, path, parts, materials, frame, diag, file
         builder.set_body_mass(body, 0.0, com, np.zeros((3, 3)))
         massless.append(body)  # resolved once the joints are known (see _resolve_massless)
         return
+    if not collider_props and b_inertia is None:
+        inertia = shapeless_inertia(mass)
+        diag.add(SHAPELESS_NOTE, path)
     if memo is None:
         degenerate = np.linalg.det(inertia) <= 0
     else:
@@ -1104,6 +1121,20 @@ def _add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
                 builder.set_mujoco("equality", key, i, resolved[name].value)
 
 
+SHAPELESS_MASS = 1.0
+"""kg: a body with no collider and no authored mass (PhysX's updateMassAndInertia gives such a body 1)."""
+SHAPELESS_RADIUS = 0.1
+"""m: a body with no collider and no authored inertia has the inertia of a solid sphere this big, of its mass
+(as ``UsdPhysics.RigidBodyAPI.ComputeMassProperties``, the schema's reference computation, gives it)."""
+SHAPELESS_NOTE = (f"body without colliders or authored inertia: given the inertia of a {SHAPELESS_RADIUS:g} m solid "
+                  "sphere of its mass, as UsdPhysics computes it")  # fmt: skip
+
+
+def shapeless_inertia(mass: float) -> np.ndarray:
+    """The inertia (kg*m^2) of a body of ``mass`` (kg) with no collider and no authored inertia."""
+    return np.eye(3) * 0.4 * mass * SHAPELESS_RADIUS**2
+
+
 def _resolve_massless(builder, massless, diag):
     """A body with no mass and no colliders: massless when a fixed joint welds it to another body or to
     the world (a frame, or a carrier of massive welded children, as MuJoCo allows), else 1 kg so that
@@ -1129,10 +1160,10 @@ def _resolve_massless(builder, massless, diag):
     for b in massless:
         group = find(b)
         if b not in welded:
-            builder.set_body_mass(b, 1.0, builder.body_com[b], np.eye(3) * 0.01)
-            diag.add(
-                "body without colliders or authored mass: given 1 kg and 0.01 kg*m^2 inertia", builder.body_label[b]
-            )
+            builder.set_body_mass(b, SHAPELESS_MASS, builder.body_com[b], shapeless_inertia(SHAPELESS_MASS))
+            diag.add(f"body without colliders or authored mass: given {SHAPELESS_MASS:g} kg, as PhysX does",
+                     builder.body_label[b])  # fmt: skip
+            diag.add(SHAPELESS_NOTE, builder.body_label[b])
         elif group != -1 and group_mass[group] <= 0.0:
             diag.add("massless bodies welded together with no mass among them: simulated massless",
                      builder.body_label[b])  # fmt: skip
@@ -1201,13 +1232,13 @@ MAX_COLLISION_GROUPS = 31
 
 
 def _import_collision_filters(builder, stage, descs, result):
-    """What must not collide: FilteredPairsAPI on bodies and colliders (body pairs), joints with
-    collisionEnabled = false (their bodies), and CollisionGroups with their filteredGroups (as
-    contype/conaffinity bits in ``model.mujoco.geom_contype``/``geom_conaffinity``)."""
+    """What must not collide: FilteredPairsAPI on bodies and colliders (body pairs; a body and a static
+    collider: a body-shape pair), joints with collisionEnabled = false (their bodies), and CollisionGroups
+    with their filteredGroups (as contype/conaffinity bits in ``model.mujoco.geom_contype``/``geom_conaffinity``)."""
     diag = result.diagnostics
     body_of_path = result.body_index
     shape_body = builder.shape_body
-    pairs = set()
+    pairs, static_pairs = set(), set()
 
     def body_for(path):
         p = str(path)
@@ -1221,14 +1252,17 @@ def _import_collision_filters(builder, stage, descs, result):
             if not d.filteredCollisions:
                 continue
             a = body_for(path)
-            if obj_type != OT.RigidBody:
+            if obj_type != OT.RigidBody and str(path) not in body_of_path and a is not None and a >= 0:
                 diag.add("collider-level filtered pairs are applied to the colliders' bodies", path)
             for other in d.filteredCollisions:
                 b = body_for(other)
                 if a is None or b is None or a == b:
                     continue
-                if min(a, b) < 0:
-                    diag.add("filtered pairs with static colliders are not simulated yet", path)
+                if min(a, b) < 0:  # a body and a static collider (or two static colliders: nothing to do)
+                    body, static = (a, other) if b < 0 else (b, path)
+                    shape = result.shape_index.get(str(static))
+                    if body >= 0 and shape is not None:
+                        static_pairs.add((body, shape))
                     continue
                 pairs.add((min(a, b), max(a, b)))
     for joint_type in JOINT_OBJECT_TYPES:
@@ -1239,7 +1273,8 @@ def _import_collision_filters(builder, stage, descs, result):
             a, b = body_for(body0) if not body0.isEmpty else -1, body_for(body1) if not body1.isEmpty else -1
             if a is not None and b is not None and a != b and min(a, b) >= 0:
                 pairs.add((min(a, b), max(a, b)))
-    builder.body_collision_filter_pairs = sorted(pairs)
+    builder.body_collision_filter_pairs.extend(sorted(pairs))
+    builder.body_shape_collision_filter_pairs.extend(sorted(static_pairs))
 
     groups = descs.get(OT.CollisionGroup, [])
     if not groups:

@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 import warp as wp
 
+from ...core.model import element_name
 from ...core.quat import quat_conjugate, quat_multiply, quat_rotate, wxyz_to_xyzw, xyzw_to_wxyz
 from ...core.types import DriveMode, JointType
 from ...diagnostics import Diagnostics
@@ -164,7 +165,8 @@ class SolverMuJoCo(SolverBase):
 
     def keyframe_index(self, key) -> int:
         """The index of keyframe ``key``: an index, a label (the MJCF key name, the MjcKeyframe prim path),
-        or a prim path's last name ("home" for ``/robot/Keyframes/home``) when only one keyframe has it."""
+        or a keyframe's name (its prim's displayName or name: "home" for ``/robot/Keyframes/home``) when only
+        one keyframe has it."""
         labels = self.model.keyframe_label
         if isinstance(key, (int, np.integer)):
             if not 0 <= key < len(labels):
@@ -172,7 +174,7 @@ class SolverMuJoCo(SolverBase):
             return int(key)
         if key in labels:
             return labels.index(key)
-        by_name = [i for i, label in enumerate(labels) if label.rsplit("/", 1)[-1] == key]
+        by_name = [i for i, label in enumerate(labels) if element_name(self.model, label) == key]
         if len(by_name) != 1:
             raise NewtonUsdError(f"no keyframe {key!r}; the model has: {', '.join(labels) or 'none'}")
         return by_name[0]

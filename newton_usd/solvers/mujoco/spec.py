@@ -19,6 +19,7 @@ import numpy as np
 
 from ...core.builder import EQUALITY_KINDS
 from ...core.kinematics import joint_motions
+from ...core.model import element_name
 from ...core.quat import (
     matrix_to_quat,
     quat_rotate,
@@ -112,15 +113,18 @@ class SpecMap:
 
 
 class _Names:
-    """MuJoCo element names: the prim's leaf name, made unique per kind. ``labels`` (shared by several
-    kinds, first name wins) maps a name back to its prim, for MuJoCo's compile errors."""
+    """MuJoCo element names of one kind: the source's name of each element (:func:`element_name`: a
+    prim's displayName, else its name; an MJCF name whole), made unique only where two collide (the
+    later one gets ``_2``, ``_3``, ... in model order). ``labels`` (shared by several kinds, first name
+    wins) maps a name back to its prim, for MuJoCo's compile errors."""
 
-    def __init__(self, labels: dict | None = None):
+    def __init__(self, model, labels: dict | None = None):
+        self.model = model
         self.used = set()
         self.labels = labels if labels is not None else {}
 
-    def __call__(self, label: str) -> str:
-        base = label.rstrip("/").rsplit("/", 1)[-1] or "world"
+    def __call__(self, label: str, suffix: str = "") -> str:
+        base = (element_name(self.model, label) or "world") + suffix
         name, n = base, 1
         while name in self.used:
             n += 1
@@ -256,7 +260,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     apply_options(spec, dict(getattr(model.mujoco, "option", {}) or {}), dict(getattr(model.mujoco, "flag", {}) or {}))
     apply_options(spec, dict(options or {}), {})
     labels = {}  # MuJoCo element name -> prim path
-    body_names, geom_names, joint_names, mesh_names = (_Names(labels) for _ in range(4))
+    body_names, geom_names, joint_names, mesh_names = (_Names(model, labels) for _ in range(4))
 
     nb = model.body_count
     joints_of_child = {}  # child body -> its joints, in order (several: a stack of MuJoCo joints)
@@ -328,12 +332,17 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         for j in stack:
             joint_handles[j] = _add_mj_joints(body, j, a, model, joint_names, dof_handles)
 
-    # Geoms.
+    # Geoms. A static collider that a body is filtered against gets a static body of its own (named as the
+    # collider), so that a MuJoCo exclude of that body pair keeps the two apart and nothing else.
     geom_handles = [None] * model.shape_count
     mesh_inertia = getattr(model.mujoco, "mesh_inertia", None)
+    filtered_static = {s for _, s in getattr(model, "body_shape_collision_filter_pairs", ())}
+    static_holders = {}
     for b in [-1] + order:
-        holder = spec.worldbody if b < 0 else body_handles[b]
         for s in shapes_of[b]:
+            holder = spec.worldbody if b < 0 else body_handles[b]
+            if s in filtered_static:
+                holder = static_holders[s] = spec.worldbody.add_body(name=body_names(model.shape_label[s]))
             gt = GeoType(int(a.shape_type[s]))
             if gt == GeoType.PLANE and b >= 0 and joints_of_child.get(b):
                 diag.add("planes on moving bodies are not supported by MuJoCo: ignored", model.shape_label[s])
@@ -393,6 +402,9 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
             body_handles[b].gravcomp = float(gravcomp[b])
     for b1, b2 in getattr(model, "body_collision_filter_pairs", ()):
         spec.add_exclude(bodyname1=body_handles[b1].name, bodyname2=body_handles[b2].name)
+    for b, s in getattr(model, "body_shape_collision_filter_pairs", ()):
+        if geom_handles[s] is not None:
+            spec.add_exclude(bodyname1=body_handles[b].name, bodyname2=static_holders[s].name)
 
     # Drives.
     actuators = []
@@ -422,7 +434,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     _add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag)
     _add_distance_constraints(spec, model, body_handles)
     mjc_actuators = _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names, site_names)
-    key_names = _Names()
+    key_names = _Names(model)
     for label, time in zip(model.keyframe_label, model.keyframe_time, strict=True):
         spec.add_key(name=key_names(label), time=float(time))  # values: set by SolverMuJoCo after compiling
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles,
@@ -476,7 +488,7 @@ def _add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag
     active = model.equality_active.numpy()
     q0, q_start = model.joint_q.numpy().astype(np.float64), model.joint_q_start.numpy()
     torquescale = getattr(model.mujoco, "eq_torquescale", None)
-    eq_names = _Names()
+    eq_names = _Names(model)
     for i in range(model.equality_count + 1):
         for entry in tendon_eqs.get(i, []):
             _add_tendon_equality(spec, entry, tendon_names, eq_names(entry["path"]), diag)
@@ -582,7 +594,7 @@ def _built_geom_names(model, geom_handles) -> dict:
 def _add_contact_pairs(spec, model, geom_of, diag):
     """MuJoCo explicit contact pairs (``model.mujoco.contact_pair``: "path", "values" as NewtonUsdContactPair's
     attributes, and the shape labels "geom0" and "geom1")."""
-    names = _Names()
+    names = _Names(model)
     for entry in getattr(model.mujoco, "contact_pair", None) or []:
         geoms = [entry.get(k) or [] for k in ("geom0", "geom1")]
         if any(len(g) != 1 or g[0] not in geom_of for g in geoms):
@@ -607,7 +619,7 @@ def _add_tendons(spec, model, joint_handles, geom_of, site_names, diag) -> dict:
     """Tendons (``model.mujoco.tendon``): fixed ones on joints, spatial ones through sites and around
     sphere/cylinder geoms (with side sites and pulley branches), with their limits, spring, damping and
     friction; returns tendon path -> MuJoCo name. ``geom_of``: shape label -> MuJoCo geom name."""
-    names = {}
+    names, unique = {}, _Names(model)
     joint_of = {label: j for j, label in enumerate(model.joint_label)}
     for entry in getattr(model.mujoco, "tendon", None) or []:
         v = entry["values"]
@@ -641,7 +653,7 @@ def _add_tendons(spec, model, joint_handles, geom_of, site_names, diag) -> dict:
             why = "tendon whose path elements are not all simulated joints, sites or geoms: not built"
             diag.add(why, entry["path"])
             continue
-        tendon = spec.add_tendon(name=entry["path"].rsplit("/", 1)[-1] + f"_{len(names)}")
+        tendon = spec.add_tendon(name=unique(entry["path"]))
         for kind, name, extra in steps:
             if kind == "joint":
                 tendon.wrap_joint(name, extra)
@@ -678,7 +690,7 @@ _SITE_GEOM = {
 
 def _add_sites(spec, model, body_handles):
     """MuJoCo sites for the model's sites; returns (site label -> MuJoCo name, the site handles)."""
-    names, handles = {}, []
+    names, handles, unique = {}, [], _Names(model)
     if not getattr(model, "site_count", 0):
         return names, handles
     bodies = model.site_body.numpy()
@@ -687,7 +699,7 @@ def _add_sites(spec, model, body_handles):
     for i, label in enumerate(model.site_label):
         holder = spec.worldbody if bodies[i] < 0 else body_handles[bodies[i]]
         site = holder.add_site(
-            name=f"{label.rsplit('/', 1)[-1]}_{i}",
+            name=unique(label),
             pos=xforms[i][:3],
             quat=xyzw_to_wxyz(xforms[i][3:]),
             type=_SITE_GEOM.get(GeoType(int(types[i])), mujoco.mjtGeom.mjGEOM_SPHERE),
@@ -712,7 +724,7 @@ def _add_distance_constraints(spec, model, body_handles) -> None:
     anchors = (model.distance_anchor0.numpy().astype(np.float64), model.distance_anchor1.numpy().astype(np.float64))
     lo, hi = model.distance_min.numpy().astype(np.float64), model.distance_max.numpy().astype(np.float64)
     for i, label in enumerate(model.distance_label):
-        name = f"{label.rsplit('/', 1)[-1]}_{i}"
+        name = f"{element_name(model, label)}_{i}"
         tendon = spec.add_tendon(name=f"{name}_distance")
         for end in (0, 1):
             b = bodies[end][i]
@@ -729,7 +741,7 @@ def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_na
     entries = getattr(model.mujoco, "actuator", None) or []
     joint_of = {label: j for j, label in enumerate(model.joint_label)}
     body_of = {label: b for b, label in enumerate(model.body_label)}
-    handles = []
+    handles, unique = [], _Names(model)
     for entry in entries:
         v = entry["values"]
         target = entry["target"][0] if entry["target"] else None
@@ -754,7 +766,7 @@ def _add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_na
             diag.add(f"MjcActuator with {why} is not simulated yet", entry["path"])
             handles.append(None)
             continue
-        act.name = entry["path"].rsplit("/", 1)[-1]
+        act.name = unique(entry["path"])
         act.gaintype = getattr(mujoco.mjtGain, f"mjGAIN_{v['gainType'].upper()}")
         act.biastype = getattr(mujoco.mjtBias, f"mjBIAS_{v['biasType'].upper()}")
         act.dyntype = getattr(mujoco.mjtDyn, f"mjDYN_{v['dynType'].upper()}")
@@ -851,10 +863,8 @@ def _add_mj_joints(body, j, a, model, names, dof_handles):
     for dof in range(start, end):
         k = dof - start
         kind = mujoco.mjtJoint.mjJNT_SLIDE if k < n_lin else mujoco.mjtJoint.mjJNT_HINGE
-        label = (
-            model.joint_label[j] if end - start == 1 else f"{model.joint_label[j]}_{'lin' if k < n_lin else 'ang'}{k}"
-        )
-        mj_joint = body.add_joint(name=names(label), type=kind)
+        suffix = "" if end - start == 1 else f"_{'lin' if k < n_lin else 'ang'}{k}"
+        mj_joint = body.add_joint(name=names(model.joint_label[j], suffix), type=kind)
         # Placed at the initial coordinates; MuJoCo's qpos is the model coordinate + the DOF's ref.
         ref = float(a.dof_ref[dof])
         mj_joint.ref = float(a.joint_q[int(a.joint_q_start[j]) + k]) + ref
@@ -881,6 +891,7 @@ def compile_spec(spec, handles, model, file=None):
         where = f" at {label}" if label else ""
         raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model{where}: {e}") from None
     body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles, _ = handles
+    stiffen_cone_limits(mj_model, model, joint_handles)
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
     m.body_mocap = mj_model.body_mocapid[m.body_mj] if len(m.body_mj) else np.zeros(0, np.int32)
@@ -897,3 +908,50 @@ def compile_spec(spec, handles, model, file=None):
     m.joint_names = [h.name if h is not None else None for h in joint_handles]
     m.site_mj = np.array([h.id for h in site_handles], dtype=np.int32)
     return mj_model, m
+
+
+def stiffen_cone_limits(mj_model, model, joint_handles) -> None:
+    """Make the cone limits of ball joints hold whatever the child's inertia (those without an authored
+    ``mjc:solimplimit``; MJCF's keep theirs).
+
+    MuJoCo scales a limit's impedance by the joint's ``dof_invweight0``, which for a ball joint is the
+    mean of its three inverse inertias. A body swinging on an arm with a small inertia of its own (a
+    shapeless body, a small collider) is light about the arm and heavy across it: the mean is set by the
+    light axis, the limit's regularisation is hundreds of times too large across it, and gravity swings
+    the body far past the cone (30 deg: 67 deg in native MuJoCo for 1 kg with 1e-4 kg*m^2 on a 0.5 m arm).
+    Each ``solimp`` d is made d' with (1 - d') / d' = (1 - d) / d * (smallest / mean inverse inertia at
+    qpos0): the impedance the limit would have with the heavy axis' inverse weight (31.8 deg there)."""
+    ball = [
+        (j, h)
+        for j, h in enumerate(joint_handles)
+        if h is not None and h.type == mujoco.mjtJoint.mjJNT_BALL and _cone_limit(model, j) is not None
+        and _authored_solimp_limit(model, j) is None
+    ]  # fmt: skip
+    if not ball:
+        return
+    data = mujoco.MjData(mj_model)
+    mujoco.mj_forward(mj_model, data)
+    unit = np.zeros((3, mj_model.nv))
+    for _, h in ball:
+        adr = mj_model.jnt_dofadr[h.id]
+        unit[:] = 0.0
+        unit[:, adr : adr + 3] = np.eye(3)
+        inverse = np.zeros_like(unit)
+        mujoco.mj_solveM(mj_model, data, inverse, unit)
+        eig = np.linalg.eigvalsh(0.5 * (inverse[:, adr : adr + 3] + inverse[:, adr : adr + 3].T))
+        if eig.mean() <= 0.0:
+            continue
+        ratio = eig.min() / eig.mean()
+        solimp = mj_model.jnt_solimp[h.id].copy()
+        d = np.clip(solimp[:2], 1e-4, 1.0 - 1e-9)  # (MuJoCo clamps d to that range)
+        solimp[:2] = 1.0 / (1.0 + (1.0 - d) / d * ratio)
+        mj_model.jnt_solimp[h.id] = solimp
+        h.solimp_limit = solimp.tolist()  # (the spec saves what was simulated)
+
+
+def _authored_solimp_limit(model, j):
+    values = getattr(model.mujoco, "dof_solimp_limit", None)
+    if values is None:
+        return None
+    v = values[int(model.joint_qd_start.numpy()[j])]
+    return None if np.any(np.isnan(v)) else v
