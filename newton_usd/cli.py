@@ -12,6 +12,8 @@
                  [--merge-meshes]
     usdsim info STAGE [--envs PRIM]     units, time range, what the model holds (per world), how it would be simulated,
                                         the PhysicsScenes (gravity, bodies) when there are several
+    usdsim batch STAGE... [--vary PRIM.ATTR=V1,V2,...] -o DIR [--jobs N] [--ray auto|ADDRESS] [run options]
+    usdsim batch --sweep SWEEP.toml -o DIR   many runs: a grid and random samples of overrides, a table of results
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
@@ -304,6 +306,10 @@ def main(argv=None) -> int:
         return _convert(argv[1:])
     if argv and argv[0] == "info":
         return _info(argv[1:])
+    if argv and argv[0] == "batch":
+        from .batch.cli import main as batch  # noqa: PLC0415
+
+        return batch(argv[1:])
     if argv and argv[0] in ("explain", "check"):
         return _inspect(argv[0], _inspect_parser(argv[0]).parse_args(argv[1:]))
     if argv and argv[0] == "run":
