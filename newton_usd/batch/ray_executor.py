@@ -75,10 +75,11 @@ class RayExecutor:
                          include_dashboard=False)  # fmt: skip
             except (ConnectionError, ValueError, RuntimeError) as e:
                 raise NewtonUsdError(f"--ray {self.address}: cannot connect to a Ray cluster: {e}") from None
-        task = ray.remote(_run_task).options(
-            num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run, max_retries=self.retries, retry_exceptions=False
-        )
-        refs = {task.options(name=f"usdsim:{job.name}").remote(job, timeout, self.isolation): job for job in jobs}
+        task = ray.remote(_run_task)
+        needs = {"num_cpus": self.cpus_per_run, "num_gpus": self.gpus_per_run, "max_retries": self.retries,
+                 "retry_exceptions": False}  # fmt: skip
+        refs = {task.options(**needs, name=f"usdsim:{job.name}").remote(job, timeout, self.isolation): job
+                for job in jobs}  # fmt: skip
         try:
             while refs:
                 done, _ = ray.wait(list(refs), num_returns=1)
