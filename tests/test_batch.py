@@ -257,3 +257,11 @@ def test_killing_a_ray_worker_loses_no_run(ray_cluster, tmp_path):
     assert killed, "no Ray worker running a run was found"
     rows = done["result"].rows
     assert len(rows) == 4 and [r["status"] for r in rows] == ["ok"] * 4
+
+
+def test_parquet_table_holds_the_same_rows(local_sweep):
+    pq = pytest.importorskip("pyarrow.parquet")
+    _, result = local_sweep
+    table = pq.read_table(result.parquet).to_pylist()
+    assert _table(table) == _table(result.rows)
+    assert isinstance(table[0][MASS], float) and table[0]["status"] == "ok"

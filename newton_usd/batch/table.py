@@ -50,8 +50,14 @@ def write_table(directory: str, rows: list) -> tuple:
     except ImportError:
         return csv_path, None
     parquet_path = os.path.join(directory, "runs.parquet")
-    table = pa.Table.from_pylist([{k: row.get(k) for k in names} for row in rows])
-    pq.write_table(table, parquet_path)
+    arrays = {}
+    for name in names:
+        values = [row.get(name) for row in rows]
+        try:
+            arrays[name] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types (a value that did not parse): as text
+            arrays[name] = pa.array([None if v is None else str(_cell(v)) for v in values])
+    pq.write_table(pa.table(arrays), parquet_path)
     return csv_path, parquet_path
 
 
