@@ -80,6 +80,8 @@ def run_job(task: dict) -> int:
         "sim_seconds": summary.get("sim_seconds"),
         "steps_per_second": summary.get("steps_per_second"),
         "setup_seconds": summary.get("setup_seconds"),
+        "solver_seconds": summary.get("solver_seconds"),
+        "sync_seconds": summary.get("sync_seconds"),
         "run_seconds": seconds,
         "output": task["output"] if os.path.exists(task["output"]) else None,
         "input_hash": task.get("input_hash"),
