@@ -96,7 +96,7 @@ def test_grid_sweep_runs_every_combination_and_follows_the_overrides(local_sweep
     for k in STIFFNESSES:  # a heavier pendulum swings slower
         assert periods[4, k] > 1.3 * periods[1, k]
     for m in MASSES:  # a stiffer drive, faster
-        assert all(periods[m, a] > 1.2 * periods[m, b] for a, b in zip(STIFFNESSES, STIFFNESSES[1:]))
+        assert all(periods[m, a] > 1.2 * periods[m, b] for a, b in zip(STIFFNESSES, STIFFNESSES[1:], strict=False))
 
 
 def test_resume_reruns_nothing_unchanged_and_reruns_an_edited_stage(tmp_path):
@@ -117,9 +117,8 @@ def test_resume_reruns_nothing_unchanged_and_reruns_an_edited_stage(tmp_path):
 
 def _hanging_pendulum(tmp_path):
     """The pendulum with MuJoCo's time step authorable: 1e-8 s makes a run of a few frames take minutes."""
-    text = open(PENDULUM).read().replace(
-        'def PhysicsScene "PhysicsScene"', 'def PhysicsScene "PhysicsScene" (prepend apiSchemas = ["MjcSceneAPI"])'
-    )
+    scene = 'def PhysicsScene "PhysicsScene"'
+    text = open(PENDULUM).read().replace(scene, scene + ' (prepend apiSchemas = ["MjcSceneAPI"])')
     path = tmp_path / "pendulum_mjc.usda"
     path.write_text(text)
     return path
@@ -135,7 +134,8 @@ def test_failed_and_hung_runs_get_their_rows_and_the_others_finish(tmp_path):
     rows = {(r["stage"].rsplit("/", 1)[-1], r[step]): r for r in result.rows}
     assert len(rows) == 6
     for dt in (0.002, 0.001):
-        assert rows["pendulum_mjc.usda", dt]["status"] == "ok" and os.path.isfile(rows["pendulum_mjc.usda", dt]["output"])
+        good = rows["pendulum_mjc.usda", dt]
+        assert good["status"] == "ok" and os.path.isfile(good["output"])
     hung = rows["pendulum_mjc.usda", 1e-8]
     assert hung["status"] == "timeout" and hung["exit_code"] == 124 and "timed out after 20 s" in hung["error"]
     for dt in (0.002, 1e-8, 0.001):  # the broken stage: one row per run, with pxr's reason
@@ -217,8 +217,6 @@ def test_sweep_file_with_random_samples(tmp_path):
     assert again.ran == 0
 
 
-
-
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
@@ -265,3 +263,15 @@ def test_parquet_table_holds_the_same_rows(local_sweep):
     table = pq.read_table(result.parquet).to_pylist()
     assert _table(table) == _table(result.rows)
     assert isinstance(table[0][MASS], float) and table[0]["status"] == "ok"
+
+
+def test_the_sample_sweep_file_expands_to_its_runs(tmp_path):
+    from newton_usd.batch import load_sweep  # noqa: PLC0415
+    from newton_usd.batch.plan import expand  # noqa: PLC0415
+
+    sweep = load_sweep(os.path.join(ROOT, "sample_stages", "pendulum_sweep.toml"))
+    jobs = expand(sweep, str(tmp_path))
+    target = f"{HINGE}.drive:angular:physics:targetPosition"
+    assert len(jobs) == 16 and all(j.stage == PENDULUM and j.error is None for j in jobs)
+    assert sorted({j.values[MASS] for j in jobs}) == [1.0, 4.0] and len({j.values[target] for j in jobs}) == 2
+    assert all(20 <= j.values[target] <= 40 for j in jobs) and len({j.name for j in jobs}) == 16

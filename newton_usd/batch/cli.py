@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "--record", action="append", default=[], metavar="PRIM|PRIM.ATTR",
-        help="a column of the final world pose of PRIM (x y z qx qy qz qw) or the final value of PRIM.ATTR (repeatable)",
+        help="columns of the final world pose of PRIM (x y z qx qy qz qw) or the final value of PRIM.ATTR "
+        "(repeatable)",
     )  # fmt: skip
     p.add_argument("-j", "--jobs", type=int, help="runs at once on this machine (default: its cores)")
     p.add_argument(

@@ -76,7 +76,8 @@ class Launcher:
         wall = time.perf_counter() - start
         result = None if timed_out else read_result(job.run_dir)
         if result is None:
-            result = {"exit_code": code or 1, "error": None, "output": None, "input_hash": job.input_hash, "recorded": {}}
+            result = {"exit_code": code or 1, "error": None, "output": None, "input_hash": job.input_hash,
+                      "recorded": {}}  # fmt: skip
             log = last_error_line(os.path.join(job.run_dir, LOG_FILE))
             if timed_out:
                 result.update(exit_code=EXIT_TIMEOUT, error=f"timed out after {timeout:g} s (killed)")

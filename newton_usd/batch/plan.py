@@ -119,4 +119,5 @@ def _check_recorded(stage, text: str, file: str) -> None:
     if path.IsPropertyPath() and not prim.GetAttribute(path.name):
         # Joint states and physics poses are written by the run itself: only the prim must exist.
         if not path.name.startswith(("state:", "xformOp:")):
-            raise UsdInputError(f"--record: the prim has no attribute {path.name!r}", file=file, prim=str(prim.GetPath()))
+            reason = f"--record: the prim has no attribute {path.name!r}"
+            raise UsdInputError(reason, file=file, prim=str(prim.GetPath()))

@@ -28,7 +28,6 @@ import glob
 import hashlib
 import itertools
 import json
-import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -113,7 +112,9 @@ def load_sweep(path: str) -> Sweep:
     except OSError as e:
         raise UsdInputError(f"cannot read the sweep file: {e.strerror}", file=path) from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UsdInputError(f"not a valid {'JSON' if path.endswith('.json') else 'TOML'} sweep file: {e}", file=path)
+        raise UsdInputError(
+            f"not a valid {'JSON' if path.endswith('.json') else 'TOML'} sweep file: {e}", file=path
+        ) from None
     return sweep_from_dict(data, base=os.path.dirname(os.path.abspath(path)), file=path)
 
 
@@ -183,7 +184,7 @@ def split_values(text: str) -> list:
     """``"1,2,(0, 0, 1)"`` -> ``["1", "2", "(0, 0, 1)"]``: commas inside brackets belong to a value."""
     values, depth, current = [], 0, ""
     for ch in text:
-        depth += ch in "([" 
+        depth += ch in "(["
         depth -= ch in ")]"
         if ch == "," and depth == 0:
             values.append(current.strip())
@@ -264,8 +265,3 @@ def run_name(stage: str, parameters) -> str:
     stem = os.path.basename(stage).split(".", 1)[0]
     digest = hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest()[:12]
     return f"{stem}-{digest}"
-
-
-def finite_or_none(x):
-    """A float for the table, None when it is missing or not finite."""
-    return float(x) if isinstance(x, int | float) and math.isfinite(x) else None

@@ -12,7 +12,7 @@ from .plan import expand
 from .progress import Progress
 from .ray_executor import RayExecutor
 from .resume import finished
-from .spec import Sweep, load_sweep, sweep_from_dict
+from .spec import load_sweep, sweep_from_dict
 from .table import make_row, write_table
 
 
