@@ -16,6 +16,7 @@ Warp's kernel cache (``~/.cache/warp``) is shared by every run: a kernel compile
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 from .resume import RESULT_FILE, read_result
 from .worker import LOG_FILE, PRELOAD, TASK_FILE, last_error_line, run_job
@@ -98,7 +100,8 @@ class Launcher:
                 return None, False
             if self.isolation == "fork":
                 process = self._context.Process(target=run_job, args=(task,), name="usdsim-batch-run")
-                process.start()
+                with _main_module_hidden():
+                    process.start()
             else:
                 path = os.path.join(task["run_dir"], TASK_FILE)
                 with open(path, "w") as f:
@@ -130,6 +133,19 @@ class Launcher:
             self._cancelled = True
             for process in self._live:
                 process.kill()
+
+
+@contextlib.contextmanager
+def _main_module_hidden():
+    """Start a forkserver process without the parent's ``__main__``: multiprocessing would import the
+    parent's main script again in every child (a Ray worker's imports Ray: about 1 s per run). The run
+    needs nothing of it: its target is :func:`~newton_usd.batch.worker.run_job`."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 def _status(code, timed_out: bool, cancelled: bool) -> str:
