@@ -275,3 +275,16 @@ def test_the_sample_sweep_file_expands_to_its_runs(tmp_path):
     assert len(jobs) == 16 and all(j.stage == PENDULUM and j.error is None for j in jobs)
     assert sorted({j.values[MASS] for j in jobs}) == [1.0, 4.0] and len({j.values[target] for j in jobs}) == 2
     assert all(20 <= j.values[target] <= 40 for j in jobs) and len({j.name for j in jobs}) == 16
+
+
+def test_equal_random_draws_are_runs_of_their_own_and_a_repeated_grid_value_runs_once(tmp_path):
+    from newton_usd.batch import sweep_from_dict  # noqa: PLC0415
+    from newton_usd.batch.plan import expand  # noqa: PLC0415
+
+    target = f"{HINGE}.drive:angular:physics:targetPosition"
+    sweep = sweep_from_dict(
+        {"stages": [PENDULUM], "grid": {MASS: [1, 1, 2]}, "random": {"samples": 3, target: {"choice": [5]}}}
+    )
+    jobs = expand(sweep, str(tmp_path))
+    assert [(j.values[MASS], j.values[target]) for j in jobs] == [(1.0, 5.0)] * 3 + [(2.0, 5.0)] * 3
+    assert len({j.run_dir for j in jobs}) == 6

@@ -49,10 +49,13 @@ def expand(sweep: Sweep, output_dir: str) -> list:
     check_options(options)
     for text in sweep.record:
         _check_record(text)
-    points = [{**g, **r} for g in grid_points(sweep) for r in draw_samples(sweep)]
+    # (sample number, {attr: value text}): two random draws of equal values are two runs, a value listed
+    # twice in the grid is one.
+    samples = list(enumerate(draw_samples(sweep))) if sweep.random else [(None, {})]
+    points = [(i, {**g, **r}) for g in grid_points(sweep) for i, r in samples]
     for text in _texts(sweep, points):
         parse_assignment(text)  # a malformed PRIM.ATTR=VALUE is the sweep's error, not a stage's
-    jobs = []
+    jobs, names = [], set()
     for stage_path in find_stages(sweep.stages, sweep.base):
         try:
             stage, _ = open_stage(stage_path)
@@ -63,13 +66,18 @@ def expand(sweep: Sweep, output_dir: str) -> list:
             error = None
         except UsdInputError as e:  # this stage's runs get an error row each; the sweep goes on
             digests, typed, error = [], {}, str(e)
-        for point in points:
+        for sample, point in points:
             varied = [f"{attr}={text}" for attr, text in point.items()]
             values = {str(parse_assignment(v)[0]): typed.get(v, v.partition("=")[2]) for v in varied}
             overrides = [*sweep.overrides, *varied]
             parameters = {"stage": stage_path, "set": overrides, "options": options, "record": sweep.record,
                           "env": sweep.env}  # fmt: skip
+            if sample is not None:
+                parameters["sample"] = sample
             name = run_name(stage_path, parameters)
+            if name in names:
+                continue
+            names.add(name)
             run_dir = os.path.join(output_dir, "runs", name)
             base = os.path.basename(stage_path)
             output = os.path.join(run_dir, (base.rsplit(".", 1)[0] if "." in base else base) + ".sim.usda")
@@ -86,7 +94,7 @@ def expand(sweep: Sweep, output_dir: str) -> list:
 def _texts(sweep: Sweep, points: list) -> list:
     """Every distinct ``"PRIM.ATTR=TEXT"`` of the sweep, fixed overrides first."""
     texts = dict.fromkeys(sweep.overrides)
-    for point in points:
+    for _, point in points:
         texts.update(dict.fromkeys(f"{attr}={text}" for attr, text in point.items()))
     return list(texts)
 

@@ -80,6 +80,8 @@ def run_sweep(
     settings = {**sweep.settings, **{k: v for k, v in given.items() if v is not None}}
     if not settings.get("output"):
         raise UsdInputError("no output directory: give -o DIR (or output in the sweep file)")
+    if settings.get("timeout") is not None and not settings["timeout"] > 0:
+        raise UsdInputError(f"the timeout must be a number of seconds > 0, got {settings['timeout']}")
     directory = os.path.abspath(settings["output"])
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise UsdInputError("the output is not a directory", file=directory)
