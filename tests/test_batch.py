@@ -288,3 +288,32 @@ def test_equal_random_draws_are_runs_of_their_own_and_a_repeated_grid_value_runs
     jobs = expand(sweep, str(tmp_path))
     assert [(j.values[MASS], j.values[target]) for j in jobs] == [(1.0, 5.0)] * 3 + [(2.0, 5.0)] * 3
     assert len({j.run_dir for j in jobs}) == 6
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the run's process in /proc")
+def test_ctrl_c_kills_the_runs_going_on_and_keeps_the_finished_rows(tmp_path):
+    import subprocess  # noqa: PLC0415
+
+    step = "/World/PhysicsScene.mjc:option:timestep"
+    stage = str(_hanging_pendulum(tmp_path))
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "newton_usd.cli", "batch", stage, "--vary", f"{step}=0.002,1e-8", "-n", "12",
+            "-o", str(out), "-j", "1", "-q"]  # fmt: skip
+    batch = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from newton_usd.batch import sweep_from_dict  # noqa: PLC0415
+    from newton_usd.batch.plan import expand  # noqa: PLC0415
+
+    sweep = sweep_from_dict({"stages": [stage], "grid": {step: ["0.002", "1e-8"]}, "frames": 12})
+    hanging = expand(sweep, str(out))[1]
+    log = os.path.join(hanging.run_dir, "usdsim.log")
+    deadline = time.monotonic() + 300
+    while not _processes_writing(log) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    run = _processes_writing(log)
+    assert run
+    batch.send_signal(signal.SIGINT)
+    assert batch.wait(120) == 130
+    rows = read_csv(out / "runs.csv")
+    assert [(r[step], r["status"]) for r in rows] == [("0.002", "ok")]
+    time.sleep(0.5)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in run)  # the hung run was killed
