@@ -102,7 +102,9 @@ def test_grid_sweep_runs_every_combination_and_follows_the_overrides(local_sweep
 def test_resume_reruns_nothing_unchanged_and_reruns_an_edited_stage(tmp_path):
     stage = tmp_path / "pendulum.usda"
     shutil.copy(PENDULUM, stage)
-    sweep = {"stages": [str(stage)], "grid": {MASS: [1, 2]}, "frames": 6}
+    top = tmp_path / "top.usda"  # the pendulum as a sublayer: an edit of the sublayer is an edit of the stage
+    top.write_text('#usda 1.0\n(\n    defaultPrim = "World"\n    subLayers = [@./pendulum.usda@]\n)\n')
+    sweep = {"stages": [str(top)], "grid": {MASS: [1, 2]}, "frames": 6}
     first = run_sweep(sweep, tmp_path / "out", jobs=2)
     assert first.ran == 2 and not first.failed
     again = run_sweep(sweep, tmp_path / "out", resume=True)
