@@ -75,7 +75,9 @@ class RayExecutor:
                          include_dashboard=False)  # fmt: skip
             except (ConnectionError, ValueError, RuntimeError) as e:
                 raise NewtonUsdError(f"--ray {self.address}: cannot connect to a Ray cluster: {e}") from None
-        task = ray.remote(_run_task)
+        # max_calls=0: Ray would end a GPU task's worker after each task (to free what it held on the GPU);
+        # here the run's own process holds the GPU and is gone, so the worker and its fork server stay.
+        task = ray.remote(max_calls=0)(_run_task)
         needs = {"num_cpus": self.cpus_per_run, "num_gpus": self.gpus_per_run, "max_retries": self.retries,
                  "retry_exceptions": False}  # fmt: skip
         refs = {task.options(**needs, name=f"usdsim:{job.name}").remote(job, timeout, self.isolation): job
