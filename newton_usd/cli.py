@@ -14,6 +14,8 @@
                  [--format human|json]  that differ and the dynamics beside native's own sensitivity
     usdsim info STAGE [--envs PRIM]     units, time range, what the model holds (per world), how it would be simulated,
                                         the PhysicsScenes (gravity, bodies) when there are several
+    usdsim batch STAGE... [--vary PRIM.ATTR=V1,V2,...] -o DIR [--jobs N] [--ray auto|ADDRESS] [run options]
+    usdsim batch --sweep SWEEP.toml -o DIR   many runs: a grid and random samples of overrides, a table of results
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
@@ -312,6 +314,10 @@ def main(argv=None) -> int:
         if not {"-h", "--help"} & set(argv):
             _init_warp(bool({"-v", "--verbose"} & set(argv)))
         return compare(argv[1:])
+    if argv and argv[0] == "batch":
+        from .batch.cli import main as batch  # noqa: PLC0415
+
+        return batch(argv[1:])
     if argv and argv[0] in ("explain", "check"):
         return _inspect(argv[0], _inspect_parser(argv[0]).parse_args(argv[1:]))
     if argv and argv[0] == "run":

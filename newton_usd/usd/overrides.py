@@ -69,32 +69,39 @@ def parse_value(text: str, type_name: Sdf.ValueTypeName):
         raise ValueError(f"{text!r} is not a {type_name} value") from None
 
 
-def apply_overrides(stage: Usd.Stage, assignments, layer: Sdf.Layer, file: str | None = None) -> list:
-    """Author each ``"PATH.ATTR=VALUE"`` of ``assignments`` into ``layer`` (part of the stage's layer
-    stack); returns ``[(property path, value)]``. Every assignment is checked before any is written.
+def resolve_assignment(stage: Usd.Stage, text: str, file: str | None = None) -> tuple[Sdf.Path, Usd.Attribute, object]:
+    """The attribute ``"PATH.ATTR=VALUE"`` names on ``stage`` and the value parsed by its type.
 
     Raises:
         UsdInputError: a malformed assignment, a prim or attribute that does not exist, or a value
             that does not parse as the attribute's type.
     """
-    parsed = []
-    for text in assignments:
-        path, value_text = parse_assignment(text)
-        prim = stage.GetPrimAtPath(path.GetPrimPath())
-        if not prim:
-            raise UsdInputError("--set: no such prim", file=file, prim=str(path.GetPrimPath()))
-        attr = prim.GetAttribute(path.name)
-        if not attr:
-            names = [a.GetName() for a in prim.GetAttributes()]
-            close = difflib.get_close_matches(path.name, names, n=3)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            reason = f"--set: the prim has no attribute {path.name!r}{hint}"
-            raise UsdInputError(reason, file=file, prim=str(prim.GetPath()))
-        try:
-            value = parse_value(value_text, attr.GetTypeName())
-        except ValueError as e:
-            raise UsdInputError(f"--set: {e}", file=file, prim=str(prim.GetPath()), attribute=path.name) from None
-        parsed.append((path, attr, value))
+    path, value_text = parse_assignment(text)
+    prim = stage.GetPrimAtPath(path.GetPrimPath())
+    if not prim:
+        raise UsdInputError("--set: no such prim", file=file, prim=str(path.GetPrimPath()))
+    attr = prim.GetAttribute(path.name)
+    if not attr:
+        names = [a.GetName() for a in prim.GetAttributes()]
+        close = difflib.get_close_matches(path.name, names, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        reason = f"--set: the prim has no attribute {path.name!r}{hint}"
+        raise UsdInputError(reason, file=file, prim=str(prim.GetPath()))
+    try:
+        value = parse_value(value_text, attr.GetTypeName())
+    except ValueError as e:
+        raise UsdInputError(f"--set: {e}", file=file, prim=str(prim.GetPath()), attribute=path.name) from None
+    return path, attr, value
+
+
+def apply_overrides(stage: Usd.Stage, assignments, layer: Sdf.Layer, file: str | None = None) -> list:
+    """Author each ``"PATH.ATTR=VALUE"`` of ``assignments`` into ``layer`` (part of the stage's layer
+    stack); returns ``[(property path, value)]``. Every assignment is checked before any is written.
+
+    Raises:
+        UsdInputError: as :func:`resolve_assignment`.
+    """
+    parsed = [resolve_assignment(stage, text, file) for text in assignments]
     with Usd.EditContext(stage, layer):
         for _, attr, value in parsed:
             attr.Set(value)
