@@ -1,0 +1,108 @@
+"""State and Control exchanged with a bridged ``newton.Model`` on the device, every step.
+
+Our State and Newton's agree on ``body_q`` (body frame in world, xyzw), ``body_qd`` (COM linear velocity,
+angular velocity, world frame), ``body_f`` and ``joint_q``, and our Control's drive targets and joint forces
+are Newton's ``joint_target_q``/``joint_target_qd``/``joint_f``: those arrays are aliased, Newton's objects
+pointing at ours (no copy). ``joint_qd`` agrees except for free joints whose body has its center of mass
+away from its origin: ours is the origin's velocity in world, Newton's the center of mass's in the joint's
+parent frame; then ``joint_qd`` goes through a Warp kernel each way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from ...core.types import JointType
+
+
+@wp.kernel
+def _free_qd_kernel(
+    # Model:
+    free_joints: wp.array(dtype=wp.int32),
+    joint_child: wp.array(dtype=wp.int32),
+    joint_qd_start: wp.array(dtype=wp.int32),
+    joint_X_p: wp.array(dtype=wp.transform),
+    body_com: wp.array(dtype=wp.vec3),
+    # Data in:
+    body_q: wp.array(dtype=wp.transform),
+    qd_in: wp.array(dtype=wp.float32),
+    to_newton: int,
+    # Data out:
+    qd_out: wp.array(dtype=wp.float32),
+):
+    i = wp.tid()
+    j = free_joints[i]
+    d = joint_qd_start[j]
+    c = joint_child[j]
+    r = wp.quat_rotate(wp.transform_get_rotation(body_q[c]), body_com[c])
+    parent_rot = wp.transform_get_rotation(joint_X_p[j])
+    v = wp.vec3(qd_in[d], qd_in[d + 1], qd_in[d + 2])
+    w = wp.vec3(qd_in[d + 3], qd_in[d + 4], qd_in[d + 5])
+    if to_newton == 1:  # ours (origin, world) -> Newton's (COM, parent frame)
+        v = wp.quat_rotate_inv(parent_rot, v + wp.cross(w, r))
+        w = wp.quat_rotate_inv(parent_rot, w)
+    else:
+        w = wp.quat_rotate(parent_rot, w)
+        v = wp.quat_rotate(parent_rot, v) - wp.cross(w, r)
+    for k in range(3):
+        qd_out[d + k] = v[k]
+        qd_out[d + 3 + k] = w[k]
+
+
+class StateExchange:
+    """Newton's State and Control objects of one bridged model, made to point at ours each step.
+
+    Args:
+        model: our Model.
+        newton_model: its bridge (``newton.Model``).
+        convert_free: whether free joints' ``joint_qd`` needs converting (see the module docstring).
+    """
+
+    def __init__(self, model, newton_model, convert_free: bool):
+        self.model = model
+        self.newton_model = newton_model
+        self.state_in = newton_model.state()
+        self.state_out = newton_model.state()
+        self.control = newton_model.control()
+        free = np.nonzero(model.joint_type.numpy() == int(JointType.FREE))[0].astype(np.int32)
+        self._free = wp.array(free, dtype=wp.int32, device=model.device) if convert_free and len(free) else None
+        if self._free is not None:  # Newton's own joint_qd, converted into and out of ours
+            grad = newton_model.requires_grad
+            self._qd_in = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device, requires_grad=grad)
+            self._qd_out = wp.zeros_like(self._qd_in)
+
+    def inputs(self, state_in, state_out, control):
+        """Newton's (state_in, state_out, control), pointing at ours (``joint_qd`` converted in)."""
+        ns_in, ns_out, nc = self.state_in, self.state_out, self.control
+        for ours, theirs in ((state_in, ns_in), (state_out, ns_out)):
+            theirs.body_q = ours.body_q
+            theirs.body_qd = ours.body_qd
+            theirs.body_f = ours.body_f
+            theirs.joint_q = ours.joint_q
+            theirs.joint_qd = ours.joint_qd
+        if self._free is not None:
+            ns_in.joint_qd, ns_out.joint_qd = self._qd_in, self._qd_out
+            wp.copy(self._qd_in, state_in.joint_qd)
+            self._convert(state_in.body_q, state_in.joint_qd, self._qd_in, True)
+        if control is not None:
+            nc.joint_target_q = control.joint_target_pos
+            nc.joint_target_qd = control.joint_target_vel
+            nc.joint_f = control.joint_f
+        return ns_in, ns_out, nc
+
+    def outputs(self, state_out) -> None:
+        """After a step: Newton's free-joint ``joint_qd`` converted into ours."""
+        if self._free is not None:
+            wp.copy(state_out.joint_qd, self._qd_out)
+            self._convert(state_out.body_q, self._qd_out, state_out.joint_qd, False)
+
+    def _convert(self, body_q, qd_in, qd_out, to_newton: bool) -> None:
+        m = self.model
+        wp.launch(
+            _free_qd_kernel,
+            dim=len(self._free),
+            inputs=[self._free, m.joint_child, m.joint_qd_start, m.joint_X_p, m.body_com, body_q, qd_in, int(to_newton)],
+            outputs=[qd_out],
+            device=m.device,
+        )
