@@ -10,9 +10,30 @@ class SolverBase:
         model: the finalized Model it simulates.
     """
 
+    name = ""
+    """The name ``usdsim --solver`` takes."""
+
     def __init__(self, model):
         self.model = model
         self.device = model.device
+        self.options = {}  # the constructor's keyword arguments (see rebuilt)
+
+    @classmethod
+    def options_from_scene(cls, settings: dict) -> dict:
+        """The constructor's keyword arguments from a PhysicsScene's resolved settings (name -> value)."""
+        return {}
+
+    @classmethod
+    def from_scene(cls, model, settings: dict, **asked) -> "SolverBase":
+        """A solver for ``model`` with the scene's settings (``settings``: name -> value, see
+        ``UsdImport.scene``), overridden by the arguments ``asked`` (None: not asked)."""
+        options = cls.options_from_scene(settings)
+        options.update({k: v for k, v in asked.items() if v is not None})
+        return cls(model, **options)
+
+    def rebuilt(self, model) -> "SolverBase":
+        """A solver of the same kind and options for ``model`` (a live edit that changed the model)."""
+        return type(self)(model, **self.options)
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` seconds under ``control`` and write the result to ``state_out``.

@@ -65,6 +65,7 @@ class SolverMuJoCo(SolverBase):
         self, model, backend: str = "auto", *, nconmax: int | None = None, njmax: int | None = None, **options
     ):
         super().__init__(model)
+        self.options = {"backend": backend, "nconmax": nconmax, "njmax": njmax, **options}
         if backend not in BACKENDS:
             raise NewtonUsdError(f"unknown MuJoCo backend {backend!r}; valid: {', '.join(BACKENDS)}")
         if backend == "auto":
@@ -121,6 +122,12 @@ class SolverMuJoCo(SolverBase):
         else:
             self._init_warp(nconmax, njmax, qpos, qvel)
         self._scale_acceleration_drives()
+
+    name = "mujoco"
+
+    @classmethod
+    def options_from_scene(cls, settings: dict) -> dict:
+        return {"backend": settings.get("mujoco_backend") or "auto"}
 
     @property
     def mj_data(self) -> mujoco.MjData:

@@ -137,9 +137,13 @@ class SolverNewton(SolverBase):
                 out[keyword] = value
         return out
 
-    def rebuilt(self, model) -> "SolverNewton":
-        """A solver of the same kind and options for ``model``."""
-        return type(self)(model, **self.options)
+    @classmethod
+    def from_scene(cls, model, settings: dict, *, backend=None, **asked) -> "SolverNewton":
+        if backend not in (None, "auto"):
+            raise NewtonUsdError(
+                f"--backend {backend} is MuJoCo's; the {cls.name} solver runs on the model's Warp device (--device)"
+            )
+        return super().from_scene(model, settings, **asked)
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         if state_in is state_out:
@@ -243,7 +247,7 @@ class SolverXPBD(SolverNewton):
     newton_class = newton.solvers.SolverXPBD
     writes_joint_state = False
     OPTIONS = {
-        "iterations": "iterations",
+        "newton.iterations": "iterations",
         "xpbd.soft_body_relaxation": "soft_body_relaxation",
         "xpbd.soft_contact_relaxation": "soft_contact_relaxation",
         "xpbd.joint_linear_relaxation": "joint_linear_relaxation",
@@ -290,7 +294,7 @@ class SolverFeatherstone(SolverNewton):
 
     name = "featherstone"
     newton_class = newton.solvers.SolverFeatherstone
-    OPTIONS = {"featherstone.angular_damping": "angular_damping"}
+    OPTIONS = {"newton.angular_damping": "angular_damping"}
 
 
 class SolverSemiImplicit(SolverNewton):
@@ -299,7 +303,7 @@ class SolverSemiImplicit(SolverNewton):
 
     name = "semi_implicit"
     newton_class = newton.solvers.SolverSemiImplicit
-    OPTIONS = {"semi_implicit.angular_damping": "angular_damping"}
+    OPTIONS = {"newton.angular_damping": "angular_damping"}
 
 
 class SolverKamino(SolverNewton):
