@@ -319,6 +319,10 @@ def _report_unsupported(model, a, diagnostics, solver_name) -> None:
             f"{kind} equality constraints (and mimic joints) are not simulated by the {solver_name} solver",
             model.equality_label[i],
         )
+    cone = getattr(mj, "joint_cone_limit", None)
+    for j in np.nonzero(~np.isnan(cone))[0] if cone is not None else ():
+        diagnostics.add(f"spherical joint cone limits are not simulated by the {solver_name} solver (Newton's ball "
+                        "joints have no limits)", model.joint_label[j])  # fmt: skip
     for label in model.distance_label:
         diagnostics.add(f"distance joints are not simulated by the {solver_name} solver", label)
     if solver_name != "xpbd" and solver_name != "kamino":

@@ -1,0 +1,169 @@
+"""Newton's Warp solvers (xpbd, featherstone, semi_implicit, kamino) under usdsim, on Warp's CPU device.
+
+Each test authors its own small stage, runs ``usdsim`` on it as a user would and reads the poses or joint
+states it wrote. Newton's kernels compile on first use (slow once; cached in ~/.cache/warp).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pytest
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+from newton_usd.cli import main
+from stages import add_box, add_ground, new_stage, pendulum
+
+NEWTON = ("xpbd", "featherstone")
+
+
+def usdsim(stage_path, *args) -> int:
+    return main([str(stage_path), "-q", *[str(a) for a in args]])
+
+
+def positions(out, prim_path, frames):
+    """World positions of ``prim_path`` at each time code of ``frames`` in the output stage ``out``."""
+    stage = Usd.Stage.Open(str(out))
+    prim = stage.GetPrimAtPath(prim_path)
+    return np.array(
+        [list(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(t).ExtractTranslation()) for t in frames]
+    )
+
+
+def rotations(out, prim_path, frames):
+    """World rotations (Gf.Rotation) of ``prim_path`` at each time code of ``frames``."""
+    stage = Usd.Stage.Open(str(out))
+    prim = stage.GetPrimAtPath(prim_path)
+    return [Gf.Transform(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(t)).GetRotation() for t in frames]
+
+
+def joint_positions(out, joint_path, frames, axis="angular"):
+    """The joint state ``state:<axis>:physics:position`` written at each time code (usdsim
+    --write-joint-states)."""
+    stage = Usd.Stage.Open(str(out))
+    attr = stage.GetPrimAtPath(joint_path).GetAttribute(f"state:{axis}:physics:position")
+    return np.array([attr.Get(t) for t in frames])
+
+
+def contact_stiffness(stage, ke=1.0e5, kd=5.0e2):
+    """Penalty contacts stiff enough for a 0.2 m, 8 kg cube (featherstone and semi_implicit)."""
+    scene = stage.GetPrimAtPath("/PhysicsScene")
+    scene.CreateAttribute("newton:contact_ke", Sdf.ValueTypeNames.Float).Set(ke)
+    scene.CreateAttribute("newton:contact_kd", Sdf.ValueTypeNames.Float).Set(kd)
+
+
+@pytest.mark.parametrize("solver", NEWTON)
+def test_cube_rests_on_plane(tmp_path, solver):
+    stage = new_stage(tmp_path / "cube.usda")
+    add_ground(stage)
+    add_box(stage, "/Cube", 0.2, (0, 0, 0.3))
+    contact_stiffness(stage)
+    stage.Save()
+    assert usdsim(tmp_path / "cube.usda", "--solver", solver, "-n", 60) == 0
+    z = positions(tmp_path / "cube.sim.usda", "/Cube", [60])[0, 2]
+    assert abs(z - 0.1) < 0.002, z
+
+
+@pytest.mark.parametrize("solver", NEWTON)
+def test_pendulum_small_angle_period(tmp_path, solver):
+    pendulum(tmp_path / "p.usda", angle_deg=5.0).Save()
+    frames = 150
+    assert usdsim(tmp_path / "p.usda", "--solver", solver, "-n", frames, "--write-joint-states") == 0
+    q = joint_positions(tmp_path / "p.sim.usda", "/Hinge", range(frames + 1))
+    t = np.arange(frames + 1) / 60.0
+    # Downward zero crossings, interpolated.
+    crossings = [t[i] + (t[i + 1] - t[i]) * q[i] / (q[i] - q[i + 1]) for i in range(frames) if q[i] > 0 >= q[i + 1]]
+    assert len(crossings) >= 2, q
+    period = crossings[1] - crossings[0]
+    expected = 2 * math.pi * math.sqrt((0.004 + 1.0 * 0.5**2) / (1.0 * 9.81 * 0.5))
+    assert abs(period / expected - 1) < 0.01, (period, expected)
+
+
+def _bob(stage, path="/Bob", pos=(0, 0, 1.5), offset=(0, 0, -0.5), velocity=None):
+    """A 1 kg body whose COM (a small sphere) is ``offset`` from its origin at ``pos``."""
+    body = UsdGeom.Xform.Define(stage, path)
+    body.AddTranslateOp().Set(Gf.Vec3d(*pos))
+    prim = body.GetPrim()
+    rb = UsdPhysics.RigidBodyAPI.Apply(prim)
+    if velocity is not None:
+        rb.CreateAngularVelocityAttr(Gf.Vec3f(*velocity))
+    mass = UsdPhysics.MassAPI.Apply(prim)
+    mass.CreateMassAttr(1.0)
+    mass.CreateCenterOfMassAttr(Gf.Vec3f(*offset))
+    mass.CreateDiagonalInertiaAttr(Gf.Vec3f(0.004, 0.004, 0.004))
+    return prim
+
+
+@pytest.mark.parametrize("solver", NEWTON)
+def test_d6_joint_swings_about_its_free_axis_only(tmp_path, solver):
+    stage = new_stage(tmp_path / "d6.usda")
+    # Spun about X and Y and started off vertical about X and Y: only the Y rotation is free.
+    _bob(stage, velocity=(90.0, 90.0, 45.0))
+    joint = UsdPhysics.Joint.Define(stage, "/D6")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.5))
+    for dof in ("transX", "transY", "transZ", "rotX", "rotZ"):
+        limit = UsdPhysics.LimitAPI.Apply(joint.GetPrim(), dof)
+        limit.CreateLowAttr(1.0)
+        limit.CreateHighAttr(-1.0)  # low > high: locked
+    stage.Save()
+    assert usdsim(tmp_path / "d6.usda", "--solver", solver, "-n", 60) == 0
+    out = tmp_path / "d6.sim.usda"
+    swung = off_axis = 0.0
+    for r in rotations(out, "/Bob", range(1, 61)):
+        axis, angle = r.GetAxis(), r.GetAngle()
+        off_axis = max(off_axis, angle * math.hypot(axis[0], axis[2]))  # degrees about X and Z
+        swung = max(swung, angle * abs(axis[1]))
+    print(f"{solver}: swung {swung:.2f} deg about Y, at most {off_axis:.3f} deg about X and Z")
+    assert swung > 5.0  # it did swing
+    assert off_axis < 1.0
+    pos = positions(out, "/Bob", [60])[0]
+    assert np.allclose(pos, (0, 0, 1.5), atol=2e-3), pos
+
+
+@pytest.mark.parametrize("solver", NEWTON)
+def test_filtered_pair_passes_through_unfiltered_collides(tmp_path, solver):
+    stage = new_stage(tmp_path / "pair.usda")
+    add_ground(stage)
+    add_box(stage, "/Low", 0.2, (0, 0, 0.1))
+    add_box(stage, "/Filtered", 0.2, (0, 0, 0.35))
+    add_box(stage, "/Low2", 0.2, (1, 0, 0.1))
+    add_box(stage, "/Stacked", 0.2, (1, 0, 0.35))
+    UsdPhysics.FilteredPairsAPI.Apply(stage.GetPrimAtPath("/Filtered")).CreateFilteredPairsRel().SetTargets(["/Low"])
+    contact_stiffness(stage)
+    stage.Save()
+    assert usdsim(tmp_path / "pair.usda", "--solver", solver, "-n", 60) == 0
+    out = tmp_path / "pair.sim.usda"
+    assert abs(positions(out, "/Filtered", [60])[0, 2] - 0.1) < 0.01  # through /Low, onto the ground
+    assert abs(positions(out, "/Stacked", [60])[0, 2] - 0.3) < 0.01  # on /Low2
+
+
+@pytest.mark.parametrize("solver", NEWTON)
+def test_centimeter_y_up_stage_falls_along_minus_y(tmp_path, solver):
+    stage = new_stage(tmp_path / "cm.usda", up="Y", meters_per_unit=0.01)
+    add_box(stage, "/Box", 20.0, (30.0, 1000.0, -40.0))
+    stage.Save()
+    assert usdsim(tmp_path / "cm.usda", "--solver", solver, "-n", 60) == 0
+    x, y, z = positions(tmp_path / "cm.sim.usda", "/Box", [60])[0]
+    assert abs((1000.0 - y) - 490.5) < 2.0, y  # 0.5 g t^2 = 4.905 m in 1 s (stage units: cm)
+    assert abs(x - 30.0) < 1e-3 and abs(z + 40.0) < 1e-3
+
+
+@pytest.mark.parametrize("solver", NEWTON)
+def test_position_drive_reaches_its_target(tmp_path, solver):
+    stage = new_stage(tmp_path / "drive.usda")
+    _bob(stage, pos=(0, 0, 1.0), offset=(0.3, 0, 0))
+    joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+    joint.CreateAxisAttr("Z")  # gravity does not act about the axis
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.0))
+    drive = UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "angular")
+    drive.CreateTargetPositionAttr(30.0)
+    drive.CreateStiffnessAttr(2.0)  # N*m per degree
+    drive.CreateDampingAttr(0.2)
+    stage.Save()
+    assert usdsim(tmp_path / "drive.usda", "--solver", solver, "-n", 120, "--write-joint-states") == 0
+    q = joint_positions(tmp_path / "drive.sim.usda", "/Hinge", [120])[0]
+    assert abs(q - 30.0) < 0.5, q  # degrees
