@@ -20,6 +20,7 @@ import numpy as np
 import warp as wp
 
 from ...core.types import DriveMode, GeoType, JointType
+from ...errors import NewtonUsdError
 
 _GEO = {
     GeoType.PLANE: newton.GeoType.PLANE,
@@ -112,7 +113,7 @@ def bridge_model(
         joints = np.nonzero(a["joint_world"] == w)[0]
         for j in joints:
             _add_joint(nb, model, a, int(j), limits, diagnostics)
-        _add_articulations(nb, a, joints)
+        _add_articulations(nb, model, a, joints)
         nb.end_world()
     _filter_collisions(nb, model, a, shape_map)
     newton_model = nb.finalize(device=model.device, requires_grad=requires_grad)
@@ -255,16 +256,31 @@ def _child_inertia_about(a, j, d, n_lin) -> float:
     return float(axis @ inertia @ axis) + mass * float(r_perp @ r_perp)
 
 
-def _add_articulations(nb, a, joints) -> None:
-    """One Newton articulation per articulation of ours; every joint outside one (a free body's joint, a
-    body welded to the world) an articulation of its own, as Newton's solvers need."""
+def _add_articulations(nb, model, a, joints) -> None:
+    """One Newton articulation per tree of joints (bodies connected through joints; our articulations are
+    such trees), as Newton's solvers need: every joint in one, a tree's joints contiguous."""
+    root = {}
+
+    def find(x):
+        while root.get(x, x) != x:
+            root[x] = root.get(root[x], root[x])
+            x = root[x]
+        return x
+
+    for j in joints:
+        p, c = int(a["joint_parent"][j]), int(a["joint_child"][j])
+        if p >= 0:
+            root[find(p)] = find(c)
     groups = {}
     for j in joints:
-        art = int(a["joint_articulation"][j])
-        key = ("art", art) if art >= 0 else ("joint", int(j))
-        groups.setdefault(key, []).append(int(j))
-    for _, members in sorted(groups.items(), key=lambda kv: kv[1][0]):
-        nb.add_articulation(sorted(members))
+        groups.setdefault(find(int(a["joint_child"][j])), []).append(int(j))
+    for members in sorted(groups.values()):
+        if members[-1] - members[0] + 1 != len(members):
+            raise NewtonUsdError(
+                f"{model.source or 'the model'}: the joints of the tree of {model.joint_label[members[0]]} are not "
+                "contiguous in the model: Newton's articulations cannot be built from it"
+            )
+        nb.add_articulation(members)
 
 
 def _filter_collisions(nb, model, a, shape_map) -> None:
