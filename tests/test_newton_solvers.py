@@ -284,3 +284,72 @@ def test_differentiable_through_semi_implicit_steps(tmp_path):
     print(f"semi_implicit: d(height)/d(v0) tape {gradient:.5f}, finite difference {fd:.5f}")
     assert abs(gradient - fd) < 0.01 * abs(fd)
     sim.close()
+
+
+def test_unknown_solver_lists_the_valid_ones(tmp_path, capsys):
+    stage = new_stage(tmp_path / "s.usda")
+    add_box(stage, "/Box")
+    stage.Save()
+    assert usdsim(tmp_path / "s.usda", "--solver", "vbd") == 2
+    err = capsys.readouterr().err
+    assert "unknown solver 'vbd'; valid: mujoco, xpbd, featherstone, semi_implicit, kamino" in err
+
+
+def test_scene_solver_and_settings_with_provenance(tmp_path, capsys):
+    """``newton:usd:solver`` picks the solver; the seed's newton:* settings reach it, and explain names them."""
+    stage = new_stage(tmp_path / "s.usda")
+    scene = stage.GetPrimAtPath("/PhysicsScene")
+    scene.CreateAttribute("newton:usd:solver", Sdf.ValueTypeNames.Token).Set("featherstone")
+    scene.CreateAttribute("newton:solver:angular_damping", Sdf.ValueTypeNames.Float).Set(0.25)
+    scene.CreateAttribute("newton:contact_ke", Sdf.ValueTypeNames.Float).Set(5.0e4)
+    add_ground(stage)
+    add_box(stage, "/Box")
+    stage.Save()
+    assert main(["info", str(tmp_path / "s.usda")]) == 0
+    out = capsys.readouterr().out
+    assert "SolverFeatherstone" in out and "angular_damping 0.25" in out and "contact_ke 50000" in out
+    assert main(["explain", str(tmp_path / "s.usda"), "/PhysicsScene"]) == 0
+    out = capsys.readouterr().out
+    assert any("newton.angular_damping" in line and "newton:solver:angular_damping" in line for line in out.splitlines())
+    assert any("solver" in line and "featherstone" in line and "newton:usd:solver" in line for line in out.splitlines())
+
+
+def test_xpbd_scene_api_picks_xpbd_in_explain(tmp_path, capsys):
+    stage = new_stage(tmp_path / "s.usda")
+    stage.GetPrimAtPath("/PhysicsScene").ApplyAPI("NewtonXpbdSceneAPI")
+    add_box(stage, "/Box")
+    stage.Save()
+    assert main(["explain", str(tmp_path / "s.usda"), "/PhysicsScene"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if " solver " in f" {line} "]
+    assert rows and "xpbd" in rows[0] and "NewtonXpbdSceneAPI" in rows[0], rows
+
+
+def test_check_lists_what_the_solver_ignores(tmp_path, capsys):
+    from pxr import UsdShade  # noqa: PLC0415
+
+    stage = new_stage(tmp_path / "s.usda")
+    add_ground(stage)
+    add_box(stage, "/Box")
+    material = UsdShade.Material.Define(stage, "/Bouncy")
+    UsdPhysics.MaterialAPI.Apply(material.GetPrim()).CreateRestitutionAttr(0.5)
+    binding = UsdShade.MaterialBindingAPI.Apply(stage.GetPrimAtPath("/Box"))
+    binding.Bind(material, UsdShade.Tokens.weakerThanDescendants, "physics")
+    pendulum_joint = UsdPhysics.SphericalJoint.Define(stage, "/Ball")
+    pendulum_joint.CreateBody1Rel().SetTargets([Sdf.Path("/Box")])
+    pendulum_joint.CreateConeAngle0LimitAttr(30.0)
+    pendulum_joint.CreateConeAngle1LimitAttr(30.0)
+    stage.Save()
+    assert main(["check", str(tmp_path / "s.usda"), "--solver", "featherstone"]) == 0
+    out = capsys.readouterr().out
+    assert "featherstone solver (SolverFeatherstone)" in out
+    assert "restitution is not simulated by the featherstone solver (xpbd and kamino do): /Box" in out
+    assert "spherical joint cone limits are not simulated by the featherstone solver" in out and "/Ball" in out
+
+
+def test_a_diverging_newton_solver_stops_with_exit_3(tmp_path, capsys):
+    # A 1 g bob on the semi-implicit solver's penalty joint, at a step far too long for it.
+    stage = pendulum(tmp_path / "s.usda", mass=0.001, inertia=1e-7)
+    stage.Save()
+    assert usdsim(tmp_path / "s.usda", "--solver", "semi_implicit", "--dt", 0.01, "-n", 60) == 3
+    err = capsys.readouterr().err
+    assert "frame" in err and "/Pendulum" in err and "NaN" in err, err
