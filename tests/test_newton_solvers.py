@@ -353,3 +353,51 @@ def test_a_diverging_newton_solver_stops_with_exit_3(tmp_path, capsys):
     assert usdsim(tmp_path / "s.usda", "--solver", "semi_implicit", "--dt", 0.01, "-n", 60) == 3
     err = capsys.readouterr().err
     assert "frame" in err and "/Pendulum" in err and "NaN" in err, err
+
+
+def test_environment_worlds_under_xpbd_simulate_as_the_whole_stage_does():
+    from newton_usd import Simulation  # noqa: PLC0415
+    from stages import environments  # noqa: PLC0415
+
+    plain = Simulation.open(environments(n=3, style="flat"), solver="xpbd", live=False)
+    plain.run(20)
+    expected = dict(zip(plain.model.body_label, plain.state.body_q.numpy(), strict=True))
+    plain.close()
+    sim = Simulation.open(environments(n=3, style="flat"), solver="xpbd", env_root="/World/envs", live=False)
+    assert sim.worlds == 3 and sim.solver.newton_model.world_count == 3
+    sim.run(20)
+    for label, pose in zip(sim.model.body_label, sim.state.body_q.numpy(), strict=True):
+        np.testing.assert_allclose(pose, expected[label], atol=1e-4, err_msg=label)
+    sim.close()
+
+
+def test_worlds_and_live_edits_under_featherstone(tmp_path):
+    """--worlds replicates the stage; an edit of a drive target, of a mass, and a prim added while running
+    (a rebuild that keeps the state) go into the running Newton solver."""
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    stage = new_stage(tmp_path / "w.usda")
+    _bob(stage, pos=(0, 0, 1.0), offset=(0.3, 0, 0))
+    joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+    joint.CreateAxisAttr("Z")
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.0))
+    drive = UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "angular")
+    drive.CreateTargetPositionAttr(0.0)
+    drive.CreateStiffnessAttr(2.0)
+    drive.CreateDampingAttr(0.2)
+    sim = Simulation.open(stage, solver="featherstone", worlds=2, joint_states=True)
+    sim.run(10)
+    drive.GetTargetPositionAttr().Set(20.0)
+    sim.run(110)
+    q = sim.state.joint_q.numpy()
+    np.testing.assert_allclose(np.degrees(q), [20.0, 20.0], atol=0.5)  # both worlds
+    UsdPhysics.MassAPI(stage.GetPrimAtPath("/Bob")).GetMassAttr().Set(2.0)
+    sim.step_frame()
+    assert sim.rebuilds == 0 and sim.solver.newton_model.body_mass.numpy()[0] == pytest.approx(2.0)
+    add_box(stage, "/Dropped", 0.2, (2, 0, 3))
+    solver = sim.solver
+    sim.step_frame()
+    assert sim.rebuilds == 1 and sim.solver is not solver and type(sim.solver) is type(solver)
+    np.testing.assert_allclose(np.degrees(sim.state.joint_q.numpy()[[0, 8]]), [20.0, 20.0], atol=0.5)
+    sim.close()

@@ -2,8 +2,10 @@
 
 Our State and Newton's agree on ``body_q`` (body frame in world, xyzw), ``body_qd`` (COM linear velocity,
 angular velocity, world frame), ``body_f`` and ``joint_q``, and our Control's drive targets and joint forces
-are Newton's ``joint_target_q``/``joint_target_qd``/``joint_f``: those arrays are aliased, Newton's objects
-pointing at ours (no copy). ``joint_qd`` agrees except for free joints whose body has its center of mass
+are Newton's ``joint_target_qd``/``joint_f``: those arrays are aliased, Newton's objects pointing at ours (no
+copy). Newton's position targets (``joint_target_q``) are per coordinate, ours per DOF: they are the same array
+where every joint has one coordinate per DOF, else ours are scattered into Newton's by a kernel (a ball or free
+joint's coordinates keep Newton's targets: ours has none for them). ``joint_qd`` agrees except for free joints whose body has its center of mass
 away from its origin: ours is the origin's velocity in world, Newton's the center of mass's in the joint's
 parent frame; then ``joint_qd`` goes through a Warp kernel each way.
 """
@@ -50,6 +52,24 @@ def _free_qd_kernel(
         qd_out[d + 3 + k] = w[k]
 
 
+@wp.kernel
+def _coord_targets_kernel(
+    # Model:
+    joints: wp.array(dtype=wp.int32),
+    joint_q_start: wp.array(dtype=wp.int32),
+    joint_qd_start: wp.array(dtype=wp.int32),
+    # Data in:
+    target_dof: wp.array(dtype=wp.float32),
+    # Data out:
+    target_coord: wp.array(dtype=wp.float32),
+):
+    j = joints[wp.tid()]
+    q0 = joint_q_start[j]
+    d0 = joint_qd_start[j]
+    for k in range(joint_qd_start[j + 1] - d0):
+        target_coord[q0 + k] = target_dof[d0 + k]
+
+
 class StateExchange:
     """Newton's State and Control objects of one bridged model, made to point at ours each step.
 
@@ -71,6 +91,12 @@ class StateExchange:
             grad = newton_model.requires_grad
             self._qd_in = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device, requires_grad=grad)
             self._qd_out = wp.zeros_like(self._qd_in)
+        types = model.joint_type.numpy()
+        per_dof = np.nonzero((types != int(JointType.FREE)) & (types != int(JointType.BALL)))[0].astype(np.int32)
+        self._coord_targets = None  # Newton's per-coordinate position targets, where they differ from ours
+        if model.joint_coord_count != model.joint_dof_count:
+            self._coord_targets = wp.clone(newton_model.joint_target_q)
+            self._per_dof_joints = wp.array(per_dof, dtype=wp.int32, device=model.device)
 
     def inputs(self, state_in, state_out, control):
         """Newton's (state_in, state_out, control), pointing at ours (``joint_qd`` converted in)."""
@@ -86,7 +112,19 @@ class StateExchange:
             wp.copy(self._qd_in, state_in.joint_qd)
             self._convert(state_in.body_q, state_in.joint_qd, self._qd_in, True)
         if control is not None:
-            nc.joint_target_q = control.joint_target_pos
+            if self._coord_targets is None:
+                nc.joint_target_q = control.joint_target_pos
+            else:
+                nc.joint_target_q = self._coord_targets
+                if len(self._per_dof_joints):
+                    m = self.model
+                    wp.launch(
+                        _coord_targets_kernel,
+                        dim=len(self._per_dof_joints),
+                        inputs=[self._per_dof_joints, m.joint_q_start, m.joint_qd_start, control.joint_target_pos],
+                        outputs=[self._coord_targets],
+                        device=m.device,
+                    )
             nc.joint_target_qd = control.joint_target_vel
             nc.joint_f = control.joint_f
         return ns_in, ns_out, nc
