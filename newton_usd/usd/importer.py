@@ -471,7 +471,7 @@ def _import_scene(builder, stage, scenes, frame, result):
         builder.gravity = np.zeros(3)
     result.scene.update(resolver.resolve_all(prim, props.SCENE_NEWTON_SOLVER, ctx))
     solver = result.scene[props.SCENE_SOLVER.name]
-    if solver.kind == "default" and props.XPBD_SCENE_API in resolver.view(prim).applied:
+    if solver.kind != "authored" and props.XPBD_SCENE_API in resolver.view(prim).applied:
         # A scene made for XPBD runs XPBD unless it names another solver.
         result.scene[props.SCENE_SOLVER.name] = resolver.record(
             prim, props.SCENE_SOLVER.name, Resolved("xpbd", "fallback", "newton:usd:solver", schema=props.XPBD_SCENE_API)
