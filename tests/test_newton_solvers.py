@@ -17,7 +17,12 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 from newton_usd.cli import main
 from stages import add_box, add_ground, new_stage, pendulum
 
-NEWTON = ("xpbd", "featherstone")
+KAMINO = pytest.param("kamino", marks=pytest.mark.slow)  # (its kernels take minutes to compile on the CPU)
+NEWTON = ("xpbd", "featherstone", KAMINO)
+"""Solvers every behaviour below holds for (at the default step, 1/480 s)."""
+UNJOINTED = (*NEWTON, "semi_implicit")
+"""And for bodies without joints: semi_implicit's penalty joints diverge at 1/480 s with these 1 kg bodies
+(the pendulum, D6 and drive tests stop with exit 3)."""
 
 
 @wp.kernel
@@ -60,7 +65,7 @@ def contact_stiffness(stage, ke=1.0e5, kd=5.0e2):
     scene.CreateAttribute("newton:contact_kd", Sdf.ValueTypeNames.Float).Set(kd)
 
 
-@pytest.mark.parametrize("solver", NEWTON)
+@pytest.mark.parametrize("solver", UNJOINTED)
 def test_cube_rests_on_plane(tmp_path, solver):
     stage = new_stage(tmp_path / "cube.usda")
     add_ground(stage)
@@ -129,7 +134,7 @@ def test_d6_joint_swings_about_its_free_axis_only(tmp_path, solver):
     assert np.allclose(pos, (0, 0, 1.5), atol=2e-3), pos
 
 
-@pytest.mark.parametrize("solver", NEWTON)
+@pytest.mark.parametrize("solver", UNJOINTED)
 def test_filtered_pair_passes_through_unfiltered_collides(tmp_path, solver):
     stage = new_stage(tmp_path / "pair.usda")
     add_ground(stage)
@@ -146,7 +151,7 @@ def test_filtered_pair_passes_through_unfiltered_collides(tmp_path, solver):
     assert abs(positions(out, "/Stacked", [60])[0, 2] - 0.3) < 0.01  # on /Low2
 
 
-@pytest.mark.parametrize("solver", NEWTON)
+@pytest.mark.parametrize("solver", UNJOINTED)
 def test_centimeter_y_up_stage_falls_along_minus_y(tmp_path, solver):
     stage = new_stage(tmp_path / "cm.usda", up="Y", meters_per_unit=0.01)
     add_box(stage, "/Box", 20.0, (30.0, 1000.0, -40.0))
