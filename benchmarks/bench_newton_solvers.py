@@ -183,7 +183,7 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--device", default="cpu")
     p.add_argument("--solvers", default=",".join(SOLVER_NAMES))
-    p.add_argument("--newton-python", default=os.environ.get("NEWTON_PYTHON"))
+    p.add_argument("--newton-python", default=os.environ.get("NEWTON_PYTHON"), type=os.path.abspath)
     p.add_argument("--import-stage", help="stage for table 2 (default: Newton's ant_multi.usda)")
     p.add_argument("--worker", choices=("ours", "newton"), help=argparse.SUPPRESS)
     args = p.parse_args()

@@ -12,16 +12,17 @@ parent frame; then ``joint_qd`` goes through a Warp kernel each way.
 
 from __future__ import annotations
 
+import newton
 import numpy as np
 import warp as wp
 
-from ...core.types import JointType
+from ...core.types import DriveMode, JointType
 
 
 @wp.kernel
-def _free_qd_kernel(
+def _joint_qd_kernel(
     # Model:
-    free_joints: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
     joint_child: wp.array(dtype=wp.int32),
     joint_qd_start: wp.array(dtype=wp.int32),
     joint_X_p: wp.array(dtype=wp.transform),
@@ -33,9 +34,13 @@ def _free_qd_kernel(
     # Data out:
     qd_out: wp.array(dtype=wp.float32),
 ):
-    i = wp.tid()
-    j = free_joints[i]
+    """One joint's velocities from one convention to the other: copied, a free joint's converted."""
+    j = wp.tid()
     d = joint_qd_start[j]
+    if joint_type[j] != 4:  # not FREE: the same
+        for k in range(joint_qd_start[j + 1] - d):
+            qd_out[d + k] = qd_in[d + k]
+        return
     c = joint_child[j]
     r = wp.quat_rotate(wp.transform_get_rotation(body_q[c]), body_com[c])
     parent_rot = wp.transform_get_rotation(joint_X_p[j])
@@ -70,6 +75,26 @@ def _coord_targets_kernel(
         target_coord[q0 + k] = target_dof[d0 + k]
 
 
+class PendingJointState:
+    """A State's pending joint states (``State._pending``; see :class:`~newton_usd.core.model.State`): XPBD
+    moves bodies only, so ``joint_q`` and ``joint_qd`` are computed from the bodies when first read."""
+
+    __slots__ = ("exchange",)
+
+    def __init__(self, exchange):
+        self.exchange = exchange
+
+    def read(self, state, name):
+        if name in ("joint_q", "joint_qd"):
+            self.release(state)
+        return state.__dict__[name]
+
+    def release(self, state):
+        if state.__dict__.get("_pending") is self:
+            del state.__dict__["_pending"]
+            self.exchange.joints_from_bodies(state)
+
+
 class StateExchange:
     """Newton's State and Control objects of one bridged model, made to point at ours each step.
 
@@ -85,34 +110,48 @@ class StateExchange:
         self.state_in = newton_model.state()
         self.state_out = newton_model.state()
         self.control = newton_model.control()
-        free = np.nonzero(model.joint_type.numpy() == int(JointType.FREE))[0].astype(np.int32)
-        self._free = wp.array(free, dtype=wp.int32, device=model.device) if convert_free and len(free) else None
-        if self._free is not None:  # Newton's own joint_qd, converted into and out of ours
+        self._ik_state = newton_model.state()  # (pointed at a State's body arrays for eval_ik)
+        self._convert_free = convert_free
+        if convert_free:  # Newton's own joint_qd, converted into and out of ours
             grad = newton_model.requires_grad
             self._qd_in = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device, requires_grad=grad)
             self._qd_out = wp.zeros_like(self._qd_in)
         types = model.joint_type.numpy()
         per_dof = np.nonzero((types != int(JointType.FREE)) & (types != int(JointType.BALL)))[0].astype(np.int32)
         self._coord_targets = None  # Newton's per-coordinate position targets, where they differ from ours
-        if model.joint_coord_count != model.joint_dof_count:
+        position_driven = np.isin(model.joint_target_mode.numpy(), (int(DriveMode.POSITION), int(DriveMode.POSITION_VELOCITY)))
+        if model.joint_coord_count != model.joint_dof_count and position_driven.any():
             self._coord_targets = wp.clone(newton_model.joint_target_q)
             self._per_dof_joints = wp.array(per_dof, dtype=wp.int32, device=model.device)
+
+    def initial_state(self) -> None:
+        """The Newton model's initial ``joint_qd`` in Newton's convention (the bridge copied ours)."""
+        if self._convert_free:
+            self._convert(self.model.body_q, self.model.joint_qd, self.newton_model.joint_qd, True)
 
     def inputs(self, state_in, state_out, control):
         """Newton's (state_in, state_out, control), pointing at ours (``joint_qd`` converted in)."""
         ns_in, ns_out, nc = self.state_in, self.state_out, self.control
+        pending = state_out.__dict__.get("_pending")
+        if isinstance(pending, PendingJointState):  # its joint states are about to be stepped over
+            del state_out.__dict__["_pending"]
+        elif pending is not None:  # another solver's: its arrays written first
+            pending.release(state_out)
+        pending = state_in.__dict__.get("_pending")
+        if pending is not None and not isinstance(pending, PendingJointState):
+            pending.release(state_in)  # (ours pending: its body arrays are current, its joint arrays unread)
         for ours, theirs in ((state_in, ns_in), (state_out, ns_out)):
-            theirs.body_q = ours.body_q
-            theirs.body_qd = ours.body_qd
-            theirs.body_f = ours.body_f
-            theirs.joint_q = ours.joint_q
-            theirs.joint_qd = ours.joint_qd
-        if self._free is not None:
+            arrays = ours.__dict__
+            theirs.body_q = arrays["body_q"]
+            theirs.body_qd = arrays["body_qd"]
+            theirs.body_f = arrays["body_f"]
+            theirs.joint_q = arrays["joint_q"]
+            theirs.joint_qd = arrays["joint_qd"]
+        if self._convert_free:
             ns_in.joint_qd, ns_out.joint_qd = self._qd_in, self._qd_out
-            wp.copy(self._qd_in, state_in.joint_qd)
-            self._convert(state_in.body_q, state_in.joint_qd, self._qd_in, True)
+            self._convert(ns_in.body_q, state_in.__dict__["joint_qd"], self._qd_in, True)
         if control is not None:
-            if self._coord_targets is None:
+            if self._coord_targets is None:  # (also where no DOF has a position drive: no target is read)
                 nc.joint_target_q = control.joint_target_pos
             else:
                 nc.joint_target_q = self._coord_targets
@@ -129,18 +168,31 @@ class StateExchange:
             nc.joint_f = control.joint_f
         return ns_in, ns_out, nc
 
-    def outputs(self, state_out) -> None:
-        """After a step: Newton's free-joint ``joint_qd`` converted into ours."""
-        if self._free is not None:
-            wp.copy(state_out.joint_qd, self._qd_out)
-            self._convert(state_out.body_q, self._qd_out, state_out.joint_qd, False)
+    def outputs(self, state_out, joints_written: bool = True) -> None:
+        """After a step: Newton's free-joint ``joint_qd`` converted into ours. ``joints_written`` False (XPBD):
+        the joint states are left pending, computed from the body states when first read."""
+        if not joints_written:
+            state_out.__dict__["_pending"] = PendingJointState(self)
+            return
+        if self._convert_free:
+            self._convert(state_out.__dict__["body_q"], self._qd_out, state_out.__dict__["joint_qd"], False)
+
+    def joints_from_bodies(self, state) -> None:
+        """``state``'s joint coordinates and velocities from its body poses and velocities (``newton.eval_ik``)."""
+        arrays = state.__dict__
+        ns = self._ik_state
+        ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
+        qd = self._qd_out if self._convert_free else arrays["joint_qd"]
+        newton.eval_ik(self.newton_model, ns, arrays["joint_q"], qd)
+        if self._convert_free:
+            self._convert(arrays["body_q"], qd, arrays["joint_qd"], False)
 
     def _convert(self, body_q, qd_in, qd_out, to_newton: bool) -> None:
         m = self.model
         wp.launch(
-            _free_qd_kernel,
-            dim=len(self._free),
-            inputs=[self._free, m.joint_child, m.joint_qd_start, m.joint_X_p, m.body_com, body_q, qd_in, int(to_newton)],
+            _joint_qd_kernel,
+            dim=m.joint_count,
+            inputs=[m.joint_type, m.joint_child, m.joint_qd_start, m.joint_X_p, m.body_com, body_q, qd_in, int(to_newton)],
             outputs=[qd_out],
             device=m.device,
         )

@@ -117,6 +117,8 @@ def bridge_model(
         nb.end_world()
     _filter_collisions(nb, model, a, shape_map)
     newton_model = nb.finalize(device=model.device, requires_grad=requires_grad)
+    for name in ("body_q", "body_qd", "joint_q", "joint_qd"):  # our initial state (free joints' velocities: see
+        wp.copy(getattr(newton_model, name), getattr(model, name))  # StateExchange.initial_state)
     free = a["joint_type"] == int(JointType.FREE)
     offset = bool(np.any(np.abs(a["body_com"][a["joint_child"][free]]) > 0.0)) if free.any() else False
     return Bridge(newton_model, shape_map, offset)

@@ -70,7 +70,8 @@ class SolverNewton(SolverBase):
     OPTIONS: dict = {}
     """Resolved scene setting name -> Newton solver keyword (see :meth:`options_from_scene`)."""
     writes_joint_state = True
-    """False where Newton's solver writes only body states (XPBD): joint states come from Newton's eval_ik."""
+    """False where Newton's solver writes only body states (XPBD): joint states are computed from them by
+    ``newton.eval_ik`` when first read (the output State is left pending, see :mod:`.exchange`)."""
     beta = False
 
     def __init__(
@@ -121,6 +122,7 @@ class SolverNewton(SolverBase):
         self.collision_pipeline = newton.CollisionPipeline(self.newton_model, **kw)
         self.newton_contacts = self.collision_pipeline.contacts()
         self.exchange = StateExchange(model, self.newton_model, bridge.free_com_offset)
+        self.exchange.initial_state()
         self._scratch = None  # our State to step into when state_in is state_out
 
     def _make_solver(self, newton_model, options):
@@ -156,9 +158,7 @@ class SolverNewton(SolverBase):
         ns_in, ns_out, nc = self.exchange.inputs(state_in, state_out, control)
         self.collision_pipeline.collide(ns_in, self.newton_contacts)
         self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
-        if not self.writes_joint_state:
-            newton.eval_ik(self.newton_model, ns_out, ns_out.joint_q, ns_out.joint_qd)
-        self.exchange.outputs(state_out)
+        self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
 
     def update_contacts(self, contacts) -> None:
         """Copy the last step's contacts (every world) into ``contacts``, up to its capacity; shape indices are
