@@ -112,6 +112,7 @@ class StateExchange:
         self.control = newton_model.control()
         self._ik_state = newton_model.state()  # (pointed at a State's body arrays for eval_ik)
         self._convert_free = convert_free
+        self._launches = {}  # (kernel, key) -> (recorded launch, dim, its arguments): see _launch
         if convert_free:  # Newton's own joint_qd, converted into and out of ours
             grad = newton_model.requires_grad
             self._qd_in = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device, requires_grad=grad)
@@ -129,8 +130,9 @@ class StateExchange:
         if self._convert_free:
             self._convert(self.model.body_q, self.model.joint_qd, self.newton_model.joint_qd, True)
 
-    def inputs(self, state_in, state_out, control):
-        """Newton's (state_in, state_out, control), pointing at ours (``joint_qd`` converted in)."""
+    def inputs(self, state_in, state_out, control, joints_read: bool = True):
+        """Newton's (state_in, state_out, control), pointing at ours (``joint_qd`` converted in unless the
+        solver does not read joint states, ``joints_read`` False: XPBD)."""
         ns_in, ns_out, nc = self.state_in, self.state_out, self.control
         pending = state_out.__dict__.get("_pending")
         if isinstance(pending, PendingJointState):  # its joint states are about to be stepped over
@@ -149,6 +151,7 @@ class StateExchange:
             theirs.joint_qd = arrays["joint_qd"]
         if self._convert_free:
             ns_in.joint_qd, ns_out.joint_qd = self._qd_in, self._qd_out
+        if self._convert_free and joints_read:
             self._convert(ns_in.body_q, state_in.__dict__["joint_qd"], self._qd_in, True)
         if control is not None:
             if self._coord_targets is None:  # (also where no DOF has a position drive: no target is read)
@@ -157,13 +160,12 @@ class StateExchange:
                 nc.joint_target_q = self._coord_targets
                 if len(self._per_dof_joints):
                     m = self.model
-                    wp.launch(
+                    self._launch(
                         _coord_targets_kernel,
-                        dim=len(self._per_dof_joints),
-                        inputs=[self._per_dof_joints, m.joint_q_start, m.joint_qd_start, control.joint_target_pos],
-                        outputs=[self._coord_targets],
-                        device=m.device,
-                    )
+                        len(self._per_dof_joints),
+                        [self._per_dof_joints, m.joint_q_start, m.joint_qd_start, control.joint_target_pos,
+                         self._coord_targets],
+                    )  # fmt: skip
             nc.joint_target_qd = control.joint_target_vel
             nc.joint_f = control.joint_f
         return ns_in, ns_out, nc
@@ -189,10 +191,26 @@ class StateExchange:
 
     def _convert(self, body_q, qd_in, qd_out, to_newton: bool) -> None:
         m = self.model
-        wp.launch(
-            _joint_qd_kernel,
-            dim=m.joint_count,
-            inputs=[m.joint_type, m.joint_child, m.joint_qd_start, m.joint_X_p, m.body_com, body_q, qd_in, int(to_newton)],
-            outputs=[qd_out],
-            device=m.device,
-        )
+        params = [m.joint_type, m.joint_child, m.joint_qd_start, m.joint_X_p, m.body_com, body_q, qd_in, int(to_newton),
+                  qd_out]  # fmt: skip
+        self._launch(_joint_qd_kernel, m.joint_count, params, key=bool(to_newton))
+
+    def _launch(self, kernel, dim, params, key=None) -> None:
+        """Launch ``kernel`` (inputs and outputs in ``params``): the launch is recorded once per kernel and key and
+        only its changed arguments are set again (a third of the cost of ``wp.launch`` on the CPU), except on a
+        model with gradients (a recorded launch does not go onto a ``wp.Tape``)."""
+        if self.newton_model.requires_grad:
+            wp.launch(kernel, dim=dim, inputs=params, device=self.model.device)
+            return
+        cached = self._launches.get((kernel.key, key))
+        if cached is None or cached[1] != dim:
+            launch = wp.launch(kernel, dim=dim, inputs=params, device=self.model.device, record_cmd=True)
+            self._launches[(kernel.key, key)] = (launch, dim, list(params))
+            launch.launch()
+            return
+        launch, _, last = cached
+        for i, value in enumerate(params):
+            if value is not last[i]:
+                launch.set_param_at_index(i, value)
+                last[i] = value
+        launch.launch()

@@ -70,8 +70,8 @@ class SolverNewton(SolverBase):
     OPTIONS: dict = {}
     """Resolved scene setting name -> Newton solver keyword (see :meth:`options_from_scene`)."""
     writes_joint_state = True
-    """False where Newton's solver writes only body states (XPBD): joint states are computed from them by
-    ``newton.eval_ik`` when first read (the output State is left pending, see :mod:`.exchange`)."""
+    """False where Newton's solver reads and writes only body states (XPBD): joint states are computed from them
+    by ``newton.eval_ik`` when first read (the output State is left pending, see :mod:`.exchange`)."""
     beta = False
 
     def __init__(
@@ -155,7 +155,7 @@ class SolverNewton(SolverBase):
             for name in ("body_q", "body_qd", "joint_q", "joint_qd"):
                 wp.copy(getattr(state_out, name), getattr(self._scratch, name))
             return
-        ns_in, ns_out, nc = self.exchange.inputs(state_in, state_out, control)
+        ns_in, ns_out, nc = self.exchange.inputs(state_in, state_out, control, self.writes_joint_state)
         self.collision_pipeline.collide(ns_in, self.newton_contacts)
         self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
         self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
