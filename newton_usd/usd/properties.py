@@ -193,32 +193,21 @@ SCENE_NEWTON_SOLVER = tuple(
     ),
     Property("newton.angular_damping", (C("newton", "newton:solver:angular_damping", _float),), unit="1/s",
              check=_non_negative),  # fmt: skip
-    Property(
-        "newton.contact_ke",
-        (C("newton", "newton:contactStiffness", _float, _INF_UNSET), C("newton", "newton:contact_ke", _float)),
-        unit="N/m",
-        check=_non_negative,
-    ),
-    Property(
-        "newton.contact_kd",
-        (C("newton", "newton:contactDamping", _float, _INF_UNSET), C("newton", "newton:contact_kd", _float)),
-        unit="N*s/m",
-        check=_non_negative,
-    ),
-    Property(
-        "newton.contact_kf",
-        (C("newton", "newton:contactFrictionGain", _float, _INF_UNSET), C("newton", "newton:contact_kf", _float)),
-        unit="N*s/m",
-        check=_non_negative,
-    ),
-    Property(
-        "newton.contact_ka",
-        (C("newton", "newton:contactAdhesion", _float, _INF_UNSET), C("newton", "newton:contact_ka", _length)),
-        unit="m",
-        check=_non_negative,
-    ),
     Property("newton.joint_limit_ke", (C("newton", "newton:joint_limit_ke", _float),), check=_non_negative),
     Property("newton.joint_limit_kd", (C("newton", "newton:joint_limit_kd", _float),), check=_non_negative),
+) + tuple(
+    Property(
+        f"newton.contact_{short}",
+        (C("newton", f"newton:{schema_name}", convert, _INF_UNSET), C("newton", f"newton:contact_{short}", convert)),
+        unit=unit,
+        check=_non_negative,
+    )
+    for short, schema_name, convert, unit in (
+        ("ke", "contactStiffness", _float, "N/m"),
+        ("kd", "contactDamping", _float, "N*s/m"),
+        ("kf", "contactFrictionGain", _float, "N*s/m"),
+        ("ka", "contactAdhesion", _length, "m"),
+    )
 )
 """Settings of Newton's solvers on the PhysicsScene (None where nothing is authored: the solver's default).
 The contact and joint-limit values apply to every collider and limited DOF, in SI (per radian, per meter)."""
