@@ -406,3 +406,27 @@ def test_worlds_and_live_edits_under_featherstone(tmp_path):
     assert sim.rebuilds == 1 and sim.solver is not solver and type(sim.solver) is type(solver)
     np.testing.assert_allclose(np.degrees(sim.state.joint_q.numpy()[[0, 8]]), [20.0, 20.0], atol=0.5)
     sim.close()
+
+
+def test_keyframe_start_under_featherstone(tmp_path):
+    """`usdsim --keyframe` puts a Newton solver's model into the keyframe: the first frame written is the
+    keyframe's pose, as MuJoCo gives it."""
+    import mujoco  # noqa: PLC0415
+
+    xml = """<mujoco model="pendulum"><worldbody><body name="arm" pos="0 0 1">
+      <joint name="swing" type="hinge" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03"/>
+      <body name="tip" pos="0.5 0 0"><geom size="0.05"/></body></body></worldbody>
+      <keyframe><key name="raised" qpos="1.4"/></keyframe></mujoco>"""
+    (tmp_path / "pendulum.xml").write_text(xml)
+    assert main(["convert", str(tmp_path / "pendulum.xml")]) == 0
+    out = tmp_path / "out.usda"
+    assert usdsim(tmp_path / "pendulum.usda", "--solver", "featherstone", "-n", 2, "--keyframe", "raised", "-o", out) == 0
+    stage = Usd.Stage.Open(str(out))
+    world = UsdGeom.Xformable(stage.GetPrimAtPath("/pendulum/arm/tip")).ComputeLocalToWorldTransform(
+        stage.GetStartTimeCode()
+    )
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    mujoco.mj_forward(m, d)
+    np.testing.assert_allclose(world.ExtractTranslation(), d.xpos[m.body("tip").id], atol=1e-5)

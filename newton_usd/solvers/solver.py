@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..errors import NewtonUsdError
+
 
 class SolverBase:
     """A solver advances a State of a Model by one step.
@@ -34,6 +38,21 @@ class SolverBase:
     def rebuilt(self, model) -> "SolverBase":
         """A solver of the same kind and options for ``model`` (a live edit that changed the model)."""
         return type(self)(model, **self.options)
+
+    def keyframe_index(self, key) -> int:
+        """The index of keyframe ``key``: an index, a label (the MJCF key name, the MjcKeyframe prim path),
+        or a prim path's last name ("home" for ``/robot/Keyframes/home``) when only one keyframe has it."""
+        labels = self.model.keyframe_label
+        if isinstance(key, (int, np.integer)):
+            if not 0 <= key < len(labels):
+                raise NewtonUsdError(f"keyframe {key} does not exist (the model has {len(labels)})")
+            return int(key)
+        if key in labels:
+            return labels.index(key)
+        by_name = [i for i, label in enumerate(labels) if label.rsplit("/", 1)[-1] == key]
+        if len(by_name) != 1:
+            raise NewtonUsdError(f"no keyframe {key!r}; the model has: {', '.join(labels) or 'none'}")
+        return by_name[0]
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` seconds under ``control`` and write the result to ``state_out``.

@@ -168,21 +168,6 @@ class SolverMuJoCo(SolverBase):
                     m.key_mpos[k, 3 * mocap : 3 * mocap + 3] = pos  # nmocap positions in a row
                     m.key_mquat[k, 4 * mocap : 4 * mocap + 4] = xyzw_to_wxyz(quat)
 
-    def keyframe_index(self, key) -> int:
-        """The index of keyframe ``key``: an index, a label (the MJCF key name, the MjcKeyframe prim path),
-        or a prim path's last name ("home" for ``/robot/Keyframes/home``) when only one keyframe has it."""
-        labels = self.model.keyframe_label
-        if isinstance(key, (int, np.integer)):
-            if not 0 <= key < len(labels):
-                raise NewtonUsdError(f"keyframe {key} does not exist (the model has {len(labels)})")
-            return int(key)
-        if key in labels:
-            return labels.index(key)
-        by_name = [i for i, label in enumerate(labels) if label.rsplit("/", 1)[-1] == key]
-        if len(by_name) != 1:
-            raise NewtonUsdError(f"no keyframe {key!r}; the model has: {', '.join(labels) or 'none'}")
-        return by_name[0]
-
     def reset_to_keyframe(self, state, key, control=None) -> None:
         """Put every world into keyframe ``key`` (index or label), as ``mj_resetDataKeyframe`` does: joint
         coordinates and velocities, actuator activations and mocap (kinematic) poses, and, when

@@ -160,6 +160,24 @@ class SolverNewton(SolverBase):
         self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
         self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
 
+    def reset_to_keyframe(self, state, key, control=None) -> None:
+        """Put every world into keyframe ``key`` (index or label): joint coordinates and velocities, and the body
+        poses and velocities they give (``newton.eval_fk``). MuJoCo-only keyframe values (activations,
+        controls of MjcActuators, mocap poses) have nothing to act on here."""
+        k = self.keyframe_index(key)
+        state.__dict__.pop("_pending", None)
+        arrays = state.__dict__
+        arrays["joint_q"].assign(self.model.keyframe_joint_q[k].astype(np.float32))
+        arrays["joint_qd"].assign(self.model.keyframe_joint_qd[k].astype(np.float32))
+        ns = self.exchange.state_out
+        ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
+        qd = arrays["joint_qd"]
+        if self.exchange._convert_free:  # (in Newton's convention: the free joints' poses come first)
+            newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
+            qd = self.exchange._qd_in
+            self.exchange._convert(arrays["body_q"], arrays["joint_qd"], qd, True)
+        newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
+
     def update_contacts(self, contacts) -> None:
         """Copy the last step's contacts (every world) into ``contacts``, up to its capacity; shape indices are
         ours, points in world at the middle of the two surfaces, depth positive when penetrating."""
