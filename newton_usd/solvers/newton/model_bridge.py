@@ -100,9 +100,9 @@ def bridge_model(
         nb.begin_world(label=f"world_{w}")
         for b in np.nonzero(a["body_world"] == w)[0]:
             nb.add_link(
-                xform=wp.transform(*a["body_q"][b, :3], *a["body_q"][b, 3:]),
-                com=wp.vec3(*a["body_com"][b]),
-                inertia=wp.mat33(*a["body_inertia"][b].ravel()),
+                xform=_xf(a["body_q"][b]),
+                com=wp.vec3(*a["body_com"][b].tolist()),
+                inertia=wp.mat33(*a["body_inertia"][b].ravel().tolist()),
                 mass=float(a["body_mass"][b]),
                 label=model.body_label[b],
                 lock_inertia=True,
@@ -139,7 +139,7 @@ def _host_arrays(model) -> dict:
 
 
 def _xf(row) -> wp.transform:
-    return wp.transform(wp.vec3(*row[:3]), wp.quat(*row[3:]))
+    return wp.transform(*row.tolist())  # (from 7 Python floats: several times faster than from a vec3 and a quat)
 
 
 def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
@@ -209,7 +209,7 @@ def _add_joint(nb, model, a, j, limits, diagnostics) -> None:
             )
         effort = float(a["joint_effort_limit"][d])
         cfg = newton.ModelBuilder.JointDofConfig(
-            axis=wp.vec3(*a["joint_axis"][d]),
+            axis=wp.vec3(*a["joint_axis"][d].tolist()),
             limit_lower=lower if limited else -UNLIMITED,
             limit_upper=upper if limited else UNLIMITED,
             target_ke=ke,
