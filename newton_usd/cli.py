@@ -614,7 +614,8 @@ def _summary(sim, output, t_setup):
     steps = sum(s.steps for s in sims)
     rate = steps / wall if wall > 0 else float("inf")
     realtime = sim.sim_seconds / wall if wall > 0 else float("inf")
-    solver = f"{type(sim.solver).__name__}({getattr(sim.solver, 'backend', '')})"
+    backend = getattr(sim.solver, "backend", None)
+    solver = f"{type(sim.solver).__name__}({backend})" if backend else f"{type(sim.solver).__name__} (Newton)"
     first = f", first step {sim.first_step_seconds:.2f} s" if sim.first_step_seconds is not None else ""
     if sim.scenes:  # several PhysicsScenes: each its own steps
         stepping = (
