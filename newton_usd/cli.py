@@ -1,11 +1,12 @@
 """``usdsim``: simulate a USD stage headless and write the motion to an output stage.
 
     usdsim STAGE [-o OUT | --flatten | --in-place] [-n FRAMES | --duration S] [--fps F] [--dt S | --substeps N]
-                 [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N | --envs PRIM]
+                 [--device cpu|cuda] [--solver mujoco|xpbd|featherstone|semi_implicit|kamino]
+                 [--backend auto|cpu|warp] [--worlds N | --envs PRIM]
                  [--write-worlds first|all [--world-spacing D]] [--record-every N] [--xform-ops trs|matrix]
                  [--clip-frames K] [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
     usdsim explain STAGE [PRIM ...]     each resolved and UsdPhysics value (SI) and where it came from
-    usdsim check STAGE                  what is ignored or approximated, and authored values not used
+    usdsim check STAGE [--solver NAME]  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
                  [--fix-base source|fixed|floating] [--no-scene] [--no-self-collision]
                  [--collision-from-visuals convexHull|convexDecomposition|boundingSphere|boundingCube]
@@ -61,7 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     length.add_argument("--duration", type=float, help="seconds to simulate (instead of --num-frames)")
     p.add_argument("--device", default="cpu", help="Warp device for the model: cpu or cuda[:N] (default: cpu)")
-    p.add_argument("--solver", help="solver (default: the stage's newton:usd:solver, else mujoco)")
+    p.add_argument(
+        "--solver",
+        help="mujoco, xpbd, featherstone, semi_implicit or kamino (Newton's Warp solvers; kamino is beta) "
+        "(default: the stage's newton:usd:solver; xpbd where the scene applies NewtonXpbdSceneAPI; else mujoco)",
+    )
     p.add_argument(
         "--backend",
         choices=("auto", "cpu", "warp"),
@@ -163,6 +168,11 @@ def _inspect_parser(command: str) -> argparse.ArgumentParser:
             "or approximated and the authored newton/mjc/physx attributes the runtime does not use.",
         )
         p.add_argument("stage", help="the USD stage")
+        p.add_argument(
+            "--solver",
+            help="build this solver's model (mujoco, xpbd, featherstone, semi_implicit, kamino; default: the "
+            "stage's) and list what it ignores or approximates",
+        )
     p.add_argument("--order", help="resolver order, comma separated (default: newton,mjc,physx,physics)")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     return p
@@ -248,7 +258,6 @@ def _info(argv) -> int:
     stage, frame = sim.stage, sim.imported.frame
     model = sim.model.world_view(0)  # (counts per world)
     kinds = Counter(JointType(int(t)).name.lower() for t in model.joint_type.numpy())
-    opt = sim.solver.mj_model.opt
     end = stage.GetEndTimeCode() if stage.HasAuthoredTimeCodeRange() else sim.start_time + sim.default_frames()
     print(args.stage)
     print(f"  stage: {frame.meters_per_unit:g} m and {frame.kilograms_per_unit:g} kg per unit, {frame.up_axis} up; "
@@ -268,8 +277,15 @@ def _info(argv) -> int:
           f"{_count(len(model.keyframe_label), 'keyframe')}, "
           f"{_count(len(getattr(model.mujoco, 'actuator', []) or []), 'MjcActuator')}")  # fmt: skip
     gravity = tuple(round(float(g), 4) for g in model.gravity)
-    print(f"  simulation: {type(sim.solver).__name__}({sim.solver.backend}), step {sim.dt * 1000:.4g} ms, "
+    how = f"({sim.solver.backend})" if hasattr(sim.solver, "backend") else ""
+    print(f"  simulation: {type(sim.solver).__name__}{how}, step {sim.dt * 1000:.4g} ms, "
           f"{sim.substeps} substeps/frame at {sim.fps:g} fps, gravity {gravity}")  # fmt: skip
+    if not hasattr(sim.solver, "mj_model"):  # one of Newton's solvers
+        _info_newton(sim.solver)
+        _info_scenes(sim)
+        sim.close()
+        return 0
+    opt = sim.solver.mj_model.opt
     names = {"integrator": ("mjINT_", opt.integrator), "solver": ("mjSOL_", opt.solver), "cone": ("mjCONE_", opt.cone)}
     import mujoco  # noqa: PLC0415
 
@@ -281,6 +297,22 @@ def _info(argv) -> int:
     _info_scenes(sim)
     sim.close()
     return 0
+
+
+def _info_newton(solver) -> None:
+    """What ``usdsim info`` says of one of Newton's solvers: its class, options and bridged model."""
+    nm = solver.newton_model
+    options = {k: v for k, v in solver.options.items() if v is not None and v is not False}
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(options.items())) or "Newton's defaults"
+    print(f"  newton {_newton_version()}: {type(solver.newton_solver).__name__} ({shown}); "
+          f"bridged model: {nm.body_count} bodies, {nm.joint_count} joints, {nm.shape_count} shapes, "
+          f"{nm.world_count} world{'s' if nm.world_count != 1 else ''}")  # fmt: skip
+
+
+def _newton_version() -> str:
+    import newton  # noqa: PLC0415
+
+    return newton.__version__
 
 
 def _info_scenes(sim) -> None:
@@ -454,9 +486,16 @@ def _inspect(command: str, args) -> int:
             rows = inspect.explain_rows(imports, args.prims, models)
             print(inspect.table(rows, ("prim", "property", "value", "unit", "source")))
             return 0
-        from .solvers import SolverMuJoCo  # noqa: PLC0415
+        from .solvers import SOLVERS  # noqa: PLC0415
 
-        solvers = [SolverMuJoCo(builder.finalize("cpu"), backend="cpu") for builder in builders]
+        solvers = []
+        for builder, imported in zip(builders, imports, strict=True):
+            settings = {k: r.value for k, r in imported.scene.items()}
+            name = args.solver or settings.get("solver") or "mujoco"
+            if name not in SOLVERS:
+                raise NewtonUsdError(f"unknown solver {name!r}; valid: {', '.join(SOLVERS)}")
+            asked = {"backend": "cpu"} if name == "mujoco" else {}
+            solvers.append(SOLVERS[name].from_scene(builder.finalize("cpu"), settings, **asked))
     except (NewtonUsdError, ValueError) as e:
         return _fail(str(e), args)
     kinds = Diagnostics()
@@ -485,8 +524,16 @@ def _inspect(command: str, args) -> int:
 
 
 def _model_counts(solver) -> str:
-    """What ``usdsim check`` says of one scene's model and its MuJoCo model."""
-    model, mj = solver.model, solver.mj_model
+    """What ``usdsim check`` says of one scene's model and its MuJoCo or Newton model."""
+    model = solver.model
+    if not hasattr(solver, "mj_model"):
+        nm = solver.newton_model
+        return (
+            f"{_count(model.body_count, 'body')}, {_count(model.shape_count, 'shape')}, "
+            f"{_count(model.joint_count, 'joint')}; {solver.name} solver ({type(solver.newton_solver).__name__}); "
+            f"Newton model: {nm.body_count} bodies, {nm.joint_count} joints, {nm.shape_count} shapes"
+        )
+    mj = solver.mj_model
     return (
         f"{_count(model.body_count, 'body')}, {_count(model.shape_count, 'shape')}, "
         f"{_count(model.joint_count, 'joint')}; "
@@ -581,7 +628,8 @@ def _summary(sim, output, t_setup):
     steps = sum(s.steps for s in sims)
     rate = steps / wall if wall > 0 else float("inf")
     realtime = sim.sim_seconds / wall if wall > 0 else float("inf")
-    solver = f"{type(sim.solver).__name__}({getattr(sim.solver, 'backend', '')})"
+    backend = getattr(sim.solver, "backend", None)
+    solver = f"{type(sim.solver).__name__}({backend})" if backend else f"{type(sim.solver).__name__} (Newton)"
     first = f", first step {sim.first_step_seconds:.2f} s" if sim.first_step_seconds is not None else ""
     if sim.scenes:  # several PhysicsScenes: each its own steps
         stepping = (

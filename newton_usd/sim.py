@@ -330,6 +330,7 @@ class Simulation:
         source,
         *,
         solver: str | None = None,
+        solver_options: dict | None = None,
         device=None,
         backend: str | None = None,
         fps: float | None = None,
@@ -356,7 +357,11 @@ class Simulation:
         ``physxScene:timeStepsPerSecond``), else from the default.
 
         Args:
-            solver: a name from ``newton_usd.solvers.SOLVERS`` (default "mujoco").
+            solver: a name from ``newton_usd.solvers.SOLVERS``: "mujoco", "xpbd", "featherstone",
+                "semi_implicit" or "kamino" (default: the scene's ``newton:usd:solver``; a scene applying
+                NewtonXpbdSceneAPI runs "xpbd"; else "mujoco").
+            solver_options: keyword arguments of the solver's class, over the scene's settings (e.g.
+                ``{"requires_grad": True}`` for a Newton solver under ``wp.Tape``, ``{"iterations": 8}``).
             device: Warp device for the model ("cpu", "cuda", ...; None: Warp's default).
             backend: solver backend (for "mujoco": "auto", "cpu" or "warp").
             fps: frames per second (default: the stage's timeCodesPerSecond).
@@ -408,7 +413,8 @@ class Simulation:
         output_layer = _attach_output_layer(stage)
         try:
             sim = cls._open(
-                stage, file, output_layer, solver=solver, device=dev, backend=backend, fps=fps, substeps=substeps,
+                stage, file, output_layer, solver=solver, solver_options=solver_options, device=dev, backend=backend,
+                fps=fps, substeps=substeps,
                 record=record, joint_states=joint_states, live=live, order=order, worlds=int(worlds), dt=dt,
                 overrides=overrides, xform_ops=xform_ops, env_root=env_root, write_worlds=write_worlds,
                 world_spacing=world_spacing,
@@ -426,9 +432,11 @@ class Simulation:
     def _open(
         cls, stage, file, output_layer, *, solver, device, backend, fps, substeps, record, joint_states, live, order,
         worlds, dt, overrides, env_root, xform_ops="trs", write_worlds="first", world_spacing=None, scene=None,
+        solver_options=None,
     ):  # fmt: skip
         applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
-        asked = {"solver": solver, "backend": backend, "substeps": substeps, "dt": dt}
+        asked = {"solver": solver, "solver_options": solver_options, "backend": backend, "substeps": substeps}
+        asked["dt"] = dt
         others = []
         if scene is None:
             scene, *others = scenes_to_import(stage, tuple(order) if order else DIALECTS)
@@ -438,7 +446,7 @@ class Simulation:
         if solver not in SOLVERS:
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(device)
-        solver_obj = SOLVERS[solver](model, backend=backend or settings.get("mujoco_backend") or "auto")
+        solver_obj = SOLVERS[solver].from_scene(model, settings, backend=backend, **(solver_options or {}))
         given_fps = fps
         fps = frame_rate(stage, imported, fps)
         if fps <= 0:
@@ -815,7 +823,7 @@ class Simulation:
         if keep_state:
             _carry_body_state(builder, self.model, self.state)
         model = builder.finalize(self.model.device)
-        solver = type(self.solver)(model, backend=self.solver.backend)
+        solver = self.solver.rebuilt(model)
         self.imported, self.model = imported, model
         if self.copies is not None:  # the environment changed: copy it again (the first scene, for every scene)
             first = self._first_scene or self

@@ -187,14 +187,15 @@ class Model:
             setattr(view.mujoco, name, value[slice(*ranges[kind])] if kind else value)
         return view
 
-    def state(self) -> "State":
-        """A new State holding copies of the model's initial body and joint state."""
+    def state(self, requires_grad: bool = False) -> "State":
+        """A new State holding copies of the model's initial body and joint state (``requires_grad``: its
+        arrays hold gradients, for ``wp.Tape`` through a differentiable solver)."""
         s = State()
-        s.body_q = wp.clone(self.body_q)
-        s.body_qd = wp.clone(self.body_qd)
-        s.joint_q = wp.clone(self.joint_q)
-        s.joint_qd = wp.clone(self.joint_qd)
-        s.body_f = wp.zeros_like(self.body_qd)
+        s.body_q = wp.clone(self.body_q, requires_grad=requires_grad)
+        s.body_qd = wp.clone(self.body_qd, requires_grad=requires_grad)
+        s.joint_q = wp.clone(self.joint_q, requires_grad=requires_grad)
+        s.joint_qd = wp.clone(self.joint_qd, requires_grad=requires_grad)
+        s.body_f = wp.zeros_like(self.body_qd, requires_grad=requires_grad)
         return s
 
     def control(self) -> "Control":

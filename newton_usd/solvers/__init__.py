@@ -1,9 +1,19 @@
 """Solvers: all behind ``step(state_in, state_out, control, contacts, dt)``."""
 
 from .mujoco import SolverMuJoCo
+from .newton import NEWTON_SOLVERS, SolverFeatherstone, SolverKamino, SolverNewton, SolverSemiImplicit, SolverXPBD
 from .solver import SolverBase
 
-SOLVERS = {"mujoco": SolverMuJoCo}
-"""Solver names accepted by ``usdsim --solver`` and ``Simulation.open(solver=...)``."""
+SOLVERS = {"mujoco": SolverMuJoCo, **NEWTON_SOLVERS}
+"""Solver names accepted by ``usdsim --solver``, ``Simulation.open(solver=...)`` and ``newton:usd:solver``."""
 
-__all__ = ["SOLVERS", "SolverBase", "SolverMuJoCo"]
+__all__ = [
+    "SOLVERS",
+    "SolverBase",
+    "SolverFeatherstone",
+    "SolverKamino",
+    "SolverMuJoCo",
+    "SolverNewton",
+    "SolverSemiImplicit",
+    "SolverXPBD",
+]

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..core.model import element_name
+from ..errors import NewtonUsdError
+
 
 class SolverBase:
     """A solver advances a State of a Model by one step.
@@ -10,9 +15,46 @@ class SolverBase:
         model: the finalized Model it simulates.
     """
 
+    name = ""
+    """The name ``usdsim --solver`` takes."""
+
     def __init__(self, model):
         self.model = model
         self.device = model.device
+        self.options = {}  # the constructor's keyword arguments (see rebuilt)
+
+    @classmethod
+    def options_from_scene(cls, settings: dict) -> dict:
+        """The constructor's keyword arguments from a PhysicsScene's resolved settings (name -> value)."""
+        return {}
+
+    @classmethod
+    def from_scene(cls, model, settings: dict, **asked) -> "SolverBase":
+        """A solver for ``model`` with the scene's settings (``settings``: name -> value, see
+        ``UsdImport.scene``), overridden by the arguments ``asked`` (None: not asked)."""
+        options = cls.options_from_scene(settings)
+        options.update({k: v for k, v in asked.items() if v is not None})
+        return cls(model, **options)
+
+    def rebuilt(self, model) -> "SolverBase":
+        """A solver of the same kind and options for ``model`` (a live edit that changed the model)."""
+        return type(self)(model, **self.options)
+
+    def keyframe_index(self, key) -> int:
+        """The index of keyframe ``key``: an index, a label (the MJCF key name, the MjcKeyframe prim path),
+        or a keyframe's name (its prim's displayName or name: "home" for ``/robot/Keyframes/home``) when only
+        one keyframe has it."""
+        labels = self.model.keyframe_label
+        if isinstance(key, (int, np.integer)):
+            if not 0 <= key < len(labels):
+                raise NewtonUsdError(f"keyframe {key} does not exist (the model has {len(labels)})")
+            return int(key)
+        if key in labels:
+            return labels.index(key)
+        by_name = [i for i, label in enumerate(labels) if element_name(self.model, label) == key]
+        if len(by_name) != 1:
+            raise NewtonUsdError(f"no keyframe {key!r}; the model has: {', '.join(labels) or 'none'}")
+        return by_name[0]
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` seconds under ``control`` and write the result to ``state_out``.

@@ -43,7 +43,7 @@ from .gprims import (
     read_mesh,
 )
 from .keyframes import import_keyframes
-from .resolver import DIALECTS, Context, Resolver
+from .resolver import DIALECTS, Context, Resolved, Resolver
 from .scenes import JOINT_OBJECT_TYPES, Scenes, analyse, any_owner, keep_scene_prims, physics_scenes
 from .stage import StageFrame, open_stage
 
@@ -483,6 +483,13 @@ def _import_scene(builder, stage, scenes, frame, result):
         result.scene[prop.name] = resolver.resolve(prim, prop, ctx)
     if not result.scene[props.SCENE_GRAVITY_ENABLED.name].value:
         builder.gravity = np.zeros(3)
+    result.scene.update(resolver.resolve_all(prim, props.SCENE_NEWTON_SOLVER, ctx))
+    solver = result.scene[props.SCENE_SOLVER.name]
+    if solver.kind != "authored" and props.XPBD_SCENE_API in resolver.view(prim).applied:
+        # A scene made for XPBD runs XPBD unless it names another solver.
+        result.scene[props.SCENE_SOLVER.name] = resolver.record(
+            prim, props.SCENE_SOLVER.name, Resolved("xpbd", "fallback", "newton:usd:solver", schema=props.XPBD_SCENE_API)
+        )
     angle = resolver.resolve(prim, props.SCENE_COMPILER_ANGLE, ctx).value
     ctx.angle_unit = DEG if angle == "degree" else 1.0
     option, flag = {}, {}

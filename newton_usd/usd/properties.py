@@ -140,7 +140,21 @@ SCENE_GRAVITY_ENABLED = Property(
     "gravity_enabled", (C("newton", "newton:gravityEnabled", _bool), C("mjc", "mjc:flag:gravity", _bool)), default=True
 )
 # Our own NewtonUsdSceneAPI (runtime settings no upstream schema has).
-SCENE_SOLVER = Property("solver", (C("newton", "newton:usd:solver"),), default="mujoco", allowed=("mujoco",))
+SOLVER_NAMES = ("mujoco", "xpbd", "featherstone", "semi_implicit", "kamino")
+"""The solvers ``newton:usd:solver`` names (``newton_usd.solvers.SOLVERS``; a test checks they agree)."""
+
+
+def _seed_solver(v, ctx):
+    """The seed's ``newton:solver`` (euler, xpbd, vbd, ...): "euler" is the semi-implicit solver."""
+    return {"euler": "semi_implicit"}.get(str(v), str(v))
+
+
+SCENE_SOLVER = Property(
+    "solver",
+    (C("newton", "newton:usd:solver"), C("newton", "newton:solver", _seed_solver)),
+    default="mujoco",
+    allowed=SOLVER_NAMES,
+)
 SCENE_BACKEND = Property(
     "mujoco_backend", (C("newton", "newton:usd:mujocoBackend"),), default="auto", allowed=("auto", "cpu", "warp")
 )
@@ -149,6 +163,54 @@ SCENE_FPS = Property("frames_per_second", (C("newton", "newton:usd:framesPerSeco
 SCENE_COLLIDE_ON_SUBSTEPS = Property(
     "collide_on_substeps", (C("newton", "newton:usd:collideOnSubsteps", _bool),), default=True
 )
+
+# Newton's Warp solvers: NewtonXpbdSceneAPI, and the seed's newton:solver:* / newton:* scene attributes.
+XPBD_SCENE_API = "NewtonXpbdSceneAPI"
+_XPBD = (
+    ("soft_body_relaxation", "softBodyRelaxation", _float),
+    ("soft_contact_relaxation", "softContactRelaxation", _float),
+    ("joint_linear_relaxation", "jointLinearRelaxation", _float),
+    ("joint_angular_relaxation", "jointAngularRelaxation", _float),
+    ("joint_linear_compliance", "jointLinearCompliance", _float),
+    ("joint_angular_compliance", "jointAngularCompliance", _float),
+    ("rigid_contact_relaxation", "rigidContactRelaxation", _float),
+    ("rigid_contact_con_weighting", "rigidContactConWeighting", _bool),
+    ("angular_damping", "angularDamping", _float),
+    ("enable_restitution", "restitutionEnabled", _bool),
+)
+SCENE_NEWTON_SOLVER = tuple(
+    Property(
+        f"xpbd.{name}",
+        (C("newton", f"newton:xpbd:{attr}", convert), C("newton", f"newton:solver:{name}", convert)),
+        check=_non_negative if convert is _float else None,
+    )
+    for name, attr, convert in _XPBD
+) + (
+    Property(
+        "newton.iterations",
+        (C("newton", "newton:maxSolverIterations", _int, _NEG_UNSET), C("newton", "newton:solver:iterations", _int)),
+        check=_non_negative,
+    ),
+    Property("newton.angular_damping", (C("newton", "newton:solver:angular_damping", _float),), unit="1/s",
+             check=_non_negative),  # fmt: skip
+    Property("newton.joint_limit_ke", (C("newton", "newton:joint_limit_ke", _float),), check=_non_negative),
+    Property("newton.joint_limit_kd", (C("newton", "newton:joint_limit_kd", _float),), check=_non_negative),
+) + tuple(
+    Property(
+        f"newton.contact_{short}",
+        (C("newton", f"newton:{schema_name}", convert, _INF_UNSET), C("newton", f"newton:contact_{short}", convert)),
+        unit=unit,
+        check=_non_negative,
+    )
+    for short, schema_name, convert, unit in (
+        ("ke", "contactStiffness", _float, "N/m"),
+        ("kd", "contactDamping", _float, "N*s/m"),
+        ("kf", "contactFrictionGain", _float, "N*s/m"),
+        ("ka", "contactAdhesion", _length, "m"),
+    )
+)
+"""Settings of Newton's solvers on the PhysicsScene (None where nothing is authored: the solver's default).
+The contact and joint-limit values apply to every collider and limited DOF, in SI (per radian, per meter)."""
 
 # MuJoCo options (mjc:option:*) and flags (mjc:flag:*): MuJoCo's names, values as MuJoCo takes them.
 _OPTION_TYPES = {

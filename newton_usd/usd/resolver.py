@@ -196,6 +196,12 @@ class Resolver:
             out.update(((path, name), r) for name, r in merged.items())
         return out
 
+    def record(self, prim: Usd.Prim, name: str, resolved: Resolved) -> Resolved:
+        """Record ``resolved`` as the value of property ``name`` of ``prim`` (a value a rule gave, e.g. the
+        solver of a scene that applies a solver's schema), replacing what was resolved; returns it."""
+        self._by_prim.setdefault(self.view(prim).path, []).append({name: resolved})
+        return resolved
+
     def view(self, prim: Usd.Prim, path: Sdf.Path | None = None) -> _PrimView:
         """What the resolver read of ``prim`` (``path``: its path, when the caller has it)."""
         key = prim.GetPath() if path is None else path

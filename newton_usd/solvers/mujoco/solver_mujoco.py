@@ -66,6 +66,7 @@ class SolverMuJoCo(SolverBase):
         self, model, backend: str = "auto", *, nconmax: int | None = None, njmax: int | None = None, **options
     ):
         super().__init__(model)
+        self.options = {"backend": backend, "nconmax": nconmax, "njmax": njmax, **options}
         if backend not in BACKENDS:
             raise NewtonUsdError(f"unknown MuJoCo backend {backend!r}; valid: {', '.join(BACKENDS)}")
         if backend == "auto":
@@ -124,6 +125,12 @@ class SolverMuJoCo(SolverBase):
             self._init_warp(nconmax, njmax, qpos, qvel)
         self._scale_acceleration_drives()
 
+    name = "mujoco"
+
+    @classmethod
+    def options_from_scene(cls, settings: dict) -> dict:
+        return {"backend": settings.get("mujoco_backend") or "auto"}
+
     @property
     def mj_data(self) -> mujoco.MjData:
         """World 0's ``MjData``: on the cpu backend a copy of the engine's as of the last step (positions,
@@ -162,22 +169,6 @@ class SolverMuJoCo(SolverBase):
                 if mocap >= 0:
                     m.key_mpos[k, 3 * mocap : 3 * mocap + 3] = pos  # nmocap positions in a row
                     m.key_mquat[k, 4 * mocap : 4 * mocap + 4] = xyzw_to_wxyz(quat)
-
-    def keyframe_index(self, key) -> int:
-        """The index of keyframe ``key``: an index, a label (the MJCF key name, the MjcKeyframe prim path),
-        or a keyframe's name (its prim's displayName or name: "home" for ``/robot/Keyframes/home``) when only
-        one keyframe has it."""
-        labels = self.model.keyframe_label
-        if isinstance(key, (int, np.integer)):
-            if not 0 <= key < len(labels):
-                raise NewtonUsdError(f"keyframe {key} does not exist (the model has {len(labels)})")
-            return int(key)
-        if key in labels:
-            return labels.index(key)
-        by_name = [i for i, label in enumerate(labels) if element_name(self.model, label) == key]
-        if len(by_name) != 1:
-            raise NewtonUsdError(f"no keyframe {key!r}; the model has: {', '.join(labels) or 'none'}")
-        return by_name[0]
 
     def reset_to_keyframe(self, state, key, control=None) -> None:
         """Put every world into keyframe ``key`` (index or label), as ``mj_resetDataKeyframe`` does: joint

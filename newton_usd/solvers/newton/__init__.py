@@ -1,0 +1,21 @@
+"""Newton's Warp solvers (XPBD, Featherstone, semi-implicit, Kamino) on a bridged copy of our Model."""
+
+from .model_bridge import bridge_model
+from .solver_newton import (
+    NEWTON_SOLVERS,
+    SolverFeatherstone,
+    SolverKamino,
+    SolverNewton,
+    SolverSemiImplicit,
+    SolverXPBD,
+)
+
+__all__ = [
+    "NEWTON_SOLVERS",
+    "SolverFeatherstone",
+    "SolverKamino",
+    "SolverNewton",
+    "SolverSemiImplicit",
+    "SolverXPBD",
+    "bridge_model",
+]

@@ -1,0 +1,341 @@
+"""Newton's Warp solvers (XPBD, Featherstone, semi-implicit Euler, Kamino) behind our solver interface.
+
+Each is one :class:`SolverNewton` subclass that names Newton's solver and the options it takes. The model is
+bridged once (:mod:`.model_bridge`); every step aliases our State and Control into Newton's (:mod:`.exchange`),
+runs Newton's collision pipeline and Newton's solver on the device: no host round trip.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import newton
+import numpy as np
+import warp as wp
+
+from ...diagnostics import Diagnostics
+from ...errors import NewtonUsdError
+from ..solver import SolverBase
+from .exchange import StateExchange
+from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
+
+logger = logging.getLogger("newton_usd")
+
+_MODEL_FLAGS = newton.ModelFlags if hasattr(newton, "ModelFlags") else newton.solvers.SolverNotifyFlags
+
+_IN_PLACE = {
+    # our Model attribute -> (Newton's attribute, element kind, Newton's notify flag)
+    "body_mass": ("body_mass", "body", "BODY_INERTIAL_PROPERTIES"),
+    "body_inv_mass": ("body_inv_mass", "body", "BODY_INERTIAL_PROPERTIES"),
+    "body_inertia": ("body_inertia", "body", "BODY_INERTIAL_PROPERTIES"),
+    "body_inv_inertia": ("body_inv_inertia", "body", "BODY_INERTIAL_PROPERTIES"),
+    "body_com": ("body_com", "body", "BODY_INERTIAL_PROPERTIES"),
+    "joint_target_ke": ("joint_target_ke", "dof", "JOINT_DOF_PROPERTIES"),
+    "joint_target_kd": ("joint_target_kd", "dof", "JOINT_DOF_PROPERTIES"),
+    "joint_limit_lower": ("joint_limit_lower", "dof", "JOINT_DOF_PROPERTIES"),
+    "joint_limit_upper": ("joint_limit_upper", "dof", "JOINT_DOF_PROPERTIES"),
+    "joint_effort_limit": ("joint_effort_limit", "dof", "JOINT_DOF_PROPERTIES"),
+    "joint_armature": ("joint_armature", "dof", "JOINT_DOF_PROPERTIES"),
+    "joint_friction": ("joint_friction", "dof", "JOINT_DOF_PROPERTIES"),
+    "shape_material_mu": ("shape_material_mu", "shape", "SHAPE_PROPERTIES"),
+    "shape_material_restitution": ("shape_material_restitution", "shape", "SHAPE_PROPERTIES"),
+    "shape_material_mu_torsional": ("shape_material_mu_torsional", "shape", "SHAPE_PROPERTIES"),
+    "shape_material_mu_rolling": ("shape_material_mu_rolling", "shape", "SHAPE_PROPERTIES"),
+}
+"""Model values :meth:`SolverNewton.update_parameters` writes into the Newton model in place."""
+
+
+class SolverNewton(SolverBase):
+    """A Newton solver stepping a bridged copy of our Model.
+
+    Args:
+        model: the Model to simulate (on any Warp device; the Newton model is built on the same one).
+        contact_ke, contact_kd, contact_kf, contact_ka: penalty-contact stiffness, damping, friction gain and
+            adhesion distance of every shape (SI; None: Newton's defaults). Featherstone and semi-implicit
+            contacts are penalty springs; XPBD and Kamino use them only as documented by Newton.
+        joint_limit_ke, joint_limit_kd: stiffness and damping of every joint limit (None: Newton's defaults).
+        rigid_contact_max: contact capacity of the collision pipeline (None: Newton's estimate).
+        requires_grad: build the Newton model with gradients, for ``wp.Tape`` (States made with
+            ``model.state(requires_grad=True)``).
+        **options: the Newton solver's own keyword arguments (see each subclass's ``OPTIONS``).
+
+    ``newton_model``, ``newton_solver`` and ``collision_pipeline`` are Newton's objects; ``newton_contacts``
+    the contacts of the last step.
+    """
+
+    name = ""
+    """The name ``usdsim --solver`` takes."""
+    newton_class = None
+    """Newton's solver class."""
+    OPTIONS: dict = {}
+    """Resolved scene setting name -> Newton solver keyword (see :meth:`options_from_scene`)."""
+    writes_joint_state = True
+    """False where Newton's solver reads and writes only body states (XPBD): joint states are computed from them
+    by ``newton.eval_ik`` when first read (the output State is left pending, see :mod:`.exchange`)."""
+    beta = False
+
+    def __init__(
+        self,
+        model,
+        *,
+        contact_ke=None,
+        contact_kd=None,
+        contact_kf=None,
+        contact_ka=None,
+        joint_limit_ke=None,
+        joint_limit_kd=None,
+        rigid_contact_max=None,
+        requires_grad: bool = False,
+        **options,
+    ):
+        super().__init__(model)
+        self.options = dict(
+            contact_ke=contact_ke, contact_kd=contact_kd, contact_kf=contact_kf, contact_ka=contact_ka,
+            joint_limit_ke=joint_limit_ke, joint_limit_kd=joint_limit_kd, rigid_contact_max=rigid_contact_max,
+            requires_grad=requires_grad, **options,
+        )  # fmt: skip
+        self.diagnostics = Diagnostics()
+        if self.beta:
+            self.diagnostics.add(
+                f"the {self.name} solver is beta in Newton {newton.__version__}: check its results", "PhysicsScene"
+            )
+        bridge = bridge_model(
+            model,
+            self.diagnostics,
+            self.name,
+            contact=ContactSettings(contact_ke, contact_kd, contact_kf, contact_ka),
+            limits=JointLimitSettings(joint_limit_ke, joint_limit_kd),
+            requires_grad=requires_grad,
+        )
+        self.diagnostics.emit(model.source)
+        self.newton_model = bridge.newton_model
+        self.shape_map = bridge.shape_map
+        try:
+            self.newton_solver = self._make_solver(self.newton_model, options)
+        except TypeError as e:
+            raise NewtonUsdError(f"{self.name} solver: {e}") from None
+        except (ValueError, RuntimeError, NotImplementedError) as e:
+            raise NewtonUsdError(f"{model.source or 'the model'}: Newton's {self.name} solver refused it: {e}") from None
+        kw = {"requires_grad": requires_grad}
+        if rigid_contact_max is not None:
+            kw["rigid_contact_max"] = int(rigid_contact_max)
+        self.collision_pipeline = newton.CollisionPipeline(self.newton_model, **kw)
+        self.newton_contacts = self.collision_pipeline.contacts()
+        self.exchange = StateExchange(model, self.newton_model, bridge.free_com_offset)
+        self.exchange.initial_state()
+        self._scratch = None  # our State to step into when state_in is state_out
+
+    def _make_solver(self, newton_model, options):
+        return self.newton_class(newton_model, **options)
+
+    @classmethod
+    def options_from_scene(cls, settings: dict) -> dict:
+        """The constructor's keyword arguments from a scene's resolved settings (name -> value; None and
+        absent: the solver's default)."""
+        out = {}
+        for setting, keyword in {**_COMMON_OPTIONS, **cls.OPTIONS}.items():
+            value = settings.get(setting)
+            if value is not None:
+                out[keyword] = value
+        return out
+
+    @classmethod
+    def from_scene(cls, model, settings: dict, *, backend=None, **asked) -> "SolverNewton":
+        if backend not in (None, "auto"):
+            raise NewtonUsdError(
+                f"--backend {backend} is MuJoCo's; the {cls.name} solver runs on the model's Warp device (--device)"
+            )
+        return super().from_scene(model, settings, **asked)
+
+    def step(self, state_in, state_out, control, contacts, dt: float) -> None:
+        if state_in is state_out:
+            if self._scratch is None:
+                self._scratch = self.model.state()
+            self.step(state_in, self._scratch, control, contacts, dt)
+            for name in ("body_q", "body_qd", "joint_q", "joint_qd"):
+                wp.copy(getattr(state_out, name), getattr(self._scratch, name))
+            return
+        ns_in, ns_out, nc = self.exchange.inputs(state_in, state_out, control, self.writes_joint_state)
+        self.collision_pipeline.collide(ns_in, self.newton_contacts)
+        self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
+        self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
+
+    def reset_to_keyframe(self, state, key, control=None) -> None:
+        """Put every world into keyframe ``key`` (index or label): joint coordinates and velocities, and the body
+        poses and velocities they give (``newton.eval_fk``). MuJoCo-only keyframe values (activations,
+        controls of MjcActuators, mocap poses) have nothing to act on here."""
+        k = self.keyframe_index(key)
+        state.__dict__.pop("_pending", None)
+        arrays = state.__dict__
+        arrays["joint_q"].assign(self.model.keyframe_joint_q[k].astype(np.float32))
+        arrays["joint_qd"].assign(self.model.keyframe_joint_qd[k].astype(np.float32))
+        ns = self.exchange.state_out
+        ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
+        qd = arrays["joint_qd"]
+        if self.exchange._convert_free:  # (in Newton's convention: the free joints' poses come first)
+            newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
+            qd = self.exchange._qd_in
+            self.exchange._convert(arrays["body_q"], arrays["joint_qd"], qd, True)
+        newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
+
+    def update_contacts(self, contacts) -> None:
+        """Copy the last step's contacts (every world) into ``contacts``, up to its capacity; shape indices are
+        ours, points in world at the middle of the two surfaces, depth positive when penetrating."""
+        c = self.newton_contacts
+        n = min(int(c.rigid_contact_count.numpy()[0]), contacts.capacity)
+        inverse = np.full(self.newton_model.shape_count, -1, dtype=np.int32)
+        inverse[self.shape_map] = np.arange(len(self.shape_map), dtype=np.int32)
+        s0, s1 = c.rigid_contact_shape0.numpy()[:n], c.rigid_contact_shape1.numpy()[:n]
+        body_q = self.exchange.state_out.body_q.numpy()
+        shape_body = self.newton_model.shape_body.numpy()
+        normal = c.rigid_contact_normal.numpy()[:n]
+        points = []
+        for shapes, local in ((s0, c.rigid_contact_point0), (s1, c.rigid_contact_point1)):
+            local = local.numpy()[:n].astype(np.float64)
+            world = local.copy()
+            for i, s in enumerate(shapes):
+                b = shape_body[s]
+                if b >= 0:
+                    world[i] = body_q[b, :3] + _rotate(body_q[b, 3:], local[i])
+            points.append(world)
+        depth = -np.einsum("ij,ij->i", points[1] - points[0], normal)
+        contacts.rigid_contact_count = n
+        for name, values in (
+            ("rigid_contact_shape0", inverse[s0]),
+            ("rigid_contact_shape1", inverse[s1]),
+            ("rigid_contact_point", 0.5 * (points[0] + points[1])),
+            ("rigid_contact_normal", normal),
+            ("rigid_contact_depth", depth),
+        ):
+            array = getattr(contacts, name)
+            full = array.numpy()
+            full[:n] = values
+            array.assign(full)
+
+    def update_parameters(self, model, names) -> set:
+        names = set(names)
+        leftover = names - set(_IN_PLACE) - {"gravity", "joint_target_pos", "joint_target_vel"}
+        if leftover:
+            return leftover
+        nm = self.newton_model
+        flags = 0
+        if "gravity" in names:
+            nm.set_gravity(tuple(float(g) for g in model.gravity))
+            flags |= int(_MODEL_FLAGS.MODEL_PROPERTIES)
+        for name in names & set(_IN_PLACE):
+            theirs, kind, flag = _IN_PLACE[name]
+            values = getattr(model, name)
+            target = getattr(nm, theirs, None)
+            if target is None:
+                continue
+            if kind == "shape":
+                full = target.numpy()
+                full[self.shape_map] = values.numpy()
+                target.assign(full)
+            else:
+                wp.copy(target, values)
+            flags |= int(getattr(_MODEL_FLAGS, flag))
+        if flags:
+            self.newton_solver.notify_model_changed(flags)
+        self.model = model
+        return set()
+
+
+def _rotate(q, v):
+    """Rotate ``v`` by the xyzw quaternion ``q`` (numpy)."""
+    u, w = np.asarray(q[:3], dtype=np.float64), float(q[3])
+    return v + 2.0 * np.cross(u, np.cross(u, v) + w * v)
+
+
+_COMMON_OPTIONS = {
+    "newton.contact_ke": "contact_ke",
+    "newton.contact_kd": "contact_kd",
+    "newton.contact_kf": "contact_kf",
+    "newton.contact_ka": "contact_ka",
+    "newton.joint_limit_ke": "joint_limit_ke",
+    "newton.joint_limit_kd": "joint_limit_kd",
+}
+
+
+class SolverXPBD(SolverNewton):
+    """Newton's SolverXPBD: extended position-based dynamics in maximal coordinates (hard joint limits,
+    restitution when enabled; no armature, joint friction or effort limits)."""
+
+    name = "xpbd"
+    newton_class = newton.solvers.SolverXPBD
+    writes_joint_state = False
+    OPTIONS = {
+        "newton.iterations": "iterations",
+        "xpbd.soft_body_relaxation": "soft_body_relaxation",
+        "xpbd.soft_contact_relaxation": "soft_contact_relaxation",
+        "xpbd.joint_linear_relaxation": "joint_linear_relaxation",
+        "xpbd.joint_angular_relaxation": "joint_angular_relaxation",
+        "xpbd.joint_linear_compliance": "joint_linear_compliance",
+        "xpbd.joint_angular_compliance": "joint_angular_compliance",
+        "xpbd.rigid_contact_relaxation": "rigid_contact_relaxation",
+        "xpbd.rigid_contact_con_weighting": "rigid_contact_con_weighting",
+        "xpbd.angular_damping": "angular_damping",
+        "xpbd.enable_restitution": "enable_restitution",
+    }
+
+    def __init__(self, model, **options):
+        super().__init__(model, **options)
+        self._report(model)
+
+    def _report(self, model):
+        diag = Diagnostics()
+        for name, what in (("joint_armature", "armature"), ("joint_friction", "joint friction")):
+            for d in np.nonzero(getattr(model, name).numpy() > 0.0)[0]:
+                diag.add(f"{what} is not simulated by the xpbd solver", _dof_joint_label(model, d))
+        restitution = model.shape_material_restitution.numpy()
+        if not self.options.get("enable_restitution") and (restitution > 0).any():
+            for s in np.nonzero(restitution > 0)[0]:
+                diag.add(
+                    "restitution is not simulated by the xpbd solver unless newton:xpbd:restitutionEnabled is true",
+                    model.shape_label[s],
+                )
+        for kind, paths in diag.kinds.items():
+            for p in paths:
+                self.diagnostics.add(kind, p)
+        diag.emit(model.source)
+
+
+def _dof_joint_label(model, dof) -> str:
+    start = model.joint_qd_start.numpy()
+    j = int(np.searchsorted(start, dof, side="right") - 1)
+    return model.joint_label[j]
+
+
+class SolverFeatherstone(SolverNewton):
+    """Newton's SolverFeatherstone: articulations in generalized coordinates (CRBA, symplectic Euler),
+    penalty contacts and limits."""
+
+    name = "featherstone"
+    newton_class = newton.solvers.SolverFeatherstone
+    OPTIONS = {"newton.angular_damping": "angular_damping"}
+
+
+class SolverSemiImplicit(SolverNewton):
+    """Newton's SolverSemiImplicit: semi-implicit Euler in maximal coordinates with penalty joints and
+    contacts (small steps); differentiable."""
+
+    name = "semi_implicit"
+    newton_class = newton.solvers.SolverSemiImplicit
+    OPTIONS = {"newton.angular_damping": "angular_damping"}
+
+
+class SolverKamino(SolverNewton):
+    """Newton's SolverKamino (beta upstream): maximal coordinates with loop closures, hard frictional
+    contacts and restitution (PADMM)."""
+
+    name = "kamino"
+    newton_class = newton.solvers.SolverKamino
+    beta = True
+
+    def _make_solver(self, newton_model, options):
+        config = newton.solvers.SolverKamino.Config(**options) if options else None
+        return self.newton_class(newton_model, config)
+
+
+NEWTON_SOLVERS = {cls.name: cls for cls in (SolverXPBD, SolverFeatherstone, SolverSemiImplicit, SolverKamino)}
+"""Newton's solvers by the name ``usdsim --solver`` takes."""
