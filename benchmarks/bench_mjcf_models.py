@@ -388,7 +388,8 @@ def worker(
         from newton_usd.compare import field_differences, match_elements
 
         out["field_differences"] = [
-            f"{d.kind} {d.name}: {d.field}" for d in field_differences(ref, mine, match_elements(ref, mine), {}, 1e-5, 1e-6)
+            f"{d.kind} {d.name}: {d.field}"
+            for d in field_differences(ref, mine, match_elements(ref, mine), {}, 1e-5, 1e-6)
         ]
         # How chaotic the model is: native against itself with qpos0 moved by 1e-9, and with its geometry at
         # float32 round-off (newton_usd.compare.float32_twins: what a USD round trip could give).

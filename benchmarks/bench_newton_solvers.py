@@ -6,7 +6,8 @@
 Table 1, per solver: steps per second of our ``solver.step`` (State/Control exchange and Newton's collision
 pipeline included) against the same Newton solver stepped directly on the bridged ``newton.Model`` with
 Newton's own States (``collide`` + ``step``), measured alternately (each going first in turn) in blocks of
-20 steps in one process, the fastest block of each kept; the ratio should be at least 0.95; the last column is the largest difference of the bodies' poses after as many steps (the
+20 steps in one process, the fastest block of each kept; the ratio should be at least 0.95; the last column is
+the largest difference of the bodies' poses after as many steps (the
 exchange is exact: 0), or that both diverged. The stage defaults to ``sample_stages/boxes_on_ground.usda``
 (Newton's ``ant.usda`` diverges under featherstone and semi_implicit at this step).
 
@@ -41,6 +42,12 @@ def _newton_asset(name: str) -> str:
 
 # ---------------------------------------------------------------- table 1: step speed, in this process
 def step_rates(stage: str, solvers, steps: int, repeat: int, device: str) -> list:
+    return [_step_rate(name, stage, steps, repeat, device) for name in solvers]
+
+
+def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str) -> dict:
+    """One solver's row: our step against the same Newton solver stepped directly on the bridged model."""
+    import numpy as np
     import warp as wp
 
     wp.config.quiet = True
@@ -48,61 +55,54 @@ def step_rates(stage: str, solvers, steps: int, repeat: int, device: str) -> lis
     from newton_usd.solvers import SOLVERS
     from newton_usd.usd import add_usd
 
-    rows = []
-    for name in solvers:
-        builder = ModelBuilder()
-        add_usd(builder, stage)
-        model = builder.finalize(device)
-        try:
-            solver = SOLVERS[name](model)
-        except Exception as e:  # noqa: BLE001  (a solver refusing the model is a result)
-            rows.append({"solver": name, "error": str(e).splitlines()[0]})
-            continue
-        dt = 1.0 / 480.0
-        ours = [model.state(), model.state()]
-        control = model.control()
-        nm, ns = solver.newton_model, solver.newton_solver
-        theirs = [nm.state(), nm.state()]
-        ncontrol = nm.control()
-        contacts = solver.collision_pipeline.contacts()
+    builder = ModelBuilder()
+    add_usd(builder, stage)
+    model = builder.finalize(device)
+    try:
+        solver = SOLVERS[name](model)
+    except Exception as e:  # noqa: BLE001  (a solver refusing the model is a result)
+        return {"solver": name, "error": str(e).splitlines()[0]}
+    dt = 1.0 / 480.0
+    ours = [model.state(), model.state()]
+    control = model.control()
+    nm, ns = solver.newton_model, solver.newton_solver
+    theirs = [nm.state(), nm.state()]
+    ncontrol = nm.control()
+    contacts = solver.collision_pipeline.contacts()
 
-        def run_ours(n):
-            for _ in range(n):
-                solver.step(ours[0], ours[1], control, None, dt)
-                ours.reverse()
-            wp.synchronize_device(model.device)
+    def run_ours(n):
+        for _ in range(n):
+            solver.step(ours[0], ours[1], control, None, dt)
+            ours.reverse()
+        wp.synchronize_device(model.device)
 
-        def run_direct(n):
-            for _ in range(n):
-                solver.collision_pipeline.collide(theirs[0], contacts)
-                ns.step(theirs[0], theirs[1], ncontrol, contacts, dt)
-                theirs.reverse()
-            wp.synchronize_device(model.device)
+    def run_direct(n):
+        for _ in range(n):
+            solver.collision_pipeline.collide(theirs[0], contacts)
+            ns.step(theirs[0], theirs[1], ncontrol, contacts, dt)
+            theirs.reverse()
+        wp.synchronize_device(model.device)
 
-        try:
-            run_ours(10)  # kernels compiled or loaded, caches warm
-            run_direct(10)
-            # Blocks of 20 steps, alternating, the fastest block of each kept (the machine may be shared).
-            best = {"ours": 0.0, "direct": 0.0}
-            block = min(20, steps)
-            pair = (("ours", run_ours), ("direct", run_direct))
-            for i in range(repeat * max(1, steps // block)):
-                for key, fn in pair if i % 2 else pair[::-1]:  # alternating which goes first
-                    t0 = time.perf_counter()
-                    fn(block)
-                    best[key] = max(best[key], block / (time.perf_counter() - t0))
-        except Exception as e:  # noqa: BLE001
-            rows.append({"solver": name, "error": str(e).splitlines()[0]})
-            continue
-        import numpy as np
-
-        same = float(np.abs(ours[0].body_q.numpy() - theirs[0].body_q.numpy()).max())  # after as many steps
-        diverged = not np.isfinite(ours[0].body_q.numpy()).all() or not np.isfinite(theirs[0].body_q.numpy()).all()
-        rows.append({
-            "solver": name, "ours": best["ours"], "direct": best["direct"], "ratio": best["ours"] / best["direct"],
-            "difference": same, "diverged": diverged,
-        })  # fmt: skip
-    return rows
+    try:
+        run_ours(10)  # kernels compiled or loaded, caches warm
+        run_direct(10)
+        # Blocks of 20 steps, alternating, the fastest block of each kept (the machine may be shared).
+        best = {"ours": 0.0, "direct": 0.0}
+        block = min(20, steps)
+        pair = (("ours", run_ours), ("direct", run_direct))
+        for i in range(repeat * max(1, steps // block)):
+            for key, fn in pair if i % 2 else pair[::-1]:  # alternating which goes first
+                t0 = time.perf_counter()
+                fn(block)
+                best[key] = max(best[key], block / (time.perf_counter() - t0))
+    except Exception as e:  # noqa: BLE001
+        return {"solver": name, "error": str(e).splitlines()[0]}
+    same = float(np.abs(ours[0].body_q.numpy() - theirs[0].body_q.numpy()).max())  # after as many steps
+    diverged = not np.isfinite(ours[0].body_q.numpy()).all() or not np.isfinite(theirs[0].body_q.numpy()).all()
+    return {
+        "solver": name, "ours": best["ours"], "direct": best["direct"], "ratio": best["ours"] / best["direct"],
+        "difference": same, "diverged": diverged,
+    }  # fmt: skip
 
 
 # ---------------------------------------------------------------- table 2: import, in fresh processes
@@ -173,8 +173,10 @@ def compare_imports(stage: str, newton_python: str, repeat: int) -> None:
             print(f"{r['impl']}: {r['error']}")
             return
     warm = {r["impl"]: min(r["times"][1:] or r["times"]) for r in (ours, theirs)}
-    print(f"\nimport + finalize (+ bridge for ours) of {os.path.basename(stage)}, {ours['bodies']} bodies, best warm run:")
-    print(f"  newton_usd (add_usd + finalize + bridge): {warm['ours']:.3f} s (first run {ours['times'][0]:.3f} s)")
+    name = os.path.basename(stage)
+    print(f"\nimport + finalize (+ bridge for ours) of {name}, {ours['bodies']} bodies, best warm run:")
+    first = ours["times"][0]
+    print(f"  newton_usd (add_usd + finalize + bridge): {warm['ours']:.3f} s (first run {first:.3f} s)")
     print(f"  newton ModelBuilder.add_usd + finalize:   {warm['newton']:.3f} s (first run {theirs['times'][0]:.3f} s)")
     print(f"  speedup: {warm['newton'] / warm['ours']:.1f}x (target 10x)")
     worst, label_at = 0.0, None

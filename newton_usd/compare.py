@@ -18,7 +18,8 @@ The dynamics: both models are stepped ``steps`` steps with zero control from qpo
 and slide joint moved by ``offset``; the divergence is the largest distance between matched bodies. A
 chaotic model amplifies any difference, so native MuJoCo is also stepped from the same start with every
 coordinate moved by 1e-9, and with its geometry (poses, sizes, inertias) rounded to float32 as a USD file
-stores them (once as is, three times moved by a random float32 round-off): its own sensitivity. A divergence under ``dynamics_atol`` matches; one that the sensitivity
+stores them (once as is, three times moved by a random float32 round-off): its own sensitivity. A divergence
+under ``dynamics_atol`` matches; one that the sensitivity
 explains (the initial difference it implies, ``divergence / sensitivity * 1e-9``, is under 1e-6, or it is
 at most 10 times the float32 model's) is chaos; the rest is a real difference.
 
@@ -237,7 +238,7 @@ def _match_on_bodies(native, ours, pairs, body, prefix, key):
         else:
             pos_n, size_n = getattr(native, f"{prefix}_pos")[i], getattr(native, f"{prefix}_size")[i]
 
-            def distance(c):
+            def distance(c, pos_n=pos_n, size_n=size_n):
                 return float(np.linalg.norm(getattr(ours, f"{prefix}_pos")[c] - pos_n)
                              + np.linalg.norm(getattr(ours, f"{prefix}_size")[c] - size_n))  # fmt: skip
 
@@ -622,7 +623,9 @@ def verdict(divergence: float, sensitivity: float, atol: float, float32_sensitiv
 def divergences(native, ours, matches, steps: int, offset: float, atol: float) -> list:
     """Our divergence from native MuJoCo, beside native's sensitivity, from qpos0 and from offset joints."""
     joints = matches["joint"]
-    scalar = [j for j in joints if _scalar_joint(native, j) and int(native.jnt_type[j]) == int(ours.jnt_type[joints[j]])]
+    scalar = [
+        j for j in joints if _scalar_joint(native, j) and int(native.jnt_type[j]) == int(ours.jnt_type[joints[j]])
+    ]
     bodies = sorted(matches["body"].items())
     twins = float32_twins(native)
     out = []

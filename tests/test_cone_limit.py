@@ -9,6 +9,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdPhysics
 from newton_usd import ModelBuilder
 from newton_usd.core.quat import quat_rotate
 from newton_usd.solvers import SolverMuJoCo
+
 from stages import new_stage
 
 CONE_DEG = 30.0

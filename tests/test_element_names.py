@@ -6,6 +6,7 @@ from pxr import Gf, Sdf, UsdPhysics
 
 from newton_usd import ModelBuilder
 from newton_usd.solvers import SolverMuJoCo
+
 from stages import add_box, new_stage
 
 

@@ -15,6 +15,7 @@ import warp as wp
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from newton_usd.cli import main
+
 from stages import add_box, add_ground, new_stage, pendulum
 
 KAMINO = pytest.param("kamino", marks=pytest.mark.slow)  # (its kernels take minutes to compile on the CPU)
@@ -315,7 +316,8 @@ def test_scene_solver_and_settings_with_provenance(tmp_path, capsys):
     assert "SolverFeatherstone" in out and "angular_damping 0.25" in out and "contact_ke 50000" in out
     assert main(["explain", str(tmp_path / "s.usda"), "/PhysicsScene"]) == 0
     out = capsys.readouterr().out
-    assert any("newton.angular_damping" in line and "newton:solver:angular_damping" in line for line in out.splitlines())
+    rows = out.splitlines()
+    assert any("newton.angular_damping" in line and "newton:solver:angular_damping" in line for line in rows)
     assert any("solver" in line and "featherstone" in line and "newton:usd:solver" in line for line in out.splitlines())
 
 
@@ -362,6 +364,7 @@ def test_a_diverging_newton_solver_stops_with_exit_3(tmp_path, capsys):
 
 def test_environment_worlds_under_xpbd_simulate_as_the_whole_stage_does():
     from newton_usd import Simulation  # noqa: PLC0415
+
     from stages import environments  # noqa: PLC0415
 
     plain = Simulation.open(environments(n=3, style="flat"), solver="xpbd", live=False)
@@ -420,7 +423,8 @@ def test_keyframe_start_under_featherstone(tmp_path):
     (tmp_path / "pendulum.xml").write_text(xml)
     assert main(["convert", str(tmp_path / "pendulum.xml")]) == 0
     out = tmp_path / "out.usda"
-    assert usdsim(tmp_path / "pendulum.usda", "--solver", "featherstone", "-n", 2, "--keyframe", "raised", "-o", out) == 0
+    args = ("--solver", "featherstone", "-n", 2, "--keyframe", "raised", "-o", out)
+    assert usdsim(tmp_path / "pendulum.usda", *args) == 0
     stage = Usd.Stage.Open(str(out))
     world = UsdGeom.Xformable(stage.GetPrimAtPath("/pendulum/arm/tip")).ComputeLocalToWorldTransform(
         stage.GetStartTimeCode()

@@ -488,7 +488,9 @@ def _import_scene(builder, stage, scenes, frame, result):
     if solver.kind != "authored" and props.XPBD_SCENE_API in resolver.view(prim).applied:
         # A scene made for XPBD runs XPBD unless it names another solver.
         result.scene[props.SCENE_SOLVER.name] = resolver.record(
-            prim, props.SCENE_SOLVER.name, Resolved("xpbd", "fallback", "newton:usd:solver", schema=props.XPBD_SCENE_API)
+            prim,
+            props.SCENE_SOLVER.name,
+            Resolved("xpbd", "fallback", "newton:usd:solver", schema=props.XPBD_SCENE_API),
         )
     angle = resolver.resolve(prim, props.SCENE_COMPILER_ANGLE, ctx).value
     ctx.angle_unit = DEG if angle == "degree" else 1.0

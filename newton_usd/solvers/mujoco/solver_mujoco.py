@@ -19,7 +19,6 @@ import mujoco
 import numpy as np
 import warp as wp
 
-from ...core.model import element_name
 from ...core.quat import quat_conjugate, quat_multiply, quat_rotate, wxyz_to_xyzw, xyzw_to_wxyz
 from ...core.types import DriveMode, JointType
 from ...diagnostics import Diagnostics

@@ -5,7 +5,8 @@ angular velocity, world frame), ``body_f`` and ``joint_q``, and our Control's dr
 are Newton's ``joint_target_qd``/``joint_f``: those arrays are aliased, Newton's objects pointing at ours (no
 copy). Newton's position targets (``joint_target_q``) are per coordinate, ours per DOF: they are the same array
 where every joint has one coordinate per DOF, else ours are scattered into Newton's by a kernel (a ball or free
-joint's coordinates keep Newton's targets: ours has none for them). ``joint_qd`` agrees except for free joints whose body has its center of mass
+joint's coordinates keep Newton's targets: ours has none for them). ``joint_qd`` agrees except for free joints
+whose body has its center of mass
 away from its origin: ours is the origin's velocity in world, Newton's the center of mass's in the joint's
 parent frame; then ``joint_qd`` goes through a Warp kernel each way.
 """
@@ -120,7 +121,8 @@ class StateExchange:
         types = model.joint_type.numpy()
         per_dof = np.nonzero((types != int(JointType.FREE)) & (types != int(JointType.BALL)))[0].astype(np.int32)
         self._coord_targets = None  # Newton's per-coordinate position targets, where they differ from ours
-        position_driven = np.isin(model.joint_target_mode.numpy(), (int(DriveMode.POSITION), int(DriveMode.POSITION_VELOCITY)))
+        position_modes = (int(DriveMode.POSITION), int(DriveMode.POSITION_VELOCITY))
+        position_driven = np.isin(model.joint_target_mode.numpy(), position_modes)
         if model.joint_coord_count != model.joint_dof_count and position_driven.any():
             self._coord_targets = wp.clone(newton_model.joint_target_q)
             self._per_dof_joints = wp.array(per_dof, dtype=wp.int32, device=model.device)

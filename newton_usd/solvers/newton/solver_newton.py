@@ -115,7 +115,8 @@ class SolverNewton(SolverBase):
         except TypeError as e:
             raise NewtonUsdError(f"{self.name} solver: {e}") from None
         except (ValueError, RuntimeError, NotImplementedError) as e:
-            raise NewtonUsdError(f"{model.source or 'the model'}: Newton's {self.name} solver refused it: {e}") from None
+            source = model.source or "the model"
+            raise NewtonUsdError(f"{source}: Newton's {self.name} solver refused it: {e}") from None
         kw = {"requires_grad": requires_grad}
         if rigid_contact_max is not None:
             kw["rigid_contact_max"] = int(rigid_contact_max)
