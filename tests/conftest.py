@@ -1,4 +1,9 @@
+import os
 import pathlib
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 import warp as wp
@@ -7,7 +12,54 @@ wp.config.log_level = wp.LOG_WARNING
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_stages"
-SAMPLE_STAGES = sorted(p.name for p in SAMPLES.glob("*.usda"))
+# The sample stages themselves: not what usdsim writes next to them (the README's first command writes
+# sample_stages/boxes_on_ground.sim.usda, and a long run its .sim.clips/ directory).
+SAMPLE_STAGES = sorted(p.name for p in SAMPLES.glob("*.usda") if not p.name.endswith(".sim.usda"))
+
+
+USDSIM = os.path.join(os.path.dirname(sys.executable), "usdsim")
+
+
+def usdsim_command() -> list:
+    """The installed console script when there is one, else the module (same code path)."""
+    return [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
+
+
+class UsdsimProcess:
+    """``usdsim ARGS`` running in the background, its stderr read as it comes (so a chatty run never
+    blocks on a full pipe) and kept in :attr:`lines`."""
+
+    def __init__(self, *args):
+        cmd = usdsim_command() + [str(a) for a in args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def wait_for(self, ready, timeout=600.0) -> None:
+        """Until ``ready()`` holds (polled; no fixed sleep), or fail after ``timeout`` seconds (a cold
+        Warp kernel cache on a busy machine is slow: generous) or when usdsim exits first."""
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.proc.poll() is not None:
+                pytest.fail(f"usdsim exited ({self.proc.returncode}) first:\n{''.join(self.lines)}")
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                pytest.fail(f"not ready after {timeout} s:\n{''.join(self.lines)}")
+            time.sleep(0.05)
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    def finish(self, timeout=120.0):
+        """(exit code, stdout, stderr) once it exits."""
+        stdout, _ = self.proc.communicate(timeout=timeout)
+        self._reader.join(timeout)
+        return self.proc.returncode, stdout, "".join(self.lines)
 
 
 def has_cuda() -> bool:

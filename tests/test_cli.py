@@ -2,22 +2,17 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
 from pxr import Sdf, Usd, UsdGeom
 
-from conftest import SAMPLE_STAGES, SAMPLES, has_cuda
+from conftest import SAMPLE_STAGES, SAMPLES, UsdsimProcess, has_cuda, usdsim_command
+
 
 # The console script of the environment running the tests (not whatever `usdsim` is first on PATH).
-USDSIM = os.path.join(os.path.dirname(sys.executable), "usdsim")
-
-
 def usdsim(*args):
-    # Run the installed console script when there is one, else the module (same code path).
-    cmd = [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
-    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=600)
+    return subprocess.run(usdsim_command() + [str(a) for a in args], capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.parametrize("name", SAMPLE_STAGES)
@@ -279,23 +274,22 @@ def test_flatten_in_place_benchmark_dt_and_worlds(tmp_path):
 
 
 def test_ctrl_c_saves_the_frames_so_far_and_exits_130(tmp_path):
+    import re
     import signal
 
     src = tmp_path / "boxes.usda"
     shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
     out = tmp_path / "out.usda"
-    cmd = [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
-    proc = subprocess.Popen(cmd + [str(src), "-o", str(out), "-n", "10000000"], stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()  # "simulating ... frames": the run has started
-    assert "simulating" in line
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert "interrupted at frame" in err
+    run = UsdsimProcess(src, "-o", out, "-n", "10000000")
+    run.wait_for(lambda: run.said("simulating"))  # the run has started (whatever else was said before)
+    time.sleep(0.5)  # some frames, likely; the checks below hold for any number
+    run.proc.send_signal(signal.SIGINT)
+    code, _, err = run.finish()
+    assert code == 130, err
+    frames = int(re.search(r"interrupted at frame (\d+)", err).group(1))
     stage = Usd.Stage.Open(str(out))
-    samples = stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics")
-    assert samples.GetNumTimeSamples() > 2
+    samples = stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics").GetTimeSamples()
+    assert samples == [float(t) for t in range(frames + 1)]  # every frame simulated is saved
 
 
 PENDULUM_WITH_KEYS = """
