@@ -9,6 +9,8 @@ import pytest
 import warp as wp
 
 wp.config.log_level = wp.LOG_WARNING
+# usdsim turns an unexpected exception (a bug of ours) into one line; the tests want its traceback.
+os.environ.setdefault("NEWTON_USD_DEBUG", "1")
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_stages"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 
@@ -167,4 +169,31 @@ def environments(path=None, n=4, style="inherit", up="Z", meters_per_unit=1.0, r
                 world_side(UsdPhysics.RevoluteJoint(stage.GetPrimAtPath(f"{root}/hinge")), i)
         else:
             raise ValueError(style)
+    return stage
+
+
+def pile(path=None, n=100, shape="sphere", size=0.1, spacing=0.3, fps=60):
+    """``n`` free bodies (spheres of radius ``size`` or cubes of edge ``2 * size``) over a ground plane,
+    on a square grid ``spacing`` apart, layer over layer (a pile once they fall). Authored with Sdf
+    in one change block: a 10,000-body stage takes a second, not a minute."""
+    stage = new_stage(path, fps=fps)
+    add_ground(stage)
+    side = max(1, math.ceil(math.sqrt(min(n, 400))))  # at most 20 x 20 per layer
+    layer = stage.GetRootLayer()
+    with Sdf.ChangeBlock():
+        Sdf.CreatePrimInLayer(layer, "/Bodies").specifier = Sdf.SpecifierDef
+        for i in range(n):
+            k, j = divmod(i, side * side)
+            y, x = divmod(j, side)
+            spec = Sdf.CreatePrimInLayer(layer, f"/Bodies/B{i}")
+            spec.specifier = Sdf.SpecifierDef
+            spec.typeName = "Sphere" if shape == "sphere" else "Cube"
+            spec.SetInfo("apiSchemas", Sdf.TokenListOp.CreateExplicit(["PhysicsRigidBodyAPI", "PhysicsCollisionAPI"]))
+            extent = "radius" if shape == "sphere" else "size"
+            Sdf.AttributeSpec(spec, extent, Sdf.ValueTypeNames.Double).default = size if shape == "sphere" else 2 * size
+            pos = Gf.Vec3d((x - side / 2) * spacing, (y - side / 2) * spacing, 0.5 + k * spacing)
+            Sdf.AttributeSpec(spec, "xformOp:translate", Sdf.ValueTypeNames.Double3).default = pos
+            Sdf.AttributeSpec(spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray, Sdf.VariabilityUniform).default = [
+                "xformOp:translate"
+            ]
     return stage

@@ -2,6 +2,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -282,10 +283,13 @@ def test_ctrl_c_saves_the_frames_so_far_and_exits_130(tmp_path):
     out = tmp_path / "out.usda"
     run = UsdsimProcess(src, "-o", out, "-n", "10000000")
     run.wait_for(lambda: run.said("simulating"))  # the run has started (whatever else was said before)
-    time.sleep(0.5)  # some frames, likely; the checks below hold for any number
+    time.sleep(1.0)  # some frames, likely; the checks below hold for any number (clips: see test_recording_clips)
     run.proc.send_signal(signal.SIGINT)
     code, _, err = run.finish()
     assert code == 130, err
+    if "interrupted before the first frame" in err:  # a busy machine: still in the first frame, nothing saved
+        assert not out.exists()
+        return
     frames = int(re.search(r"interrupted at frame (\d+)", err).group(1))
     stage = Usd.Stage.Open(str(out))
     samples = stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics").GetTimeSamples()
@@ -358,3 +362,55 @@ def test_write_worlds_all_writes_each_world_onto_a_copy(tmp_path):
     assert r.returncode == 2 and "--in-place" in r.stderr
     r = usdsim(src, "--worlds", 2, "--write-worlds", "all", "--world-spacing", -1)
     assert r.returncode == 2 and "--world-spacing" in r.stderr
+
+
+INTERRUPTIBLE_SETUP = """
+import sys, time
+from newton_usd.cli import _interruptible
+
+def setup(job):  # a setup step inside one long C call (time.sleep releases the GIL, as MuJoCo's compiler does)
+    print("in setup", flush=True)
+    time.sleep(120)
+    return 0
+
+sys.exit(_interruptible(setup))
+"""
+
+
+def test_ctrl_c_during_a_long_c_call_of_the_setup_exits_130_at_once():
+    """A signal handler runs in the main thread between bytecodes only: usdsim runs the setup (imports,
+    MuJoCo's compiler, Warp's kernel compiler: C calls) in a worker thread, so Ctrl-C is seen at once."""
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTIBLE_SETUP], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline() == "in setup\n"  # our own process: no other output comes first
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=100)  # well before the 120 s the C call takes
+    assert proc.returncode == 130, err
+    assert err.strip() == "usdsim: interrupted before the first frame: nothing simulated, nothing saved"
+    assert time.monotonic() - t0 < 60
+
+
+def test_an_unexpected_exception_is_one_line_unless_debugging(tmp_path, monkeypatch):
+    """A bug of ours (here: an exception planted in the importer) ends in one line and exit 1; with -v or
+    NEWTON_USD_DEBUG=1, the traceback (the test suite sets it, so that real bugs show theirs)."""
+    src = tmp_path / "boxes.usda"
+    shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
+    plant = tmp_path / "sitecustomize.py"
+    plant.write_text(
+        "import newton_usd.usd.importer as m\n"
+        "def boom(*a, **k):\n    raise ZeroDivisionError('planted')\n"
+        "m.add_usd = boom\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.delenv("NEWTON_USD_DEBUG", raising=False)
+    r = usdsim(src, "-n", "2")
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1].startswith("usdsim: internal error: ZeroDivisionError: planted")
+    assert "Traceback" not in r.stderr
+    monkeypatch.setenv("NEWTON_USD_DEBUG", "1")
+    r = usdsim(src, "-n", "2")
+    assert r.returncode == 1 and "Traceback" in r.stderr and "planted" in r.stderr
