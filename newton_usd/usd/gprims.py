@@ -60,6 +60,15 @@ def read_mesh(prim, scale, file):
     if not points or not counts or not indices:
         return None
     points = np.asarray(points, dtype=np.float64) * scale
+    bad = ~np.isfinite(points).all(axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise UsdInputError(
+            f"point {i} is {tuple(map(float, points[i]))}: every point must be finite",
+            file=file,
+            prim=str(prim.GetPath()),
+            attribute="points",
+        )
     counts = np.asarray(counts, dtype=np.int64)
     indices = np.asarray(indices, dtype=np.int64)
     if indices.max() >= len(points) or indices.min() < 0 or counts.sum() != len(indices) or counts.min() < 0:

@@ -1,0 +1,109 @@
+"""Bad input through ``usdsim``: one line naming the file, prim and attribute (exit 2), or a warning naming
+the prim where the simulation sensibly goes on (exit 0); never a traceback, never a silent drop."""
+
+import pytest
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from test_cli import usdsim
+
+from stages import add_box, add_ground, falling_cube, new_stage
+
+
+def _mass_string(stage):
+    spec = stage.GetRootLayer().GetPrimAtPath("/Cube")
+    del spec.properties["physics:mass"]
+    Sdf.AttributeSpec(spec, "physics:mass", Sdf.ValueTypeNames.String).default = "heavy"
+
+
+def _nan_mesh_point(stage):
+    mesh = UsdGeom.Mesh.Define(stage, "/Tet")
+    mesh.CreatePointsAttr([Gf.Vec3f(0, 0, 0), Gf.Vec3f(1, 0, 0), Gf.Vec3f(0, 1, 0), Gf.Vec3f(float("nan"), 0, 1)])
+    mesh.CreateFaceVertexCountsAttr([3, 3, 3, 3])
+    mesh.CreateFaceVertexIndicesAttr([0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3])
+    mesh.AddTranslateOp().Set(Gf.Vec3d(0, 0, 2))
+    UsdPhysics.RigidBodyAPI.Apply(mesh.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+    UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr("convexHull")
+
+
+def _infinite_size(stage):
+    UsdGeom.Cube(stage.GetPrimAtPath("/Cube")).GetSizeAttr().Set(float("inf"))
+
+
+def _negative_stiffness(stage):
+    joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+    joint.CreateBody1Rel().SetTargets(["/Cube"])
+    drive = UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "angular")
+    drive.CreateStiffnessAttr(-10.0)
+    drive.CreateDampingAttr(1.0)
+
+
+def _nan_damping(stage):
+    joint = UsdPhysics.PrismaticJoint.Define(stage, "/Slider")
+    joint.CreateBody1Rel().SetTargets(["/Cube"])
+    UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "linear").CreateDampingAttr(float("nan"))
+
+
+def _nan_mass(stage):
+    UsdPhysics.MassAPI(stage.GetPrimAtPath("/Cube")).GetMassAttr().Set(float("nan"))
+
+
+@pytest.mark.parametrize(
+    ("author", "where", "says"),
+    [
+        (_mass_string, "/Cube.physics:mass", "authored as str 'heavy', expected a float"),
+        (_nan_mesh_point, "/Tet.points", "point 3 is (nan, 0.0, 1.0): every point must be finite"),
+        (_infinite_size, "/Cube.size", "the collider's size is (inf, inf, inf)"),
+        (_negative_stiffness, "/Hinge.drive:angular:physics:stiffness", "must be a finite number >= 0, got -10.0"),
+        (_nan_damping, "/Slider.drive:linear:physics:damping", "must be a finite number >= 0, got nan"),
+        (_nan_mass, "/Cube.physics:mass", "must be a finite number >= 0 (0: not set), got nan"),
+    ],
+)
+def test_bad_values_end_in_one_line_naming_file_prim_and_attribute(tmp_path, author, where, says):
+    src = tmp_path / "bad.usda"
+    stage = falling_cube(src)
+    author(stage)
+    stage.Save()
+    r = usdsim(src, "-n", "5")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == f"usdsim: error: {src}: {where}: {says}" or r.stderr.strip().startswith(
+        f"usdsim: error: {src}: {where}: {says}"
+    )
+    assert not (tmp_path / "bad.sim.usda").exists()
+
+
+def test_a_joint_targeting_a_missing_prim_is_dropped_with_a_warning(tmp_path):
+    """USD's parser reads a relationship to no prim as the world: the joint would weld the cube in place."""
+    src = tmp_path / "dangling.usda"
+    stage = falling_cube(src)
+    joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+    joint.CreateBody0Rel().SetTargets(["/Cube"])
+    joint.CreateBody1Rel().SetTargets(["/Missing"])
+    stage.Save()
+    r = usdsim(src, "-n", "30", "-q")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip() == (
+        f"usdsim: warning: {src}: joint whose physics:body1 targets no prim (deleted or misspelled?): dropped "
+        "(1 prim: /Hinge)"
+    )
+    out = Usd.Stage.Open(str(tmp_path / "dangling.sim.usda"))
+    assert out.GetAttributeAtPath("/Cube.xformOp:translate:physics").Get(30)[2] < 0.5  # it fell: not welded
+
+
+def test_a_loop_of_joints_in_an_articulation_warns(tmp_path):
+    src = tmp_path / "cycle.usda"
+    stage = new_stage(src)
+    add_ground(stage)
+    UsdPhysics.ArticulationRootAPI.Apply(UsdGeom.Xform.Define(stage, "/Robot").GetPrim())
+    for i in range(3):
+        add_box(stage, f"/Robot/B{i}", pos=(0.5 * i, 0, 1))
+    for i in range(3):
+        joint = UsdPhysics.RevoluteJoint.Define(stage, f"/Robot/J{i}")
+        joint.CreateBody0Rel().SetTargets([f"/Robot/B{i}"])
+        joint.CreateBody1Rel().SetTargets([f"/Robot/B{(i + 1) % 3}"])
+        joint.CreateLocalPos0Attr(Gf.Vec3f(0.25, 0, 0) if i < 2 else Gf.Vec3f(-0.5, 0, 0))
+        joint.CreateLocalPos1Attr(Gf.Vec3f(-0.25, 0, 0) if i < 2 else Gf.Vec3f(0.5, 0, 0))
+    stage.Save()
+    r = usdsim(src, "-n", "5", "-q")
+    assert r.returncode == 0, r.stderr
+    assert "joint closes a loop of joints and is not excluded from the articulation" in r.stderr
+    assert "(1 prim: /Robot/J" in r.stderr and r.stderr.count("\n") == 1
