@@ -136,6 +136,20 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY",
         help="start from this keyframe (an MjcKeyframe prim's name or path, or an index)",
     )
+    p.add_argument(
+        "--max-distance",
+        type=float,
+        default=1e6,
+        metavar="M",
+        help="a body farther than M meters from the origin stops the run, exit 3 (default: 1e6)",
+    )
+    p.add_argument(
+        "--max-speed",
+        type=float,
+        default=1e4,
+        metavar="V",
+        help="a body faster than V m/s stops the run, exit 3 (default: 1e4)",
+    )
     p.add_argument("--benchmark", action="store_true", help="simulate only: write nothing, and report the timing")
     p.add_argument("--format", choices=("human", "json"), default="human", help="the closing summary's format")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
@@ -339,7 +353,13 @@ def _run(args) -> int:
     ):
         if value is not None and value < least:
             return _fail(f"{name} must be >= {least}, got {value}", args)
-    for name, value in (("--duration", args.duration), ("--dt", args.dt), ("--fps", args.fps)):
+    for name, value in (
+        ("--duration", args.duration),
+        ("--dt", args.dt),
+        ("--fps", args.fps),
+        ("--max-distance", args.max_distance),
+        ("--max-speed", args.max_speed),
+    ):
         if value is not None and not value > 0:
             return _fail(f"{name} must be > 0, got {value}", args)
     if args.in_place and args.output:
@@ -449,6 +469,8 @@ def _simulate(args, job: _Job) -> int:
             write_worlds=args.write_worlds,
             world_spacing=args.world_spacing,
             keyframe=int(args.keyframe) if args.keyframe and args.keyframe.isdigit() else args.keyframe,
+            max_distance=args.max_distance,
+            max_speed=args.max_speed,
         )
     except NewtonUsdError as e:
         return _fail(str(e), args)

@@ -39,6 +39,10 @@ _GRAVITY_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
 MAX_PHYSICS_DT = 1.0 / 480.0
 """Default upper bound of the physics step: substeps per frame = ceil(frame_dt / MAX_PHYSICS_DT)."""
 DEFAULT_FRAMES = 120
+MAX_DISTANCE = 1e6
+"""m: a body farther than this from the origin stops the run (SimulationError; usdsim exits 3)."""
+MAX_SPEED = 1e4
+"""m/s: a body whose center of mass moves faster than this stops the run (SimulationError; usdsim exits 3)."""
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 WRITE_WORLDS = ("first", "all")
 
@@ -280,6 +284,8 @@ class Simulation:
         self.record_every = 1  # write every n-th frame (the first and the last are always written)
         self.write = True  # False: simulate only (benchmarking), nothing goes onto the stage
         self.clips = None  # the ClipStream of a recording streamed to value clips (stream_recording)
+        self.max_distance = MAX_DISTANCE  # m from the origin: beyond, the run stops (see _check_bounds)
+        self.max_speed = MAX_SPEED  # m/s of a body's center of mass: beyond, the run stops
         self._scene = scene  # the import's scene argument (None: the stage's only scene)
 
     @property
@@ -348,6 +354,8 @@ class Simulation:
         world_spacing: float | None = None,
         stream_to=None,
         clip_frames: int = DEFAULT_CLIP_FRAMES,
+        max_distance: float = MAX_DISTANCE,
+        max_speed: float = MAX_SPEED,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
@@ -390,6 +398,8 @@ class Simulation:
             stream_to: the output path the recording will be saved as: stream it to value clips beside
                 that path as it runs, ``clip_frames`` recorded frames per clip, so that memory stays
                 bounded however long the run (see :meth:`stream_recording`).
+            max_distance, max_speed: bounds of a sane state (m from the origin, m/s): a body beyond either
+                stops the run with a :class:`SimulationError` naming it and the frame (also NaN or infinity).
         """
         dev = resolve_device(device)
         if int(worlds) < 1:
@@ -404,6 +414,9 @@ class Simulation:
             raise NewtonUsdError(f"unknown write_worlds {write_worlds!r}; valid: {', '.join(WRITE_WORLDS)}")
         if world_spacing is not None and not (math.isfinite(world_spacing) and world_spacing >= 0):
             raise NewtonUsdError(f"world_spacing must be a finite distance >= 0, got {world_spacing}")
+        for name, bound in (("max_distance", max_distance), ("max_speed", max_speed)):
+            if not bound > 0:
+                raise NewtonUsdError(f"{name} must be > 0, got {bound}")
         stage, file = open_stage(source)
         output_layer = _attach_output_layer(stage)
         try:
@@ -413,6 +426,8 @@ class Simulation:
                 overrides=overrides, xform_ops=xform_ops, env_root=env_root, write_worlds=write_worlds,
                 world_spacing=world_spacing,
             )  # fmt: skip
+            for one in (sim, *sim.scenes):
+                one.max_distance, one.max_speed = float(max_distance), float(max_speed)
             if keyframe is not None:
                 sim.start_from_keyframe(keyframe)
             if stream_to is not None:
@@ -519,12 +534,7 @@ class Simulation:
         self.sim_seconds = self.steps * self.dt
         body_q = self.state.body_q.numpy()
         self.wall_seconds += time.perf_counter() - t0
-        bad = ~np.isfinite(body_q).all(axis=1)
-        if bad.any():
-            label = self.model.body_label[int(np.argmax(bad))]
-            raise SimulationError(
-                "body pose became NaN or infinite (the simulation blew up)", frame=self.frame, label=label
-            )
+        self._check_bounds(body_q)
         if self.write and (last or self.frame % max(1, self.record_every) == 0):
             self._write(body_q)
         if self.scenes:
@@ -532,6 +542,31 @@ class Simulation:
                 for other in self.scenes:
                     other.record_every, other.write = self.record_every, self.write
                     other.step_frame(last, until=self.sim_seconds)
+
+    def _check_bounds(self, body_q) -> None:
+        """Stop (SimulationError naming the body and frame) when a body's pose is NaN or infinite, it is
+        farther than :attr:`max_distance` from the origin or faster than :attr:`max_speed`: a simulation that
+        blew up, caught here rather than left to MuJoCo's own check (which fires near 1e10 only)."""
+        problem, rows = None, None
+        bad = ~np.isfinite(body_q).all(axis=1)
+        if bad.any():
+            problem, rows = "body pose became NaN or infinite", bad
+        else:
+            dist2 = np.einsum("ij,ij->i", body_q[:, :3], body_q[:, :3])
+            rows = dist2 > self.max_distance**2
+            if rows.any():
+                d = math.sqrt(float(dist2[int(np.argmax(rows))]))
+                problem = f"body is {d:.3g} m from the origin, beyond max_distance {self.max_distance:g} m"
+            else:
+                v = self.state.body_qd.numpy()[:, :3]
+                speed2 = np.einsum("ij,ij->i", v, v)
+                rows = ~(speed2 <= self.max_speed**2)  # (NaN too)
+                if rows.any():
+                    speed = math.sqrt(float(speed2[int(np.argmax(rows))]))
+                    problem = f"body moves at {speed:.3g} m/s, beyond max_speed {self.max_speed:g} m/s"
+        if problem is not None:
+            label = self.model.body_label[int(np.argmax(rows))]
+            raise SimulationError(f"{problem} (the simulation blew up)", frame=self.frame, label=label)
 
     def _move_kinematic(self, time_code: float) -> None:
         """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""

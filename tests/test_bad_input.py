@@ -107,3 +107,32 @@ def test_a_loop_of_joints_in_an_articulation_warns(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "joint closes a loop of joints and is not excluded from the articulation" in r.stderr
     assert "(1 prim: /Robot/J" in r.stderr and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("velocity", "height", "args", "says"),
+    [
+        (1e9, 1.0, (), "frame 1: /Cube: body is 1.67e+07 m from the origin, beyond max_distance 1e+06 m"),
+        (2e4, 1.0, (), "frame 1: /Cube: body moves at 2e+04 m/s, beyond max_speed 10000 m/s"),
+        (0.0, 2e6, (), "frame 1: /Cube: body is 2e+06 m from the origin, beyond max_distance 1e+06 m"),
+        (50.0, 1.0, ("--max-speed", "10"), "frame 1: /Cube: body moves at 50 m/s, beyond max_speed 10 m/s"),
+    ],
+)
+def test_a_body_beyond_the_bounds_stops_the_run_with_exit_3(tmp_path, velocity, height, args, says):
+    """MuJoCo's own check fires near 1e10 only: our runtime stops a run whose state is absurd."""
+    src = tmp_path / "fast.usda"
+    stage = falling_cube(src, height=height)
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Cube")).CreateVelocityAttr(Gf.Vec3f(velocity, 0, 0))
+    stage.Save()
+    r = usdsim(src, "-n", "30", "-q", *args)
+    assert r.returncode == 3, r.stderr
+    assert f"usdsim: {src}: {says} (the simulation blew up)" in r.stderr
+
+
+def test_the_bounds_can_be_raised(tmp_path):
+    src = tmp_path / "far.usda"
+    falling_cube(src, height=2e6).Save()
+    r = usdsim(src, "-n", "3", "-q", "--max-distance", "1e7")
+    assert r.returncode == 0, r.stderr
+    r = usdsim(src, "-n", "3", "-q", "--max-distance", "0")
+    assert r.returncode == 2 and "--max-distance must be > 0, got 0.0" in r.stderr
