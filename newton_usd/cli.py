@@ -150,6 +150,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="V",
         help="a body faster than V m/s stops the run, exit 3 (default: 1e4)",
     )
+    p.add_argument(
+        "--mujoco-memory",
+        type=float,
+        metavar="MIB",
+        help="MiB of C MuJoCo's arena per world: contacts, constraints, solver stack (default: sized from the "
+        "model; a run that fills it stops, exit 3)",
+    )
     p.add_argument("--benchmark", action="store_true", help="simulate only: write nothing, and report the timing")
     p.add_argument("--format", choices=("human", "json"), default="human", help="the closing summary's format")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
@@ -359,6 +366,7 @@ def _run(args) -> int:
         ("--fps", args.fps),
         ("--max-distance", args.max_distance),
         ("--max-speed", args.max_speed),
+        ("--mujoco-memory", args.mujoco_memory),
     ):
         if value is not None and not value > 0:
             return _fail(f"{name} must be > 0, got {value}", args)
@@ -471,6 +479,7 @@ def _simulate(args, job: _Job) -> int:
             keyframe=int(args.keyframe) if args.keyframe and args.keyframe.isdigit() else args.keyframe,
             max_distance=args.max_distance,
             max_speed=args.max_speed,
+            mujoco_memory=None if args.mujoco_memory is None else int(args.mujoco_memory * 2**20),
         )
     except NewtonUsdError as e:
         return _fail(str(e), args)

@@ -356,6 +356,7 @@ class Simulation:
         clip_frames: int = DEFAULT_CLIP_FRAMES,
         max_distance: float = MAX_DISTANCE,
         max_speed: float = MAX_SPEED,
+        mujoco_memory: int | None = None,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
@@ -398,6 +399,8 @@ class Simulation:
             stream_to: the output path the recording will be saved as: stream it to value clips beside
                 that path as it runs, ``clip_frames`` recorded frames per clip, so that memory stays
                 bounded however long the run (see :meth:`stream_recording`).
+            mujoco_memory: bytes of C MuJoCo's arena (contacts, constraints, solver stack) per world (default:
+                sized from the model; see :func:`newton_usd.solvers.mujoco.spec.arena_bytes`).
             max_distance, max_speed: bounds of a sane state (m from the origin, m/s): a body beyond either
                 stops the run with a :class:`SimulationError` naming it and the frame (also NaN or infinity).
         """
@@ -424,7 +427,7 @@ class Simulation:
                 stage, file, output_layer, solver=solver, device=dev, backend=backend, fps=fps, substeps=substeps,
                 record=record, joint_states=joint_states, live=live, order=order, worlds=int(worlds), dt=dt,
                 overrides=overrides, xform_ops=xform_ops, env_root=env_root, write_worlds=write_worlds,
-                world_spacing=world_spacing,
+                world_spacing=world_spacing, mujoco_memory=mujoco_memory,
             )  # fmt: skip
             for one in (sim, *sim.scenes):
                 one.max_distance, one.max_speed = float(max_distance), float(max_speed)
@@ -441,9 +444,10 @@ class Simulation:
     def _open(
         cls, stage, file, output_layer, *, solver, device, backend, fps, substeps, record, joint_states, live, order,
         worlds, dt, overrides, env_root, xform_ops="trs", write_worlds="first", world_spacing=None, scene=None,
+        mujoco_memory=None,
     ):  # fmt: skip
         applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
-        asked = {"solver": solver, "backend": backend, "substeps": substeps, "dt": dt}
+        asked = {"solver": solver, "backend": backend, "substeps": substeps, "dt": dt, "mujoco_memory": mujoco_memory}
         others = []
         if scene is None:
             scene, *others = scenes_to_import(stage, tuple(order) if order else DIALECTS)
@@ -453,7 +457,8 @@ class Simulation:
         if solver not in SOLVERS:
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(device)
-        solver_obj = SOLVERS[solver](model, backend=backend or settings.get("mujoco_backend") or "auto")
+        memory = {"memory": int(mujoco_memory)} if mujoco_memory is not None else {}
+        solver_obj = SOLVERS[solver](model, backend=backend or settings.get("mujoco_backend") or "auto", **memory)
         given_fps = fps
         fps = frame_rate(stage, imported, fps)
         if fps <= 0:
