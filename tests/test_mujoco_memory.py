@@ -7,6 +7,7 @@ from test_cli import usdsim
 from newton_usd import Simulation
 from newton_usd.errors import NewtonUsdError
 from newton_usd.solvers.mujoco.spec import arena_bytes
+
 from stages import pile
 
 
