@@ -4,6 +4,7 @@
                  [--device cpu|cuda] [--solver mujoco] [--backend auto|cpu|warp] [--worlds N | --envs PRIM]
                  [--write-worlds first|all [--world-spacing D]] [--record-every N] [--xform-ops trs|matrix]
                  [--clip-frames K] [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
+                 [--max-distance M] [--max-speed V] [--mujoco-memory MIB]
     usdsim explain STAGE [PRIM ...]     each resolved and UsdPhysics value (SI) and where it came from
     usdsim check STAGE                  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
@@ -15,8 +16,10 @@
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
-warnings' detail. A simulation that blows up saves what it recorded, names the frame and body, and
-exits with status 3; Ctrl-C saves the frames so far and exits with status 130.
+warnings' detail. A simulation that blows up (NaN, a body beyond --max-distance or --max-speed, MuJoCo's
+arena full) saves what it recorded, names the frame and body, and exits with status 3; Ctrl-C, at any
+moment, saves the frames so far and exits with status 130. An unexpected exception (a bug) is one line
+and exit 1 (-v or NEWTON_USD_DEBUG=1: the traceback).
 """
 
 from __future__ import annotations
