@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import gc
 import math
+import re
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
@@ -122,12 +123,17 @@ _TOKENS = getattr(UsdPhysics, "UsdPhysicsCustomTokens", None) or UsdPhysics.Cust
 def _load_descriptors(stage, roots=("/",), exclude=(), owners=None):
     """USD's parse of ``roots`` (less ``exclude``): object type -> [(path, desc)]; with ``owners`` (scene
     paths, the empty path for "no owner"), only the objects those scenes simulate."""
-    if owners is not None:
-        result = _LOAD(stage, list(roots), list(exclude), _TOKENS(), list(owners))
-    elif exclude:
-        result = _LOAD(stage, list(roots), list(exclude))
-    else:
-        result = _LOAD(stage, list(roots))
+    try:
+        if owners is not None:
+            result = _LOAD(stage, list(roots), list(exclude), _TOKENS(), list(owners))
+        elif exclude:
+            result = _LOAD(stage, list(roots), list(exclude))
+        else:
+            result = _LOAD(stage, list(roots))
+    except Tf.ErrorException as e:  # USD's parser met a value it cannot use (e.g. an xformOp of the wrong type)
+        said = re.findall(r"Error in '[^']*' at line \d+ in file [^:]*: '(.*)'", str(e))
+        file = stage.GetRootLayer().identifier
+        raise UsdInputError(f"USD's UsdPhysics parser: {said[0] if said else str(e).strip()}", file=file) from None
     out = defaultdict(list)
     for obj_type, (paths, descs) in result.items():
         for path, desc in zip(paths, descs, strict=True):

@@ -356,7 +356,7 @@ class Resolver:
             value = token
         try:
             converted = candidate.convert(value, ctx) if candidate.convert else _plain(value)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise UsdInputError(
                 f"value {value!r} cannot be read as {prop.name} ({e})",
                 file=self.file,
