@@ -12,7 +12,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdPhysics, UsdShade
 
 from newton_usd import NewtonUsdError, Simulation
 
-from stages import add_box, add_ground, new_stage
+from stages import add_box, add_ground, add_tetrahedron, new_stage
 
 PRIMS = ("/PhysicsScene", "/Ground", "/Robot", "/Robot/Base", "/Robot/Arm", "/Robot/Hinge", "/Robot/Slider",
          "/Robot/Tip", "/Ball", "/Tet", "/Material", "/Robot/Fixed")  # fmt: skip
@@ -113,14 +113,7 @@ def base_stage():
     api.CreateDynamicFrictionAttr(0.8)
     api.CreateRestitutionAttr(0.0)
     UsdShade.MaterialBindingAPI.Apply(ball.GetPrim()).Bind(material, materialPurpose="physics")
-    tet = UsdGeom.Mesh.Define(stage, "/Tet")
-    tet.CreatePointsAttr([Gf.Vec3f(0, 0, 0), Gf.Vec3f(0.3, 0, 0), Gf.Vec3f(0, 0.3, 0), Gf.Vec3f(0, 0, 0.3)])
-    tet.CreateFaceVertexCountsAttr([3, 3, 3, 3])
-    tet.CreateFaceVertexIndicesAttr([0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3])
-    tet.AddTranslateOp().Set(Gf.Vec3d(1, 1, 1))
-    UsdPhysics.RigidBodyAPI.Apply(tet.GetPrim())
-    UsdPhysics.CollisionAPI.Apply(tet.GetPrim())
-    UsdPhysics.MeshCollisionAPI.Apply(tet.GetPrim()).CreateApproximationAttr("convexHull")
+    add_tetrahedron(stage, "/Tet", edge=0.3, pos=(1, 1, 1))
     return stage
 
 

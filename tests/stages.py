@@ -37,6 +37,20 @@ def add_box(stage, path, size=0.2, pos=(0, 0, 1), mass=None, rotate_xyz=None):
     return cube
 
 
+def add_tetrahedron(stage, path, edge=1.0, pos=(0, 0, 1), points=None):
+    """A rigid body whose collider is a mesh tetrahedron (convex hull) of ``edge``, or of ``points``."""
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    corners = [(0, 0, 0), (edge, 0, 0), (0, edge, 0), (0, 0, edge)]
+    mesh.CreatePointsAttr([Gf.Vec3f(*p) for p in (points or corners)])
+    mesh.CreateFaceVertexCountsAttr([3, 3, 3, 3])
+    mesh.CreateFaceVertexIndicesAttr([0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3])
+    mesh.AddTranslateOp().Set(Gf.Vec3d(*pos))
+    UsdPhysics.RigidBodyAPI.Apply(mesh.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+    UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr("convexHull")
+    return mesh
+
+
 def falling_cube(path=None, height=1.0, **kw):
     stage = new_stage(path, **kw)
     add_ground(stage)

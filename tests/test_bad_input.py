@@ -5,7 +5,7 @@ import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 from test_cli import usdsim
 
-from stages import add_box, add_ground, falling_cube, new_stage
+from stages import add_box, add_ground, add_tetrahedron, falling_cube, new_stage
 
 
 def _mass_string(stage):
@@ -15,14 +15,7 @@ def _mass_string(stage):
 
 
 def _nan_mesh_point(stage):
-    mesh = UsdGeom.Mesh.Define(stage, "/Tet")
-    mesh.CreatePointsAttr([Gf.Vec3f(0, 0, 0), Gf.Vec3f(1, 0, 0), Gf.Vec3f(0, 1, 0), Gf.Vec3f(float("nan"), 0, 1)])
-    mesh.CreateFaceVertexCountsAttr([3, 3, 3, 3])
-    mesh.CreateFaceVertexIndicesAttr([0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3])
-    mesh.AddTranslateOp().Set(Gf.Vec3d(0, 0, 2))
-    UsdPhysics.RigidBodyAPI.Apply(mesh.GetPrim())
-    UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
-    UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr("convexHull")
+    add_tetrahedron(stage, "/Tet", pos=(0, 0, 2), points=[(0, 0, 0), (1, 0, 0), (0, 1, 0), (float("nan"), 0, 1)])
 
 
 def _infinite_size(stage):
