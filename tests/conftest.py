@@ -1,5 +1,6 @@
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import threading
@@ -27,20 +28,34 @@ def usdsim_command() -> list:
     return [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class UsdsimProcess:
-    """``usdsim ARGS`` running in the background, its stderr read as it comes (so a chatty run never
-    blocks on a full pipe) and kept in :attr:`lines`."""
+    """``usdsim ARGS`` running in the background, its stderr and stdout read as they come by threads of
+    their own (a chatty run never blocks on a full pipe, and no line goes to another reader); stderr's
+    lines are kept in :attr:`lines`."""
 
     def __init__(self, *args):
         cmd = usdsim_command() + [str(a) for a in args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.lines = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        # Ctrl-C as a terminal delivers it: a shell runs background jobs with SIGINT ignored, and a child
+        # inherits that (pytest started with `cmd &` would see usdsim ignore the tests' SIGINT).
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+        )
+        self.lines, self._out = [], []
+        self._readers = [
+            threading.Thread(target=self._read, args=(pipe, into), daemon=True)
+            for pipe, into in ((self.proc.stderr, self.lines), (self.proc.stdout, self._out))
+        ]
+        for reader in self._readers:
+            reader.start()
 
-    def _read(self):
-        for line in self.proc.stderr:
-            self.lines.append(line)
+    @staticmethod
+    def _read(pipe, into):
+        for line in pipe:
+            into.append(line)
 
     def wait_for(self, ready, timeout=600.0) -> None:
         """Until ``ready()`` holds (polled; no fixed sleep), or fail after ``timeout`` seconds (a cold
@@ -58,10 +73,15 @@ class UsdsimProcess:
         return any(text in line for line in self.lines)
 
     def finish(self, timeout=120.0):
-        """(exit code, stdout, stderr) once it exits."""
-        stdout, _ = self.proc.communicate(timeout=timeout)
-        self._reader.join(timeout)
-        return self.proc.returncode, stdout, "".join(self.lines)
+        """(exit code, stdout, stderr) once it exits (killed after ``timeout`` seconds: the test fails)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        for reader in self._readers:
+            reader.join(timeout)
+        return self.proc.returncode, "".join(self._out), "".join(self.lines)
 
 
 def has_cuda() -> bool:

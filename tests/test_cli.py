@@ -383,7 +383,11 @@ def test_ctrl_c_during_a_long_c_call_of_the_setup_exits_130_at_once():
     import signal
 
     proc = subprocess.Popen(
-        [sys.executable, "-c", INTERRUPTIBLE_SETUP], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", INTERRUPTIBLE_SETUP],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # (not inherited as ignored)
     )
     assert proc.stdout.readline() == "in setup\n"  # our own process: no other output comes first
     t0 = time.monotonic()
