@@ -43,7 +43,7 @@ def main() -> int:
             outcomes["BUG"] += 1
             bugs.append((f"{type(e).__name__}: {e}", mutations, traceback.format_exc(limit=-4)))
         done = sum(outcomes.values())
-        if done % 500 == 0:
+        if done % 100 == 0:
             print(f"{done} stages, {time.perf_counter() - t0:.0f} s: {dict(outcomes)}", flush=True)
 
     run()
