@@ -39,6 +39,8 @@ _GRAVITY_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
 MAX_PHYSICS_DT = 1.0 / 480.0
 """Default upper bound of the physics step: substeps per frame = ceil(frame_dt / MAX_PHYSICS_DT)."""
 DEFAULT_FRAMES = 120
+MAX_SUBSTEPS = 100_000
+"""Physics steps per frame beyond which the time step is taken for a mistake (NewtonUsdError)."""
 MAX_DISTANCE = 1e6
 """m: a body farther than this from the origin stops the run (SimulationError; usdsim exits 3)."""
 MAX_SPEED = 1e4
@@ -472,6 +474,11 @@ class Simulation:
             substeps, step = max(1, round(1.0 / fps / timestep)), timestep
         elif substeps is None:
             substeps = max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9))
+        if substeps > MAX_SUBSTEPS:  # e.g. a time step of 1e-30 s: one frame would never end
+            source = imported.scene.get("timestep")
+            where = f"{source.prim}.{source.attribute}: " if source is not None and source.attribute and not dt else ""
+            raise NewtonUsdError(f"{file}: {where}{substeps:.3g} physics steps per frame (more than {MAX_SUBSTEPS:,}): "
+                                 "the time step is too small for the frame rate")  # fmt: skip
         sim = cls(
             stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=step, record=record,
             joint_states=joint_states, live=live, order=order, output_layer=output_layer, overrides=applied,

@@ -129,3 +129,19 @@ def test_the_bounds_can_be_raised(tmp_path):
     assert r.returncode == 0, r.stderr
     r = usdsim(src, "-n", "3", "-q", "--max-distance", "0")
     assert r.returncode == 2 and "--max-distance must be > 0, got 0.0" in r.stderr
+
+
+def test_a_time_step_too_small_for_a_frame_to_end_is_bad_input(tmp_path):
+    """Found by benchmarks/fuzz_stages.py: 1e30 steps per second made one frame take 1.7e28 steps (a hang)."""
+    src = tmp_path / "tiny.usda"
+    stage = falling_cube(src)
+    stage.GetPrimAtPath("/PhysicsScene").CreateAttribute("newton:timeStepsPerSecond", Sdf.ValueTypeNames.Double).Set(
+        1e30
+    )
+    stage.Save()
+    r = usdsim(src, "-n", "3", "-q")
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        f"usdsim: error: {src}: /PhysicsScene.newton:timeStepsPerSecond: 1.67e+28 physics steps per frame "
+        "(more than 100,000): the time step is too small for the frame rate"
+    )
