@@ -837,9 +837,9 @@ def _mass_api(prim, file=None, authored=None, applied=None):
     com = get("physics:centerOfMass") if "physics:centerOfMass" in authored else None
     com = None if com is None or not all(math.isfinite(c) for c in com) else np.array(com, dtype=np.float64)
     diag = get("physics:diagonalInertia") if "physics:diagonalInertia" in authored else None
-    if diag is not None and any(x < 0 for x in diag):
+    if diag is not None and not all(x >= 0 and math.isfinite(x) for x in diag):  # (NaN fails both)
         raise UsdInputError(
-            f"must be >= 0 in every component, got {tuple(diag)}",
+            f"must be finite and >= 0 in every component, got {tuple(diag)}",
             file=file,
             prim=str(prim.GetPath()),
             attribute="physics:diagonalInertia",
