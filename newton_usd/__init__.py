@@ -13,7 +13,6 @@ from .usd.schemas import register_schemas
 
 register_schemas()
 
-from .core import Contacts, Control, DriveMode, GeoType, JointType, Mesh, Model, ModelBuilder, State  # noqa: E402
 from .errors import NewtonUsdError, SimulationError, UsdInputError  # noqa: E402
 
 __version__ = "0.1.0"
@@ -36,10 +35,18 @@ __all__ = [
 ]
 
 
+_CORE = ("Contacts", "Control", "DriveMode", "GeoType", "JointType", "Mesh", "Model", "ModelBuilder", "State")
+
+
 def __getattr__(name):
-    # Simulation pulls in USD and the solvers; import it on first use only.
+    # Simulation pulls in USD and the solvers, the core Warp: import them on first use only (usdsim's
+    # imports then run inside its Ctrl-C handling).
     if name == "Simulation":
         from .sim import Simulation  # noqa: PLC0415
 
         return Simulation
+    if name in _CORE:
+        from . import core  # noqa: PLC0415
+
+        return getattr(core, name)
     raise AttributeError(name)

@@ -5,6 +5,7 @@
                  [--backend auto|cpu|warp] [--worlds N | --envs PRIM]
                  [--write-worlds first|all [--world-spacing D]] [--record-every N] [--xform-ops trs|matrix]
                  [--clip-frames K] [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
+                 [--max-distance M] [--max-speed V] [--mujoco-memory MIB]
     usdsim explain STAGE [PRIM ...]     each resolved and UsdPhysics value (SI) and where it came from
     usdsim check STAGE [--solver NAME]  what is ignored or approximated, and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
@@ -20,8 +21,10 @@
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
-warnings' detail. A simulation that blows up saves what it recorded, names the frame and body, and
-exits with status 3; Ctrl-C saves the frames so far and exits with status 130.
+warnings' detail. A simulation that blows up (NaN, a body beyond --max-distance or --max-speed, MuJoCo's
+arena full) saves what it recorded, names the frame and body, and exits with status 3; Ctrl-C, at any
+moment, saves the frames so far and exits with status 130. An unexpected exception (a bug) is one line
+and exit 1 (-v or NEWTON_USD_DEBUG=1: the traceback).
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ import logging
 import math
 import os
 import sys
+import threading
 import time
 
+EXIT_INTERNAL = 1  # an unexpected exception: a bug of newton_usd (NEWTON_USD_DEBUG=1 or -v: the traceback)
 EXIT_INPUT = 2
 DEFAULT_CLIP_FRAMES = 1000  # newton_usd.sync.clips.DEFAULT_CLIP_FRAMES (not imported: --help stays instant)
 EXIT_SIMULATION = 3
@@ -142,6 +147,27 @@ def _parser() -> argparse.ArgumentParser:
         "--keyframe",
         metavar="KEY",
         help="start from this keyframe (an MjcKeyframe prim's name or path, or an index)",
+    )
+    p.add_argument(
+        "--max-distance",
+        type=float,
+        default=1e6,
+        metavar="M",
+        help="a body farther than M meters from the origin stops the run, exit 3 (default: 1e6)",
+    )
+    p.add_argument(
+        "--max-speed",
+        type=float,
+        default=1e4,
+        metavar="V",
+        help="a body faster than V m/s stops the run, exit 3 (default: 1e4)",
+    )
+    p.add_argument(
+        "--mujoco-memory",
+        type=float,
+        metavar="MIB",
+        help="MiB of C MuJoCo's arena per world: contacts, constraints, solver stack (default: sized from the "
+        "model; a run that fills it stops, exit 3)",
     )
     p.add_argument("--benchmark", action="store_true", help="simulate only: write nothing, and report the timing")
     p.add_argument("--format", choices=("human", "json"), default="human", help="the closing summary's format")
@@ -336,6 +362,20 @@ def _info_scenes(sim) -> None:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before the simulation started: nothing to save
+        print("usdsim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bug of ours, not the input's: one line, the traceback on request
+        if os.environ.get("NEWTON_USD_DEBUG") or "-v" in argv or "--verbose" in argv:
+            raise
+        print(f"usdsim: internal error: {type(e).__name__}: {e} (-v or NEWTON_USD_DEBUG=1 shows the traceback; "
+              "please report it with the stage)", file=sys.stderr)  # fmt: skip
+        return EXIT_INTERNAL
+
+
+def _main(argv) -> int:
     if argv and argv[0] == "convert":
         return _convert(argv[1:])
     if argv and argv[0] == "info":
@@ -354,12 +394,7 @@ def main(argv=None) -> int:
         return _inspect(argv[0], _inspect_parser(argv[0]).parse_args(argv[1:]))
     if argv and argv[0] == "run":
         argv = argv[1:]
-    args = _parser().parse_args(argv)
-    try:
-        return _run(args)
-    except KeyboardInterrupt:  # before the simulation started: nothing to save
-        print("usdsim: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    return _run(_parser().parse_args(argv))
 
 
 def _run(args) -> int:
@@ -374,7 +409,14 @@ def _run(args) -> int:
     ):
         if value is not None and value < least:
             return _fail(f"{name} must be >= {least}, got {value}", args)
-    for name, value in (("--duration", args.duration), ("--dt", args.dt), ("--fps", args.fps)):
+    for name, value in (
+        ("--duration", args.duration),
+        ("--dt", args.dt),
+        ("--fps", args.fps),
+        ("--max-distance", args.max_distance),
+        ("--max-speed", args.max_speed),
+        ("--mujoco-memory", args.mujoco_memory),
+    ):
         if value is not None and not value > 0:
             return _fail(f"{name} must be > 0, got {value}", args)
     if args.in_place and args.output:
@@ -384,6 +426,78 @@ def _run(args) -> int:
     if args.world_spacing is not None and not (math.isfinite(args.world_spacing) and args.world_spacing >= 0):
         return _fail(f"--world-spacing must be a distance >= 0, got {args.world_spacing}", args)
 
+    return _interruptible(lambda job: _simulate(args, job))
+
+
+class _Job:
+    """What ``usdsim run``'s worker thread shares with the main thread: ``stop``, set by Ctrl-C (the run
+    stops at the next frame and saves), and ``sim``, the Simulation once it is open."""
+
+    def __init__(self):
+        self.stop = threading.Event()
+        self.sim = None
+
+    def simulated(self) -> bool:
+        return self.sim is not None and self.sim.frame > 0
+
+
+def _interruptible(work) -> int:
+    """``work(job)`` in a worker thread while the main thread waits for it, so that Ctrl-C is seen at once
+    at any moment: Python runs signal handlers in the main thread only, between bytecodes, and the setup's
+    long calls (opening the stage, MuJoCo's compiler, Warp's kernel compiler) are C calls that release the
+    GIL but would hold off a handler of their own thread until they return.
+
+    Ctrl-C sets ``job.stop``: a running simulation stops at the end of its frame and saves what it
+    simulated (exit 130). Before the first frame is simulated there is nothing to save: during the setup,
+    or when the first frame has not ended within a second (Warp compiling its kernels), usdsim exits at
+    once with 130. A second Ctrl-C exits at once, unsaved."""
+    job, outcome, done = _Job(), [], threading.Event()
+
+    def target():
+        try:
+            outcome.append(work(job))
+        except BaseException as e:  # noqa: BLE001  (handed to the main thread, raised there)
+            outcome.append(e)
+        finally:
+            done.set()
+
+    try:
+        threading.Thread(target=target, name="usdsim-run", daemon=True).start()
+        _wait(done)
+    except KeyboardInterrupt:
+        job.stop.set()
+        try:
+            if job.sim is None or (not _wait(done, 1.0) and not job.simulated()):
+                _exit_now("usdsim: interrupted before the first frame: nothing simulated, nothing saved")
+            _wait(done)  # to the end of the frame, then saving
+        except KeyboardInterrupt:
+            _exit_now("usdsim: interrupted again: exiting without saving")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
+def _wait(done: threading.Event, seconds=None) -> bool:
+    """Wait for ``done`` (at most ``seconds``) in short waits, each interruptible by Ctrl-C (not
+    ``Thread.join``: interrupted, it can leave a running thread marked as stopped, before Python 3.13)."""
+    end = None if seconds is None else time.monotonic() + seconds
+    while not done.wait(0.05):
+        if end is not None and time.monotonic() >= end:
+            return False
+    return True
+
+
+def _exit_now(message: str) -> None:
+    """Exit with 130 now, whatever the worker thread is doing (inside a C call it cannot be stopped)."""
+    print(message, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
+def _simulate(args, job: _Job) -> int:
+    """The worker thread of ``usdsim run`` (see :func:`_interruptible`): import, open, simulate, save,
+    summarize."""
     _init_warp(args.verbose)
     from .errors import NewtonUsdError, SimulationError  # noqa: PLC0415
     from .sim import Simulation, default_output  # noqa: PLC0415
@@ -412,10 +526,17 @@ def _run(args) -> int:
             write_worlds=args.write_worlds,
             world_spacing=args.world_spacing,
             keyframe=int(args.keyframe) if args.keyframe and args.keyframe.isdigit() else args.keyframe,
+            max_distance=args.max_distance,
+            max_speed=args.max_speed,
+            mujoco_memory=None if args.mujoco_memory is None else int(args.mujoco_memory * 2**20),
         )
     except NewtonUsdError as e:
         return _fail(str(e), args)
+    job.sim = sim
     t_setup = time.perf_counter() - t_open
+    if job.stop.is_set():
+        print("usdsim: interrupted before the first frame: nothing simulated, nothing saved", file=sys.stderr)
+        return EXIT_INTERRUPTED
     sim.record_every = args.record_every
     sim.write_batch = WRITE_BATCH  # no one looks at the stage while usdsim runs: write the frames in batches
     sim.write = not args.benchmark
@@ -435,8 +556,15 @@ def _run(args) -> int:
         note = f"usdsim: simulating {_count(frames, 'frame')} of {args.stage} (Ctrl-C stops and saves)"
         print(note, file=sys.stderr, flush=True)
     status, error = 0, None
+
+    def progress(n):
+        if bar is not None:
+            bar.update(n)
+        if job.stop.is_set():  # Ctrl-C, seen by the main thread
+            raise KeyboardInterrupt
+
     try:
-        sim.run(frames, progress=bar.update if bar else None)
+        sim.run(frames, progress=progress)
     except SimulationError as e:
         status, error = EXIT_SIMULATION, str(e)
         print(f"usdsim: {args.stage}: {e}", file=sys.stderr)

@@ -39,6 +39,12 @@ _GRAVITY_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
 MAX_PHYSICS_DT = 1.0 / 480.0
 """Default upper bound of the physics step: substeps per frame = ceil(frame_dt / MAX_PHYSICS_DT)."""
 DEFAULT_FRAMES = 120
+MAX_SUBSTEPS = 100_000
+"""Physics steps per frame beyond which the time step is taken for a mistake (NewtonUsdError)."""
+MAX_DISTANCE = 1e6
+"""m: a body farther than this from the origin stops the run (SimulationError; usdsim exits 3)."""
+MAX_SPEED = 1e4
+"""m/s: a body whose center of mass moves faster than this stops the run (SimulationError; usdsim exits 3)."""
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 WRITE_WORLDS = ("first", "all")
 
@@ -280,6 +286,8 @@ class Simulation:
         self.record_every = 1  # write every n-th frame (the first and the last are always written)
         self.write = True  # False: simulate only (benchmarking), nothing goes onto the stage
         self.clips = None  # the ClipStream of a recording streamed to value clips (stream_recording)
+        self.max_distance = MAX_DISTANCE  # m from the origin: beyond, the run stops (see _check_bounds)
+        self.max_speed = MAX_SPEED  # m/s of a body's center of mass: beyond, the run stops
         self._scene = scene  # the import's scene argument (None: the stage's only scene)
 
     @property
@@ -349,6 +357,9 @@ class Simulation:
         world_spacing: float | None = None,
         stream_to=None,
         clip_frames: int = DEFAULT_CLIP_FRAMES,
+        max_distance: float = MAX_DISTANCE,
+        max_speed: float = MAX_SPEED,
+        mujoco_memory: int | None = None,
     ) -> "Simulation":
         """Open ``source`` (a path or ``Usd.Stage``), import it and make the solver.
 
@@ -395,6 +406,10 @@ class Simulation:
             stream_to: the output path the recording will be saved as: stream it to value clips beside
                 that path as it runs, ``clip_frames`` recorded frames per clip, so that memory stays
                 bounded however long the run (see :meth:`stream_recording`).
+            mujoco_memory: bytes of C MuJoCo's arena (contacts, constraints, solver stack) per world (default:
+                sized from the model; see :func:`newton_usd.solvers.mujoco.spec.arena_bytes`).
+            max_distance, max_speed: bounds of a sane state (m from the origin, m/s): a body beyond either
+                stops the run with a :class:`SimulationError` naming it and the frame (also NaN or infinity).
         """
         dev = resolve_device(device)
         if int(worlds) < 1:
@@ -409,6 +424,9 @@ class Simulation:
             raise NewtonUsdError(f"unknown write_worlds {write_worlds!r}; valid: {', '.join(WRITE_WORLDS)}")
         if world_spacing is not None and not (math.isfinite(world_spacing) and world_spacing >= 0):
             raise NewtonUsdError(f"world_spacing must be a finite distance >= 0, got {world_spacing}")
+        for name, bound in (("max_distance", max_distance), ("max_speed", max_speed)):
+            if not bound > 0:
+                raise NewtonUsdError(f"{name} must be > 0, got {bound}")
         stage, file = open_stage(source)
         output_layer = _attach_output_layer(stage)
         try:
@@ -417,8 +435,10 @@ class Simulation:
                 fps=fps, substeps=substeps,
                 record=record, joint_states=joint_states, live=live, order=order, worlds=int(worlds), dt=dt,
                 overrides=overrides, xform_ops=xform_ops, env_root=env_root, write_worlds=write_worlds,
-                world_spacing=world_spacing,
+                world_spacing=world_spacing, mujoco_memory=mujoco_memory,
             )  # fmt: skip
+            for one in (sim, *sim.scenes):
+                one.max_distance, one.max_speed = float(max_distance), float(max_speed)
             if keyframe is not None:
                 sim.start_from_keyframe(keyframe)
             if stream_to is not None:
@@ -432,11 +452,11 @@ class Simulation:
     def _open(
         cls, stage, file, output_layer, *, solver, device, backend, fps, substeps, record, joint_states, live, order,
         worlds, dt, overrides, env_root, xform_ops="trs", write_worlds="first", world_spacing=None, scene=None,
-        solver_options=None,
+        solver_options=None, mujoco_memory=None,
     ):  # fmt: skip
         applied = apply_overrides(stage, overrides, output_layer, file) if overrides else []
         asked = {"solver": solver, "solver_options": solver_options, "backend": backend, "substeps": substeps}
-        asked["dt"] = dt
+        asked["dt"], asked["mujoco_memory"] = dt, mujoco_memory
         others = []
         if scene is None:
             scene, *others = scenes_to_import(stage, tuple(order) if order else DIALECTS)
@@ -446,7 +466,12 @@ class Simulation:
         if solver not in SOLVERS:
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(device)
-        solver_obj = SOLVERS[solver].from_scene(model, settings, backend=backend, **(solver_options or {}))
+        options = dict(solver_options or {})
+        if mujoco_memory is not None:
+            if solver != "mujoco":
+                raise NewtonUsdError(f"mujoco_memory is C MuJoCo's arena: the {solver} solver has none")
+            options["memory"] = int(mujoco_memory)
+        solver_obj = SOLVERS[solver].from_scene(model, settings, backend=backend, **options)
         given_fps = fps
         fps = frame_rate(stage, imported, fps)
         if fps <= 0:
@@ -460,6 +485,11 @@ class Simulation:
             substeps, step = max(1, round(1.0 / fps / timestep)), timestep
         elif substeps is None:
             substeps = max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9))
+        if substeps > MAX_SUBSTEPS:  # e.g. a time step of 1e-30 s: one frame would never end
+            source = imported.scene.get("timestep")
+            where = f"{source.prim}.{source.attribute}: " if source is not None and source.attribute and not dt else ""
+            raise NewtonUsdError(f"{file}: {where}{substeps:.3g} physics steps per frame (more than {MAX_SUBSTEPS:,}): "
+                                 "the time step is too small for the frame rate")  # fmt: skip
         sim = cls(
             stage, file, imported, model, solver_obj, fps=fps, substeps=substeps, dt=step, record=record,
             joint_states=joint_states, live=live, order=order, output_layer=output_layer, overrides=applied,
@@ -527,12 +557,7 @@ class Simulation:
         self.sim_seconds = self.steps * self.dt
         body_q = self.state.body_q.numpy()
         self.wall_seconds += time.perf_counter() - t0
-        bad = ~np.isfinite(body_q).all(axis=1)
-        if bad.any():
-            label = self.model.body_label[int(np.argmax(bad))]
-            raise SimulationError(
-                "body pose became NaN or infinite (the simulation blew up)", frame=self.frame, label=label
-            )
+        self._check_bounds(body_q)
         if self.write and (last or self.frame % max(1, self.record_every) == 0):
             self._write(body_q)
         if self.scenes:
@@ -540,6 +565,31 @@ class Simulation:
                 for other in self.scenes:
                     other.record_every, other.write = self.record_every, self.write
                     other.step_frame(last, until=self.sim_seconds)
+
+    def _check_bounds(self, body_q) -> None:
+        """Stop (SimulationError naming the body and frame) when a body's pose is NaN or infinite, it is
+        farther than :attr:`max_distance` from the origin or faster than :attr:`max_speed`: a simulation that
+        blew up, caught here rather than left to MuJoCo's own check (which fires near 1e10 only)."""
+        problem, rows = None, None
+        bad = ~np.isfinite(body_q).all(axis=1)
+        if bad.any():
+            problem, rows = "body pose became NaN or infinite", bad
+        else:
+            dist2 = np.einsum("ij,ij->i", body_q[:, :3], body_q[:, :3])
+            rows = dist2 > self.max_distance**2
+            if rows.any():
+                d = math.sqrt(float(dist2[int(np.argmax(rows))]))
+                problem = f"body is {d:.3g} m from the origin, beyond max_distance {self.max_distance:g} m"
+            else:
+                v = self.state.body_qd.numpy()[:, :3]
+                speed2 = np.einsum("ij,ij->i", v, v)
+                rows = ~(speed2 <= self.max_speed**2)  # (NaN too)
+                if rows.any():
+                    speed = math.sqrt(float(speed2[int(np.argmax(rows))]))
+                    problem = f"body moves at {speed:.3g} m/s, beyond max_speed {self.max_speed:g} m/s"
+        if problem is not None:
+            label = self.model.body_label[int(np.argmax(rows))]
+            raise SimulationError(f"{problem} (the simulation blew up)", frame=self.frame, label=label)
 
     def _move_kinematic(self, time_code: float) -> None:
         """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""

@@ -1,13 +1,87 @@
+import os
 import pathlib
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 import warp as wp
 
 wp.config.log_level = wp.LOG_WARNING
+# usdsim turns an unexpected exception (a bug of ours) into one line; the tests want its traceback.
+os.environ.setdefault("NEWTON_USD_DEBUG", "1")
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_stages"
-SAMPLE_STAGES = sorted(p.name for p in SAMPLES.glob("*.usda"))
+# The sample stages themselves: not what usdsim writes next to them (the README's first command writes
+# sample_stages/boxes_on_ground.sim.usda, and a long run its .sim.clips/ directory).
+SAMPLE_STAGES = sorted(p.name for p in SAMPLES.glob("*.usda") if not p.name.endswith(".sim.usda"))
+
+
+USDSIM = os.path.join(os.path.dirname(sys.executable), "usdsim")
+
+
+def usdsim_command() -> list:
+    """The installed console script when there is one, else the module (same code path)."""
+    return [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
+
+
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class UsdsimProcess:
+    """``usdsim ARGS`` running in the background, its stderr and stdout read as they come by threads of
+    their own (a chatty run never blocks on a full pipe, and no line goes to another reader); stderr's
+    lines are kept in :attr:`lines`."""
+
+    def __init__(self, *args):
+        cmd = usdsim_command() + [str(a) for a in args]
+        # Ctrl-C as a terminal delivers it: a shell runs background jobs with SIGINT ignored, and a child
+        # inherits that (pytest started with `cmd &` would see usdsim ignore the tests' SIGINT).
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+        )
+        self.lines, self._out = [], []
+        self._readers = [
+            threading.Thread(target=self._read, args=(pipe, into), daemon=True)
+            for pipe, into in ((self.proc.stderr, self.lines), (self.proc.stdout, self._out))
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(pipe, into):
+        for line in pipe:
+            into.append(line)
+
+    def wait_for(self, ready, timeout=600.0) -> None:
+        """Until ``ready()`` holds (polled; no fixed sleep), or fail after ``timeout`` seconds (a cold
+        Warp kernel cache on a busy machine is slow: generous) or when usdsim exits first."""
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.proc.poll() is not None:
+                pytest.fail(f"usdsim exited ({self.proc.returncode}) first:\n{''.join(self.lines)}")
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                pytest.fail(f"not ready after {timeout} s:\n{''.join(self.lines)}")
+            time.sleep(0.05)
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    def finish(self, timeout=120.0):
+        """(exit code, stdout, stderr) once it exits (killed after ``timeout`` seconds: the test fails)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        for reader in self._readers:
+            reader.join(timeout)
+        return self.proc.returncode, "".join(self._out), "".join(self.lines)
 
 
 def has_cuda() -> bool:

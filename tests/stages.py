@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 
@@ -33,6 +35,20 @@ def add_box(stage, path, size=0.2, pos=(0, 0, 1), mass=None, rotate_xyz=None):
     if mass is not None:
         UsdPhysics.MassAPI.Apply(prim).CreateMassAttr(mass)
     return cube
+
+
+def add_tetrahedron(stage, path, edge=1.0, pos=(0, 0, 1), points=None):
+    """A rigid body whose collider is a mesh tetrahedron (convex hull) of ``edge``, or of ``points``."""
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    corners = [(0, 0, 0), (edge, 0, 0), (0, edge, 0), (0, 0, edge)]
+    mesh.CreatePointsAttr([Gf.Vec3f(*p) for p in (points or corners)])
+    mesh.CreateFaceVertexCountsAttr([3, 3, 3, 3])
+    mesh.CreateFaceVertexIndicesAttr([0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3])
+    mesh.AddTranslateOp().Set(Gf.Vec3d(*pos))
+    UsdPhysics.RigidBodyAPI.Apply(mesh.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+    UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr("convexHull")
+    return mesh
 
 
 def falling_cube(path=None, height=1.0, **kw):
@@ -207,4 +223,31 @@ def robot_environments(path=None, n=4, spacing=2.0):
             drive = UsdPhysics.DriveAPI.Apply(hinge.GetPrim(), "angular")
             drive.CreateStiffnessAttr(50.0)
             drive.CreateDampingAttr(5.0)
+    return stage
+
+
+def pile(path=None, n=100, shape="sphere", size=0.1, spacing=0.3, fps=60):
+    """``n`` free bodies (spheres of radius ``size`` or cubes of edge ``2 * size``) over a ground plane,
+    on a square grid ``spacing`` apart, layer over layer (a pile once they fall). Authored with Sdf
+    in one change block: a 10,000-body stage takes a second, not a minute."""
+    stage = new_stage(path, fps=fps)
+    add_ground(stage)
+    side = max(1, math.ceil(math.sqrt(min(n, 400))))  # at most 20 x 20 per layer
+    layer = stage.GetRootLayer()
+    with Sdf.ChangeBlock():
+        Sdf.CreatePrimInLayer(layer, "/Bodies").specifier = Sdf.SpecifierDef
+        for i in range(n):
+            k, j = divmod(i, side * side)
+            y, x = divmod(j, side)
+            spec = Sdf.CreatePrimInLayer(layer, f"/Bodies/B{i}")
+            spec.specifier = Sdf.SpecifierDef
+            spec.typeName = "Sphere" if shape == "sphere" else "Cube"
+            spec.SetInfo("apiSchemas", Sdf.TokenListOp.CreateExplicit(["PhysicsRigidBodyAPI", "PhysicsCollisionAPI"]))
+            extent = "radius" if shape == "sphere" else "size"
+            Sdf.AttributeSpec(spec, extent, Sdf.ValueTypeNames.Double).default = size if shape == "sphere" else 2 * size
+            pos = Gf.Vec3d((x - side / 2) * spacing, (y - side / 2) * spacing, 0.5 + k * spacing)
+            Sdf.AttributeSpec(spec, "xformOp:translate", Sdf.ValueTypeNames.Double3).default = pos
+            Sdf.AttributeSpec(spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray, Sdf.VariabilityUniform).default = [
+                "xformOp:translate"
+            ]
     return stage

@@ -8,16 +8,12 @@ import time
 import pytest
 from pxr import Sdf, Usd, UsdGeom
 
-from conftest import SAMPLE_STAGES, SAMPLES, has_cuda
+from conftest import SAMPLE_STAGES, SAMPLES, UsdsimProcess, has_cuda, usdsim_command
+
 
 # The console script of the environment running the tests (not whatever `usdsim` is first on PATH).
-USDSIM = os.path.join(os.path.dirname(sys.executable), "usdsim")
-
-
 def usdsim(*args):
-    # Run the installed console script when there is one, else the module (same code path).
-    cmd = [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
-    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=600)
+    return subprocess.run(usdsim_command() + [str(a) for a in args], capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.parametrize("name", SAMPLE_STAGES)
@@ -279,23 +275,25 @@ def test_flatten_in_place_benchmark_dt_and_worlds(tmp_path):
 
 
 def test_ctrl_c_saves_the_frames_so_far_and_exits_130(tmp_path):
+    import re
     import signal
 
     src = tmp_path / "boxes.usda"
     shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
     out = tmp_path / "out.usda"
-    cmd = [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
-    proc = subprocess.Popen(cmd + [str(src), "-o", str(out), "-n", "10000000"], stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()  # "simulating ... frames": the run has started
-    assert "simulating" in line
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert "interrupted at frame" in err
+    run = UsdsimProcess(src, "-o", out, "-n", "10000000")
+    run.wait_for(lambda: run.said("simulating"))  # the run has started (whatever else was said before)
+    time.sleep(1.0)  # some frames, likely; the checks below hold for any number (clips: see test_recording_clips)
+    run.proc.send_signal(signal.SIGINT)
+    code, _, err = run.finish()
+    assert code == 130, err
+    if "interrupted before the first frame" in err:  # a busy machine: still in the first frame, nothing saved
+        assert not out.exists()
+        return
+    frames = int(re.search(r"interrupted at frame (\d+)", err).group(1))
     stage = Usd.Stage.Open(str(out))
-    samples = stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics")
-    assert samples.GetNumTimeSamples() > 2
+    samples = stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics").GetTimeSamples()
+    assert samples == [float(t) for t in range(frames + 1)]  # every frame simulated is saved
 
 
 PENDULUM_WITH_KEYS = """
@@ -364,3 +362,59 @@ def test_write_worlds_all_writes_each_world_onto_a_copy(tmp_path):
     assert r.returncode == 2 and "--in-place" in r.stderr
     r = usdsim(src, "--worlds", 2, "--write-worlds", "all", "--world-spacing", -1)
     assert r.returncode == 2 and "--world-spacing" in r.stderr
+
+
+INTERRUPTIBLE_SETUP = """
+import sys, time
+from newton_usd.cli import _interruptible
+
+def setup(job):  # a setup step inside one long C call (time.sleep releases the GIL, as MuJoCo's compiler does)
+    print("in setup", flush=True)
+    time.sleep(120)
+    return 0
+
+sys.exit(_interruptible(setup))
+"""
+
+
+def test_ctrl_c_during_a_long_c_call_of_the_setup_exits_130_at_once():
+    """A signal handler runs in the main thread between bytecodes only: usdsim runs the setup (imports,
+    MuJoCo's compiler, Warp's kernel compiler: C calls) in a worker thread, so Ctrl-C is seen at once."""
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTIBLE_SETUP],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # (not inherited as ignored)
+    )
+    assert proc.stdout.readline() == "in setup\n"  # our own process: no other output comes first
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=100)  # well before the 120 s the C call takes
+    assert proc.returncode == 130, err
+    assert err.strip() == "usdsim: interrupted before the first frame: nothing simulated, nothing saved"
+    assert time.monotonic() - t0 < 60
+
+
+def test_an_unexpected_exception_is_one_line_unless_debugging(tmp_path, monkeypatch):
+    """A bug of ours (here: an exception planted in the importer) ends in one line and exit 1; with -v or
+    NEWTON_USD_DEBUG=1, the traceback (the test suite sets it, so that real bugs show theirs)."""
+    src = tmp_path / "boxes.usda"
+    shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
+    plant = tmp_path / "sitecustomize.py"
+    plant.write_text(
+        "import newton_usd.usd.importer as m\n"
+        "def boom(*a, **k):\n    raise ZeroDivisionError('planted')\n"
+        "m.add_usd = boom\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.delenv("NEWTON_USD_DEBUG", raising=False)
+    r = usdsim(src, "-n", "2")
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1].startswith("usdsim: internal error: ZeroDivisionError: planted")
+    assert "Traceback" not in r.stderr
+    monkeypatch.setenv("NEWTON_USD_DEBUG", "1")
+    r = usdsim(src, "-n", "2")
+    assert r.returncode == 1 and "Traceback" in r.stderr and "planted" in r.stderr

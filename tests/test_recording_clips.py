@@ -9,14 +9,14 @@ import shutil
 
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdUtils
-from test_cli import USDSIM, usdsim
+from test_cli import usdsim
 from test_instancers import instancer_stage
 
 from newton_usd import Simulation
 from newton_usd.errors import NewtonUsdError
 from newton_usd.sync.clips import CLIP_SET, clip_directory
 
-from conftest import SAMPLES
+from conftest import SAMPLES, UsdsimProcess
 from stages import add_box
 
 CLIP_FILE = re.compile(r"^clip\.([0-9a-f]{8})\.\d{4}\.usdc$")
@@ -381,9 +381,6 @@ def test_usdsim_streams_long_recordings_to_clips(tmp_path):
 
 def test_usdsim_blow_up_and_ctrl_c_save_the_clips_so_far(tmp_path):
     import signal
-    import subprocess
-    import sys
-    import time
 
     from stages import falling_cube
 
@@ -401,18 +398,12 @@ def test_usdsim_blow_up_and_ctrl_c_save_the_clips_so_far(tmp_path):
     boxes = tmp_path / "boxes.usda"
     shutil.copy(SAMPLES / "boxes_on_ground.usda", boxes)
     out = tmp_path / "out.usda"
-    cmd = [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
-    args = [str(boxes), "-o", str(out), "-n", "10000000", "--clip-frames", "20"]
-    proc = subprocess.Popen(cmd + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert "simulating" in proc.stderr.readline()
+    run = UsdsimProcess(boxes, "-o", out, "-n", "10000000", "--clip-frames", "20")
     clips = tmp_path / "out.clips"
-    for _ in range(600):  # until a few clips are on disk
-        if os.path.isdir(clips) and len(os.listdir(clips)) >= 3:
-            break
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    stdout, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    run.wait_for(lambda: os.path.isdir(clips) and len(os.listdir(clips)) >= 3)  # a few clips are on disk
+    run.proc.send_signal(signal.SIGINT)
+    code, stdout, err = run.finish()
+    assert code == 130, err
     assert "value clips in" in stdout
     saved = Usd.Stage.Open(str(out))
     attr = saved.GetAttributeAtPath("/World/Box.xformOp:translate:physics")

@@ -3,13 +3,11 @@ also the unowned ones) with its own gravity and time step, and bodies of differe
 
 import json
 import logging
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from test_cli import usdsim
 
 from newton_usd.core import ModelBuilder
 from newton_usd.errors import UsdInputError
@@ -17,12 +15,6 @@ from newton_usd.sim import Simulation
 from newton_usd.usd import add_usd
 
 G = 9.81
-USDSIM = os.path.join(os.path.dirname(sys.executable), "usdsim")
-
-
-def usdsim(*args):
-    cmd = [USDSIM] if os.path.exists(USDSIM) else [sys.executable, "-m", "newton_usd.cli"]
-    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=600)
 
 
 def new_stage(path=None, fps=50):

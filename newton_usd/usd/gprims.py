@@ -59,9 +59,25 @@ def read_mesh(prim, scale, file):
     indices = geom.GetFaceVertexIndicesAttr().Get()
     if not points or not counts or not indices:
         return None
-    points = np.asarray(points, dtype=np.float64) * scale
-    counts = np.asarray(counts, dtype=np.int64)
-    indices = np.asarray(indices, dtype=np.int64)
+    points, counts, indices = (np.asarray(v) for v in (points, counts, indices))
+    for name, array, ndim, kind, numbers in (("points", points, 2, "point3f[]", "fiu"),
+                                             ("faceVertexCounts", counts, 1, "int[]", "iu"),
+                                             ("faceVertexIndices", indices, 1, "int[]", "iu")):  # fmt: skip
+        if array.ndim != ndim or (ndim == 2 and array.shape[1] != 3) or array.dtype.kind not in numbers:
+            raise UsdInputError(f"authored as {array.dtype.name} values of shape {array.shape}, expected {kind}",
+                                file=file, prim=str(prim.GetPath()), attribute=name)  # fmt: skip
+    points = points.astype(np.float64) * scale
+    bad = ~np.isfinite(points).all(axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise UsdInputError(
+            f"point {i} is {tuple(map(float, points[i]))}: every point must be finite",
+            file=file,
+            prim=str(prim.GetPath()),
+            attribute="points",
+        )
+    counts = counts.astype(np.int64)
+    indices = indices.astype(np.int64)
     if indices.max() >= len(points) or indices.min() < 0 or counts.sum() != len(indices) or counts.min() < 0:
         raise UsdInputError(
             "faceVertexIndices/faceVertexCounts do not match the points",

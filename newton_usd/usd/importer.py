@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import gc
 import math
+import re
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
@@ -122,12 +123,17 @@ _TOKENS = getattr(UsdPhysics, "UsdPhysicsCustomTokens", None) or UsdPhysics.Cust
 def _load_descriptors(stage, roots=("/",), exclude=(), owners=None):
     """USD's parse of ``roots`` (less ``exclude``): object type -> [(path, desc)]; with ``owners`` (scene
     paths, the empty path for "no owner"), only the objects those scenes simulate."""
-    if owners is not None:
-        result = _LOAD(stage, list(roots), list(exclude), _TOKENS(), list(owners))
-    elif exclude:
-        result = _LOAD(stage, list(roots), list(exclude))
-    else:
-        result = _LOAD(stage, list(roots))
+    try:
+        if owners is not None:
+            result = _LOAD(stage, list(roots), list(exclude), _TOKENS(), list(owners))
+        elif exclude:
+            result = _LOAD(stage, list(roots), list(exclude))
+        else:
+            result = _LOAD(stage, list(roots))
+    except Tf.ErrorException as e:  # USD's parser met a value it cannot use (e.g. an xformOp of the wrong type)
+        said = re.findall(r"Error in '[^']*' at line \d+ in file [^:]*: '(.*)'", str(e))
+        file = stage.GetRootLayer().identifier
+        raise UsdInputError(f"USD's UsdPhysics parser: {said[0] if said else str(e).strip()}", file=file) from None
     out = defaultdict(list)
     for obj_type, (paths, descs) in result.items():
         for path, desc in zip(paths, descs, strict=True):
@@ -565,6 +571,38 @@ def _material(d, materials):
     return None
 
 
+_SIZE_ATTRIBUTES = {  # what authors a collider's size, by its UsdPhysics object type (for messages)
+    OT.CubeShape: "size",
+    OT.SphereShape: "radius",
+    OT.CapsuleShape: "radius, height",
+    OT.CylinderShape: "radius, height",
+    OT.Capsule1Shape: "radius, height",
+    OT.Cylinder1Shape: "radius, height",
+    OT.ConeShape: "radius, height",
+}
+
+
+def _check_finite_collider(path, obj_type, pos, parts, file) -> None:
+    """A collider's size and place must be finite numbers (NaN or infinity in a size, a scale or a
+    transform would reach MuJoCo's compiler or the inertia computation as garbage)."""
+    if not np.isfinite(pos).all():
+        raise UsdInputError(
+            f"the collider's position is {tuple(map(float, pos))}: the transform (xformOp:*, or a parent's) must be "
+            "finite",
+            file=file,
+            prim=str(path),
+            attribute="xformOpOrder",
+        )
+    for _, size, _, _ in parts:
+        if not np.isfinite(np.asarray(size, dtype=np.float64)).all():
+            raise UsdInputError(
+                f"the collider's size is {tuple(map(float, size))}: sizes and scales must be finite",
+                file=file,
+                prim=str(path),
+                attribute=_SIZE_ATTRIBUTES.get(obj_type),
+            )
+
+
 def _import_shape(
     builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx, body=None, label=None,
     frictions=None,
@@ -636,6 +674,9 @@ def _import_shape(
         diag.add(f"{obj_type.name} colliders are not supported yet and were ignored", path)
         return
 
+    if obj_type != OT.MeshShape:
+        parts = [(geo, scale, None, mesh)]
+    _check_finite_collider(path, obj_type, local_pos, parts, result.file)
     resolver = result.resolver
     md = _material(d, materials)
     if md is None:
@@ -653,8 +694,6 @@ def _import_shape(
     if restitution > 0.0:
         diag.add("restitution is not simulated by the MuJoCo solver", path)
     resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx, path)
-    if obj_type != OT.MeshShape:
-        parts = [(geo, scale, None, mesh)]
     label = label or str(path)
     for k, (geo, scale, offset, mesh) in enumerate(parts):  # a decomposed mesh: one shape per convex part
         pose = (local_pos, local_rot) if offset is None else transform_multiply((local_pos, local_rot), offset)
@@ -768,6 +807,20 @@ _MASS_ATTRIBUTES = frozenset(
     ("physics:mass", "physics:density", "physics:centerOfMass", "physics:diagonalInertia", "physics:principalAxes")
 )
 _NO_MASS = (0.0, 0.0, None, None, None)
+_MASS_TYPES = {  # the Python types of the MassAPI attributes' values, and their USD types for messages
+    "physics:mass": (float, int),
+    "physics:density": (float, int),
+    "physics:centerOfMass": (Gf.Vec3f, Gf.Vec3d, Gf.Vec3h),
+    "physics:diagonalInertia": (Gf.Vec3f, Gf.Vec3d, Gf.Vec3h),
+    "physics:principalAxes": (Gf.Quatf, Gf.Quatd, Gf.Quath),
+}
+_MASS_TYPE_NAMES = {
+    "physics:mass": "a float",
+    "physics:density": "a float",
+    "physics:centerOfMass": "a point3f",
+    "physics:diagonalInertia": "a float3",
+    "physics:principalAxes": "a quatf",
+}
 
 
 def _mass_api(prim, file=None, authored=None, applied=None):
@@ -780,9 +833,22 @@ def _mass_api(prim, file=None, authored=None, applied=None):
         return _NO_MASS
     if authored is None:
         authored = _MASS_ATTRIBUTES
-    get = prim.GetAttribute  # (what the MassAPI schema's attribute getters return)
-    mass = (get("physics:mass").Get() or 0.0) if "physics:mass" in authored else 0.0
-    density = (get("physics:density").Get() or 0.0) if "physics:density" in authored else 0.0
+
+    def get(name):  # the value, checked to be of the MassAPI schema's type (a layer can author any type)
+        attr = prim.GetAttribute(name)
+        value = attr.Get()
+        kind = _MASS_TYPES[name]
+        if value is not None and not isinstance(value, kind):
+            raise UsdInputError(
+                f"authored as {type(value).__name__} {value!r}, expected {_MASS_TYPE_NAMES[name]}",
+                file=file,
+                prim=str(prim.GetPath()),
+                attribute=name,
+            )
+        return value
+
+    mass = (get("physics:mass") or 0.0) if "physics:mass" in authored else 0.0
+    density = (get("physics:density") or 0.0) if "physics:density" in authored else 0.0
     for name, value in (("physics:mass", mass), ("physics:density", density)):
         if value < 0 or not math.isfinite(value):
             raise UsdInputError(
@@ -791,18 +857,18 @@ def _mass_api(prim, file=None, authored=None, applied=None):
                 prim=str(prim.GetPath()),
                 attribute=name,
             )
-    com = get("physics:centerOfMass").Get() if "physics:centerOfMass" in authored else None
+    com = get("physics:centerOfMass") if "physics:centerOfMass" in authored else None
     com = None if com is None or not all(math.isfinite(c) for c in com) else np.array(com, dtype=np.float64)
-    diag = get("physics:diagonalInertia").Get() if "physics:diagonalInertia" in authored else None
-    if diag is not None and any(x < 0 for x in diag):
+    diag = get("physics:diagonalInertia") if "physics:diagonalInertia" in authored else None
+    if diag is not None and not all(x >= 0 and math.isfinite(x) for x in diag):  # (NaN fails both)
         raise UsdInputError(
-            f"must be >= 0 in every component, got {tuple(diag)}",
+            f"must be finite and >= 0 in every component, got {tuple(diag)}",
             file=file,
             prim=str(prim.GetPath()),
             attribute="physics:diagonalInertia",
         )
     diag = None if diag is None or all(x == 0 for x in diag) else np.array(diag, dtype=np.float64)
-    axes = get("physics:principalAxes").Get() if "physics:principalAxes" in authored else None
+    axes = get("physics:principalAxes") if "physics:principalAxes" in authored else None
     axes = None if axes is None else gf_to_xyzw(axes)
     if axes is not None and np.linalg.norm(axes) < 1e-9:
         axes = None
@@ -964,6 +1030,11 @@ def _import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
                 used.add(i)
                 if child in visited and tree_parent.get(child) != parent:
                     loops.append((path, d, jt, b0, b1))  # it closes a cycle of joints
+                    diag.add(
+                        "joint closes a loop of joints and is not excluded from the articulation "
+                        "(physics:excludeFromArticulation): simulated as an equality constraint",
+                        path,
+                    )
                     continue
                 stacked = child in visited  # another joint between the same two bodies
                 visited.add(child)
@@ -1015,6 +1086,11 @@ def _joint_bodies(d, path, result):
     """A joint's ``(body0, body1)`` indices (-1: the world), or None (reported) when a target is not a
     simulated body or both are the same body."""
     body0, body1 = d.body0, d.body1
+    for name, body in (("physics:body0", body0), ("physics:body1", body1)):
+        # USD's parser leaves a target that is no prim empty, as if the joint were attached to the world.
+        if (not body or body.isEmpty) and result.stage.GetPrimAtPath(path).GetRelationship(name).GetTargets():
+            result.diagnostics.add(f"joint whose {name} targets no prim (deleted or misspelled?): dropped", path)
+            return None
     b0 = -1 if (not body0 or body0.isEmpty) else result.body_index.get(str(body0))
     b1 = -1 if (not body1 or body1.isEmpty) else result.body_index.get(str(body1))
     if b0 is None or b1 is None:
@@ -1483,13 +1559,14 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
     cone_limit = None
     if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
         axis = _AXIS_TUPLES[_axis_token(d.axis), reverse]
-        ax = _joint_axis(axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag)
+        ax = _joint_axis(axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag,
+                         drive="angular" if jt == JointType.REVOLUTE else "linear", file=result.file)  # fmt: skip
         if ax is None:  # locked
             jt = JointType.FIXED
         else:
             kw.update(vars(ax))
     elif jt == JointType.D6:
-        d6_axes = _d6_axes(d, reverse, frame, path, diag)
+        d6_axes = _d6_axes(d, reverse, frame, path, diag, result.file)
         if not d6_axes[0] and not d6_axes[1]:
             jt = JointType.FIXED
         elif _free_rotation(d6_axes, stage.GetPrimAtPath(path), result):
@@ -1588,7 +1665,7 @@ _D6_AXES = (
 )
 
 
-def _d6_axes(d, reverse, frame, path, diag):
+def _d6_axes(d, reverse, frame, path, diag, file=None):
     """(linear axes, angular axes) of a generic (D6) joint, as the UsdPhysics spec defines them: an axis
     with no limit is free, one whose low > high is locked, any other is limited."""
     limits = {p.first: p.second for p in d.jointLimits}
@@ -1597,7 +1674,8 @@ def _d6_axes(d, reverse, frame, path, diag):
     for dof, is_angular, axis in _D6_AXES:
         vec = -np.array(axis) if reverse else np.array(axis)
         # An axis without a LimitAPI is free; one without a DriveAPI is not driven.
-        ax = _joint_axis(vec, is_angular, limits.get(dof), drives.get(dof), frame, path, diag, report_locked=False)
+        ax = _joint_axis(vec, is_angular, limits.get(dof), drives.get(dof), frame, path, diag, report_locked=False,
+                         drive=dof.name[:1].lower() + dof.name[1:], file=file)  # fmt: skip
         if ax is not None:
             (angular if is_angular else linear).append(ax)
     return linear, angular
@@ -1625,9 +1703,9 @@ def _free_rotation(d6_axes, prim, result) -> bool:
     )
 
 
-def _joint_axis(axis, angular, lim, drv, frame, path, diag, report_locked=True):
+def _joint_axis(axis, angular, lim, drv, frame, path, diag, report_locked=True, drive=None, file=None):
     """One DOF from a UsdPhysics limit and drive (either may be None); None when the limit locks it
-    (low > high)."""
+    (low > high). ``drive``: the DriveAPI instance name (for messages)."""
     s, k = frame.meters_per_unit, frame.kilograms_per_unit
     unit = DEG if angular else s
     ax = JointAxis(axis=tuple(axis))
@@ -1639,6 +1717,11 @@ def _joint_axis(axis, angular, lim, drv, frame, path, diag, report_locked=True):
                 diag.add("joint limit with lower > upper: the joint is locked at its authored position", path)
             return None
         ax.limit_lower, ax.limit_upper = lo, hi
+    if drv is not None and drv.enabled:
+        for name, value in (("stiffness", drv.stiffness), ("damping", drv.damping)):
+            if not (value >= 0 and math.isfinite(value)):  # (NaN fails both)
+                raise UsdInputError(f"must be a finite number >= 0, got {value}", file=file, prim=str(path),
+                                    attribute=f"drive:{drive}:physics:{name}")  # fmt: skip
     if drv is not None and drv.enabled and (drv.stiffness > 0 or drv.damping > 0):
         # Force drives: gains per degree for angular drives (UsdPhysics), per stage unit for linear ones.
         # Acceleration drives: (deg/s^2)/deg and (unit/s^2)/unit are unit-free, scaled by the

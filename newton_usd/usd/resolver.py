@@ -320,8 +320,16 @@ class Resolver:
                 if not samples:
                     continue
                 value = attr.Get(samples[0])
-            if c.unset is not None and c.unset(value):
-                continue
+            try:
+                if c.unset is not None and c.unset(value):
+                    continue
+            except TypeError:  # e.g. a string where a number belongs
+                raise UsdInputError(
+                    f"value {value!r} (authored as {attr.GetTypeName()}) cannot be read as {prop.name}",
+                    file=self.file,
+                    prim=str(prim.GetPath()),
+                    attribute=c.attribute,
+                ) from None
             self.used.add((path, c.attribute))
             return Resolved(self._convert(prim, prop, c, value, ctx), "authored", c.attribute, path)
         return None
@@ -354,7 +362,7 @@ class Resolver:
             value = token
         try:
             converted = candidate.convert(value, ctx) if candidate.convert else _plain(value)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise UsdInputError(
                 f"value {value!r} cannot be read as {prop.name} ({e})",
                 file=self.file,

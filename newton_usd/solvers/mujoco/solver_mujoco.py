@@ -45,6 +45,8 @@ class SolverMuJoCo(SolverBase):
             CUDA device and ``"cpu"`` otherwise.
         nconmax: contacts per world for the warp backend (default: from the geom count).
         njmax: constraint rows per world for the warp backend (default: from nconmax and joints).
+        memory: bytes of C MuJoCo's arena per world (contacts, constraints, solver stack; default: from the
+            model, see :func:`~newton_usd.solvers.mujoco.spec.arena_bytes`); a run that fills it stops.
         **options: MuJoCo options by MuJoCo's name (``integrator="euler"``, ``iterations=50``,
             ``cone="elliptic"``, ``o_solref=(0.02, 1)``, ...; tokens or enum values). They override the
             model's ``mjc:option:*`` values, which override the defaults (implicitfast integrator,
@@ -62,10 +64,17 @@ class SolverMuJoCo(SolverBase):
     """
 
     def __init__(
-        self, model, backend: str = "auto", *, nconmax: int | None = None, njmax: int | None = None, **options
+        self,
+        model,
+        backend: str = "auto",
+        *,
+        nconmax: int | None = None,
+        njmax: int | None = None,
+        memory: int | None = None,
+        **options,
     ):
         super().__init__(model)
-        self.options = {"backend": backend, "nconmax": nconmax, "njmax": njmax, **options}
+        self.options = {"backend": backend, "nconmax": nconmax, "njmax": njmax, "memory": memory, **options}
         if backend not in BACKENDS:
             raise NewtonUsdError(f"unknown MuJoCo backend {backend!r}; valid: {', '.join(BACKENDS)}")
         if backend == "auto":
@@ -75,7 +84,9 @@ class SolverMuJoCo(SolverBase):
         self.diagnostics = Diagnostics()
         # One MuJoCo model for world 0; every world is a copy of it (ModelBuilder.replicate).
         world0 = model.world_view(0)
-        spec, handles = build_spec(world0, self.diagnostics, options)
+        if memory is not None and not (isinstance(memory, int) and memory > 0):
+            raise NewtonUsdError(f"memory must be a number of bytes > 0, got {memory!r}")
+        spec, handles = build_spec(world0, self.diagnostics, options, memory)
         self._spec = spec
         self.mj_model, self.spec_map = compile_spec(spec, handles, world0, file=model.source)
         if self.mj_model.opt.solver == mujoco.mjtSolver.mjSOL_PGS and backend == "warp":
@@ -695,6 +706,14 @@ class SolverMuJoCo(SolverBase):
             where = f" in world {w}" if self.num_worlds > 1 else ""
             reason = f"the {what} became NaN, infinite or huge{where} (the simulation blew up)"
             raise SimulationError(reason, label=label)
+        if (
+            new[:, int(mujoco.mjtWarning.mjWARN_CNSTRFULL)].any()
+            or new[:, int(mujoco.mjtWarning.mjWARN_CONTACTFULL)].any()
+        ):
+            raise SimulationError(
+                f"MuJoCo's arena of {self.mj_model.narena / 2**20:.0f} MiB is full: contacts or constraints would be "
+                "dropped (give more: usdsim --mujoco-memory MIB, Simulation.open(mujoco_memory=bytes))"
+            )
 
     def _pull(self, qpos, qvel, body, state_out):
         """MuJoCo's state into ``state_out`` at once (the warp backend, and States the cpu backend cannot leave

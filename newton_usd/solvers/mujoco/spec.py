@@ -241,13 +241,33 @@ def apply_options(spec, options: dict, flags: dict) -> None:
         # flags MuJoCo no longer has (e.g. fwdinv handled elsewhere) are ignored
 
 
-def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | None = None):
+ARENA_BASE = 16 << 20
+"""bytes: MuJoCo's arena (MjData's memory for contacts, constraints and the solver's stack) for any model."""
+ARENA_PER_ELEMENT = 8 << 10
+"""bytes per body, shape and degree of freedom (measured: about 4 KB per free body with no contacts)."""
+ARENA_PER_CONTACT = 4 << 10
+"""bytes per expected contact with its constraint rows (measured with MuJoCo 4.0: about 1 KB in a settled pile
+of boxes, pyramidal cones of condim 3; four times that for condim 6 and elliptic cones)."""
+CONTACTS_PER_SHAPE = 12
+"""expected contacts per shape (a settled pile of boxes has 4)."""
+
+
+def arena_bytes(model) -> int:
+    """The arena MuJoCo gets (``MjSpec.memory``), sized from the model: linear in its bodies, shapes, degrees of
+    freedom and expected contacts. MuJoCo's own default grows with the square of the model (1.8 GB at 1,000
+    free bodies, 14 GB at 3,000: a 5,000-body model cannot be allocated). Pages are touched only as used."""
+    elements = model.body_count + model.shape_count + model.joint_dof_count
+    contacts = CONTACTS_PER_SHAPE * model.shape_count + 64
+    return ARENA_BASE + ARENA_PER_ELEMENT * elements + ARENA_PER_CONTACT * contacts
+
+
+def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | None = None, memory: int | None = None):
     """Build the MjSpec of ``model``; returns ``(spec, handles)`` where handles keeps the spec elements
     needed to fill a :class:`SpecMap` after compiling.
 
     Options: ``options`` (constructor arguments) > ``model.mujoco.option``/``flag`` (from ``mjc:option:*``
     and ``mjc:flag:*``, or MjcSceneAPI's fallbacks when it is applied) > implicitfast integrator and
-    MuJoCo's defaults.
+    MuJoCo's defaults. ``memory``: MuJoCo's arena in bytes (default: :func:`arena_bytes`).
     """
     diag = diagnostics if diagnostics is not None else Diagnostics()
     a = ModelArrays(model)
@@ -259,6 +279,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     spec.option.gravity = np.array(model.gravity, dtype=np.float64)
     apply_options(spec, dict(getattr(model.mujoco, "option", {}) or {}), dict(getattr(model.mujoco, "flag", {}) or {}))
     apply_options(spec, dict(options or {}), {})
+    spec.memory = int(memory) if memory is not None else arena_bytes(model)
     labels = {}  # MuJoCo element name -> prim path
     body_names, geom_names, joint_names, mesh_names = (_Names(model, labels) for _ in range(4))
 
@@ -889,7 +910,10 @@ def compile_spec(spec, handles, model, file=None):
         element = re.search(r"Element name '([^']*)'", str(e))
         label = handles[-1].get(element.group(1)) if element else None
         where = f" at {label}" if label else ""
-        raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model{where}: {e}") from None
+        said = "; ".join(line.strip() for line in str(e).splitlines() if line.strip())  # (one line)
+        if "out of memory" in said or "Could not allocate memory" in said:
+            said += " (give MuJoCo more memory: usdsim --mujoco-memory MIB, Simulation.open(mujoco_memory=bytes))"
+        raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model{where}: {said}") from None
     body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles, _ = handles
     stiffen_cone_limits(mj_model, model, joint_handles)
     m = SpecMap()
