@@ -118,7 +118,8 @@ def test_resume_reruns_nothing_unchanged_and_reruns_an_edited_stage(tmp_path):
 
 
 def _hanging_pendulum(tmp_path):
-    """The pendulum with MuJoCo's time step authorable: 1e-8 s makes a run of a few frames take minutes."""
+    """The pendulum with MuJoCo's time step authorable: 2e-7 s (83,333 steps a frame, under usdsim's limit of
+    100,000) makes a run of 60 frames (5 million steps) take minutes."""
     scene = 'def PhysicsScene "PhysicsScene"'
     text = open(PENDULUM).read().replace(scene, scene + ' (prepend apiSchemas = ["MjcSceneAPI"])')
     path = tmp_path / "pendulum_mjc.usda"
@@ -130,17 +131,17 @@ def test_failed_and_hung_runs_get_their_rows_and_the_others_finish(tmp_path):
     garbage = tmp_path / "broken.usda"
     garbage.write_text("#usda 1.0\ndef Xform (\n")
     step = "/World/PhysicsScene.mjc:option:timestep"
-    sweep = {"stages": [str(_hanging_pendulum(tmp_path)), str(garbage)], "grid": {step: [0.002, 1e-8, 0.001]},
-             "frames": 12}  # fmt: skip
+    sweep = {"stages": [str(_hanging_pendulum(tmp_path)), str(garbage)], "grid": {step: [0.002, 2e-7, 0.001]},
+             "frames": 60}  # fmt: skip
     result = run_sweep(sweep, tmp_path / "out", jobs=2, timeout=20)
     rows = {(r["stage"].rsplit("/", 1)[-1], r[step]): r for r in result.rows}
     assert len(rows) == 6
     for dt in (0.002, 0.001):
         good = rows["pendulum_mjc.usda", dt]
         assert good["status"] == "ok" and os.path.isfile(good["output"])
-    hung = rows["pendulum_mjc.usda", 1e-8]
+    hung = rows["pendulum_mjc.usda", 2e-7]
     assert hung["status"] == "timeout" and hung["exit_code"] == 124 and "timed out after 20 s" in hung["error"]
-    for dt in (0.002, 1e-8, 0.001):  # the broken stage: one row per run, with pxr's reason
+    for dt in (0.002, 2e-7, 0.001):  # the broken stage: one row per run, with pxr's reason
         assert rows["broken.usda", f"{dt!r}"]["exit_code"] == 2
         assert "broken.usda" in rows["broken.usda", f"{dt!r}"]["error"]
     assert len(read_csv(result.csv)) == 6
@@ -161,7 +162,7 @@ def _processes_writing(log_path: str) -> list:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the run's process in /proc")
 def test_a_crashed_run_gets_its_row_and_the_others_finish(tmp_path):
     step = "/World/PhysicsScene.mjc:option:timestep"
-    sweep = {"stages": [str(_hanging_pendulum(tmp_path))], "grid": {step: [0.002, 1e-8, 0.001]}, "frames": 12}
+    sweep = {"stages": [str(_hanging_pendulum(tmp_path))], "grid": {step: [0.002, 2e-7, 0.001]}, "frames": 60}
     out = tmp_path / "out"
     done = {}
     thread = threading.Thread(target=lambda: done.setdefault("result", run_sweep(sweep, out, jobs=1)))
@@ -299,13 +300,13 @@ def test_ctrl_c_kills_the_runs_going_on_and_keeps_the_finished_rows(tmp_path):
     step = "/World/PhysicsScene.mjc:option:timestep"
     stage = str(_hanging_pendulum(tmp_path))
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "newton_usd.cli", "batch", stage, "--vary", f"{step}=0.002,1e-8", "-n", "12",
+    argv = [sys.executable, "-m", "newton_usd.cli", "batch", stage, "--vary", f"{step}=0.002,2e-7", "-n", "60",
             "-o", str(out), "-j", "1", "-q"]  # fmt: skip
     batch = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     from newton_usd.batch import sweep_from_dict  # noqa: PLC0415
     from newton_usd.batch.plan import expand  # noqa: PLC0415
 
-    sweep = sweep_from_dict({"stages": [stage], "grid": {step: ["0.002", "1e-8"]}, "frames": 12})
+    sweep = sweep_from_dict({"stages": [stage], "grid": {step: ["0.002", "2e-7"]}, "frames": 60})
     hanging = expand(sweep, str(out))[1]
     log = os.path.join(hanging.run_dir, "usdsim.log")
     deadline = time.monotonic() + 300
