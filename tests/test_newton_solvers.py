@@ -434,3 +434,24 @@ def test_keyframe_start_under_featherstone(tmp_path):
     mujoco.mj_resetDataKeyframe(m, d, 0)
     mujoco.mj_forward(m, d)
     np.testing.assert_allclose(world.ExtractTranslation(), d.xpos[m.body("tip").id], atol=1e-5)
+
+
+def test_contacts_of_a_resting_cube_under_xpbd(tmp_path):
+    """update_contacts on a Newton solver: the cube's contacts with the ground, by label, in world 0, barely
+    penetrating; forces are unknown (NaN), never a false zero."""
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    stage = new_stage(tmp_path / "cube.usda")
+    add_ground(stage)
+    add_box(stage, "/Cube", 0.2, (0, 0, 0.1005))
+    stage.Save()
+    sim = Simulation.open(str(tmp_path / "cube.usda"), solver="xpbd", device="cpu")
+    sim.run(10)
+    contacts = sim.model.contacts(64)
+    sim.solver.update_contacts(contacts)
+    n = contacts.rigid_contact_count
+    assert n >= 4, n  # a face on a plane: its corners
+    assert {frozenset(pair) for pair in contacts.shape_pairs(sim.model)} == {frozenset(("/Cube", "/Ground"))}
+    assert (contacts.rigid_contact_world.numpy()[:n] == 0).all()
+    assert (np.abs(contacts.rigid_contact_depth.numpy()[:n]) < 0.01).all()
+    assert np.isnan(contacts.rigid_contact_force.numpy()[:n]).all()

@@ -181,7 +181,8 @@ class SolverNewton(SolverBase):
 
     def update_contacts(self, contacts) -> None:
         """Copy the last step's contacts (every world) into ``contacts``, up to its capacity; shape indices are
-        ours, points in world at the middle of the two surfaces, depth positive when penetrating."""
+        ours, points in world at the middle of the two surfaces, depth positive when penetrating. Forces are not
+        read from Newton's solvers yet: ``rigid_contact_force`` is NaN (unknown, never a false zero)."""
         c = self.newton_contacts
         n = min(int(c.rigid_contact_count.numpy()[0]), contacts.capacity)
         inverse = np.full(self.newton_model.shape_count, -1, dtype=np.int32)
@@ -200,10 +201,15 @@ class SolverNewton(SolverBase):
                     world[i] = body_q[b, :3] + _rotate(body_q[b, 3:], local[i])
             points.append(world)
         depth = -np.einsum("ij,ij->i", points[1] - points[0], normal)
+        ours0, ours1 = inverse[s0], inverse[s1]
+        shape_world = self.model.shape_world.numpy()
+        world = np.maximum(np.where(ours0 >= 0, shape_world[ours0], -1), np.where(ours1 >= 0, shape_world[ours1], -1))
         contacts.rigid_contact_count = n
         for name, values in (
-            ("rigid_contact_shape0", inverse[s0]),
-            ("rigid_contact_shape1", inverse[s1]),
+            ("rigid_contact_shape0", ours0),
+            ("rigid_contact_shape1", ours1),
+            ("rigid_contact_world", np.maximum(world, 0)),
+            ("rigid_contact_force", np.full((n, 3), np.nan)),
             ("rigid_contact_point", 0.5 * (points[0] + points[1])),
             ("rigid_contact_normal", normal),
             ("rigid_contact_depth", depth),
