@@ -219,6 +219,15 @@ class View:
                 scatter_rows, dim=(rows.shape[0], table.shape[1]), inputs=[vals, value_rows, rows, table],
                 outputs=[self._flat(array)], device=model.device,
             )  # fmt: skip
+        self._joint_states_written(array)
+
+    def _joint_states_written(self, array) -> None:
+        """After a write into the State's joint coordinates or velocities: the solver makes the body states
+        follow where it steps those (Newton's XPBD, semi-implicit, Kamino: ``joint_states_written``)."""
+        state, solver = self._source.state, self._source.solver
+        arrays = getattr(state, "__dict__", {})
+        if solver is not None and any(array is arrays.get(name) for name in ("joint_q", "joint_qd")):
+            solver.joint_states_written(state)
 
     def _row_indices(self, indices, n_values):
         """``(rows, value rows)`` as Warp int32 arrays on the device."""

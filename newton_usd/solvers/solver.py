@@ -64,6 +64,11 @@ class SolverBase:
         """
         raise NotImplementedError
 
+    def joint_states_written(self, state) -> None:
+        """``state``'s joint coordinates or velocities were written (a view, a reset): make the rest of the state
+        follow them where the solver steps body states. The default does nothing: solvers that step joint
+        coordinates, or detect edits themselves (SolverMuJoCo), need no word."""
+
     def update_contacts(self, contacts) -> None:
         """Fill ``contacts`` (:class:`~newton_usd.core.Contacts`) with every world's contacts at the current
         state and their forces, where the solver detects its own."""

@@ -170,6 +170,14 @@ class SolverNewton(SolverBase):
         arrays = state.__dict__
         arrays["joint_q"].assign(self.model.keyframe_joint_q[k].astype(np.float32))
         arrays["joint_qd"].assign(self.model.keyframe_joint_qd[k].astype(np.float32))
+        self.joint_states_written(state)
+
+    def joint_states_written(self, state) -> None:
+        """The body poses and velocities of ``state``'s joint coordinates and velocities (``newton.eval_fk``):
+        XPBD, semi-implicit and Kamino step body states, so a joint state written by a view or a reset moves
+        the bodies here."""
+        state.__dict__.pop("_pending", None)  # (the joint arrays hold what was written)
+        arrays = state.__dict__
         ns = self.exchange.state_out
         ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
         qd = arrays["joint_qd"]
