@@ -36,6 +36,12 @@ def _nan_damping(stage):
     UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "linear").CreateDampingAttr(float("nan"))
 
 
+def _huge_iterations(stage):
+    scene = stage.GetPrimAtPath("/PhysicsScene")
+    scene.AddAppliedSchema("MjcSceneAPI")
+    scene.CreateAttribute("mjc:option:iterations", Sdf.ValueTypeNames.Double).Set(1e30)  # (found by fuzzing)
+
+
 def _nan_mass(stage):
     UsdPhysics.MassAPI(stage.GetPrimAtPath("/Cube")).GetMassAttr().Set(float("nan"))
 
@@ -49,6 +55,7 @@ def _nan_mass(stage):
         (_negative_stiffness, "/Hinge.drive:angular:physics:stiffness", "must be a finite number >= 0, got -10.0"),
         (_nan_damping, "/Slider.drive:linear:physics:damping", "must be a finite number >= 0, got nan"),
         (_nan_mass, "/Cube.physics:mass", "must be a finite number >= 0 (0: not set), got nan"),
+        (_huge_iterations, "/PhysicsScene.mjc:option:iterations", "value 1e+30 cannot be read as iterations"),
     ],
 )
 def test_bad_values_end_in_one_line_naming_file_prim_and_attribute(tmp_path, author, where, says):

@@ -29,7 +29,10 @@ def _float(v, ctx):
 
 
 def _int(v, ctx):
-    return int(v)
+    i = int(v)
+    if not -(2**31) <= i < 2**31:  # (MuJoCo's and Warp's integers are 32-bit)
+        raise ValueError(f"{v!r} is outside a 32-bit integer's range")
+    return i
 
 
 def _bool(v, ctx):

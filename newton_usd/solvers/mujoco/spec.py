@@ -209,6 +209,18 @@ OPTION_NAMES = tuple(_ENUM_OPTIONS) + _VALUE_OPTIONS + ("timestep",)
 """Every option SolverMuJoCo accepts, by MuJoCo's name (``mjc:option:<name>``)."""
 
 
+def _set_option(spec, name: str, value) -> None:
+    """``spec.option.<name> = value``; a value MuJoCo cannot hold (1e30 iterations: over its int range) is
+    bad input naming the attribute, not a TypeError from inside MjSpec."""
+    try:
+        setattr(spec.option, name, value)
+    except (TypeError, ValueError, OverflowError):
+        kind = type(getattr(spec.option, name)).__name__
+        raise NewtonUsdError(
+            f"PhysicsScene.mjc:option:{name}: {value!r} is not a value MuJoCo's {name} can hold (a {kind})"
+        ) from None
+
+
 def apply_options(spec, options: dict, flags: dict) -> None:
     """Set MuJoCo options (tokens or enum values, MuJoCo names) and flags (``mjc:flag:*`` names)."""
     for name, value in options.items():
@@ -220,9 +232,9 @@ def apply_options(spec, options: dict, flags: dict) -> None:
                     valid = ", ".join(m[len(prefix) :].lower() for m in enum.__members__ if m.startswith(prefix))
                     raise NewtonUsdError(f"unknown MuJoCo {name} {value!r}; valid: {valid}")
                 value = member
-            setattr(spec.option, name, value)
+            _set_option(spec, name, value)
         elif name in _VALUE_OPTIONS:
-            setattr(spec.option, name, value)
+            _set_option(spec, name, value)
         elif name == "timestep":
             spec.option.timestep = float(value)
         else:
