@@ -37,9 +37,9 @@ def _nan_damping(stage):
 
 
 def _huge_iterations(stage):
-    scene = stage.GetPrimAtPath("/PhysicsScene")
-    scene.AddAppliedSchema("MjcSceneAPI")
-    scene.CreateAttribute("mjc:option:iterations", Sdf.ValueTypeNames.Double).Set(1e30)  # (found by fuzzing)
+    stage.GetPrimAtPath("/PhysicsScene").AddAppliedSchema("MjcSceneAPI")
+    spec = stage.GetRootLayer().GetPrimAtPath("/PhysicsScene")  # (Sdf: the schema would refuse a double)
+    Sdf.AttributeSpec(spec, "mjc:option:iterations", Sdf.ValueTypeNames.Double).default = 1e30  # (found by fuzzing)
 
 
 def _nan_mass(stage):
