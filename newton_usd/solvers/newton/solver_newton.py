@@ -166,8 +166,7 @@ class SolverNewton(SolverBase):
         poses and velocities they give (``newton.eval_fk``). MuJoCo-only keyframe values (activations,
         controls of MjcActuators, mocap poses) have nothing to act on here."""
         k = self.keyframe_index(key)
-        state.__dict__.pop("_pending", None)
-        arrays = state.__dict__
+        arrays = state.__dict__  # (not the attributes: a pending joint state is overwritten, not computed)
         arrays["joint_q"].assign(self.model.keyframe_joint_q[k].astype(np.float32))
         arrays["joint_qd"].assign(self.model.keyframe_joint_qd[k].astype(np.float32))
         self.joint_states_written(state)
