@@ -367,6 +367,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # before the simulation started: nothing to save
         print("usdsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`usdsim explain ... | head`): its choice, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 0
     except Exception as e:  # a bug of ours, not the input's: one line, the traceback on request
         if os.environ.get("NEWTON_USD_DEBUG") or "-v" in argv or "--verbose" in argv:
             raise

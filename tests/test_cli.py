@@ -418,3 +418,20 @@ def test_an_unexpected_exception_is_one_line_unless_debugging(tmp_path, monkeypa
     monkeypatch.setenv("NEWTON_USD_DEBUG", "1")
     r = usdsim(src, "-n", "2")
     assert r.returncode == 1 and "Traceback" in r.stderr and "planted" in r.stderr
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
+    """`usdsim explain STAGE | head -1`: the closed pipe ends the run quietly with exit 0, no internal error.
+    400 bodies give far more rows than a pipe buffers, so usdsim is still writing when the reader leaves."""
+    from stages import pile
+
+    src = tmp_path / "pile.usda"
+    pile(src, 400).Save()
+    proc = subprocess.Popen(
+        usdsim_command() + ["explain", str(src)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().startswith("prim")
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=600) == 0, err
+    assert "Error" not in err and "Traceback" not in err
