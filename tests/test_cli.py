@@ -435,3 +435,33 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
     err = proc.stderr.read()
     assert proc.wait(timeout=600) == 0, err
     assert "Error" not in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="watches /proc/PID/maps (Linux)")
+def test_ctrl_c_while_python_imports_newton_usd_exits_130_without_a_traceback(tmp_path):
+    """The console script imports newton_usd (USD's libraries: about a second) inside its Ctrl-C handling.
+    SIGINT is sent as soon as USD's first library is loaded: during the import or, on a fast machine,
+    just after; either way the user sees one line and exit 130."""
+    import signal
+
+    from conftest import _default_sigint
+
+    src = tmp_path / "boxes.usda"
+    shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
+    proc = subprocess.Popen(
+        usdsim_command() + [str(src), "-o", str(tmp_path / "out.usda"), "-n", "1000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        with open(f"/proc/{proc.pid}/maps") as f:
+            if "usd_core" in f.read():  # usd-core's shared libraries: pxr is being imported
+                break
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
