@@ -21,6 +21,8 @@ from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 
 logger = logging.getLogger("newton_usd")
 
+_CONTACT_F = newton.solvers.SolverBase.ObservableKind.CONTACT_F
+
 _MODEL_FLAGS = newton.ModelFlags if hasattr(newton, "ModelFlags") else newton.solvers.SolverNotifyFlags
 
 _IN_PLACE = {
@@ -122,6 +124,12 @@ class SolverNewton(SolverBase):
             kw["rigid_contact_max"] = int(rigid_contact_max)
         self.collision_pipeline = newton.CollisionPipeline(self.newton_model, **kw)
         self.newton_contacts = self.collision_pipeline.contacts()
+        self.contact_forces = None
+        """Newton's per-contact forces of the last step (its ``CONTACT_F`` observable), where the solver reports
+        them (xpbd, kamino); None where it does not (featherstone, semi_implicit: penalty contacts inside their
+        force kernels)."""
+        if _CONTACT_F in self.newton_solver.supported_observables:
+            self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
         self.exchange = StateExchange(model, self.newton_model, bridge.free_com_offset)
         self.exchange.initial_state()
         self._scratch = None  # our State to step into when state_in is state_out
@@ -158,7 +166,10 @@ class SolverNewton(SolverBase):
             return
         ns_in, ns_out, nc = self.exchange.inputs(state_in, state_out, control, self.writes_joint_state)
         self.collision_pipeline.collide(ns_in, self.newton_contacts)
-        self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
+        if self.contact_forces is None:
+            self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
+        else:
+            self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt, observables=self.contact_forces)
         self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
 
     def reset_to_keyframe(self, state, key, control=None) -> None:
@@ -188,8 +199,9 @@ class SolverNewton(SolverBase):
 
     def update_contacts(self, contacts) -> None:
         """Copy the last step's contacts (every world) into ``contacts``, up to its capacity; shape indices are
-        ours, points in world at the middle of the two surfaces, depth positive when penetrating. Forces are not
-        read from Newton's solvers yet: ``rigid_contact_force`` is NaN (unknown, never a false zero)."""
+        ours, points in world at the middle of the two surfaces, depth positive when penetrating. Forces (the
+        force shape0 exerts on shape1, friction included) are the solver's (xpbd, kamino: :attr:`contact_forces`);
+        featherstone and semi_implicit do not report theirs: NaN there (unknown, never a false zero)."""
         c = self.newton_contacts
         n = min(int(c.rigid_contact_count.numpy()[0]), contacts.capacity)
         inverse = np.full(self.newton_model.shape_count, -1, dtype=np.int32)
@@ -211,12 +223,16 @@ class SolverNewton(SolverBase):
         ours0, ours1 = inverse[s0], inverse[s1]
         shape_world = self.model.shape_world.numpy()
         world = np.maximum(np.where(ours0 >= 0, shape_world[ours0], -1), np.where(ours1 >= 0, shape_world[ours1], -1))
+        if self.contact_forces is None:
+            force = np.full((n, 3), np.nan)
+        else:  # (Newton's: the force on shape0 by shape1)
+            force = -self.contact_forces.contact_f.numpy()[:n, :3]
         contacts.rigid_contact_count = n
         for name, values in (
             ("rigid_contact_shape0", ours0),
             ("rigid_contact_shape1", ours1),
             ("rigid_contact_world", np.maximum(world, 0)),
-            ("rigid_contact_force", np.full((n, 3), np.nan)),
+            ("rigid_contact_force", force),
             ("rigid_contact_point", 0.5 * (points[0] + points[1])),
             ("rigid_contact_normal", normal),
             ("rigid_contact_depth", depth),
