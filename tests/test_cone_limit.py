@@ -8,6 +8,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdPhysics
 
 from newton_usd import ModelBuilder
 from newton_usd.core.quat import quat_rotate
+from newton_usd.core.types import JointType
 from newton_usd.solvers import SolverMuJoCo
 
 from stages import new_stage
@@ -57,3 +58,99 @@ def test_cone_limit_holds(mass, collider):
         worst = max(worst, math.degrees(math.acos(np.clip(arm[0], -1.0, 1.0))))
     assert worst > CONE_DEG - 3.0  # it swung onto the cone ...
     assert worst < CONE_DEG + 3.0  # ... and the cone held it
+
+
+def _tilt(body_q, axis=(1.0, 0.0, 0.0)):
+    """deg: how far the body has turned ``axis`` (body frame) away from where it points at rest."""
+    turned = quat_rotate(body_q[3:].astype(np.float64), np.array(axis))
+    return math.degrees(math.acos(np.clip(float(np.dot(turned, axis)), -1.0, 1.0)))
+
+
+def _worst_tilt(sim, frames):
+    worst = 0.0
+    for _ in range(frames):
+        sim.run(1)
+        worst = max(worst, _tilt(sim.state.body_q.numpy()[0]))
+    return worst
+
+
+@pytest.mark.parametrize("collider", [False, True], ids=["no collider", "collider"])
+@pytest.mark.parametrize("mass", [1.0, 100.0], ids=["light", "heavy"])
+@pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
+def test_cone_limit_holds_under_newton_solvers(solver, mass, collider, caplog):
+    """Newton's solvers simulate the cone as a D6 joint's two swing-angle limits (exact in the swing plane,
+    where gravity swings this body), said as an approximation."""
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    stage = cone_stage(mass, collider)
+    if solver == "xpbd":
+        # XPBD's hard limit and its ball-joint point pull against each other where the body's own inertia is far
+        # below its inertia about the joint (the 5 cm collider: 250 times): at its default 2 iterations the swing
+        # overshoots to 35.9 deg and bounces; 8 settle it.
+        stage.GetPrimAtPath("/PhysicsScene").CreateAttribute("newton:maxSolverIterations", Sdf.ValueTypeNames.Int).Set(8)
+    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    assert sim.solver.newton_model.joint_type.numpy().tolist() == [int(JointType.D6)]
+    said = f"spherical joint cone limits are approximated by the {solver} solver as limits of two swing angles"
+    assert said in caplog.text and "/Cone" in caplog.text
+    worst = _worst_tilt(sim, 120)  # 2 s: the swing reaches the cone and settles on it
+    final = _tilt(sim.state.body_q.numpy()[0])
+    sim.close()
+    assert worst > CONE_DEG - 3.0  # it swung onto the cone ...
+    assert worst < CONE_DEG + 3.0, worst  # ... and the cone held it
+    assert abs(final - CONE_DEG) < 1.5, final  # resting on it
+
+
+@pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
+def test_twist_about_the_cone_axis_is_free_under_newton_solvers(solver):
+    """A body hanging on a cone-limited spherical joint whose axis is vertical spins about it freely; its joint
+    state (a quaternion, ours) follows; a joint state written moves the body."""
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    stage = new_stage()
+    body = UsdGeom.Xform.Define(stage, "/Bob")
+    body.AddTranslateOp().Set(Gf.Vec3d(0, 0, 2))
+    prim = body.GetPrim()
+    UsdPhysics.RigidBodyAPI.Apply(prim).CreateAngularVelocityAttr(Gf.Vec3f(0, 0, math.degrees(3.0)))
+    mass_api = UsdPhysics.MassAPI.Apply(prim)
+    mass_api.CreateMassAttr(1.0)
+    mass_api.CreateCenterOfMassAttr(Gf.Vec3f(0, 0, -ARM))
+    mass_api.CreateDiagonalInertiaAttr(Gf.Vec3f(0.01, 0.01, 0.01))
+    joint = UsdPhysics.SphericalJoint.Define(stage, "/Cone")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+    joint.CreateAxisAttr("Z")
+    joint.CreateConeAngle0LimitAttr(CONE_DEG)
+    joint.CreateConeAngle1LimitAttr(CONE_DEG)
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
+    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    sim.run(30)  # 0.5 s at 3 rad/s: 1.5 rad about Z
+    q = sim.state.body_q.numpy()[0][3:].astype(np.float64)
+    yaw = math.degrees(2.0 * math.atan2(q[2], q[3]))
+    assert abs(yaw - math.degrees(1.5)) < 1.0, (yaw, q)
+    assert _tilt(sim.state.body_q.numpy()[0], (0.0, 0.0, 1.0)) < 0.5  # no swing
+    np.testing.assert_allclose(np.abs(sim.state.joint_q.numpy() @ q), 1.0, atol=1e-4)  # the joint's rotation
+    np.testing.assert_allclose(sim.state.joint_qd.numpy(), [0.0, 0.0, 3.0], atol=0.05)
+    # A joint state written (as a view or a keyframe writes it): 20 deg about X, within the cone.
+    half = math.radians(10.0)
+    sim.state.joint_q.assign(np.array([math.sin(half), 0.0, 0.0, math.cos(half)], dtype=np.float32))
+    sim.state.joint_qd.zero_()
+    sim.solver.joint_states_written(sim.state)
+    assert abs(_tilt(sim.state.body_q.numpy()[0], (0.0, 0.0, 1.0)) - 20.0) < 0.01
+    sim.run(1)
+    assert abs(_tilt(sim.state.body_q.numpy()[0], (0.0, 0.0, 1.0)) - 20.0) < 2.0  # started from there
+    sim.close()
+
+
+@pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
+def test_an_unlimited_ball_joint_stays_newtons_ball_joint(solver):
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    stage = cone_stage(1.0, False)
+    stage.GetPrimAtPath("/Cone").GetAttribute("physics:coneAngle0Limit").Clear()
+    stage.GetPrimAtPath("/Cone").GetAttribute("physics:coneAngle1Limit").Clear()
+    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    assert sim.solver.newton_model.joint_type.numpy().tolist() == [int(JointType.BALL)]
+    worst = _worst_tilt(sim, 30)  # 0.5 s: it swings down, past where the cone would hold it
+    assert worst > 80.0, worst
+    q = sim.state.joint_q.numpy().astype(np.float64)
+    np.testing.assert_allclose(np.abs(q @ sim.state.body_q.numpy()[0][3:]), 1.0, atol=1e-4)
+    sim.close()

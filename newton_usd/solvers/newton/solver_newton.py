@@ -130,7 +130,8 @@ class SolverNewton(SolverBase):
         force kernels)."""
         if _CONTACT_F in self.newton_solver.supported_observables:
             self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
-        self.exchange = StateExchange(model, self.newton_model, bridge.free_com_offset)
+        self.exchange = StateExchange(model, bridge)
+        self._cone_dofs = _cone_dof_order(model, bridge.cone_first_axis)
         self.exchange.initial_state()
         self._scratch = None  # our State to step into when state_in is state_out
 
@@ -187,15 +188,7 @@ class SolverNewton(SolverBase):
         XPBD, semi-implicit and Kamino step body states, so a joint state written by a view or a reset moves
         the bodies here."""
         state.__dict__.pop("_pending", None)  # (the joint arrays hold what was written)
-        arrays = state.__dict__
-        ns = self.exchange.state_out
-        ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
-        qd = arrays["joint_qd"]
-        if self.exchange._convert_free:  # (in Newton's convention: the free joints' poses come first)
-            newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
-            qd = self.exchange._qd_in
-            self.exchange._convert(arrays["body_q"], arrays["joint_qd"], qd, True)
-        newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
+        self.exchange.bodies_from_joints(state)
 
     def update_contacts(self, contacts) -> None:
         """Copy the last step's contacts (every world) into ``contacts``, up to its capacity; shape indices are
@@ -262,6 +255,12 @@ class SolverNewton(SolverBase):
                 full = target.numpy()
                 full[self.shape_map] = values.numpy()
                 target.assign(full)
+            elif kind == "dof" and self._cone_dofs is not None:  # (a cone D6's DOFs are ordered and limited apart)
+                full = values.numpy()[self._cone_dofs[0]]
+                if name in ("joint_limit_lower", "joint_limit_upper"):
+                    keep = self._cone_dofs[1]
+                    full[keep] = target.numpy()[keep]
+                target.assign(full)
             else:
                 wp.copy(target, values)
             flags |= int(getattr(_MODEL_FLAGS, flag))
@@ -269,6 +268,20 @@ class SolverNewton(SolverBase):
             self.newton_solver.notify_model_changed(flags)
         self.model = model
         return set()
+
+
+def _cone_dof_order(model, cone_first_axis):
+    """For a model with cone joints bridged as D6 joints: (our DOF of each Newton DOF, Newton's DOFs whose limits
+    are the bridge's, the cones'); None without."""
+    cones = np.nonzero(cone_first_axis >= 0)[0]
+    if not len(cones):
+        return None
+    order = np.arange(model.joint_dof_count)
+    start = model.joint_qd_start.numpy()
+    for j in cones:
+        d0 = int(start[j])
+        order[d0 : d0 + 3] = d0 + (int(cone_first_axis[j]) + np.arange(3)) % 3
+    return order, np.concatenate([np.arange(start[j], start[j] + 3) for j in cones])
 
 
 def _rotate(q, v):
