@@ -154,3 +154,47 @@ def test_an_unlimited_ball_joint_stays_newtons_ball_joint(solver):
     q = sim.state.joint_q.numpy().astype(np.float64)
     np.testing.assert_allclose(np.abs(q @ sim.state.body_q.numpy()[0][3:]), 1.0, atol=1e-4)
     sim.close()
+
+
+def test_mjcf_ball_range_limits_every_angle_under_featherstone(tmp_path):
+    """MuJoCo's ball range bounds the whole rotation: Newton's D6 limits all three of its angles (twist too)."""
+    from newton_usd import Simulation  # noqa: PLC0415
+    from newton_usd.cli import main  # noqa: PLC0415
+
+    (tmp_path / "ball.xml").write_text(
+        '<mujoco><compiler angle="degree"/><worldbody><body name="bob" pos="0 0 2"><joint name="ball" type="ball" '
+        f'range="0 {CONE_DEG}"/><geom type="sphere" size="0.05" pos="{ARM} 0 0" mass="1"/></body></worldbody></mujoco>'
+    )
+    assert main(["convert", str(tmp_path / "ball.xml"), "-o", str(tmp_path / "ball.usda")]) == 0
+    sim = Simulation.open(str(tmp_path / "ball.usda"), solver="featherstone", device="cpu", record=False)
+    np.testing.assert_allclose(sim.solver.newton_model.joint_limit_upper.numpy(), [math.radians(CONE_DEG)] * 3)
+    worst = _worst_tilt(sim, 120)
+    sim.close()
+    assert CONE_DEG - 3.0 < worst < CONE_DEG + 3.0, worst
+
+
+def test_cone_joint_state_round_trips_through_newtons_euler_angles():
+    """Our ball joint state (quaternion, angular velocity in the parent joint frame) -> Newton's D6 angles and
+    rates -> the body's pose and velocity (eval_fk), and back from the body (eval_ik): a swing off both swing
+    axes with a twist."""
+    from newton_usd import Simulation  # noqa: PLC0415
+    from newton_usd.core.quat import quat_from_axis_angle, quat_multiply  # noqa: PLC0415
+
+    sim = Simulation.open(cone_stage(1.0, False), solver="xpbd", device="cpu", record=False)
+    swing = quat_from_axis_angle(np.array([0.0, 0.6, 0.8]), math.radians(25.0))
+    twist = quat_from_axis_angle(np.array([1.0, 0.0, 0.0]), math.radians(140.0))  # (about the cone axis, X)
+    q = quat_multiply(swing, twist)
+    w = np.array([0.3, -0.2, 1.0])
+    state = sim.state
+    state.joint_q.assign(q.astype(np.float32))
+    state.joint_qd.assign(w.astype(np.float32))
+    sim.solver.joint_states_written(state)
+    body = state.body_q.numpy()[0].astype(np.float64)
+    np.testing.assert_allclose(abs(float(body[3:] @ q)), 1.0, atol=1e-6)  # the joint frames are the bodies'
+    np.testing.assert_allclose(state.body_qd.numpy()[0][3:], w, atol=1e-5)
+    state.joint_q.zero_()
+    state.joint_qd.zero_()
+    sim.solver.exchange.joints_from_bodies(state)
+    np.testing.assert_allclose(abs(float(state.joint_q.numpy() @ q)), 1.0, atol=1e-6)
+    np.testing.assert_allclose(state.joint_qd.numpy(), w, atol=1e-5)
+    sim.close()
