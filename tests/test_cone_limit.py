@@ -17,9 +17,9 @@ CONE_DEG = 30.0
 ARM = 0.5
 
 
-def cone_stage(mass, collider):
-    """A body hung from a spherical joint at (0, 0, 2) whose cone (30 deg) is about +X, its center of mass
-    0.5 m out along +X: gravity swings it down, against the cone. ``collider``: a 5 cm ball there."""
+def cone_stage(mass, collider, axis="X", com=(ARM, 0, 0)):
+    """A body hung from a spherical joint at (0, 0, 2) whose cone (30 deg) is about +X (``axis``), its center of
+    mass 0.5 m out along +X (``com``): gravity swings it down, against the cone. ``collider``: a 5 cm ball there."""
     stage = new_stage()
     body = UsdGeom.Xform.Define(stage, "/Bob")
     body.AddTranslateOp().Set(Gf.Vec3d(0, 0, 2))
@@ -27,15 +27,15 @@ def cone_stage(mass, collider):
     UsdPhysics.RigidBodyAPI.Apply(prim)
     mass_api = UsdPhysics.MassAPI.Apply(prim)
     mass_api.CreateMassAttr(mass)
-    mass_api.CreateCenterOfMassAttr(Gf.Vec3f(ARM, 0, 0))
+    mass_api.CreateCenterOfMassAttr(Gf.Vec3f(*com))
     if collider:
         ball = UsdGeom.Sphere.Define(stage, "/Bob/Ball")
         ball.CreateRadiusAttr(0.05)
-        ball.AddTranslateOp().Set(Gf.Vec3d(ARM, 0, 0))
+        ball.AddTranslateOp().Set(Gf.Vec3d(*com))
         UsdPhysics.CollisionAPI.Apply(ball.GetPrim())
     joint = UsdPhysics.SphericalJoint.Define(stage, "/Cone")
     joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
-    joint.CreateAxisAttr("X")
+    joint.CreateAxisAttr(axis)
     joint.CreateConeAngle0LimitAttr(CONE_DEG)
     joint.CreateConeAngle1LimitAttr(CONE_DEG)
     joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
@@ -106,21 +106,10 @@ def test_twist_about_the_cone_axis_is_free_under_newton_solvers(solver):
     state (a quaternion, ours) follows; a joint state written moves the body."""
     from newton_usd import Simulation  # noqa: PLC0415
 
-    stage = new_stage()
-    body = UsdGeom.Xform.Define(stage, "/Bob")
-    body.AddTranslateOp().Set(Gf.Vec3d(0, 0, 2))
-    prim = body.GetPrim()
-    UsdPhysics.RigidBodyAPI.Apply(prim).CreateAngularVelocityAttr(Gf.Vec3f(0, 0, math.degrees(3.0)))
-    mass_api = UsdPhysics.MassAPI.Apply(prim)
-    mass_api.CreateMassAttr(1.0)
-    mass_api.CreateCenterOfMassAttr(Gf.Vec3f(0, 0, -ARM))
-    mass_api.CreateDiagonalInertiaAttr(Gf.Vec3f(0.01, 0.01, 0.01))
-    joint = UsdPhysics.SphericalJoint.Define(stage, "/Cone")
-    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
-    joint.CreateAxisAttr("Z")
-    joint.CreateConeAngle0LimitAttr(CONE_DEG)
-    joint.CreateConeAngle1LimitAttr(CONE_DEG)
-    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
+    stage = cone_stage(1.0, False, axis="Z", com=(0, 0, -ARM))
+    prim = stage.GetPrimAtPath("/Bob")
+    UsdPhysics.RigidBodyAPI(prim).CreateAngularVelocityAttr(Gf.Vec3f(0, 0, math.degrees(3.0)))
+    UsdPhysics.MassAPI(prim).CreateDiagonalInertiaAttr(Gf.Vec3f(0.01, 0.01, 0.01))
     sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
     sim.run(30)  # 0.5 s at 3 rad/s: 1.5 rad about Z
     q = sim.state.body_q.numpy()[0][3:].astype(np.float64)
