@@ -485,3 +485,17 @@ def test_a_view_setting_joint_positions_moves_the_bodies(solver):
     sim.run(1)  # 1/60 s: the 0.5 rad start has barely moved (without the bodies following, XPBD reads 0.03)
     q = view.get_dof_positions().numpy()[0, 0]
     assert abs(q - 0.5) < 0.03, q
+
+
+def test_semi_implicit_joint_states_follow_the_bodies():
+    """semi_implicit integrates body states only: the joint coordinates read are the bodies' (eval_ik), not the
+    start's."""
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    sim = Simulation.open(pendulum(angle_deg=20.0), solver="semi_implicit", device="cpu", record=False, dt=1e-4)
+    sim.run(6)  # 0.1 s: the bob has swung back a few degrees
+    q = sim.state.body_q.numpy()[0][3:].astype(np.float64)
+    angle = 2.0 * math.atan2(q[1], q[3])  # (the hinge is about Y)
+    assert math.degrees(angle) < 19.0, math.degrees(angle)
+    assert sim.state.joint_q.numpy()[0] == pytest.approx(angle, abs=1e-4)
+    sim.close()

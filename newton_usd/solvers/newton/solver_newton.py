@@ -72,8 +72,9 @@ class SolverNewton(SolverBase):
     OPTIONS: dict = {}
     """Resolved scene setting name -> Newton solver keyword (see :meth:`options_from_scene`)."""
     writes_joint_state = True
-    """False where Newton's solver reads and writes only body states (XPBD): joint states are computed from them
-    by ``newton.eval_ik`` when first read (the output State is left pending, see :mod:`.exchange`)."""
+    """False where Newton's solver reads and writes only body states (XPBD, semi_implicit): joint states are
+    computed from them by ``newton.eval_ik`` when first read (the output State is left pending, see
+    :mod:`.exchange`)."""
     beta = False
 
     def __init__(
@@ -364,6 +365,7 @@ class SolverSemiImplicit(SolverNewton):
 
     name = "semi_implicit"
     newton_class = newton.solvers.SolverSemiImplicit
+    writes_joint_state = False  # (it integrates body states only: its joint_q/joint_qd are left as they were)
     OPTIONS = {"newton.angular_damping": "angular_damping"}
 
 
