@@ -187,3 +187,13 @@ def test_cone_joint_state_round_trips_through_newtons_euler_angles():
     np.testing.assert_allclose(abs(float(state.joint_q.numpy() @ q)), 1.0, atol=1e-6)
     np.testing.assert_allclose(state.joint_qd.numpy(), w, atol=1e-5)
     sim.close()
+
+
+def test_check_lists_the_cone_as_approximated_under_xpbd(tmp_path, capsys):
+    from newton_usd.cli import main  # noqa: PLC0415
+
+    cone_stage(1.0, False).Export(str(tmp_path / "cone.usda"))
+    assert main(["check", str(tmp_path / "cone.usda"), "--solver", "xpbd"]) == 0
+    out = capsys.readouterr().out
+    listed = [line for line in out.splitlines() if "cone limits are approximated by the xpbd solver" in line]
+    assert listed and "/Cone" in listed[0] and "not simulated" not in out, out
