@@ -1580,12 +1580,8 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
             if len(set(cones)) > 1:
                 diag.add("elliptical cone limits are simulated as a circular cone of the smaller angle", path)
             if "MjcJointAPI" not in stage.GetPrimAtPath(path).GetAppliedSchemas():
-                # UsdPhysics leaves the twist free; an MjcJointAPI joint (MJCF's ball range) means MuJoCo's limit.
-                diag.add(
-                    "spherical joint cone limits bound the whole rotation angle, twist about the joint axis "
-                    "included (MuJoCo's ball-joint range; Newton's solvers leave the twist free)",
-                    path,
-                )
+                # UsdPhysics leaves the twist about its axis free (said by the solvers that bound it); an
+                # MjcJointAPI joint (MJCF's ball range) means MuJoCo's limit, the whole rotation.
                 cone_axis = "XYZ".index(_axis_token(d.axis))
             cone_limit = min(cones) * DEG
     art = articulation_of.get(label)
