@@ -87,7 +87,8 @@ def test_cone_limit_holds_under_newton_solvers(solver, mass, collider, caplog):
         # XPBD's hard limit and its ball-joint point pull against each other where the body's own inertia is far
         # below its inertia about the joint (the 5 cm collider: 250 times): at its default 2 iterations the swing
         # overshoots to 35.9 deg and bounces; 8 settle it.
-        stage.GetPrimAtPath("/PhysicsScene").CreateAttribute("newton:maxSolverIterations", Sdf.ValueTypeNames.Int).Set(8)
+        scene = stage.GetPrimAtPath("/PhysicsScene")
+        scene.CreateAttribute("newton:maxSolverIterations", Sdf.ValueTypeNames.Int).Set(8)
     sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
     assert sim.solver.newton_model.joint_type.numpy().tolist() == [int(JointType.D6)]
     said = f"spherical joint cone limits are approximated by the {solver} solver as limits of two swing angles"

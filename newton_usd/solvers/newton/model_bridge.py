@@ -45,8 +45,8 @@ UNLIMITED = 1.0e10
 CONE_LIMIT_FREQUENCY = 200.0
 """rad/s: a cone limit's natural frequency, critically damped, where the scene sets no limit stiffness (penalty
 limits: featherstone, semi_implicit): its stiffness and damping scale with the child's inertia about each axis,
-so that the cone holds a heavy body as it does a light one. (Newton's default limit, 1e4 N*m/rad, 10 N*m*s/rad,
-has this frequency for 0.25 kg*m^2, a 1 kg body 0.5 m from the joint.)"""
+so that the cone holds a heavy body as it does a light one. (Newton's default limit stiffness, 1e4 N*m/rad, has
+this frequency for 0.25 kg*m^2: a 1 kg body 0.5 m from the joint.)"""
 
 GIMBAL_LOCK = 0.5 * math.pi
 """rad: a cone of this or more is not bridged as a D6: its middle Euler angle would reach gimbal lock."""
@@ -304,8 +304,9 @@ def _cone_joints(model, a, diagnostics, solver_name) -> dict:
         if math.isnan(twist):
             out[int(j)] = (cone, 0, True)
             diagnostics.add(
-                f"ball joint ranges (MuJoCo's, bounding the whole rotation angle) are approximated by the {solver_name} "
-                "solver as limits of three Euler angles (a Newton D6 joint): exact about each axis, wider between them",
+                f"ball joint ranges (MuJoCo's, bounding the whole rotation angle) are approximated by the "
+                f"{solver_name} solver as limits of three Euler angles (a Newton D6 joint): exact about each axis, "
+                "wider between them",
                 label,
             )
         else:
