@@ -5,7 +5,8 @@
 
 Table 1, per solver: steps per second of our ``solver.step`` (State/Control exchange and Newton's collision
 pipeline included) against the same Newton solver stepped directly on the bridged ``newton.Model`` with
-Newton's own States (``collide`` + ``step``), measured alternately (each going first in turn) in blocks of
+Newton's own States (``collide`` + ``step``, contact forces requested where our step requests them: xpbd,
+kamino), measured alternately (each going first in turn) in blocks of
 20 steps in one process, the fastest block of each kept; the ratio should be at least 0.95; the last column is
 the largest difference of the bodies' poses after as many steps (the
 exchange is exact: 0), or that both diverged. The stage defaults to ``sample_stages/boxes_on_ground.usda``
@@ -69,6 +70,9 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str) -> d
     theirs = [nm.state(), nm.state()]
     ncontrol = nm.control()
     contacts = solver.collision_pipeline.contacts()
+    # (our step asks the solvers that report contact forces for them: so does the direct one)
+    forces = solver.contact_forces
+    observables = None if forces is None else ns.observables(forces.kinds, contacts=contacts)
 
     def run_ours(n):
         for _ in range(n):
@@ -79,7 +83,7 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str) -> d
     def run_direct(n):
         for _ in range(n):
             solver.collision_pipeline.collide(theirs[0], contacts)
-            ns.step(theirs[0], theirs[1], ncontrol, contacts, dt)
+            ns.step(theirs[0], theirs[1], ncontrol, contacts, dt, observables=observables)
             theirs.reverse()
         wp.synchronize_device(model.device)
 

@@ -8,6 +8,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdPhysics
 
 from newton_usd import ModelBuilder
 from newton_usd.core.quat import quat_rotate
+from newton_usd.core.types import JointType
 from newton_usd.solvers import SolverMuJoCo
 
 from stages import new_stage
@@ -16,9 +17,9 @@ CONE_DEG = 30.0
 ARM = 0.5
 
 
-def cone_stage(mass, collider):
-    """A body hung from a spherical joint at (0, 0, 2) whose cone (30 deg) is about +X, its center of mass
-    0.5 m out along +X: gravity swings it down, against the cone. ``collider``: a 5 cm ball there."""
+def cone_stage(mass, collider, axis="X", com=(ARM, 0, 0)):
+    """A body hung from a spherical joint at (0, 0, 2) whose cone (30 deg) is about +X (``axis``), its center of
+    mass 0.5 m out along +X (``com``): gravity swings it down, against the cone. ``collider``: a 5 cm ball there."""
     stage = new_stage()
     body = UsdGeom.Xform.Define(stage, "/Bob")
     body.AddTranslateOp().Set(Gf.Vec3d(0, 0, 2))
@@ -26,15 +27,15 @@ def cone_stage(mass, collider):
     UsdPhysics.RigidBodyAPI.Apply(prim)
     mass_api = UsdPhysics.MassAPI.Apply(prim)
     mass_api.CreateMassAttr(mass)
-    mass_api.CreateCenterOfMassAttr(Gf.Vec3f(ARM, 0, 0))
+    mass_api.CreateCenterOfMassAttr(Gf.Vec3f(*com))
     if collider:
         ball = UsdGeom.Sphere.Define(stage, "/Bob/Ball")
         ball.CreateRadiusAttr(0.05)
-        ball.AddTranslateOp().Set(Gf.Vec3d(ARM, 0, 0))
+        ball.AddTranslateOp().Set(Gf.Vec3d(*com))
         UsdPhysics.CollisionAPI.Apply(ball.GetPrim())
     joint = UsdPhysics.SphericalJoint.Define(stage, "/Cone")
     joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
-    joint.CreateAxisAttr("X")
+    joint.CreateAxisAttr(axis)
     joint.CreateConeAngle0LimitAttr(CONE_DEG)
     joint.CreateConeAngle1LimitAttr(CONE_DEG)
     joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
@@ -57,3 +58,143 @@ def test_cone_limit_holds(mass, collider):
         worst = max(worst, math.degrees(math.acos(np.clip(arm[0], -1.0, 1.0))))
     assert worst > CONE_DEG - 3.0  # it swung onto the cone ...
     assert worst < CONE_DEG + 3.0  # ... and the cone held it
+
+
+def _tilt(body_q, axis=(1.0, 0.0, 0.0)):
+    """deg: how far the body has turned ``axis`` (body frame) away from where it points at rest."""
+    turned = quat_rotate(body_q[3:].astype(np.float64), np.array(axis))
+    return math.degrees(math.acos(np.clip(float(np.dot(turned, axis)), -1.0, 1.0)))
+
+
+def _worst_tilt(sim, frames):
+    worst = 0.0
+    for _ in range(frames):
+        sim.run(1)
+        worst = max(worst, _tilt(sim.state.body_q.numpy()[0]))
+    return worst
+
+
+@pytest.mark.parametrize("collider", [False, True], ids=["no collider", "collider"])
+@pytest.mark.parametrize("mass", [1.0, 100.0], ids=["light", "heavy"])
+@pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
+def test_cone_limit_holds_under_newton_solvers(solver, mass, collider, caplog):
+    """Newton's solvers simulate the cone as a D6 joint's two swing-angle limits (exact in the swing plane,
+    where gravity swings this body), said as an approximation."""
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    stage = cone_stage(mass, collider)
+    if solver == "xpbd":
+        # XPBD's hard limit and its ball-joint point pull against each other where the body's own inertia is far
+        # below its inertia about the joint (the 5 cm collider: 250 times): at its default 2 iterations the swing
+        # overshoots to 35.9 deg and bounces; 8 settle it.
+        scene = stage.GetPrimAtPath("/PhysicsScene")
+        scene.CreateAttribute("newton:maxSolverIterations", Sdf.ValueTypeNames.Int).Set(8)
+    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    assert sim.solver.newton_model.joint_type.numpy().tolist() == [int(JointType.D6)]
+    said = f"spherical joint cone limits are approximated by the {solver} solver as limits of two swing angles"
+    assert said in caplog.text and "/Cone" in caplog.text
+    worst = _worst_tilt(sim, 120)  # 2 s: the swing reaches the cone and settles on it
+    final = _tilt(sim.state.body_q.numpy()[0])
+    sim.close()
+    assert worst > CONE_DEG - 3.0  # it swung onto the cone ...
+    assert worst < CONE_DEG + 3.0, worst  # ... and the cone held it
+    assert abs(final - CONE_DEG) < 1.5, final  # resting on it
+
+
+@pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
+def test_twist_about_the_cone_axis_is_free_under_newton_solvers(solver):
+    """A body hanging on a cone-limited spherical joint whose axis is vertical spins about it freely; its joint
+    state (a quaternion, ours) follows; a joint state written moves the body."""
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    stage = cone_stage(1.0, False, axis="Z", com=(0, 0, -ARM))
+    prim = stage.GetPrimAtPath("/Bob")
+    UsdPhysics.RigidBodyAPI(prim).CreateAngularVelocityAttr(Gf.Vec3f(0, 0, math.degrees(3.0)))
+    UsdPhysics.MassAPI(prim).CreateDiagonalInertiaAttr(Gf.Vec3f(0.01, 0.01, 0.01))
+    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    sim.run(30)  # 0.5 s at 3 rad/s: 1.5 rad about Z
+    q = sim.state.body_q.numpy()[0][3:].astype(np.float64)
+    yaw = math.degrees(2.0 * math.atan2(q[2], q[3]))
+    assert abs(yaw - math.degrees(1.5)) < 1.0, (yaw, q)
+    assert _tilt(sim.state.body_q.numpy()[0], (0.0, 0.0, 1.0)) < 0.5  # no swing
+    np.testing.assert_allclose(np.abs(sim.state.joint_q.numpy() @ q), 1.0, atol=1e-4)  # the joint's rotation
+    np.testing.assert_allclose(sim.state.joint_qd.numpy(), [0.0, 0.0, 3.0], atol=0.05)
+    # A joint state written (as a view or a keyframe writes it): 20 deg about X, within the cone.
+    half = math.radians(10.0)
+    sim.state.joint_q.assign(np.array([math.sin(half), 0.0, 0.0, math.cos(half)], dtype=np.float32))
+    sim.state.joint_qd.zero_()
+    sim.solver.joint_states_written(sim.state)
+    assert abs(_tilt(sim.state.body_q.numpy()[0], (0.0, 0.0, 1.0)) - 20.0) < 0.01
+    sim.run(1)
+    assert abs(_tilt(sim.state.body_q.numpy()[0], (0.0, 0.0, 1.0)) - 20.0) < 2.0  # started from there
+    sim.close()
+
+
+@pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
+def test_an_unlimited_ball_joint_stays_newtons_ball_joint(solver):
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    stage = cone_stage(1.0, False)
+    stage.GetPrimAtPath("/Cone").GetAttribute("physics:coneAngle0Limit").Clear()
+    stage.GetPrimAtPath("/Cone").GetAttribute("physics:coneAngle1Limit").Clear()
+    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    assert sim.solver.newton_model.joint_type.numpy().tolist() == [int(JointType.BALL)]
+    worst = _worst_tilt(sim, 30)  # 0.5 s: it swings down, past where the cone would hold it
+    assert worst > 80.0, worst
+    q = sim.state.joint_q.numpy().astype(np.float64)
+    np.testing.assert_allclose(np.abs(q @ sim.state.body_q.numpy()[0][3:]), 1.0, atol=1e-4)
+    sim.close()
+
+
+def test_mjcf_ball_range_limits_every_angle_under_featherstone(tmp_path):
+    """MuJoCo's ball range bounds the whole rotation: Newton's D6 limits all three of its angles (twist too)."""
+    from newton_usd import Simulation  # noqa: PLC0415
+    from newton_usd.cli import main  # noqa: PLC0415
+
+    (tmp_path / "ball.xml").write_text(
+        '<mujoco><compiler angle="degree"/><worldbody><body name="bob" pos="0 0 2"><joint name="ball" type="ball" '
+        f'range="0 {CONE_DEG}"/><geom type="sphere" size="0.05" pos="{ARM} 0 0" mass="1"/></body></worldbody></mujoco>'
+    )
+    assert main(["convert", str(tmp_path / "ball.xml"), "-o", str(tmp_path / "ball.usda")]) == 0
+    sim = Simulation.open(str(tmp_path / "ball.usda"), solver="featherstone", device="cpu", record=False)
+    np.testing.assert_allclose(sim.solver.newton_model.joint_limit_upper.numpy(), [math.radians(CONE_DEG)] * 3)
+    worst = _worst_tilt(sim, 120)
+    sim.close()
+    assert CONE_DEG - 3.0 < worst < CONE_DEG + 3.0, worst
+
+
+def test_cone_joint_state_round_trips_through_newtons_euler_angles():
+    """Our ball joint state (quaternion, angular velocity in the parent joint frame) -> Newton's D6 angles and
+    rates -> the body's pose and velocity (eval_fk), and back from the body (eval_ik): a swing off both swing
+    axes with a twist."""
+    from newton_usd import Simulation  # noqa: PLC0415
+    from newton_usd.core.quat import quat_from_axis_angle, quat_multiply  # noqa: PLC0415
+
+    sim = Simulation.open(cone_stage(1.0, False), solver="xpbd", device="cpu", record=False)
+    swing = quat_from_axis_angle(np.array([0.0, 0.6, 0.8]), math.radians(25.0))
+    twist = quat_from_axis_angle(np.array([1.0, 0.0, 0.0]), math.radians(140.0))  # (about the cone axis, X)
+    q = quat_multiply(swing, twist)
+    w = np.array([0.3, -0.2, 1.0])
+    state = sim.state
+    state.joint_q.assign(q.astype(np.float32))
+    state.joint_qd.assign(w.astype(np.float32))
+    sim.solver.joint_states_written(state)
+    body = state.body_q.numpy()[0].astype(np.float64)
+    np.testing.assert_allclose(abs(float(body[3:] @ q)), 1.0, atol=1e-6)  # the joint frames are the bodies'
+    np.testing.assert_allclose(state.body_qd.numpy()[0][3:], w, atol=1e-5)
+    state.joint_q.zero_()
+    state.joint_qd.zero_()
+    sim.solver.exchange.joints_from_bodies(state)
+    np.testing.assert_allclose(abs(float(state.joint_q.numpy() @ q)), 1.0, atol=1e-6)
+    np.testing.assert_allclose(state.joint_qd.numpy(), w, atol=1e-5)
+    sim.close()
+
+
+def test_check_lists_the_cone_as_approximated_under_xpbd(tmp_path, capsys):
+    from newton_usd.cli import main  # noqa: PLC0415
+
+    cone_stage(1.0, False).Export(str(tmp_path / "cone.usda"))
+    assert main(["check", str(tmp_path / "cone.usda"), "--solver", "xpbd"]) == 0
+    out = capsys.readouterr().out
+    listed = [line for line in out.splitlines() if "cone limits are approximated by the xpbd solver" in line]
+    assert listed and "/Cone" in listed[0] and "not simulated" not in out, out

@@ -352,7 +352,8 @@ def test_check_lists_what_the_solver_ignores(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "featherstone solver (SolverFeatherstone)" in out
     assert "restitution is not simulated by the featherstone solver (xpbd and kamino do): /Box" in out
-    assert "spherical joint cone limits are not simulated by the featherstone solver" in out and "/Ball" in out
+    said = "spherical joint cone limits are approximated by the featherstone solver as limits of two swing angles"
+    assert said in out and "/Ball" in out
 
 
 def test_a_diverging_newton_solver_stops_with_exit_3(tmp_path, capsys):
@@ -439,25 +440,35 @@ def test_keyframe_start_under_featherstone(tmp_path):
     np.testing.assert_allclose(world.ExtractTranslation(), d.xpos[m.body("tip").id], atol=1e-5)
 
 
-def test_contacts_of_a_resting_cube_under_xpbd(tmp_path):
+@pytest.mark.parametrize("solver", ["xpbd", KAMINO, "featherstone"])
+def test_contacts_of_a_resting_cube(tmp_path, solver):
     """update_contacts on a Newton solver: the cube's contacts with the ground, by label, in world 0, barely
-    penetrating; forces are unknown (NaN), never a false zero."""
+    penetrating; the forces the ground exerts on a 1 kg cube add up to its weight where the solver reports
+    them (xpbd, kamino), and are unknown (NaN), never a false zero, where it does not (featherstone)."""
     from newton_usd import Simulation  # noqa: PLC0415
 
     stage = new_stage(tmp_path / "cube.usda")
     add_ground(stage)
-    add_box(stage, "/Cube", 0.2, (0, 0, 0.1005))
+    add_box(stage, "/Cube", 0.2, (0, 0, 0.1005), mass=1.0)
+    contact_stiffness(stage, ke=1.0e4, kd=1.0e2)
     stage.Save()
-    sim = Simulation.open(str(tmp_path / "cube.usda"), solver="xpbd", device="cpu")
-    sim.run(10)
+    sim = Simulation.open(str(tmp_path / "cube.usda"), solver=solver, device="cpu")
+    sim.run(30)
     contacts = sim.model.contacts(64)
     sim.solver.update_contacts(contacts)
     n = contacts.rigid_contact_count
     assert n >= 4, n  # a face on a plane: its corners
-    assert {frozenset(pair) for pair in contacts.shape_pairs(sim.model)} == {frozenset(("/Cube", "/Ground"))}
+    pairs = contacts.shape_pairs(sim.model)
+    assert {frozenset(pair) for pair in pairs} == {frozenset(("/Cube", "/Ground"))}
     assert (contacts.rigid_contact_world.numpy()[:n] == 0).all()
     assert (np.abs(contacts.rigid_contact_depth.numpy()[:n]) < 0.01).all()
-    assert np.isnan(contacts.rigid_contact_force.numpy()[:n]).all()
+    force = contacts.rigid_contact_force.numpy()[:n].astype(np.float64)
+    if solver == "featherstone":
+        assert np.isnan(force).all()
+        return
+    on_cube = np.array([f if a == "/Ground" else -f for f, (a, _) in zip(force, pairs, strict=True)]).sum(axis=0)
+    assert abs(on_cube[2] / 9.81 - 1.0) < 0.03, on_cube  # its weight, upwards
+    assert np.hypot(on_cube[0], on_cube[1]) < 0.01 * 9.81, on_cube  # no friction at rest
 
 
 @pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
@@ -474,3 +485,17 @@ def test_a_view_setting_joint_positions_moves_the_bodies(solver):
     sim.run(1)  # 1/60 s: the 0.5 rad start has barely moved (without the bodies following, XPBD reads 0.03)
     q = view.get_dof_positions().numpy()[0, 0]
     assert abs(q - 0.5) < 0.03, q
+
+
+def test_semi_implicit_joint_states_follow_the_bodies():
+    """semi_implicit integrates body states only: the joint coordinates read are the bodies' (eval_ik), not the
+    start's."""
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    sim = Simulation.open(pendulum(angle_deg=20.0), solver="semi_implicit", device="cpu", record=False, dt=1e-4)
+    sim.run(6)  # 0.1 s: the bob has swung back a few degrees
+    q = sim.state.body_q.numpy()[0][3:].astype(np.float64)
+    angle = 2.0 * math.atan2(q[1], q[3])  # (the hinge is about Y)
+    assert math.degrees(angle) < 19.0, math.degrees(angle)
+    assert sim.state.joint_q.numpy()[0] == pytest.approx(angle, abs=1e-4)
+    sim.close()

@@ -1556,7 +1556,7 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
     parent, child, xp, xc = (b1, b0, x1, x0) if reverse else (b0, b1, x0, x1)
     kw = {}
     d6_axes = None
-    cone_limit = None
+    cone_limit = cone_axis = None
     if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
         axis = _AXIS_TUPLES[_axis_token(d.axis), reverse]
         ax = _joint_axis(axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag,
@@ -1580,12 +1580,9 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
             if len(set(cones)) > 1:
                 diag.add("elliptical cone limits are simulated as a circular cone of the smaller angle", path)
             if "MjcJointAPI" not in stage.GetPrimAtPath(path).GetAppliedSchemas():
-                # UsdPhysics leaves the twist free; an MjcJointAPI joint (MJCF's ball range) means MuJoCo's limit.
-                diag.add(
-                    "spherical joint cone limits bound the whole rotation angle, twist about the joint axis "
-                    "included (MuJoCo's ball-joint range)",
-                    path,
-                )
+                # UsdPhysics leaves the twist about its axis free (said by the solvers that bound it); an
+                # MjcJointAPI joint (MJCF's ball range) means MuJoCo's limit, the whole rotation.
+                cone_axis = "XYZ".index(_axis_token(d.axis))
             cone_limit = min(cones) * DEG
     art = articulation_of.get(label)
     if art is not None:
@@ -1626,6 +1623,8 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
         j = builder.add_joint(jt, parent, child, xp, xc, label=label, armature=armature, friction=friction, **kw)
     if cone_limit is not None:
         builder.set_mujoco("joint", "joint_cone_limit", j, cone_limit)
+        if cone_axis is not None:  # (the twist axis UsdPhysics leaves free; none: MuJoCo's whole-rotation range)
+            builder.set_mujoco("joint", "joint_cone_axis", j, cone_axis)
     if d6_axes is not None:
         _d6_distance_limit(builder, d, parent, child, xp, xc, frame, result, path)
     for name, key in _MUJOCO_DOF_VALUES.items():

@@ -364,6 +364,10 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         body.inertia, body.iquat = mj_inertial(mass, a.body_inertia[b])
         for j in stack:
             joint_handles[j] = _add_mj_joints(body, j, a, model, joint_names, dof_handles)
+            if _cone_limit(model, j) is not None and _cone_axis(model, j) is not None:
+                # UsdPhysics leaves the twist free; MuJoCo's ball range (MJCF's, MjcJointAPI: no axis) bounds it.
+                diag.add("spherical joint cone limits bound the whole rotation angle, twist about the joint axis "
+                         "included (MuJoCo's ball-joint range)", model.joint_label[j])  # fmt: skip
 
     # Geoms. A static collider that a body is filtered against gets a static body of its own (named as the
     # collider), so that a MuJoCo exclude of that body pair keeps the two apart and nothing else.
@@ -869,6 +873,12 @@ def _initial_motions(a, j, model):
 def _cone_limit(model, j):
     cones = getattr(model.mujoco, "joint_cone_limit", None)
     return None if cones is None or np.isnan(cones[j]) else float(cones[j])
+
+
+def _cone_axis(model, j):
+    """The UsdPhysics cone axis of ball joint ``j`` (0, 1, 2), None where its limit is MuJoCo's own."""
+    axes = getattr(model.mujoco, "joint_cone_axis", None)
+    return None if axes is None or np.isnan(axes[j]) else int(axes[j])
 
 
 def _add_mj_joints(body, j, a, model, names, dof_handles):

@@ -5,10 +5,14 @@ angular velocity, world frame), ``body_f`` and ``joint_q``, and our Control's dr
 are Newton's ``joint_target_qd``/``joint_f``: those arrays are aliased, Newton's objects pointing at ours (no
 copy). Newton's position targets (``joint_target_q``) are per coordinate, ours per DOF: they are the same array
 where every joint has one coordinate per DOF, else ours are scattered into Newton's by a kernel (a ball or free
-joint's coordinates keep Newton's targets: ours has none for them). ``joint_qd`` agrees except for free joints
-whose body has its center of mass
-away from its origin: ours is the origin's velocity in world, Newton's the center of mass's in the joint's
-parent frame; then ``joint_qd`` goes through a Warp kernel each way.
+joint's coordinates keep Newton's targets: ours has none for them). Joint states differ in two cases, and then
+go through Newton's own ``joint_q``/``joint_qd``, converted by a Warp kernel each way:
+
+- free joints whose body has its center of mass away from its origin: our ``joint_qd`` is the origin's velocity
+  in world, Newton's the center of mass's in the joint's parent frame;
+- cone-limited ball joints, bridged as D6 joints (see :mod:`.model_bridge`): ours are a quaternion (4
+  coordinates) and the angular velocity in the parent joint frame, Newton's the D6's three intrinsic Euler
+  angles and their rates (so Newton's ``joint_q`` is shorter: every later joint's coordinates start earlier).
 """
 
 from __future__ import annotations
@@ -16,29 +20,103 @@ from __future__ import annotations
 import newton
 import numpy as np
 import warp as wp
+from newton.math import quat_decompose
 
 from ...core.types import DriveMode, JointType
 
 
+@wp.func
+def _unit(i: int) -> wp.vec3:
+    """The joint frame's axis ``i`` (cyclic: 3 is X again)."""
+    v = wp.vec3(0.0)
+    v[i % 3] = 1.0
+    return v
+
+
+@wp.func
+def _euler_axes(first: int, angle0: float, angle1: float):
+    """A cone D6's three angular axes at its first two angles, in the parent joint frame: the first fixed, each
+    later one carried by the rotations before it (Newton's intrinsic-Euler chain)."""
+    q0 = wp.quat_from_axis_angle(_unit(first), angle0)
+    a1 = wp.quat_rotate(q0, _unit(first + 1))
+    q1 = wp.quat_from_axis_angle(a1, angle1)
+    return _unit(first), a1, wp.quat_rotate(q1 * q0, _unit(first + 2))
+
+
+@wp.func
+def _euler_from_ball(first: int, rot: wp.quat, w: wp.vec3):
+    """A ball joint's rotation and angular velocity (parent joint frame) -> the cone D6's Euler angles and
+    rates (Newton's ``invert_3d_rotational_dofs`` for the axes ``first``, ``first + 1``, ``first + 2``)."""
+    frame = wp.quat_from_matrix(wp.matrix_from_cols(_unit(first), _unit(first + 1), _unit(first + 2)))
+    angles = quat_decompose(wp.quat_inverse(frame) * rot * frame)
+    a0, a1, a2 = _euler_axes(first, angles[0], angles[1])
+    c0, c1, c2 = wp.cross(a1, a2), wp.cross(a0, a2), wp.cross(a0, a1)
+    rates = wp.vec3(wp.dot(w, c0) / wp.dot(a0, c0), wp.dot(w, c1) / wp.dot(a1, c1), wp.dot(w, c2) / wp.dot(a2, c2))
+    return angles, rates
+
+
+@wp.func
+def _ball_from_euler(first: int, angles: wp.vec3, rates: wp.vec3):
+    """The cone D6's Euler angles and rates -> the ball joint's rotation and angular velocity (parent joint
+    frame), as Newton's ``compute_3d_rotational_dofs``."""
+    a0, a1, a2 = _euler_axes(first, angles[0], angles[1])
+    rot = wp.quat_from_axis_angle(a2, angles[2]) * wp.quat_from_axis_angle(a1, angles[1])
+    rot = rot * wp.quat_from_axis_angle(a0, angles[0])
+    return rot, a0 * rates[0] + a1 * rates[1] + a2 * rates[2]
+
+
 @wp.kernel
-def _joint_qd_kernel(
+def _joint_state_kernel(
     # Model:
     joint_type: wp.array(dtype=wp.int32),
     joint_child: wp.array(dtype=wp.int32),
+    joint_q_start: wp.array(dtype=wp.int32),
+    newton_q_start: wp.array(dtype=wp.int32),
     joint_qd_start: wp.array(dtype=wp.int32),
     joint_X_p: wp.array(dtype=wp.transform),
     body_com: wp.array(dtype=wp.vec3),
+    cone_first_axis: wp.array(dtype=wp.int32),
+    convert_q: int,
+    convert_free: int,
     # Data in:
     body_q: wp.array(dtype=wp.transform),
+    q_in: wp.array(dtype=wp.float32),
     qd_in: wp.array(dtype=wp.float32),
     to_newton: int,
     # Data out:
+    q_out: wp.array(dtype=wp.float32),
     qd_out: wp.array(dtype=wp.float32),
 ):
-    """One joint's velocities from one convention to the other: copied, a free joint's converted."""
+    """One joint's coordinates (``convert_q``: else left alone, aliased) and velocities from one convention to
+    the other: a cone joint's converted, a free joint's velocities too where ``convert_free``, the others
+    copied."""
     j = wp.tid()
     d = joint_qd_start[j]
-    if joint_type[j] != 4:  # not FREE: the same
+    src = joint_q_start[j]
+    dst = newton_q_start[j]
+    if to_newton == 0:
+        src = newton_q_start[j]
+        dst = joint_q_start[j]
+    first = cone_first_axis[j]
+    if first >= 0:  # a ball joint (ours) bridged as a D6 (Newton's)
+        if to_newton == 1:
+            rot = wp.quat(q_in[src], q_in[src + 1], q_in[src + 2], q_in[src + 3])
+            angles, rates = _euler_from_ball(first, rot, wp.vec3(qd_in[d], qd_in[d + 1], qd_in[d + 2]))
+            for k in range(3):
+                q_out[dst + k] = angles[k]
+                qd_out[d + k] = rates[k]
+        else:
+            angles = wp.vec3(q_in[src], q_in[src + 1], q_in[src + 2])
+            rot, w = _ball_from_euler(first, angles, wp.vec3(qd_in[d], qd_in[d + 1], qd_in[d + 2]))
+            for k in range(4):
+                q_out[dst + k] = rot[k]
+            for k in range(3):
+                qd_out[d + k] = w[k]
+        return
+    if convert_q == 1:
+        for k in range(joint_q_start[j + 1] - joint_q_start[j]):
+            q_out[dst + k] = q_in[src + k]
+    if joint_type[j] != 4 or convert_free == 0:  # not FREE (or no COM offset): the same
         for k in range(joint_qd_start[j + 1] - d):
             qd_out[d + k] = qd_in[d + k]
         return
@@ -101,40 +179,49 @@ class StateExchange:
 
     Args:
         model: our Model.
-        newton_model: its bridge (``newton.Model``).
-        convert_free: whether free joints' ``joint_qd`` needs converting (see the module docstring).
+        bridge: its :class:`~.model_bridge.Bridge` (the ``newton.Model`` and where the joint states differ).
     """
 
-    def __init__(self, model, newton_model, convert_free: bool):
+    def __init__(self, model, bridge):
+        newton_model = bridge.newton_model
         self.model = model
         self.newton_model = newton_model
         self.state_in = newton_model.state()
         self.state_out = newton_model.state()
         self.control = newton_model.control()
-        self._ik_state = newton_model.state()  # (pointed at a State's body arrays for eval_ik)
-        self._convert_free = convert_free
+        self._ik_state = newton_model.state()  # (pointed at a State's body arrays for eval_ik and eval_fk)
         self._launches = {}  # (kernel, key) -> (recorded launch, dim, its arguments): see _launch
-        if convert_free:  # Newton's own joint_qd, converted into and out of ours
-            grad = newton_model.requires_grad
-            self._qd_in = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device, requires_grad=grad)
+        device = model.device
+        self._convert_free = bridge.free_com_offset
+        self._cone_first_axis = wp.array(bridge.cone_first_axis, dtype=wp.int32, device=device)
+        self._convert_q = bool((bridge.cone_first_axis >= 0).any())  # (Newton's joint_q is shorter)
+        self._convert_qd = self._convert_q or self._convert_free
+        grad = newton_model.requires_grad
+        if self._convert_q:  # Newton's own joint_q, converted into and out of ours
+            self._q_in = wp.zeros(newton_model.joint_coord_count, dtype=wp.float32, device=device, requires_grad=grad)
+            self._q_out = wp.zeros_like(self._q_in)
+        if self._convert_qd:  # and joint_qd
+            self._qd_in = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=device, requires_grad=grad)
             self._qd_out = wp.zeros_like(self._qd_in)
-        types = model.joint_type.numpy()
+        types = newton_model.joint_type.numpy()
         per_dof = np.nonzero((types != int(JointType.FREE)) & (types != int(JointType.BALL)))[0].astype(np.int32)
         self._coord_targets = None  # Newton's per-coordinate position targets, where they differ from ours
         position_modes = (int(DriveMode.POSITION), int(DriveMode.POSITION_VELOCITY))
         position_driven = np.isin(model.joint_target_mode.numpy(), position_modes)
-        if model.joint_coord_count != model.joint_dof_count and position_driven.any():
+        if newton_model.joint_coord_count != newton_model.joint_dof_count and position_driven.any():
             self._coord_targets = wp.clone(newton_model.joint_target_q)
-            self._per_dof_joints = wp.array(per_dof, dtype=wp.int32, device=model.device)
+            self._per_dof_joints = wp.array(per_dof, dtype=wp.int32, device=device)
 
     def initial_state(self) -> None:
-        """The Newton model's initial ``joint_qd`` in Newton's convention (the bridge copied ours)."""
-        if self._convert_free:
-            self._convert(self.model.body_q, self.model.joint_qd, self.newton_model.joint_qd, True)
+        """The Newton model's initial ``joint_q``/``joint_qd`` in Newton's convention, where it differs (the
+        bridge copied ours where it does not)."""
+        if self._convert_qd:
+            m, nm = self.model, self.newton_model
+            self._convert(m.body_q, m.joint_q, m.joint_qd, nm.joint_q, nm.joint_qd, True)
 
     def inputs(self, state_in, state_out, control, joints_read: bool = True):
-        """Newton's (state_in, state_out, control), pointing at ours (``joint_qd`` converted in unless the
-        solver does not read joint states, ``joints_read`` False: XPBD)."""
+        """Newton's (state_in, state_out, control), pointing at ours (the joint states converted in unless the
+        solver does not read them, ``joints_read`` False: XPBD)."""
         ns_in, ns_out, nc = self.state_in, self.state_out, self.control
         pending = state_out.__dict__.get("_pending")
         if isinstance(pending, PendingJointState):  # its joint states are about to be stepped over
@@ -151,21 +238,24 @@ class StateExchange:
             theirs.body_f = arrays["body_f"]
             theirs.joint_q = arrays["joint_q"]
             theirs.joint_qd = arrays["joint_qd"]
-        if self._convert_free:
+        if self._convert_q:
+            ns_in.joint_q, ns_out.joint_q = self._q_in, self._q_out
+        if self._convert_qd:
             ns_in.joint_qd, ns_out.joint_qd = self._qd_in, self._qd_out
-        if self._convert_free and joints_read:
-            self._convert(ns_in.body_q, state_in.__dict__["joint_qd"], self._qd_in, True)
+            if joints_read:
+                arrays = state_in.__dict__
+                self._convert(ns_in.body_q, arrays["joint_q"], arrays["joint_qd"], ns_in.joint_q, self._qd_in, True)
         if control is not None:
             if self._coord_targets is None:  # (also where no DOF has a position drive: no target is read)
                 nc.joint_target_q = control.joint_target_pos
             else:
                 nc.joint_target_q = self._coord_targets
                 if len(self._per_dof_joints):
-                    m = self.model
+                    nm = self.newton_model
                     self._launch(
                         _coord_targets_kernel,
                         len(self._per_dof_joints),
-                        [self._per_dof_joints, m.joint_q_start, m.joint_qd_start, control.joint_target_pos,
+                        [self._per_dof_joints, nm.joint_q_start, nm.joint_qd_start, control.joint_target_pos,
                          self._coord_targets],
                     )  # fmt: skip
             nc.joint_target_qd = control.joint_target_vel
@@ -173,29 +263,49 @@ class StateExchange:
         return ns_in, ns_out, nc
 
     def outputs(self, state_out, joints_written: bool = True) -> None:
-        """After a step: Newton's free-joint ``joint_qd`` converted into ours. ``joints_written`` False (XPBD):
-        the joint states are left pending, computed from the body states when first read."""
+        """After a step: Newton's joint states converted into ours where they differ. ``joints_written`` False
+        (XPBD): the joint states are left pending, computed from the body states when first read."""
         if not joints_written:
             state_out.__dict__["_pending"] = PendingJointState(self)
             return
-        if self._convert_free:
-            self._convert(state_out.__dict__["body_q"], self._qd_out, state_out.__dict__["joint_qd"], False)
+        if self._convert_qd:
+            arrays, ns = state_out.__dict__, self.state_out
+            self._convert(arrays["body_q"], ns.joint_q, self._qd_out, arrays["joint_q"], arrays["joint_qd"], False)
 
     def joints_from_bodies(self, state) -> None:
         """``state``'s joint coordinates and velocities from its body poses and velocities (``newton.eval_ik``)."""
         arrays = state.__dict__
         ns = self._ik_state
         ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
-        qd = self._qd_out if self._convert_free else arrays["joint_qd"]
-        newton.eval_ik(self.newton_model, ns, arrays["joint_q"], qd)
-        if self._convert_free:
-            self._convert(arrays["body_q"], qd, arrays["joint_qd"], False)
+        q = self._q_out if self._convert_q else arrays["joint_q"]
+        qd = self._qd_out if self._convert_qd else arrays["joint_qd"]
+        newton.eval_ik(self.newton_model, ns, q, qd)
+        if self._convert_qd:
+            self._convert(arrays["body_q"], q, qd, arrays["joint_q"], arrays["joint_qd"], False)
 
-    def _convert(self, body_q, qd_in, qd_out, to_newton: bool) -> None:
-        m = self.model
-        params = [m.joint_type, m.joint_child, m.joint_qd_start, m.joint_X_p, m.body_com, body_q, qd_in, int(to_newton),
-                  qd_out]  # fmt: skip
-        self._launch(_joint_qd_kernel, m.joint_count, params, key=bool(to_newton))
+    def bodies_from_joints(self, state) -> None:
+        """``state``'s body poses and velocities from its joint coordinates and velocities (``newton.eval_fk``)."""
+        arrays = state.__dict__
+        ns = self._ik_state
+        ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
+        q, qd = arrays["joint_q"], arrays["joint_qd"]
+        if self._convert_qd:
+            q_n = self._q_in if self._convert_q else q
+            self._convert(arrays["body_q"], q, qd, q_n, self._qd_in, True)
+            if self._convert_free:  # (a free joint's velocity depends on its body's pose: placed first)
+                newton.eval_fk(self.newton_model, q_n, self._qd_in, ns)
+                self._convert(arrays["body_q"], q, qd, q_n, self._qd_in, True)
+            q, qd = q_n, self._qd_in
+        newton.eval_fk(self.newton_model, q, qd, ns)
+
+    def _convert(self, body_q, q_in, qd_in, q_out, qd_out, to_newton: bool) -> None:
+        """Joint states from ours to Newton's (``to_newton``) or back; the coordinates are left alone (they are
+        the same arrays) unless a cone joint's differ."""
+        m, nm = self.model, self.newton_model
+        params = [m.joint_type, m.joint_child, m.joint_q_start, nm.joint_q_start, m.joint_qd_start, m.joint_X_p,
+                  m.body_com, self._cone_first_axis, int(self._convert_q), int(self._convert_free), body_q, q_in,
+                  qd_in, int(to_newton), q_out, qd_out]  # fmt: skip
+        self._launch(_joint_state_kernel, m.joint_count, params, key=bool(to_newton))
 
     def _launch(self, kernel, dim, params, key=None) -> None:
         """Launch ``kernel`` (inputs and outputs in ``params``): the launch is recorded once per kernel and key and

@@ -8,6 +8,11 @@ body arrays have the same layout on both sides), shapes are added shared ones fi
 filtered body pairs, jointed body pairs (MuJoCo's parent filtering, which the stage was authored for) and
 collision groups (their contype/conaffinity bits). What Newton's rigid solvers do not simulate is added to
 ``diagnostics`` once per kind with the prims.
+
+Newton's ball joints have no limits, its D6 joints limit each of their angles: a cone-limited spherical joint
+becomes a D6 with three angular axes, the two swing axes across the cone's axis limited to the cone angle and
+the twist about it free (UsdPhysics; MuJoCo's ball range, which bounds the whole rotation, limits all three).
+Its coordinates are then Newton's intrinsic Euler angles where ours are a quaternion (see :mod:`.exchange`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,15 @@ _GEO = {
 
 UNLIMITED = 1.0e10
 """Our limits and effort limits at or beyond this are off (the builder's open range)."""
+
+CONE_LIMIT_FREQUENCY = 200.0
+"""rad/s: a cone limit's natural frequency, critically damped, where the scene sets no limit stiffness (penalty
+limits: featherstone, semi_implicit): its stiffness and damping scale with the child's inertia about each axis,
+so that the cone holds a heavy body as it does a light one. (Newton's default limit stiffness, 1e4 N*m/rad, has
+this frequency for 0.25 kg*m^2: a 1 kg body 0.5 m from the joint.)"""
+
+GIMBAL_LOCK = 0.5 * math.pi
+"""rad: a cone of this or more is not bridged as a D6: its middle Euler angle would reach gimbal lock."""
 
 
 @dataclass
@@ -66,11 +80,15 @@ class Bridge:
         shape_map: Newton's shape index of each of our shapes (numpy int array).
         free_com_offset: whether a free joint's child has its center of mass away from its origin (then
             ``joint_qd`` of free joints differs: ours is the origin's velocity, Newton's the COM's).
+        cone_first_axis: per joint, -1, or for a cone-limited ball joint bridged as a D6 the index (0, 1, 2: X, Y,
+            Z of the joint frame) of the D6's first angular axis; its axes are that one and the next two,
+            cyclically (a right-handed triple; the twist axis last). Numpy int32.
     """
 
     newton_model: object
     shape_map: np.ndarray
     free_com_offset: bool
+    cone_first_axis: np.ndarray
 
 
 def bridge_model(
@@ -92,6 +110,10 @@ def bridge_model(
     a = _host_arrays(model)
     nb = newton.ModelBuilder(gravity=tuple(float(g) for g in model.gravity))
     _report_unsupported(model, a, diagnostics, solver_name)
+    cones = _cone_joints(model, a, diagnostics, solver_name)
+    cone_first_axis = np.full(model.joint_count, -1, dtype=np.int32)
+    for j, (_, first, _) in cones.items():
+        cone_first_axis[j] = first
     n_worlds = model.num_worlds
     shape_map = np.full(model.shape_count, -1, dtype=np.int64)
     for s in np.nonzero(a["shape_world"] < 0)[0]:  # shared by every world (the ground)
@@ -112,16 +134,17 @@ def bridge_model(
             shape_map[s] = _add_shape(nb, model, a, int(s), contact, diagnostics)
         joints = np.nonzero(a["joint_world"] == w)[0]
         for j in joints:
-            _add_joint(nb, model, a, int(j), limits, diagnostics)
+            _add_joint(nb, model, a, int(j), limits, diagnostics, cones.get(int(j)))
         _add_articulations(nb, model, a, joints)
         nb.end_world()
     _filter_collisions(nb, model, a, shape_map)
     newton_model = nb.finalize(device=model.device, requires_grad=requires_grad)
-    for name in ("body_q", "body_qd", "joint_q", "joint_qd"):  # our initial state (free joints' velocities: see
-        wp.copy(getattr(newton_model, name), getattr(model, name))  # StateExchange.initial_state)
+    names = ("body_q", "body_qd") if cones else ("body_q", "body_qd", "joint_q", "joint_qd")
+    for name in names:  # our initial state (the joint states where they differ: StateExchange.initial_state)
+        wp.copy(getattr(newton_model, name), getattr(model, name))
     free = a["joint_type"] == int(JointType.FREE)
     offset = bool(np.any(np.abs(a["body_com"][a["joint_child"][free]]) > 0.0)) if free.any() else False
-    return Bridge(newton_model, shape_map, offset)
+    return Bridge(newton_model, shape_map, offset, cone_first_axis)
 
 
 def _host_arrays(model) -> dict:
@@ -188,8 +211,10 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
     return nb.add_shape(body=body, type=_GEO[gt], xform=xform, cfg=cfg, scale=wp.vec3(*scale), label=label)
 
 
-def _add_joint(nb, model, a, j, limits, diagnostics) -> None:
-    """Add our joint ``j`` with its DOFs (axes, limits, drives, armature, friction) to the Newton builder."""
+def _add_joint(nb, model, a, j, limits, diagnostics, cone=None) -> None:
+    """Add our joint ``j`` with its DOFs (axes, limits, drives, armature, friction) to the Newton builder;
+    ``cone``: a ball joint's ``(cone angle, first axis, twist limited)`` (see :func:`_cone_joints`), bridged as a
+    D6."""
     jt = JointType(int(a["joint_type"][j]))
     d0 = int(a["joint_qd_start"][j])
     n_lin, n_ang = (int(x) for x in a["joint_dof_dim"][j])
@@ -227,6 +252,13 @@ def _add_joint(nb, model, a, j, limits, diagnostics) -> None:
         if limits.kd is not None:
             cfg.limit_kd = float(limits.kd)
         dofs.append(cfg)
+    if cone is not None:
+        if limits.ke is None and limits.kd is None:  # (penalty limits: featherstone, semi_implicit)
+            for k, cfg in enumerate(dofs):
+                inertia = _child_inertia_about(a, j, d0 + k, 0)
+                cfg.limit_ke = inertia * CONE_LIMIT_FREQUENCY**2
+                cfg.limit_kd = 2.0 * inertia * CONE_LIMIT_FREQUENCY
+        jt, dofs = JointType.D6, _cone_axes(dofs, *cone)
     nb.add_joint(
         newton.JointType(int(jt)),
         int(a["joint_parent"][j]),
@@ -238,6 +270,54 @@ def _add_joint(nb, model, a, j, limits, diagnostics) -> None:
         collision_filter_parent=False,
         label=label,
     )
+
+
+def _cone_axes(dofs, cone, first, twist_limited) -> list:
+    """A ball joint's three DOFs (about X, Y, Z of the joint frame) as a D6's angular axes: ``first`` and the
+    next two, cyclically, the two swing axes limited to +-``cone``, the twist (last) too if ``twist_limited``."""
+    axes = [dofs[(first + k) % 3] for k in range(3)]
+    for k, cfg in enumerate(axes):
+        limited = k < 2 or twist_limited
+        cfg.limit_lower, cfg.limit_upper = (-cone, cone) if limited else (-UNLIMITED, UNLIMITED)
+    return axes
+
+
+def _cone_joints(model, a, diagnostics, solver_name) -> dict:
+    """The cone-limited ball joints bridged as D6 joints: joint -> (cone angle, index of the D6's first axis,
+    whether the twist is limited too). A UsdPhysics cone (``model.mujoco.joint_cone_axis``: its axis) leaves the
+    twist about its axis free: the swing axes come first, the axis last. MuJoCo's ball range (no axis) bounds the
+    whole rotation: X, Y, Z all limited. Said once per kind as the approximation it is."""
+    mj = model.mujoco
+    cones = getattr(mj, "joint_cone_limit", None)
+    axes = getattr(mj, "joint_cone_axis", None)
+    out = {}
+    for j in np.nonzero(~np.isnan(cones))[0] if cones is not None else ():
+        if int(a["joint_type"][j]) != int(JointType.BALL):
+            continue
+        cone, label = float(cones[j]), model.joint_label[j]
+        if cone >= GIMBAL_LOCK:
+            diagnostics.add(f"spherical joint cone limits of 90 deg or more are not simulated by the {solver_name} "
+                            "solver (Newton limits a D6 joint's Euler angles, which meet gimbal lock there)",
+                            label)  # fmt: skip
+            continue
+        twist = axes[j] if axes is not None else math.nan
+        if math.isnan(twist):
+            out[int(j)] = (cone, 0, True)
+            diagnostics.add(
+                f"ball joint ranges (MuJoCo's, bounding the whole rotation angle) are approximated by the "
+                f"{solver_name} solver as limits of three Euler angles (a Newton D6 joint): exact about each axis, "
+                "wider between them",
+                label,
+            )
+        else:
+            out[int(j)] = (cone, (int(twist) + 1) % 3, False)
+            diagnostics.add(
+                f"spherical joint cone limits are approximated by the {solver_name} solver as limits of two swing "
+                "angles, the twist free (a Newton D6 joint): exact in each swing plane, wider between them (a 30 deg "
+                "cone lets the axis tilt 41 deg on the diagonals)",
+                label,
+            )
+    return out
 
 
 def _child_inertia_about(a, j, d, n_lin) -> float:
@@ -337,10 +417,6 @@ def _report_unsupported(model, a, diagnostics, solver_name) -> None:
             f"{kind} equality constraints (and mimic joints) are not simulated by the {solver_name} solver",
             model.equality_label[i],
         )
-    cone = getattr(mj, "joint_cone_limit", None)
-    for j in np.nonzero(~np.isnan(cone))[0] if cone is not None else ():
-        diagnostics.add(f"spherical joint cone limits are not simulated by the {solver_name} solver (Newton's ball "
-                        "joints have no limits)", model.joint_label[j])  # fmt: skip
     for label in model.distance_label:
         diagnostics.add(f"distance joints are not simulated by the {solver_name} solver", label)
     if solver_name != "xpbd" and solver_name != "kamino":

@@ -21,6 +21,8 @@ from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 
 logger = logging.getLogger("newton_usd")
 
+_CONTACT_F = newton.solvers.SolverBase.ObservableKind.CONTACT_F
+
 _MODEL_FLAGS = newton.ModelFlags if hasattr(newton, "ModelFlags") else newton.solvers.SolverNotifyFlags
 
 _IN_PLACE = {
@@ -70,8 +72,9 @@ class SolverNewton(SolverBase):
     OPTIONS: dict = {}
     """Resolved scene setting name -> Newton solver keyword (see :meth:`options_from_scene`)."""
     writes_joint_state = True
-    """False where Newton's solver reads and writes only body states (XPBD): joint states are computed from them
-    by ``newton.eval_ik`` when first read (the output State is left pending, see :mod:`.exchange`)."""
+    """False where Newton's solver reads and writes only body states (XPBD, semi_implicit): joint states are
+    computed from them by ``newton.eval_ik`` when first read (the output State is left pending, see
+    :mod:`.exchange`)."""
     beta = False
 
     def __init__(
@@ -122,7 +125,14 @@ class SolverNewton(SolverBase):
             kw["rigid_contact_max"] = int(rigid_contact_max)
         self.collision_pipeline = newton.CollisionPipeline(self.newton_model, **kw)
         self.newton_contacts = self.collision_pipeline.contacts()
-        self.exchange = StateExchange(model, self.newton_model, bridge.free_com_offset)
+        self.contact_forces = None
+        """Newton's per-contact forces of the last step (its ``CONTACT_F`` observable), where the solver reports
+        them (xpbd, kamino); None where it does not (featherstone, semi_implicit: penalty contacts inside their
+        force kernels)."""
+        if _CONTACT_F in self.newton_solver.supported_observables:
+            self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
+        self.exchange = StateExchange(model, bridge)
+        self._cone_dofs = _cone_dof_order(model, bridge.cone_first_axis)
         self.exchange.initial_state()
         self._scratch = None  # our State to step into when state_in is state_out
 
@@ -158,7 +168,10 @@ class SolverNewton(SolverBase):
             return
         ns_in, ns_out, nc = self.exchange.inputs(state_in, state_out, control, self.writes_joint_state)
         self.collision_pipeline.collide(ns_in, self.newton_contacts)
-        self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
+        if self.contact_forces is None:
+            self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
+        else:
+            self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt, observables=self.contact_forces)
         self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
 
     def reset_to_keyframe(self, state, key, control=None) -> None:
@@ -176,20 +189,13 @@ class SolverNewton(SolverBase):
         XPBD, semi-implicit and Kamino step body states, so a joint state written by a view or a reset moves
         the bodies here."""
         state.__dict__.pop("_pending", None)  # (the joint arrays hold what was written)
-        arrays = state.__dict__
-        ns = self.exchange.state_out
-        ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
-        qd = arrays["joint_qd"]
-        if self.exchange._convert_free:  # (in Newton's convention: the free joints' poses come first)
-            newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
-            qd = self.exchange._qd_in
-            self.exchange._convert(arrays["body_q"], arrays["joint_qd"], qd, True)
-        newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
+        self.exchange.bodies_from_joints(state)
 
     def update_contacts(self, contacts) -> None:
         """Copy the last step's contacts (every world) into ``contacts``, up to its capacity; shape indices are
-        ours, points in world at the middle of the two surfaces, depth positive when penetrating. Forces are not
-        read from Newton's solvers yet: ``rigid_contact_force`` is NaN (unknown, never a false zero)."""
+        ours, points in world at the middle of the two surfaces, depth positive when penetrating. Forces (the
+        force shape0 exerts on shape1, friction included) are the solver's (xpbd, kamino: :attr:`contact_forces`);
+        featherstone and semi_implicit do not report theirs: NaN there (unknown, never a false zero)."""
         c = self.newton_contacts
         n = min(int(c.rigid_contact_count.numpy()[0]), contacts.capacity)
         inverse = np.full(self.newton_model.shape_count, -1, dtype=np.int32)
@@ -211,12 +217,16 @@ class SolverNewton(SolverBase):
         ours0, ours1 = inverse[s0], inverse[s1]
         shape_world = self.model.shape_world.numpy()
         world = np.maximum(np.where(ours0 >= 0, shape_world[ours0], -1), np.where(ours1 >= 0, shape_world[ours1], -1))
+        if self.contact_forces is None:
+            force = np.full((n, 3), np.nan)
+        else:  # (Newton's: the force on shape0 by shape1)
+            force = -self.contact_forces.contact_f.numpy()[:n, :3]
         contacts.rigid_contact_count = n
         for name, values in (
             ("rigid_contact_shape0", ours0),
             ("rigid_contact_shape1", ours1),
             ("rigid_contact_world", np.maximum(world, 0)),
-            ("rigid_contact_force", np.full((n, 3), np.nan)),
+            ("rigid_contact_force", force),
             ("rigid_contact_point", 0.5 * (points[0] + points[1])),
             ("rigid_contact_normal", normal),
             ("rigid_contact_depth", depth),
@@ -246,6 +256,12 @@ class SolverNewton(SolverBase):
                 full = target.numpy()
                 full[self.shape_map] = values.numpy()
                 target.assign(full)
+            elif kind == "dof" and self._cone_dofs is not None:  # (a cone D6's DOFs are ordered and limited apart)
+                full = values.numpy()[self._cone_dofs[0]]
+                if name in ("joint_limit_lower", "joint_limit_upper"):
+                    keep = self._cone_dofs[1]
+                    full[keep] = target.numpy()[keep]
+                target.assign(full)
             else:
                 wp.copy(target, values)
             flags |= int(getattr(_MODEL_FLAGS, flag))
@@ -253,6 +269,20 @@ class SolverNewton(SolverBase):
             self.newton_solver.notify_model_changed(flags)
         self.model = model
         return set()
+
+
+def _cone_dof_order(model, cone_first_axis):
+    """For a model with cone joints bridged as D6 joints: (our DOF of each Newton DOF, Newton's DOFs whose limits
+    are the bridge's, the cones'); None without."""
+    cones = np.nonzero(cone_first_axis >= 0)[0]
+    if not len(cones):
+        return None
+    order = np.arange(model.joint_dof_count)
+    start = model.joint_qd_start.numpy()
+    for j in cones:
+        d0 = int(start[j])
+        order[d0 : d0 + 3] = d0 + (int(cone_first_axis[j]) + np.arange(3)) % 3
+    return order, np.concatenate([np.arange(start[j], start[j] + 3) for j in cones])
 
 
 def _rotate(q, v):
@@ -335,6 +365,7 @@ class SolverSemiImplicit(SolverNewton):
 
     name = "semi_implicit"
     newton_class = newton.solvers.SolverSemiImplicit
+    writes_joint_state = False  # (it integrates body states only: its joint_q/joint_qd are left as they were)
     OPTIONS = {"newton.angular_damping": "angular_damping"}
 
 
