@@ -167,3 +167,44 @@ def test_bridged_values_are_the_models():
     flags = nm.body_flags.numpy()
     assert flags[model.body_label.index("/Lift")] == int(newton.BodyFlags.KINEMATIC)
     assert flags[model.body_label.index("/Free")] == int(newton.BodyFlags.DYNAMIC)
+
+
+def _spinning_free_body():
+    """A free body with its COM off its origin, spinning and moving (its joint_qd differs between our
+    convention and Newton's), beside a pendulum."""
+    b = ModelBuilder()
+    body = b.add_body(((0.0, 0.0, 2.0), (0.0, 0.0, 0.0, 1.0)), mass=2.0, com=(0.1, 0.05, 0.0), inertia=BOX,
+                      velocity=(0.3, 0.0, 1.0, 0.5, 2.0, -1.0), label="/Spinner")  # fmt: skip
+    b.add_joint_free(body, label="/Spinner/Joint")
+    bob = b.add_body(((0.0, 1.0, 1.0), (0.0, 0.0, 0.0, 1.0)), mass=1.0, inertia=BOX, label="/Bob")
+    b.add_joint_revolute(-1, bob, ((0.0, 1.0, 1.5), (0.0, 0.0, 0.0, 1.0)), ((0.0, 0.0, 0.5), (0.0, 0.0, 0.0, 1.0)),
+                         label="/Bob/Hinge")  # fmt: skip
+    return b.finalize("cpu")
+
+
+def test_joint_velocities_are_converted_when_read_and_agree_with_converting_every_step():
+    from newton_usd.solvers.newton import SolverFeatherstone
+
+    model = _spinning_free_body()
+    lazy, eager = SolverFeatherstone(model), SolverFeatherstone(model)
+    assert lazy.exchange._convert_free
+    dt = 1.0 / 240.0
+    # Four states in turn: a State's pending velocities survive until its buffer is needed again
+    ours, theirs = [model.state() for _ in range(4)], [model.state() for _ in range(4)]
+    seen = {}
+    for i in range(24):
+        a, b = i % 4, (i + 1) % 4
+        lazy.step(ours[a], ours[b], None, None, dt)
+        eager.step(theirs[a], theirs[b], None, None, dt)
+        seen[i] = theirs[b].joint_qd.numpy().copy()  # (read at once: converted after every step)
+        if i == 21:  # a State two steps old, read late
+            np.testing.assert_allclose(ours[(i - 1) % 4].joint_qd.numpy(), seen[i - 2], rtol=1e-5, atol=1e-6)
+    final = ours[24 % 4]
+    assert final._pending is not None  # (nothing read it yet)
+    np.testing.assert_allclose(final.joint_qd.numpy(), seen[23], rtol=1e-5, atol=1e-6)
+    assert final._pending is None
+    np.testing.assert_allclose(final.body_q.numpy(), theirs[24 % 4].body_q.numpy(), rtol=1e-5, atol=1e-6)
+    # our convention: the free joint's linear velocity is its origin's (the body's own body_qd is its COM's)
+    qd, body_qd = final.joint_qd.numpy(), final.body_qd.numpy()
+    assert not np.allclose(qd[:3], body_qd[0, :3], atol=1e-3)
+    np.testing.assert_allclose(qd[3:6], body_qd[0, 3:], rtol=1e-5, atol=1e-6)

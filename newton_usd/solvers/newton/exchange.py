@@ -13,6 +13,8 @@ parent frame; then ``joint_qd`` goes through a Warp kernel each way.
 
 from __future__ import annotations
 
+import weakref
+
 import newton
 import numpy as np
 import warp as wp
@@ -96,6 +98,29 @@ class PendingJointState:
             self.exchange.joints_from_bodies(state)
 
 
+class PendingVelocities:
+    """A State whose ``joint_qd`` is still Newton's (free joints' COM velocities in their parent frame), held in
+    ``buffer``, one of the exchange's two: the output of a solver that writes joint states, converted into ours
+    when first read instead of after every step. Reading ``body_q``, ``body_qd`` or ``joint_qd`` converts it
+    (the conversion reads the body poses a caller might change next); ``joint_q`` needs nothing."""
+
+    __slots__ = ("buffer", "exchange")
+
+    def __init__(self, exchange, buffer):
+        self.exchange, self.buffer = exchange, buffer
+
+    def read(self, state, name):
+        if name != "joint_q":
+            self.release(state)
+        return state.__dict__[name]
+
+    def release(self, state):
+        if state.__dict__.get("_pending") is self:
+            del state.__dict__["_pending"]
+            arrays = state.__dict__
+            self.exchange._convert(arrays["body_q"], self.buffer, arrays["joint_qd"], False)
+
+
 class StateExchange:
     """Newton's State and Control objects of one bridged model, made to point at ours each step.
 
@@ -114,10 +139,12 @@ class StateExchange:
         self._ik_state = newton_model.state()  # (pointed at a State's body arrays for eval_ik)
         self._convert_free = convert_free
         self._launches = {}  # (kernel, key) -> (recorded launch, dim, its arguments): see _launch
-        if convert_free:  # Newton's own joint_qd, converted into and out of ours
+        if convert_free:  # Newton's own joint_qd, converted into and out of ours: two buffers, input and output
             grad = newton_model.requires_grad
-            self._qd_in = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device, requires_grad=grad)
-            self._qd_out = wp.zeros_like(self._qd_in)
+            qd = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device, requires_grad=grad)
+            self._buffers = (qd, wp.zeros_like(qd))
+            self._holders = [None, None]  # the State (weak reference) whose pending velocities each buffer holds
+            self._out = 1  # the buffer of the last step's output
         types = model.joint_type.numpy()
         per_dof = np.nonzero((types != int(JointType.FREE)) & (types != int(JointType.BALL)))[0].astype(np.int32)
         self._coord_targets = None  # Newton's per-coordinate position targets, where they differ from ours
@@ -136,14 +163,16 @@ class StateExchange:
         """Newton's (state_in, state_out, control), pointing at ours (``joint_qd`` converted in unless the
         solver does not read joint states, ``joints_read`` False: XPBD)."""
         ns_in, ns_out, nc = self.state_in, self.state_out, self.control
+        mine = (PendingJointState, PendingVelocities)
         pending = state_out.__dict__.get("_pending")
-        if isinstance(pending, PendingJointState):  # its joint states are about to be stepped over
+        if isinstance(pending, mine) and pending.exchange is self:  # its joint states are about to be stepped over
             del state_out.__dict__["_pending"]
         elif pending is not None:  # another solver's: its arrays written first
             pending.release(state_out)
         pending = state_in.__dict__.get("_pending")
-        if pending is not None and not isinstance(pending, PendingJointState):
+        if pending is not None and not (isinstance(pending, mine) and pending.exchange is self):
             pending.release(state_in)  # (ours pending: its body arrays are current, its joint arrays unread)
+            pending = None
         for ours, theirs in ((state_in, ns_in), (state_out, ns_out)):
             arrays = ours.__dict__
             theirs.body_q = arrays["body_q"]
@@ -152,9 +181,16 @@ class StateExchange:
             theirs.joint_q = arrays["joint_q"]
             theirs.joint_qd = arrays["joint_qd"]
         if self._convert_free:
-            ns_in.joint_qd, ns_out.joint_qd = self._qd_in, self._qd_out
-        if self._convert_free and joints_read:
-            self._convert(ns_in.body_q, state_in.__dict__["joint_qd"], self._qd_in, True)
+            if isinstance(pending, PendingVelocities):  # Newton's velocities of state_in, still in a buffer
+                i = self._buffers.index(pending.buffer)
+            else:
+                i = 0
+                self._claim(0)
+                if joints_read:
+                    self._convert(ns_in.body_q, state_in.__dict__["joint_qd"], self._buffers[0], True)
+            self._out = 1 - i
+            self._claim(self._out, state_out)
+            ns_in.joint_qd, ns_out.joint_qd = self._buffers[i], self._buffers[self._out]
         if control is not None:
             if self._coord_targets is None:  # (also where no DOF has a position drive: no target is read)
                 nc.joint_target_q = control.joint_target_pos
@@ -178,15 +214,35 @@ class StateExchange:
         if not joints_written:
             state_out.__dict__["_pending"] = PendingJointState(self)
             return
-        if self._convert_free:
-            self._convert(state_out.__dict__["body_q"], self._qd_out, state_out.__dict__["joint_qd"], False)
+        if not self._convert_free:
+            return
+        buffer = self._buffers[self._out]
+        if self.newton_model.requires_grad:  # (converted now: a wp.Tape records kernels as they run)
+            self._convert(state_out.__dict__["body_q"], buffer, state_out.__dict__["joint_qd"], False)
+        else:  # converted when read (see PendingVelocities): a step loop that does not read them skips it
+            state_out.__dict__["_pending"] = PendingVelocities(self, buffer)
+
+    def scratch_velocities(self):
+        """A buffer of Newton-convention ``joint_qd`` free to write (its pending State converted first)."""
+        self._claim(0)
+        return self._buffers[0]
+
+    def _claim(self, i, state=None) -> None:
+        """Buffer ``i`` is about to be written (for ``state``): another State whose pending velocities it holds
+        gets them converted first."""
+        held = self._holders[i]() if self._holders[i] is not None else None
+        if held is not None and held is not state:
+            pending = held.__dict__.get("_pending")
+            if isinstance(pending, PendingVelocities) and pending.buffer is self._buffers[i]:
+                pending.release(held)
+        self._holders[i] = weakref.ref(state) if state is not None else None
 
     def joints_from_bodies(self, state) -> None:
         """``state``'s joint coordinates and velocities from its body poses and velocities (``newton.eval_ik``)."""
         arrays = state.__dict__
         ns = self._ik_state
         ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
-        qd = self._qd_out if self._convert_free else arrays["joint_qd"]
+        qd = self.scratch_velocities() if self._convert_free else arrays["joint_qd"]
         newton.eval_ik(self.newton_model, ns, arrays["joint_q"], qd)
         if self._convert_free:
             self._convert(arrays["body_q"], qd, arrays["joint_qd"], False)

@@ -182,7 +182,7 @@ class SolverNewton(SolverBase):
         qd = arrays["joint_qd"]
         if self.exchange._convert_free:  # (in Newton's convention: the free joints' poses come first)
             newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
-            qd = self.exchange._qd_in
+            qd = self.exchange.scratch_velocities()
             self.exchange._convert(arrays["body_q"], arrays["joint_qd"], qd, True)
         newton.eval_fk(self.newton_model, arrays["joint_q"], qd, ns)
 
