@@ -6,9 +6,10 @@ are Newton's ``joint_target_qd``/``joint_f``: those arrays are aliased, Newton's
 copy). Newton's position targets (``joint_target_q``) are per coordinate, ours per DOF: they are the same array
 where every joint has one coordinate per DOF, else ours are scattered into Newton's by a kernel (a ball or free
 joint's coordinates keep Newton's targets: ours has none for them). ``joint_qd`` agrees except for free joints
-whose body has its center of mass
-away from its origin: ours is the origin's velocity in world, Newton's the center of mass's in the joint's
-parent frame; then ``joint_qd`` goes through a Warp kernel each way.
+whose body has its center of mass away from its origin: ours is the origin's velocity in world, Newton's the
+center of mass's in the joint's parent frame; then ``joint_qd`` goes through a Warp kernel, into Newton's
+convention before a step and back when the output State's velocities are first read (:class:`PendingVelocities`:
+the next step reads Newton's as they are, so a loop of steps converts nothing).
 """
 
 from __future__ import annotations
