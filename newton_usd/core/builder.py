@@ -13,6 +13,7 @@ from . import inertia as mass_props
 from .kinematics import joint_motions
 from .model import Model
 from .quat import (
+    cross,
     multiply4,
     quat_conjugate,
     quat_from_axis_angle,
@@ -1072,15 +1073,20 @@ class ModelBuilder:
             return wp.array(a, dtype=dtype, device=dev)
 
         def xforms(pairs):
-            return arr([np.concatenate([p, q]) for p, q in pairs], wp.transform, (7,))
+            if not pairs:
+                return arr([], wp.transform, (7,))
+            p, q = zip(*pairs, strict=True)
+            return arr(np.concatenate([np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)], 1),
+                       wp.transform, (7,))  # fmt: skip
 
         m.body_count = self.body_count
         m.body_q = xforms(self.body_q)
-        # body_qd holds the COM velocity: shift the authored origin velocity to the COM.
-        qd = []
-        for b, v in enumerate(self.body_qd):
-            com_w = quat_rotate(self.body_q[b][1], self.body_com[b])
-            qd.append(np.concatenate([v[:3] + np.cross(v[3:], com_w), v[3:]]))
+        # body_qd holds the COM velocity: shift the authored origin velocity to the COM (all bodies at once).
+        qd = np.asarray(self.body_qd, dtype=np.float64).reshape(-1, 6).copy()
+        if len(qd):
+            rot = np.asarray([q for _, q in self.body_q], dtype=np.float64)
+            com_w = quat_rotate(rot, np.asarray(self.body_com, dtype=np.float64))
+            qd[:, :3] += cross(qd[:, 3:], com_w)
         m.body_qd = arr(qd, wp.spatial_vector, (6,))
         m.body_com = arr(self.body_com, wp.vec3, (3,))
         mass = np.asarray(self.body_mass, dtype=np.float64)
@@ -1088,7 +1094,9 @@ class ModelBuilder:
         m.body_inv_mass = arr(np.where(mass > 0, 1.0 / np.maximum(mass, 1e-30), 0.0), wp.float32)
         inertia = np.asarray(self.body_inertia).reshape(-1, 3, 3)
         m.body_inertia = arr(inertia, wp.mat33, (3, 3))
-        inv = [np.linalg.inv(i) if np.linalg.det(i) > 0 else np.zeros((3, 3)) for i in inertia]
+        invertible = np.linalg.det(inertia) > 0 if len(inertia) else np.zeros(0, dtype=bool)
+        inv = np.zeros_like(inertia, dtype=np.float64)
+        inv[invertible] = np.linalg.inv(inertia[invertible])  # (batched)
         m.body_inv_inertia = arr(inv, wp.mat33, (3, 3))
         m.body_world = arr(world_of(self.body_count), wp.int32)
         m.body_kinematic = arr(self.body_kinematic, wp.bool)
