@@ -302,7 +302,11 @@ def test_ctrl_c_kills_the_runs_going_on_and_keeps_the_finished_rows(tmp_path):
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "newton_usd.cli", "batch", stage, "--vary", f"{step}=0.002,2e-7", "-n", "60",
             "-o", str(out), "-j", "1", "-q"]  # fmt: skip
-    batch = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from conftest import _default_sigint  # noqa: PLC0415  (SIGINT not inherited as ignored: a background job's)
+
+    batch = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+    )
     from newton_usd.batch import sweep_from_dict  # noqa: PLC0415
     from newton_usd.batch.plan import expand  # noqa: PLC0415
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from pxr import Sdf, Usd, UsdGeom
 
-from conftest import SAMPLE_STAGES, SAMPLES, UsdsimProcess, has_cuda, usdsim_command
+from conftest import SAMPLE_STAGES, SAMPLES, UsdsimProcess, _default_sigint, has_cuda, usdsim_command
 
 
 # The console script of the environment running the tests (not whatever `usdsim` is first on PATH).
@@ -387,7 +387,7 @@ def test_ctrl_c_during_a_long_c_call_of_the_setup_exits_130_at_once():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # (not inherited as ignored)
+        preexec_fn=_default_sigint,  # (not inherited as ignored)
     )
     assert proc.stdout.readline() == "in setup\n"  # our own process: no other output comes first
     t0 = time.monotonic()
@@ -443,8 +443,6 @@ def test_ctrl_c_while_python_imports_newton_usd_exits_130_without_a_traceback(tm
     SIGINT is sent as soon as USD's first library is loaded: during the import or, on a fast machine,
     just after; either way the user sees one line and exit 130."""
     import signal
-
-    from conftest import _default_sigint
 
     src = tmp_path / "boxes.usda"
     shutil.copy(SAMPLES / "boxes_on_ground.usda", src)
