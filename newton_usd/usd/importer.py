@@ -1086,11 +1086,16 @@ def _joint_bodies(d, path, result):
     """A joint's ``(body0, body1)`` indices (-1: the world), or None (reported) when a target is not a
     simulated body or both are the same body."""
     body0, body1 = d.body0, d.body1
+    stage = result.stage
     for name, body in (("physics:body0", body0), ("physics:body1", body1)):
-        # USD's parser leaves a target that is no prim empty, as if the joint were attached to the world.
-        if (not body or body.isEmpty) and result.stage.GetPrimAtPath(path).GetRelationship(name).GetTargets():
-            result.diagnostics.add(f"joint whose {name} targets no prim (deleted or misspelled?): dropped", path)
-            return None
+        # USD's parser leaves a target that is no prim empty, as if the joint were attached to the world;
+        # a target that is a prim but no body (a static Xform: mujoco-usd-converter's world side) is the
+        # world by UsdPhysics, the local pose given in its frame (the parser makes it a world pose).
+        if not body or body.isEmpty:
+            targets = stage.GetPrimAtPath(path).GetRelationship(name).GetForwardedTargets()
+            if any(not stage.GetPrimAtPath(t) for t in targets):
+                result.diagnostics.add(f"joint whose {name} targets no prim (deleted or misspelled?): dropped", path)
+                return None
     b0 = -1 if (not body0 or body0.isEmpty) else result.body_index.get(str(body0))
     b1 = -1 if (not body1 or body1.isEmpty) else result.body_index.get(str(body1))
     if b0 is None or b1 is None:
