@@ -384,6 +384,9 @@ FIELDS = {
         ("frictionloss", _per_dof("dof_frictionloss"), None),
         ("solreffriction", _per_dof("dof_solref"), None),
         ("solimpfriction", _per_dof("dof_solimp"), None),
+        ("actuatorfrclimited", _attr("jnt_actfrclimited"), None),
+        ("actuatorfrcrange", _attr("jnt_actfrcrange", when="jnt_actfrclimited"), None),
+        ("actuatorgravcomp", _attr("jnt_actgravcomp"), None),
     ],
     "geom": [
         ("type", _attr("geom_type"), None),

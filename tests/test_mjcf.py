@@ -233,6 +233,57 @@ def test_fixed_tendon_and_tendon_actuator_match_native(route, tmp_path):
     assert abs(data.ten_length[0]) > 0.01  # the tendon moved
 
 
+CLAMPED = """
+<mujoco model="clamped">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="upper" pos="0 0 1"><joint name="shoulder" axis="0 1 0" actuatorfrcrange="-2 2"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03"/>
+      <body name="lower" pos="0.3 0 0" gravcomp="1">
+        <joint name="elbow" axis="0 1 0" actuatorfrcrange="-0.5 0.5" actuatorgravcomp="true"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03"/></body></body>
+  </worldbody>
+  <actuator><position joint="shoulder" kp="200"/><position joint="elbow" kp="50"/></actuator>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_joint_actuator_force_range_and_gravcomp_match_native(route, tmp_path):
+    """A joint's actuatorfrcrange clamps the total actuator force on it (the aloha arms' position actuators
+    ask for 250 N m where the joint allows 144), and actuatorgravcomp counts gravity compensation as
+    actuation, inside that clamp."""
+    solver, ref, data, ours = side_by_side(CLAMPED, route, tmp_path, ["upper", "lower"], ctrl=[0.8, -0.6], steps=200)
+    m = solver.mj_model
+    assert m.jnt_actfrclimited.tolist() == [1, 1] and m.jnt_actgravcomp.tolist() == [0, 1]
+    np.testing.assert_allclose(m.jnt_actfrcrange, ref.jnt_actfrcrange)
+    np.testing.assert_allclose(ours, data.xpos[1:3], atol=1e-6)
+    unclamped = mujoco.MjModel.from_xml_string(CLAMPED.replace('actuatorfrcrange="-2 2"', ""))
+    free = mujoco.MjData(unclamped)
+    free.ctrl[:] = [0.8, -0.6]
+    for _ in range(200):
+        mujoco.mj_step(unclamped, free)
+    assert np.abs(free.xpos[1:3] - data.xpos[1:3]).max() > 1e-3  # the clamp matters here
+
+
+def test_actuator_force_range_authored_without_limited_is_auto(tmp_path):
+    """mujoco-usd-converter writes mjc:actuatorfrcrange:min/max and leaves mjc:actuatorfrclimited at its
+    fallback "auto": limited where min < max, as MuJoCo's autolimits."""
+    from pxr import Usd
+
+    from newton_usd.mjcf import convert
+
+    stage_path = convert(CLAMPED, tmp_path / "model.usda")
+    stage = Usd.Stage.Open(str(stage_path))
+    for prim in stage.Traverse():
+        if prim.HasAttribute("mjc:actuatorfrclimited"):
+            prim.RemoveProperty("mjc:actuatorfrclimited")
+    stage.Save()
+    b = ModelBuilder()
+    b.add_usd(str(stage_path))
+    assert SolverMuJoCo(b.finalize("cpu"), backend="cpu").mj_model.jnt_actfrclimited.tolist() == [1, 1]
+
+
 SITES = """
 <mujoco model="thruster">
   <option timestep="0.002" gravity="0 0 -1"/>

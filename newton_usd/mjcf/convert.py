@@ -558,6 +558,12 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
             ("mjc:solimpfriction", T.DoubleArray, [float(x) for x in m.dof_solimp[dof]]),
         ]
         values.append(("mjc:stiffness", T.Double, float(m.jnt_stiffness[jid])))
+        if m.jnt_actfrclimited[jid]:
+            values.append(("mjc:actuatorfrclimited", T.Token, "true"))
+            values.append(("mjc:actuatorfrcrange:min", T.Double, float(m.jnt_actfrcrange[jid][0])))
+            values.append(("mjc:actuatorfrcrange:max", T.Double, float(m.jnt_actfrcrange[jid][1])))
+        if m.jnt_actgravcomp[jid]:
+            values.append(("mjc:actuatorgravcomp", T.Bool, True))
         if jt != mujoco.mjtJoint.mjJNT_BALL:  # MuJoCo's values: the USD coordinate is qpos - ref
             adr = m.jnt_qposadr[jid]
             values.append(("mjc:ref", T.Double, float(m.qpos0[adr])))

@@ -1638,7 +1638,23 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
             r = per_kind[angular][name]
             if r.kind != "default":
                 builder.set_mujoco("dof", key, first_dof + k_dof, r.value)
+    for k_dof, angular in enumerate(kinds):
+        _actuator_force_limit(builder, per_kind[angular], first_dof + k_dof, path, diag)
     result.joint_index[label] = j
+
+
+def _actuator_force_limit(builder, resolved, dof, path, diag):
+    """MuJoCo's clamp of the total actuator force on a joint (``mjc:actuatorfrclimited``, ``"auto"``: limited
+    when min < max, as MuJoCo's autolimits) and ``mjc:actuatorgravcomp``, as ``dof_actfrcrange`` (set only
+    where limited) and ``dof_actgravcomp``."""
+    token = resolved["actuatorfrclimited"].value
+    lo, hi = resolved["actuatorfrcrange_min"].value, resolved["actuatorfrcrange_max"].value
+    if token == "true" and not lo < hi:
+        diag.add("mjc:actuatorfrclimited with mjc:actuatorfrcrange min >= max: the force is not limited", path)
+    elif token == "true" or (token == "auto" and lo < hi):
+        builder.set_mujoco("dof", "dof_actfrcrange", dof, np.array([lo, hi], dtype=np.float64))
+    if resolved["actuatorgravcomp"].value:
+        builder.set_mujoco("dof", "dof_actgravcomp", dof, 1.0)
 
 
 def _d6_distance_limit(builder, d, parent, child, xp, xc, frame, result, path):
