@@ -284,6 +284,60 @@ def test_actuator_force_range_authored_without_limited_is_auto(tmp_path):
     assert SolverMuJoCo(b.finalize("cpu"), backend="cpu").mj_model.jnt_actfrclimited.tolist() == [1, 1]
 
 
+AT_LIMITS = """
+<mujoco model="legs">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="thigh" pos="0 0 1" euler="17 -23 41"><joint name="hip" axis="0.3 1 0.2"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.3" size=".03"/>
+      <body name="shin" pos="0.01 0.02 -0.3" euler="-13 37 7"><joint name="knee" axis="0.1 1 -0.4" range="0 2.5"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size=".03"/>
+        <body name="foot" pos="0 0 -0.3" euler="29 -31 11"><joint name="ankle" axis="1 0.2 0.7" range="0 1"/>
+          <geom type="box" size=".05 .03 .02"/></body></body></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_converted_joints_start_exactly_at_qpos0(tmp_path):
+    """A knee that starts at its limit (barkour's, range 0..2.5 at qpos0 = 0) must not start past it: the
+    float joint frames give the coordinates +-5e-8, so usdsim convert writes them (0) as PhysicsJointStateAPI
+    positions. Without them the run drifts from native's."""
+    from pxr import Usd
+
+    from newton_usd.mjcf import convert
+
+    def final_qpos(path):
+        b = ModelBuilder()
+        b.add_usd(str(path))
+        model = b.finalize("cpu")
+        solver = SolverMuJoCo(model, backend="cpu")
+        s0, s1, control = model.state(), model.state(), model.control()
+        for _ in range(200):
+            solver.step(s0, s1, control, None, 0.002)
+            s0, s1 = s1, s0
+        return model.joint_q.numpy(), solver.mj_data.qpos.copy()
+
+    ref = mujoco.MjModel.from_xml_string(AT_LIMITS)
+    data = mujoco.MjData(ref)
+    for _ in range(200):
+        mujoco.mj_step(ref, data)
+    q0, q = final_qpos(convert(AT_LIMITS, tmp_path / "legs.usda"))
+    assert q0.tolist() == [0.0, 0.0, 0.0]
+    matched = np.abs(q - data.qpos).max()
+    assert matched < 2e-7
+    stripped = tmp_path / "stripped.usda"
+    stage = Usd.Stage.Open(str(convert(AT_LIMITS, stripped)))
+    for prim in stage.Traverse():
+        for name in prim.GetPropertyNames():
+            if name.startswith("state:"):
+                prim.RemoveProperty(name)
+    stage.Save()
+    q0, q = final_qpos(stripped)
+    assert np.abs(q0).max() > 1e-9  # (what the float poses give)
+    assert np.abs(q - data.qpos).max() > 10 * matched
+
+
 SITES = """
 <mujoco model="thruster">
   <option timestep="0.002" gravity="0 0 -1"/>
