@@ -323,8 +323,17 @@ def _geom_orientation(m, g):
 
 
 def _inertia(m, b):
+    """A body's inertia tensor over its largest moment (where a principal-axes quaternion a USD file stores as
+    floats leaves ~1e-7 of it off the diagonal), and that moment; none for a massless body."""
+    if m.body_mass[b] <= 0:
+        return np.zeros(0)
     r = _matrix(m.body_iquat[b])
-    return (r @ np.diag(m.body_inertia[b]) @ r.T).ravel()
+    scale = max(float(np.max(m.body_inertia[b])), 1e-300)
+    return np.concatenate([(r @ np.diag(m.body_inertia[b] / scale) @ r.T).ravel(), [scale]])
+
+
+def _has_mass(m, b) -> bool:
+    return m.body_mass[b] > 0  # (a massless body's inertial frame is nothing)
 
 
 def _scalar_joint(m, j) -> bool:
@@ -408,7 +417,7 @@ FIELDS = {
         ("pos", _attr("body_pos"), None),
         ("quat", lambda m, i: _quat(m.body_quat[i]), None),
         ("mass", _attr("body_mass"), None),
-        ("ipos", _attr("body_ipos"), None),
+        ("ipos", _attr("body_ipos", when=_has_mass), None),
         ("inertia", _inertia, None),
         ("gravcomp", _attr("body_gravcomp"), None),
         ("mocap", lambda m, i: m.body_mocapid[i] >= 0, None),

@@ -127,6 +127,30 @@ def test_meshes_are_compared_by_the_geoms_that_use_them(files):
     assert {("geom", "left", "mesh"), ("geom", "right", "mesh"), ("mesh", "block", "size")} <= fields
 
 
+INERTIALS = """
+<mujoco model="inertials">
+  <worldbody>
+    <body name="beam" pos="0 0 1"><freejoint/>
+      <inertial pos="0 0 0" mass="20" fullinertia="110.9333 8.5333 110.9333 0 0 1e-14"/>
+      <geom type="box" size="0.1 1 0.1" contype="0" conaffinity="0"/>
+      <body name="frame" pos="0.3 0 0"><site name="tip"/></body>
+    </body>
+    <body name="anchor" pos="-3 0 0"/>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_massless_frames_and_float_principal_axes_do_not_count(files):
+    """A massless body has no inertial frame to compare (native puts its ipos anywhere); an inertia whose
+    principal axes a USD file stores as a float quaternion is compared relative to its largest moment."""
+    xml, usda = files(INERTIALS, "inertials")
+    native = load_native(xml)
+    assert native.body_ipos[native.body("anchor").id].tolist() == [-3.0, 0.0, 0.0]  # (native's, for nothing)
+    c = compare(xml, usda)
+    assert not c.differences and not c.differ, c.differences
+
+
 def test_chaos_is_told_from_a_real_difference():
     # native's own sensitivity (1e-9 at the start) grew to 1e-3: a 1e-2 divergence is what a 1e-8 initial
     # difference (float round-off) makes, chaos; with a 1e-9 sensitivity it is a real difference.
