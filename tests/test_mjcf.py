@@ -338,6 +338,41 @@ def test_converted_joints_start_exactly_at_qpos0(tmp_path):
     assert np.abs(q - data.qpos).max() > 10 * matched
 
 
+SPRUNG = """
+<mujoco model="tail">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="base" pos="0 0 1"><joint name="wag" axis="0 1 0" springdamper="0.05 0.7" stiffness="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_springdamper_authored_in_usd_sets_stiffness_and_damping_from_the_masses(tmp_path):
+    """mujoco-usd-converter writes MJCF's springdamper as mjc:springdamper (and the uncompiled stiffness and
+    damping beside it): MuJoCo's compiler makes stiffness and damping of it from the masses (dm_control's
+    dog tail: 0.081 and 0.40 where the attributes say 0.1 and 0.01)."""
+    from pxr import Sdf, Usd
+
+    from newton_usd.mjcf import convert
+
+    path = convert(SPRUNG, tmp_path / "tail.usda")
+    stage = Usd.Stage.Open(str(path))
+    joint = next(p for p in stage.Traverse() if p.GetName() == "wag")
+    joint.GetAttribute("mjc:stiffness").Set(0.1)  # (the peer's: the spec's, not the compiled value)
+    joint.GetAttribute("mjc:damping").Set(0.01)
+    joint.CreateAttribute("mjc:springdamper", Sdf.ValueTypeNames.DoubleArray).Set([0.05, 0.7])
+    stage.Save()
+    ref = mujoco.MjModel.from_xml_string(SPRUNG)
+    b = ModelBuilder()
+    b.add_usd(str(path))
+    m = SolverMuJoCo(b.finalize("cpu"), backend="cpu").mj_model
+    assert ref.jnt_stiffness[0] != pytest.approx(0.1)  # (springdamper overrode it)
+    assert m.jnt_stiffness[0] == pytest.approx(ref.jnt_stiffness[0], rel=1e-6)
+    assert m.dof_damping[0] == pytest.approx(ref.dof_damping[0], rel=1e-6)
+
+
 SITES = """
 <mujoco model="thruster">
   <option timestep="0.002" gravity="0 0 -1"/>

@@ -1549,6 +1549,7 @@ _MUJOCO_DOF_VALUES = {
     "solimp_limit": "dof_solimp_limit",
     "solref_friction": "dof_solref_friction",
     "solimp_friction": "dof_solimp_friction",
+    "springdamper": "dof_springdamper",
 }
 
 

@@ -828,6 +828,7 @@ JOINT_VALUES = {
     "dof_solimp_friction": ("solimp_friction", list),
     "dof_actfrcrange": ("actfrcrange", "limited"),  # set only where limited
     "dof_actgravcomp": ("actgravcomp", int),
+    "dof_springdamper": ("springdamper", list),  # (both positive: MuJoCo's stiffness and damping from it)
 }
 EQUALITY_VALUES = {"eq_solref": ("solref", list), "eq_solimp": ("solimp", list)}
 GEOM_VALUES = {
