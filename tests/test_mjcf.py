@@ -373,6 +373,41 @@ def test_springdamper_authored_in_usd_sets_stiffness_and_damping_from_the_masses
     assert m.dof_damping[0] == pytest.approx(ref.dof_damping[0], rel=1e-6)
 
 
+REF_LIMITS = """
+<mujoco model="fingers">
+  <worldbody>
+    <body name="palm" pos="0 0 1">
+      <body name="finger" pos="0.1 0 0"><joint name="knuckle" axis="0 1 0" range="-17 29" ref="29"/>
+        <geom type="capsule" fromto="0 0 0 0.1 0 0" size=".01"/></body>
+      <body name="slider" pos="-0.1 0 0"><joint name="rail" type="slide" axis="1 0 0" range="-0.02 0.05" ref="0.03"/>
+        <geom type="box" size=".02 .02 .02"/></body></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_limits_beside_mjc_ref_are_mujocos_range(tmp_path):
+    """With mjc:ref a joint's physics limits are MuJoCo's range, in qpos (mujoco-usd-converter writes MJCF's
+    range so and Newton reads it so): the coordinate is qpos - ref, its limits range - ref."""
+    import math
+
+    from pxr import Usd, UsdPhysics
+
+    from newton_usd.mjcf import convert
+
+    path = convert(REF_LIMITS, tmp_path / "fingers.usda")
+    stage = Usd.Stage.Open(str(path))
+    knuckle = UsdPhysics.RevoluteJoint(next(p for p in stage.Traverse() if p.GetName() == "knuckle"))
+    assert (knuckle.GetLowerLimitAttr().Get(), knuckle.GetUpperLimitAttr().Get()) == pytest.approx((-17, 29))
+    b = ModelBuilder()
+    b.add_usd(str(path))
+    model = b.finalize("cpu")
+    lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
+    assert lower.tolist() == pytest.approx([math.radians(-46), -0.05]) and upper.tolist() == pytest.approx([0, 0.02])
+    ref = mujoco.MjModel.from_xml_string(REF_LIMITS)
+    np.testing.assert_allclose(SolverMuJoCo(model, backend="cpu").mj_model.jnt_range, ref.jnt_range, atol=1e-6)
+
+
 SITES = """
 <mujoco model="thruster">
   <option timestep="0.002" gravity="0 0 -1"/>

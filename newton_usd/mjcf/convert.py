@@ -11,7 +11,8 @@ joint; free joints need none), with MjcJointAPI values; MjcActuator prims; conne
 equalities as joints excluded from articulations; a PhysicsScene with MjcSceneAPI and every option
 and flag, the time step exact; contact pairs, keyframes, cameras and lights. The bodies are placed at
 qpos0, so a joint's USD coordinate is MuJoCo's qpos minus the joint's ref (``mjc:ref``, kept with
-``mjc:springref`` as MuJoCo's values).
+``mjc:springref`` as MuJoCo's values; the physics limits beside it are MuJoCo's range, in qpos, as
+mujoco-usd-converter writes them).
 """
 
 from __future__ import annotations
@@ -528,11 +529,10 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
             hinge = jt == mujoco.mjtJoint.mjJNT_HINGE
             joint = (UsdPhysics.RevoluteJoint if hinge else UsdPhysics.PrismaticJoint).Define(stage, path)
             joint.CreateAxisAttr(UsdPhysics.Tokens.x)
-            q0 = float(m.qpos0[m.jnt_qposadr[jid]])
-            if m.jnt_limited[jid]:
+            if m.jnt_limited[jid]:  # MuJoCo's range, in qpos: with mjc:ref (below), as mujoco-usd-converter and Newton
                 unit = DEG if hinge else 1.0
-                joint.CreateLowerLimitAttr(float((m.jnt_range[jid][0] - q0) * unit))
-                joint.CreateUpperLimitAttr(float((m.jnt_range[jid][1] - q0) * unit))
+                joint.CreateLowerLimitAttr(float(m.jnt_range[jid][0] * unit))
+                joint.CreateUpperLimitAttr(float(m.jnt_range[jid][1] * unit))
         if parent:
             joint.CreateBody0Rel().SetTargets([body_path[parent]])
             # UsdPhysics keeps jointed bodies from colliding; MuJoCo filters a parent-child pair only when

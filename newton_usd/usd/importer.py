@@ -1610,6 +1610,13 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
         prim = stage.GetPrimAtPath(path)
         for angular in sorted(set(kinds)):
             per_kind[angular] = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, ctx.of_kind(angular), path)
+    if jt in (JointType.REVOLUTE, JointType.PRISMATIC) and per_kind[kinds[0]]["ref"].kind == "authored":
+        # With mjc:ref the limits are MuJoCo's, in qpos (mujoco-usd-converter writes MJCF's range so, and Newton
+        # reads it so); the joint coordinate is qpos - ref.
+        ref = per_kind[kinds[0]]["ref"].value
+        for key in ("limit_lower", "limit_upper"):
+            if kw.get(key) is not None:
+                kw[key] -= ref
     armature = tuple(per_kind[a]["armature"].value for a in kinds) or 0.0
     friction = tuple(per_kind[a]["frictionloss"].value for a in kinds) or 0.0
     first_dof = len(builder.joint_armature)
