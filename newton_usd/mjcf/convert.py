@@ -568,10 +568,10 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
             adr = m.jnt_qposadr[jid]
             values.append(("mjc:ref", T.Double, float(m.qpos0[adr])))
             values.append(("mjc:springref", T.Double, float(m.qpos_spring[adr])))
-            # The coordinate at qpos0 is exactly 0: said outright (PhysX's PhysicsJointStateAPI), not left to
+            # The coordinate at qpos0 is exactly 0: said outright (PhysX's PhysicsJointStateAPI attributes, the
+            # API itself not applied: usd-core has no schema for it, as JointStateSync writes them), not left to
             # the float poses, which give +-1e-8 (a knee that starts at its limit would start past it).
             axis = "angular" if jt == mujoco.mjtJoint.mjJNT_HINGE else "linear"
-            prim.AddAppliedSchema(f"PhysicsJointStateAPI:{axis}")
             values.append((f"state:{axis}:physics:position", T.Float, 0.0))
             values.append((f"state:{axis}:physics:velocity", T.Float, 0.0))
         for name, type_name, value in values:
