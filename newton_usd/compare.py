@@ -205,12 +205,43 @@ def match_elements(native, ours) -> dict:
     _match_on_bodies(native, ours, matches["joint"], body, "jnt", lambda m, i: (int(m.jnt_type[i]),))
     for kind, prefix in (("geom", "geom"), ("site", "site")):
         _match_on_bodies(native, ours, matches[kind], body, prefix, _placement_key(prefix))
-    for kind in ("actuator", "tendon", "equality", "mesh", "hfield"):  # the rest in order
+    for kind in ("mesh", "hfield"):  # through the geoms that use them (a converter may give each its own)
+        through = _data_through_geoms(native, ours, matches["geom"], kind)
+        named = {i: c for i, c in matches[kind].items() if i not in through and c not in set(through.values())}
+        matches[kind] = through | named
+    for kind in ("actuator", "tendon", "equality"):  # the rest in order
         pairs = matches[kind]
         rest_ours = [i for i in range(_count(ours, kind)) if i not in set(pairs.values())]
         rest_native = [i for i in range(_count(native, kind)) if i not in pairs]
         pairs.update(zip(rest_native, rest_ours, strict=False))
     return matches
+
+
+_DATA_GEOM_TYPE = {"mesh": 7, "hfield": 1}  # mjtGeom of the geoms whose geom_dataid points at one
+
+
+def _data_through_geoms(native, ours, geoms, kind) -> dict:
+    """Native mesh (or height field) id -> ours: the data of matched geoms of that type, first use first."""
+    gtype, pairs, taken = _DATA_GEOM_TYPE[kind], {}, set()
+    for g, c in sorted(geoms.items()):
+        i, j = int(native.geom_dataid[g]), int(ours.geom_dataid[c])
+        if int(native.geom_type[g]) == gtype == int(ours.geom_type[c]) and i >= 0 and j >= 0:
+            if i not in pairs and j not in taken:
+                pairs[i] = j
+                taken.add(j)
+    return pairs
+
+
+def data_copies(native, ours, matches, kind) -> set:
+    """Our meshes (or height fields) that copy a matched one: used by a matched geom whose native geom's
+    data is matched to another of ours (native shares one mesh between geoms, ours gives each its own)."""
+    gtype, copies = _DATA_GEOM_TYPE[kind], set()
+    matched = set(matches[kind].values())
+    for g, c in matches["geom"].items():
+        i, j = int(native.geom_dataid[g]), int(ours.geom_dataid[c])
+        if int(native.geom_type[g]) == gtype == int(ours.geom_type[c]) and i in matches[kind] and j not in matched:
+            copies.add(j)
+    return copies
 
 
 def _placement_key(prefix):
@@ -286,12 +317,23 @@ def _geom_orientation(m, g):
         return _axes_up_to_sign(r, (0, 1, 2))
     if t == mujoco.mjtGeom.mjGEOM_PLANE:
         return r[:, 2]
+    if t == mujoco.mjtGeom.mjGEOM_MESH:  # the mesh's principal frame: compared as its vertices in the body
+        return np.zeros(0)
     return _quat(m.geom_quat[g])
 
 
 def _inertia(m, b):
+    """A body's inertia tensor over its largest moment (where a principal-axes quaternion a USD file stores as
+    floats leaves ~1e-7 of it off the diagonal), and that moment; none for a massless body."""
+    if m.body_mass[b] <= 0:
+        return np.zeros(0)
     r = _matrix(m.body_iquat[b])
-    return (r @ np.diag(m.body_inertia[b]) @ r.T).ravel()
+    scale = max(float(np.max(m.body_inertia[b])), 1e-300)
+    return np.concatenate([(r @ np.diag(m.body_inertia[b] / scale) @ r.T).ravel(), [scale]])
+
+
+def _has_mass(m, b) -> bool:
+    return m.body_mass[b] > 0  # (a massless body's inertial frame is nothing)
 
 
 def _scalar_joint(m, j) -> bool:
@@ -335,17 +377,31 @@ _EQ_DATA = {0: 6, 1: 11, 2: 5, 3: 5}
 scale; joint and tendon: the polynomial)."""
 
 
-def _mesh_bounds(m, i):
-    """A mesh's vertex bounding box in its frame (as MuJoCo placed it: at its center of mass)."""
+def _mesh_vertices(m, i):
     v = m.mesh_vert[m.mesh_vertadr[i] : m.mesh_vertadr[i] + m.mesh_vertnum[i]]
-    return np.concatenate([v.min(axis=0), v.max(axis=0)]) if len(v) else np.zeros(6)
+    return np.asarray(v, dtype=np.float64)
+
+
+def _mesh_size(m, i):
+    """A mesh's size in any frame: its vertices' farthest distance from their mean and their rms spreads
+    along the principal axes, largest first (MuJoCo places a mesh on principal axes, whose choice is
+    arbitrary where two moments are equal, a disc's or a cube's)."""
+    v = _mesh_vertices(m, i)
+    if not len(v):
+        return np.zeros(4)
+    d = v - v.mean(axis=0)
+    spread = np.sqrt(np.maximum(np.linalg.eigvalsh(d.T @ d / len(v)), 0.0))[::-1]
+    return np.concatenate([[np.linalg.norm(d, axis=1).max()], spread])
 
 
 def _geom_mesh(m, g):
-    """A mesh geom's mesh (vertex count and bounds: the mesh's name may differ, its shape may not)."""
+    """A mesh geom's mesh: its vertex count and the bounds of its vertices in the body frame (the mesh's name
+    and its own frame may differ, where it lies in the body may not)."""
     if int(m.geom_type[g]) != 7 or m.geom_dataid[g] < 0:
         return np.zeros(0)
-    return np.concatenate([[m.mesh_vertnum[m.geom_dataid[g]]], _mesh_bounds(m, m.geom_dataid[g])])
+    v = _mesh_vertices(m, int(m.geom_dataid[g])) @ _matrix(m.geom_quat[g]).T + m.geom_pos[g]
+    bounds = np.concatenate([v.min(axis=0), v.max(axis=0)]) if len(v) else np.zeros(6)
+    return np.concatenate([[len(v)], bounds])
 
 
 def _elevation(m, i):
@@ -361,7 +417,7 @@ FIELDS = {
         ("pos", _attr("body_pos"), None),
         ("quat", lambda m, i: _quat(m.body_quat[i]), None),
         ("mass", _attr("body_mass"), None),
-        ("ipos", _attr("body_ipos"), None),
+        ("ipos", _attr("body_ipos", when=_has_mass), None),
         ("inertia", _inertia, None),
         ("gravcomp", _attr("body_gravcomp"), None),
         ("mocap", lambda m, i: m.body_mocapid[i] >= 0, None),
@@ -384,6 +440,9 @@ FIELDS = {
         ("frictionloss", _per_dof("dof_frictionloss"), None),
         ("solreffriction", _per_dof("dof_solref"), None),
         ("solimpfriction", _per_dof("dof_solimp"), None),
+        ("actuatorfrclimited", _attr("jnt_actfrclimited"), None),
+        ("actuatorfrcrange", _attr("jnt_actfrcrange", when="jnt_actfrclimited"), None),
+        ("actuatorgravcomp", _attr("jnt_actgravcomp"), None),
     ],
     "geom": [
         ("type", _attr("geom_type"), None),
@@ -442,7 +501,7 @@ FIELDS = {
     ],
     "mesh": [
         ("vertices", _attr("mesh_vertnum"), None),
-        ("bounds", _mesh_bounds, None),
+        ("size", _mesh_size, None),
     ],
     "hfield": [
         ("size", _attr("hfield_size"), None),
@@ -667,8 +726,14 @@ def compare_models(native, ours, prims=None, *, rtol: float = 1e-5, atol: float 
         pairs = matches[kind]
         c.counts[kind] = [_count(native, kind), _count(ours, kind), len(pairs)]
         matched_ours = set(pairs.values())
+        unused = set()
+        if kind in _DATA_GEOM_TYPE:  # (a copy is compared through its geom's mesh field; an unused asset is no model)
+            matched_ours |= data_copies(native, ours, matches, kind)
+            used = {int(native.geom_dataid[g]) for g in range(native.ngeom)
+                    if int(native.geom_type[g]) == _DATA_GEOM_TYPE[kind]}  # fmt: skip
+            unused = set(range(_count(native, kind))) - used
         for i in range(_count(native, kind)):
-            if i not in pairs:
+            if i not in pairs and i not in unused:
                 c.unmatched.append([kind, "native", _name(native, kind, i) or f"#{i}", None])
         for i in range(_count(ours, kind)):
             if i not in matched_ours:

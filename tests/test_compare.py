@@ -91,6 +91,66 @@ def test_reordered_geoms_within_a_body_do_not_count(files):
     assert not c.differences and not c.differ, c.differences
 
 
+def _disc(radius, half_height, n=8, phase=0.3):
+    ring = [(radius * np.cos(phase + 2 * np.pi * k / n), radius * np.sin(phase + 2 * np.pi * k / n)) for k in range(n)]
+    return " ".join(f"{x:.6f} {y:.6f} {z}" for z in (-half_height, half_height) for x, y in ring)
+
+
+MESHES = f"""
+<mujoco model="meshes">
+  <asset>
+    <mesh name="lid" vertex="{_disc(0.1, 0.005)}"/>
+    <mesh name="block" vertex="0 0 0  0.2 0 0  0 0.1 0  0 0 0.05  0.2 0.1 0  0.2 0 0.05  0 0.1 0.05  0.2 0.1 0.05"/>
+    <mesh name="spare" vertex="0 0 0  1 0 0  0 1 0  0 0 1"/>
+  </asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="pot" pos="0 0 0.5"><freejoint/>
+      <geom name="left" type="mesh" mesh="block" pos="-0.2 0 0"/>
+      <geom name="right" type="mesh" mesh="block" pos="0.2 0 0" euler="0 0 30"/>
+      <geom name="lid" type="mesh" mesh="lid" pos="0 0 0.1"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_meshes_are_compared_by_the_geoms_that_use_them(files):
+    """A mesh two geoms share (ours gives each its own), a disc whose in-plane principal axes MuJoCo picks
+    arbitrarily, and an asset no geom uses do not count; a mesh that changes size does."""
+    xml, usda = files(MESHES, "meshes")
+    c = compare(xml, usda)
+    assert not c.differences and not c.unmatched and not c.differ, (c.differences, c.unmatched)
+    assert c.counts["mesh"][2] == 2  # (lid and block matched; the spare is no part of the model)
+    _, planted = files(MESHES.replace('<mesh name="block"', '<mesh name="block" scale="1.1 1 1"'), "planted")
+    fields = {(d.kind, d.name, d.field) for d in compare(xml, planted).differences}
+    assert {("geom", "left", "mesh"), ("geom", "right", "mesh"), ("mesh", "block", "size")} <= fields
+
+
+INERTIALS = """
+<mujoco model="inertials">
+  <worldbody>
+    <body name="beam" pos="0 0 1"><freejoint/>
+      <inertial pos="0 0 0" mass="20" fullinertia="110.9333 8.5333 110.9333 0 0 1e-14"/>
+      <geom type="box" size="0.1 1 0.1" contype="0" conaffinity="0"/>
+      <body name="frame" pos="0.3 0 0"><site name="tip"/></body>
+    </body>
+    <body name="anchor" pos="-3 0 0"/>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_massless_frames_and_float_principal_axes_do_not_count(files):
+    """A massless body has no inertial frame to compare (native puts its ipos anywhere); an inertia whose
+    principal axes a USD file stores as a float quaternion is compared relative to its largest moment."""
+    xml, usda = files(INERTIALS, "inertials")
+    native = load_native(xml)
+    assert native.body_ipos[native.body("anchor").id].tolist() == [-3.0, 0.0, 0.0]  # (native's, for nothing)
+    c = compare(xml, usda)
+    assert not c.differences and not c.differ, c.differences
+
+
 def test_chaos_is_told_from_a_real_difference():
     # native's own sensitivity (1e-9 at the start) grew to 1e-3: a 1e-2 divergence is what a 1e-8 initial
     # difference (float round-off) makes, chaos; with a 1e-9 sensitivity it is a real difference.

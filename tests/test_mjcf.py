@@ -233,6 +233,181 @@ def test_fixed_tendon_and_tendon_actuator_match_native(route, tmp_path):
     assert abs(data.ten_length[0]) > 0.01  # the tendon moved
 
 
+CLAMPED = """
+<mujoco model="clamped">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="upper" pos="0 0 1"><joint name="shoulder" axis="0 1 0" actuatorfrcrange="-2 2"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03"/>
+      <body name="lower" pos="0.3 0 0" gravcomp="1">
+        <joint name="elbow" axis="0 1 0" actuatorfrcrange="-0.5 0.5" actuatorgravcomp="true"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03"/></body></body>
+  </worldbody>
+  <actuator><position joint="shoulder" kp="200"/><position joint="elbow" kp="50"/></actuator>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("route", ["mjcf", "usd"])
+def test_joint_actuator_force_range_and_gravcomp_match_native(route, tmp_path):
+    """A joint's actuatorfrcrange clamps the total actuator force on it (the aloha arms' position actuators
+    ask for 250 N m where the joint allows 144), and actuatorgravcomp counts gravity compensation as
+    actuation, inside that clamp."""
+    solver, ref, data, ours = side_by_side(CLAMPED, route, tmp_path, ["upper", "lower"], ctrl=[0.8, -0.6], steps=200)
+    m = solver.mj_model
+    assert m.jnt_actfrclimited.tolist() == [1, 1] and m.jnt_actgravcomp.tolist() == [0, 1]
+    np.testing.assert_allclose(m.jnt_actfrcrange, ref.jnt_actfrcrange)
+    np.testing.assert_allclose(ours, data.xpos[1:3], atol=1e-6)
+    unclamped = mujoco.MjModel.from_xml_string(CLAMPED.replace('actuatorfrcrange="-2 2"', ""))
+    free = mujoco.MjData(unclamped)
+    free.ctrl[:] = [0.8, -0.6]
+    for _ in range(200):
+        mujoco.mj_step(unclamped, free)
+    assert np.abs(free.xpos[1:3] - data.xpos[1:3]).max() > 1e-3  # the clamp matters here
+
+
+def test_actuator_force_range_authored_without_limited_is_auto(tmp_path):
+    """mujoco-usd-converter writes mjc:actuatorfrcrange:min/max and leaves mjc:actuatorfrclimited at its
+    fallback "auto": limited where min < max, as MuJoCo's autolimits."""
+    from pxr import Usd
+
+    from newton_usd.mjcf import convert
+
+    stage_path = convert(CLAMPED, tmp_path / "model.usda")
+    stage = Usd.Stage.Open(str(stage_path))
+    for prim in stage.Traverse():
+        if prim.HasAttribute("mjc:actuatorfrclimited"):
+            prim.RemoveProperty("mjc:actuatorfrclimited")
+    stage.Save()
+    b = ModelBuilder()
+    b.add_usd(str(stage_path))
+    assert SolverMuJoCo(b.finalize("cpu"), backend="cpu").mj_model.jnt_actfrclimited.tolist() == [1, 1]
+
+
+AT_LIMITS = """
+<mujoco model="legs">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="thigh" pos="0 0 1" euler="17 -23 41"><joint name="hip" axis="0.3 1 0.2"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.3" size=".03"/>
+      <body name="shin" pos="0.01 0.02 -0.3" euler="-13 37 7"><joint name="knee" axis="0.1 1 -0.4" range="0 2.5"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size=".03"/>
+        <body name="foot" pos="0 0 -0.3" euler="29 -31 11"><joint name="ankle" axis="1 0.2 0.7" range="0 1"/>
+          <geom type="box" size=".05 .03 .02"/></body></body></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_converted_joints_start_exactly_at_qpos0(tmp_path):
+    """A knee that starts at its limit (barkour's, range 0..2.5 at qpos0 = 0) must not start past it: the
+    float joint frames give the coordinates +-5e-8, so usdsim convert writes them (0) as PhysicsJointStateAPI
+    positions. Without them the run drifts from native's."""
+    from pxr import Usd
+
+    from newton_usd.mjcf import convert
+
+    def final_qpos(path):
+        b = ModelBuilder()
+        b.add_usd(str(path))
+        model = b.finalize("cpu")
+        solver = SolverMuJoCo(model, backend="cpu")
+        s0, s1, control = model.state(), model.state(), model.control()
+        for _ in range(200):
+            solver.step(s0, s1, control, None, 0.002)
+            s0, s1 = s1, s0
+        return model.joint_q.numpy(), solver.mj_data.qpos.copy()
+
+    ref = mujoco.MjModel.from_xml_string(AT_LIMITS)
+    data = mujoco.MjData(ref)
+    for _ in range(200):
+        mujoco.mj_step(ref, data)
+    q0, q = final_qpos(convert(AT_LIMITS, tmp_path / "legs.usda"))
+    assert q0.tolist() == [0.0, 0.0, 0.0]
+    matched = np.abs(q - data.qpos).max()
+    assert matched < 2e-7
+    stripped = tmp_path / "stripped.usda"
+    stage = Usd.Stage.Open(str(convert(AT_LIMITS, stripped)))
+    for prim in stage.Traverse():
+        for name in prim.GetPropertyNames():
+            if name.startswith("state:"):
+                prim.RemoveProperty(name)
+    stage.Save()
+    q0, q = final_qpos(stripped)
+    assert np.abs(q0).max() > 1e-9  # (what the float poses give)
+    assert np.abs(q - data.qpos).max() > 10 * matched
+
+
+SPRUNG = """
+<mujoco model="tail">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="base" pos="0 0 1"><joint name="wag" axis="0 1 0" springdamper="0.05 0.7" stiffness="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_springdamper_authored_in_usd_sets_stiffness_and_damping_from_the_masses(tmp_path):
+    """mujoco-usd-converter writes MJCF's springdamper as mjc:springdamper (and the uncompiled stiffness and
+    damping beside it): MuJoCo's compiler makes stiffness and damping of it from the masses (dm_control's
+    dog tail: 0.081 and 0.40 where the attributes say 0.1 and 0.01)."""
+    from pxr import Sdf, Usd
+
+    from newton_usd.mjcf import convert
+
+    path = convert(SPRUNG, tmp_path / "tail.usda")
+    stage = Usd.Stage.Open(str(path))
+    joint = next(p for p in stage.Traverse() if p.GetName() == "wag")
+    joint.GetAttribute("mjc:stiffness").Set(0.1)  # (the peer's: the spec's, not the compiled value)
+    joint.GetAttribute("mjc:damping").Set(0.01)
+    joint.CreateAttribute("mjc:springdamper", Sdf.ValueTypeNames.DoubleArray).Set([0.05, 0.7])
+    stage.Save()
+    ref = mujoco.MjModel.from_xml_string(SPRUNG)
+    b = ModelBuilder()
+    b.add_usd(str(path))
+    m = SolverMuJoCo(b.finalize("cpu"), backend="cpu").mj_model
+    assert ref.jnt_stiffness[0] != pytest.approx(0.1)  # (springdamper overrode it)
+    assert m.jnt_stiffness[0] == pytest.approx(ref.jnt_stiffness[0], rel=1e-6)
+    assert m.dof_damping[0] == pytest.approx(ref.dof_damping[0], rel=1e-6)
+
+
+REF_LIMITS = """
+<mujoco model="fingers">
+  <worldbody>
+    <body name="palm" pos="0 0 1">
+      <body name="finger" pos="0.1 0 0"><joint name="knuckle" axis="0 1 0" range="-17 29" ref="29"/>
+        <geom type="capsule" fromto="0 0 0 0.1 0 0" size=".01"/></body>
+      <body name="slider" pos="-0.1 0 0"><joint name="rail" type="slide" axis="1 0 0" range="-0.02 0.05" ref="0.03"/>
+        <geom type="box" size=".02 .02 .02"/></body></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_limits_beside_mjc_ref_are_mujocos_range(tmp_path):
+    """With mjc:ref a joint's physics limits are MuJoCo's range, in qpos (mujoco-usd-converter writes MJCF's
+    range so and Newton reads it so): the coordinate is qpos - ref, its limits range - ref."""
+    import math
+
+    from pxr import Usd, UsdPhysics
+
+    from newton_usd.mjcf import convert
+
+    path = convert(REF_LIMITS, tmp_path / "fingers.usda")
+    stage = Usd.Stage.Open(str(path))
+    knuckle = UsdPhysics.RevoluteJoint(next(p for p in stage.Traverse() if p.GetName() == "knuckle"))
+    assert (knuckle.GetLowerLimitAttr().Get(), knuckle.GetUpperLimitAttr().Get()) == pytest.approx((-17, 29))
+    b = ModelBuilder()
+    b.add_usd(str(path))
+    model = b.finalize("cpu")
+    lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
+    assert lower.tolist() == pytest.approx([math.radians(-46), -0.05]) and upper.tolist() == pytest.approx([0, 0.02])
+    ref = mujoco.MjModel.from_xml_string(REF_LIMITS)
+    np.testing.assert_allclose(SolverMuJoCo(model, backend="cpu").mj_model.jnt_range, ref.jnt_range, atol=1e-6)
+
+
 SITES = """
 <mujoco model="thruster">
   <option timestep="0.002" gravity="0 0 -1"/>

@@ -75,6 +75,22 @@ def test_body0_only_joint_is_reversed_onto_the_world():
     np.testing.assert_allclose(m.joint_axis.numpy()[0], [0, -1, 0])
 
 
+def test_a_joint_to_a_static_xform_attaches_to_the_world_in_its_frame(caplog):
+    """physics:body0 targeting a prim that is no body (mujoco-usd-converter welds a robot's base to its
+    default prim this way) is the world in UsdPhysics; the local pose is in that prim's frame."""
+    stage = pendulum(angle_deg=0.0, pivot=(1, 0, 2))
+    UsdGeom.Xform.Define(stage, "/Robot").AddTranslateOp().Set(Gf.Vec3d(1, 0, 0))
+    joint = UsdPhysics.RevoluteJoint.Get(stage, "/Hinge")
+    joint.CreateBody0Rel().SetTargets([Sdf.Path("/Robot")])
+    joint.GetLocalPos0Attr().Set(Gf.Vec3f(0, 0, 2))  # (1, 0, 2) in the world
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        m, _ = load(stage)
+    assert not [r.getMessage() for r in caplog.records if "joint" in r.getMessage()]
+    assert m.joint_parent.numpy().tolist() == [-1]
+    assert m.joint_type.numpy().tolist() == [JointType.REVOLUTE]
+    np.testing.assert_allclose(m.joint_X_p.numpy()[0][:3], [1, 0, 2], atol=1e-6)
+
+
 def test_centimeter_stage_is_converted_to_meters():
     stage = falling_cube(meters_per_unit=0.01, height=100.0)
     UsdGeom.Cube.Get(stage, "/Cube").GetSizeAttr().Set(20.0)

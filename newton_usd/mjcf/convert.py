@@ -11,7 +11,8 @@ joint; free joints need none), with MjcJointAPI values; MjcActuator prims; conne
 equalities as joints excluded from articulations; a PhysicsScene with MjcSceneAPI and every option
 and flag, the time step exact; contact pairs, keyframes, cameras and lights. The bodies are placed at
 qpos0, so a joint's USD coordinate is MuJoCo's qpos minus the joint's ref (``mjc:ref``, kept with
-``mjc:springref`` as MuJoCo's values).
+``mjc:springref`` as MuJoCo's values; the physics limits beside it are MuJoCo's range, in qpos, as
+mujoco-usd-converter writes them).
 """
 
 from __future__ import annotations
@@ -528,11 +529,10 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
             hinge = jt == mujoco.mjtJoint.mjJNT_HINGE
             joint = (UsdPhysics.RevoluteJoint if hinge else UsdPhysics.PrismaticJoint).Define(stage, path)
             joint.CreateAxisAttr(UsdPhysics.Tokens.x)
-            q0 = float(m.qpos0[m.jnt_qposadr[jid]])
-            if m.jnt_limited[jid]:
+            if m.jnt_limited[jid]:  # MuJoCo's range, in qpos: with mjc:ref (below), as mujoco-usd-converter and Newton
                 unit = DEG if hinge else 1.0
-                joint.CreateLowerLimitAttr(float((m.jnt_range[jid][0] - q0) * unit))
-                joint.CreateUpperLimitAttr(float((m.jnt_range[jid][1] - q0) * unit))
+                joint.CreateLowerLimitAttr(float(m.jnt_range[jid][0] * unit))
+                joint.CreateUpperLimitAttr(float(m.jnt_range[jid][1] * unit))
         if parent:
             joint.CreateBody0Rel().SetTargets([body_path[parent]])
             # UsdPhysics keeps jointed bodies from colliding; MuJoCo filters a parent-child pair only when
@@ -558,10 +558,22 @@ def _write_joints(stage, m, b, world, body_path, names, joint_path, diag):
             ("mjc:solimpfriction", T.DoubleArray, [float(x) for x in m.dof_solimp[dof]]),
         ]
         values.append(("mjc:stiffness", T.Double, float(m.jnt_stiffness[jid])))
+        if m.jnt_actfrclimited[jid]:
+            values.append(("mjc:actuatorfrclimited", T.Token, "true"))
+            values.append(("mjc:actuatorfrcrange:min", T.Double, float(m.jnt_actfrcrange[jid][0])))
+            values.append(("mjc:actuatorfrcrange:max", T.Double, float(m.jnt_actfrcrange[jid][1])))
+        if m.jnt_actgravcomp[jid]:
+            values.append(("mjc:actuatorgravcomp", T.Bool, True))
         if jt != mujoco.mjtJoint.mjJNT_BALL:  # MuJoCo's values: the USD coordinate is qpos - ref
             adr = m.jnt_qposadr[jid]
             values.append(("mjc:ref", T.Double, float(m.qpos0[adr])))
             values.append(("mjc:springref", T.Double, float(m.qpos_spring[adr])))
+            # The coordinate at qpos0 is exactly 0: said outright (PhysX's PhysicsJointStateAPI attributes, the
+            # API itself not applied: usd-core has no schema for it, as JointStateSync writes them), not left to
+            # the float poses, which give +-1e-8 (a knee that starts at its limit would start past it).
+            axis = "angular" if jt == mujoco.mjtJoint.mjJNT_HINGE else "linear"
+            values.append((f"state:{axis}:physics:position", T.Float, 0.0))
+            values.append((f"state:{axis}:physics:velocity", T.Float, 0.0))
         for name, type_name, value in values:
             _set(prim, name, type_name, value)
         joint_path[jid] = path

@@ -346,6 +346,10 @@ def _import_joints(builder, m, d, body_of, prefix, result):
                     ("dof_solimp_friction", m.dof_solimp[mdof]),
                 ):  # fmt: skip
                     builder.set_mujoco("dof", key, first_dof + k, np.array(value, dtype=np.float64))
+                if m.jnt_actfrclimited[jid]:
+                    builder.set_mujoco("dof", "dof_actfrcrange", first_dof + k, m.jnt_actfrcrange[jid].copy())
+                if m.jnt_actgravcomp[jid]:
+                    builder.set_mujoco("dof", "dof_actgravcomp", first_dof + k, 1.0)
             result.joint_index[label] = j
 
 

@@ -1086,11 +1086,16 @@ def _joint_bodies(d, path, result):
     """A joint's ``(body0, body1)`` indices (-1: the world), or None (reported) when a target is not a
     simulated body or both are the same body."""
     body0, body1 = d.body0, d.body1
+    stage = result.stage
     for name, body in (("physics:body0", body0), ("physics:body1", body1)):
-        # USD's parser leaves a target that is no prim empty, as if the joint were attached to the world.
-        if (not body or body.isEmpty) and result.stage.GetPrimAtPath(path).GetRelationship(name).GetTargets():
-            result.diagnostics.add(f"joint whose {name} targets no prim (deleted or misspelled?): dropped", path)
-            return None
+        # USD's parser leaves a target that is no prim empty, as if the joint were attached to the world;
+        # a target that is a prim but no body (a static Xform: mujoco-usd-converter's world side) is the
+        # world by UsdPhysics, the local pose given in its frame (the parser makes it a world pose).
+        if not body or body.isEmpty:
+            targets = stage.GetPrimAtPath(path).GetRelationship(name).GetForwardedTargets()
+            if any(not stage.GetPrimAtPath(t) for t in targets):
+                result.diagnostics.add(f"joint whose {name} targets no prim (deleted or misspelled?): dropped", path)
+                return None
     b0 = -1 if (not body0 or body0.isEmpty) else result.body_index.get(str(body0))
     b1 = -1 if (not body1 or body1.isEmpty) else result.body_index.get(str(body1))
     if b0 is None or b1 is None:
@@ -1544,6 +1549,7 @@ _MUJOCO_DOF_VALUES = {
     "solimp_limit": "dof_solimp_limit",
     "solref_friction": "dof_solref_friction",
     "solimp_friction": "dof_solimp_friction",
+    "springdamper": "dof_springdamper",
 }
 
 
@@ -1601,6 +1607,13 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
         prim = stage.GetPrimAtPath(path)
         for angular in sorted(set(kinds)):
             per_kind[angular] = result.resolver.resolve_all(prim, props.JOINT_PROPERTIES, ctx.of_kind(angular), path)
+    if jt in (JointType.REVOLUTE, JointType.PRISMATIC) and per_kind[kinds[0]]["ref"].kind == "authored":
+        # With mjc:ref the limits are MuJoCo's, in qpos (mujoco-usd-converter writes MJCF's range so, and Newton
+        # reads it so); the joint coordinate is qpos - ref.
+        ref = per_kind[kinds[0]]["ref"].value
+        for key in ("limit_lower", "limit_upper"):
+            if kw.get(key) is not None:
+                kw[key] -= ref
     armature = tuple(per_kind[a]["armature"].value for a in kinds) or 0.0
     friction = tuple(per_kind[a]["frictionloss"].value for a in kinds) or 0.0
     first_dof = len(builder.joint_armature)
@@ -1632,7 +1645,23 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
             r = per_kind[angular][name]
             if r.kind != "default":
                 builder.set_mujoco("dof", key, first_dof + k_dof, r.value)
+    for k_dof, angular in enumerate(kinds):
+        _actuator_force_limit(builder, per_kind[angular], first_dof + k_dof, path, diag)
     result.joint_index[label] = j
+
+
+def _actuator_force_limit(builder, resolved, dof, path, diag):
+    """MuJoCo's clamp of the total actuator force on a joint (``mjc:actuatorfrclimited``, ``"auto"``: limited
+    when min < max, as MuJoCo's autolimits) and ``mjc:actuatorgravcomp``, as ``dof_actfrcrange`` (set only
+    where limited) and ``dof_actgravcomp``."""
+    token = resolved["actuatorfrclimited"].value
+    lo, hi = resolved["actuatorfrcrange_min"].value, resolved["actuatorfrcrange_max"].value
+    if token == "true" and not lo < hi:
+        diag.add("mjc:actuatorfrclimited with mjc:actuatorfrcrange min >= max: the force is not limited", path)
+    elif token == "true" or (token == "auto" and lo < hi):
+        builder.set_mujoco("dof", "dof_actfrcrange", dof, np.array([lo, hi], dtype=np.float64))
+    if resolved["actuatorgravcomp"].value:
+        builder.set_mujoco("dof", "dof_actgravcomp", dof, 1.0)
 
 
 def _d6_distance_limit(builder, d, parent, child, xp, xc, frame, result, path):

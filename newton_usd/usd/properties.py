@@ -302,10 +302,24 @@ JOINT_SOLREF_FRICTION = Property(
 JOINT_SOLIMP_FRICTION = Property(
     "solimp_friction", (C("mjc", "mjc:solimpfriction", _vec(5)),), default=None, check=_solimp
 )
+JOINT_ACTFRCLIMITED = Property(
+    "actuatorfrclimited", (C("mjc", "mjc:actuatorfrclimited"),), default="auto", allowed=("false", "true", "auto")
+)
+JOINT_ACTFRCRANGE_MIN = Property(
+    "actuatorfrcrange_min", (C("mjc", "mjc:actuatorfrcrange:min", _effort),), default=0.0, unit="N*m | N"
+)
+JOINT_ACTFRCRANGE_MAX = Property(
+    "actuatorfrcrange_max", (C("mjc", "mjc:actuatorfrcrange:max", _effort),), default=0.0, unit="N*m | N"
+)
+JOINT_SPRINGDAMPER = Property(
+    "springdamper", (C("mjc", "mjc:springdamper", _vec(2)),), default=None, unit="s, 1"
+)  # (timeconst, dampratio): MuJoCo's compiler then sets stiffness and damping from the masses
+JOINT_ACTGRAVCOMP = Property("actuatorgravcomp", (C("mjc", "mjc:actuatorgravcomp", _bool),), default=False)
 # mjc:ref is not applied yet: MuJoCo's qpos0 offset would shift every coordinate (reported by usdsim check).
 JOINT_PROPERTIES = (
     JOINT_ARMATURE, JOINT_FRICTION, JOINT_DAMPING, JOINT_STIFFNESS, JOINT_SPRINGREF, JOINT_REF, JOINT_MARGIN,
-    JOINT_SOLREF_LIMIT, JOINT_SOLIMP_LIMIT, JOINT_SOLREF_FRICTION, JOINT_SOLIMP_FRICTION,
+    JOINT_SOLREF_LIMIT, JOINT_SOLIMP_LIMIT, JOINT_SOLREF_FRICTION, JOINT_SOLIMP_FRICTION, JOINT_ACTFRCLIMITED,
+    JOINT_ACTFRCRANGE_MIN, JOINT_ACTFRCRANGE_MAX, JOINT_ACTGRAVCOMP, JOINT_SPRINGDAMPER,
 )  # fmt: skip
 
 # ---------------------------------------------------------------- colliders

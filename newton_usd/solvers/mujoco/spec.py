@@ -830,6 +830,9 @@ JOINT_VALUES = {
     "dof_solimp_limit": ("solimp_limit", list),
     "dof_solref_friction": ("solref_friction", list),
     "dof_solimp_friction": ("solimp_friction", list),
+    "dof_actfrcrange": ("actfrcrange", "limited"),  # set only where limited
+    "dof_actgravcomp": ("actgravcomp", int),
+    "dof_springdamper": ("springdamper", list),  # (both positive: MuJoCo's stiffness and damping from it)
 }
 EQUALITY_VALUES = {"eq_solref": ("solref", list), "eq_solimp": ("solimp", list)}
 GEOM_VALUES = {
@@ -855,6 +858,9 @@ def _set_from(element, model, index, table):
             continue
         if kind == "poly":
             setattr(element, attr, [float(v), 0.0, 0.0])
+        elif kind == "limited":  # a range recorded only where it applies: MuJoCo's `<attr>limited` true
+            setattr(element, attr.replace("range", "limited"), mujoco.mjtLimited.mjLIMITED_TRUE)
+            setattr(element, attr, [float(x) for x in v])
         else:
             setattr(element, attr, kind(v) if kind is not list else [float(x) for x in v])
 
