@@ -10,7 +10,7 @@ def main() -> int:
         from newton_usd.cli import main as usdsim  # noqa: PLC0415
     except KeyboardInterrupt:
         print("usdsim: interrupted", file=sys.stderr)
-        return 130
+        return 130  # newton_usd.cli.EXIT_INTERRUPTED (not imported: importing it is what was interrupted)
     return usdsim()
 
 

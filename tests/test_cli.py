@@ -455,9 +455,12 @@ def test_ctrl_c_while_python_imports_newton_usd_exits_130_without_a_traceback(tm
     )
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
-        with open(f"/proc/{proc.pid}/maps") as f:
-            if "usd_core" in f.read():  # usd-core's shared libraries: pxr is being imported
-                break
+        try:
+            with open(f"/proc/{proc.pid}/maps") as f:
+                if "usd_core" in f.read():  # usd-core's shared libraries: pxr is being imported
+                    break
+        except OSError:  # (the process ended between poll and open: its exit code is checked below)
+            break
         time.sleep(0.005)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
