@@ -13,9 +13,15 @@ go through Newton's own ``joint_q``/``joint_qd``, converted by a Warp kernel eac
 - cone-limited ball joints, bridged as D6 joints (see :mod:`.model_bridge`): ours are a quaternion (4
   coordinates) and the angular velocity in the parent joint frame, Newton's the D6's three intrinsic Euler
   angles and their rates (so Newton's ``joint_q`` is shorter: every later joint's coordinates start earlier).
+
+A solver that writes joint states (featherstone, kamino) leaves them in Newton's convention until they are read
+(:class:`PendingNewtonJoints`): a step loop that reads only the bodies, as the stage write-back does, converts
+nothing after its first step.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import newton
 import numpy as np
@@ -174,8 +180,36 @@ class PendingJointState:
             self.exchange.joints_from_bodies(state)
 
 
+class PendingNewtonJoints:
+    """A State whose joint states are still Newton's (see the module's docstring), held in ``slot``, one of the
+    exchange's two: the output of a solver that writes joint states, converted into ours when first read
+    instead of after every step (the next step reads Newton's from the slot directly). Reading an array that
+    the conversion writes or reads converts it: ``joint_qd``, ``joint_q`` where a cone joint's differ, the body
+    arrays where free joints' velocities depend on their pose (a caller might change it next)."""
+
+    __slots__ = ("exchange", "slot")
+
+    def __init__(self, exchange, slot: int):
+        self.exchange, self.slot = exchange, slot
+
+    def read(self, state, name):
+        if name in self.exchange._read_converts:
+            self.release(state)
+        return state.__dict__[name]
+
+    def release(self, state):
+        if state.__dict__.get("_pending") is self:
+            del state.__dict__["_pending"]
+            self.exchange._from_slot(state, self.slot)
+
+
 class StateExchange:
     """Newton's State and Control objects of one bridged model, made to point at ours each step.
+
+    Where the joint states differ, Newton's live in two *slots* (``joint_q`` where a cone joint's differ, and
+    ``joint_qd``), one the step's input, the other its output: a step's output stays in its slot, pending in
+    our State (:class:`PendingNewtonJoints`), until read or until the slot is needed again; then it is
+    converted into ours.
 
     Args:
         model: our Model.
@@ -196,13 +230,20 @@ class StateExchange:
         self._cone_first_axis = wp.array(bridge.cone_first_axis, dtype=wp.int32, device=device)
         self._convert_q = bool((bridge.cone_first_axis >= 0).any())  # (Newton's joint_q is shorter)
         self._convert_qd = self._convert_q or self._convert_free
-        grad = newton_model.requires_grad
-        if self._convert_q:  # Newton's own joint_q, converted into and out of ours
-            self._q_in = wp.zeros(newton_model.joint_coord_count, dtype=wp.float32, device=device, requires_grad=grad)
-            self._q_out = wp.zeros_like(self._q_in)
-        if self._convert_qd:  # and joint_qd
-            self._qd_in = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=device, requires_grad=grad)
-            self._qd_out = wp.zeros_like(self._qd_in)
+        self._read_converts = {"joint_qd"} | ({"joint_q"} if self._convert_q else set())
+        if self._convert_free:
+            self._read_converts |= {"body_q", "body_qd"}
+        if self._convert_qd:  # Newton's own joint_q (where it differs) and joint_qd, in two slots
+            grad = newton_model.requires_grad
+
+            def newton_joints():
+                q = None
+                if self._convert_q:
+                    q = wp.zeros(newton_model.joint_coord_count, dtype=wp.float32, device=device, requires_grad=grad)
+                return q, wp.zeros(model.joint_dof_count, dtype=wp.float32, device=device, requires_grad=grad)
+
+            self._slots = (newton_joints(), newton_joints())
+            self._holders = [None, None]  # the State (weak reference) whose pending joint states each slot holds
         types = newton_model.joint_type.numpy()
         per_dof = np.nonzero((types != int(JointType.FREE)) & (types != int(JointType.BALL)))[0].astype(np.int32)
         self._coord_targets = None  # Newton's per-coordinate position targets, where they differ from ours
@@ -221,16 +262,18 @@ class StateExchange:
 
     def inputs(self, state_in, state_out, control, joints_read: bool = True):
         """Newton's (state_in, state_out, control), pointing at ours (the joint states converted in unless the
-        solver does not read them, ``joints_read`` False: XPBD)."""
+        solver does not read them, ``joints_read`` False: XPBD, or ``state_in`` holds them in a slot)."""
         ns_in, ns_out, nc = self.state_in, self.state_out, self.control
+        mine = (PendingJointState, PendingNewtonJoints)
         pending = state_out.__dict__.get("_pending")
-        if isinstance(pending, PendingJointState):  # its joint states are about to be stepped over
+        if isinstance(pending, mine) and pending.exchange is self:  # its joint states are about to be stepped over
             del state_out.__dict__["_pending"]
         elif pending is not None:  # another solver's: its arrays written first
             pending.release(state_out)
         pending = state_in.__dict__.get("_pending")
-        if pending is not None and not isinstance(pending, PendingJointState):
+        if pending is not None and not (isinstance(pending, mine) and pending.exchange is self):
             pending.release(state_in)  # (ours pending: its body arrays are current, its joint arrays unread)
+            pending = None
         for ours, theirs in ((state_in, ns_in), (state_out, ns_out)):
             arrays = ours.__dict__
             theirs.body_q = arrays["body_q"]
@@ -238,13 +281,24 @@ class StateExchange:
             theirs.body_f = arrays["body_f"]
             theirs.joint_q = arrays["joint_q"]
             theirs.joint_qd = arrays["joint_qd"]
-        if self._convert_q:
-            ns_in.joint_q, ns_out.joint_q = self._q_in, self._q_out
         if self._convert_qd:
-            ns_in.joint_qd, ns_out.joint_qd = self._qd_in, self._qd_out
-            if joints_read:
-                arrays = state_in.__dict__
-                self._convert(ns_in.body_q, arrays["joint_q"], arrays["joint_qd"], ns_in.joint_q, self._qd_in, True)
+            if isinstance(pending, PendingNewtonJoints):  # Newton's joint states of state_in, still in their slot
+                i = pending.slot
+            else:
+                i = 0
+                self._claim(0)
+                if joints_read:
+                    arrays = state_in.__dict__
+                    q, qd = self._slots[0]
+                    q = arrays["joint_q"] if q is None else q
+                    self._convert(arrays["body_q"], arrays["joint_q"], arrays["joint_qd"], q, qd, True)
+            out = 1 - i
+            self._claim(out, state_out)
+            for theirs, (q, qd) in ((ns_in, self._slots[i]), (ns_out, self._slots[out])):
+                if q is not None:
+                    theirs.joint_q = q
+                theirs.joint_qd = qd
+            self._out = out
         if control is not None:
             if self._coord_targets is None:  # (also where no DOF has a position drive: no target is read)
                 nc.joint_target_q = control.joint_target_pos
@@ -263,25 +317,32 @@ class StateExchange:
         return ns_in, ns_out, nc
 
     def outputs(self, state_out, joints_written: bool = True) -> None:
-        """After a step: Newton's joint states converted into ours where they differ. ``joints_written`` False
-        (XPBD): the joint states are left pending, computed from the body states when first read."""
+        """After a step: Newton's joint states, where they differ, left in their slot to be converted into ours
+        when read (with gradients: converted now, as a ``wp.Tape`` records kernels when they run).
+        ``joints_written`` False (XPBD): the joint states are left pending, computed from the body states when
+        first read."""
         if not joints_written:
             state_out.__dict__["_pending"] = PendingJointState(self)
             return
-        if self._convert_qd:
-            arrays, ns = state_out.__dict__, self.state_out
-            self._convert(arrays["body_q"], ns.joint_q, self._qd_out, arrays["joint_q"], arrays["joint_qd"], False)
+        if not self._convert_qd:
+            return
+        if self.newton_model.requires_grad:
+            self._holders[self._out] = None
+            self._from_slot(state_out, self._out)
+        else:
+            state_out.__dict__["_pending"] = PendingNewtonJoints(self, self._out)
 
     def joints_from_bodies(self, state) -> None:
         """``state``'s joint coordinates and velocities from its body poses and velocities (``newton.eval_ik``)."""
         arrays = state.__dict__
         ns = self._ik_state
         ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
-        q = self._q_out if self._convert_q else arrays["joint_q"]
-        qd = self._qd_out if self._convert_qd else arrays["joint_qd"]
-        newton.eval_ik(self.newton_model, ns, q, qd)
-        if self._convert_qd:
-            self._convert(arrays["body_q"], q, qd, arrays["joint_q"], arrays["joint_qd"], False)
+        if not self._convert_qd:
+            newton.eval_ik(self.newton_model, ns, arrays["joint_q"], arrays["joint_qd"])
+            return
+        q, qd = self._scratch()
+        newton.eval_ik(self.newton_model, ns, arrays["joint_q"] if q is None else q, qd)
+        self._from_slot(state, 0)
 
     def bodies_from_joints(self, state) -> None:
         """``state``'s body poses and velocities from its joint coordinates and velocities (``newton.eval_fk``)."""
@@ -290,13 +351,36 @@ class StateExchange:
         ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
         q, qd = arrays["joint_q"], arrays["joint_qd"]
         if self._convert_qd:
-            q_n = self._q_in if self._convert_q else q
-            self._convert(arrays["body_q"], q, qd, q_n, self._qd_in, True)
+            q_n, qd_n = self._scratch()
+            q_n = q if q_n is None else q_n
+            self._convert(arrays["body_q"], q, qd, q_n, qd_n, True)
             if self._convert_free:  # (a free joint's velocity depends on its body's pose: placed first)
-                newton.eval_fk(self.newton_model, q_n, self._qd_in, ns)
-                self._convert(arrays["body_q"], q, qd, q_n, self._qd_in, True)
-            q, qd = q_n, self._qd_in
+                newton.eval_fk(self.newton_model, q_n, qd_n, ns)
+                self._convert(arrays["body_q"], q, qd, q_n, qd_n, True)
+            q, qd = q_n, qd_n
         newton.eval_fk(self.newton_model, q, qd, ns)
+
+    def _scratch(self):
+        """Slot 0, free to write (a State whose pending joint states it holds converted first)."""
+        self._claim(0)
+        return self._slots[0]
+
+    def _claim(self, slot: int, state=None) -> None:
+        """``slot`` is about to be written (for ``state``): another State whose pending joint states it holds gets
+        them converted first."""
+        held = self._holders[slot]() if self._holders[slot] is not None else None
+        if held is not None and held is not state:
+            pending = held.__dict__.get("_pending")
+            if isinstance(pending, PendingNewtonJoints) and pending.exchange is self and pending.slot == slot:
+                pending.release(held)
+        self._holders[slot] = weakref.ref(state) if state is not None else None
+
+    def _from_slot(self, state, slot: int) -> None:
+        """``state``'s joint states from Newton's in ``slot``."""
+        arrays = state.__dict__
+        q, qd = self._slots[slot]
+        q = arrays["joint_q"] if q is None else q
+        self._convert(arrays["body_q"], q, qd, arrays["joint_q"], arrays["joint_qd"], False)
 
     def _convert(self, body_q, q_in, qd_in, q_out, qd_out, to_newton: bool) -> None:
         """Joint states from ours to Newton's (``to_newton``) or back; the coordinates are left alone (they are

@@ -114,28 +114,16 @@ def bridge_model(
     cone_first_axis = np.full(model.joint_count, -1, dtype=np.int32)
     for j, (_, first, _) in cones.items():
         cone_first_axis[j] = first
-    n_worlds = model.num_worlds
     shape_map = np.full(model.shape_count, -1, dtype=np.int64)
     for s in np.nonzero(a["shape_world"] < 0)[0]:  # shared by every world (the ground)
         shape_map[s] = _add_shape(nb, model, a, int(s), contact, diagnostics)
-    for w in range(n_worlds):
+    _add_bodies(nb, model, a)
+    _add_joints(nb, model, a, limits, diagnostics, cones)
+    for w in range(model.num_worlds):
         nb.begin_world(label=f"world_{w}")
-        for b in np.nonzero(a["body_world"] == w)[0]:
-            nb.add_link(
-                xform=_xf(a["body_q"][b]),
-                com=wp.vec3(*a["body_com"][b].tolist()),
-                inertia=wp.mat33(*a["body_inertia"][b].ravel().tolist()),
-                mass=float(a["body_mass"][b]),
-                label=model.body_label[b],
-                lock_inertia=True,
-                is_kinematic=bool(a["body_kinematic"][b]),
-            )
         for s in np.nonzero(a["shape_world"] == w)[0]:
             shape_map[s] = _add_shape(nb, model, a, int(s), contact, diagnostics)
-        joints = np.nonzero(a["joint_world"] == w)[0]
-        for j in joints:
-            _add_joint(nb, model, a, int(j), limits, diagnostics, cones.get(int(j)))
-        _add_articulations(nb, model, a, joints)
+        _add_articulations(nb, model, a, np.nonzero(a["joint_world"] == w)[0])
         nb.end_world()
     _filter_collisions(nb, model, a, shape_map)
     newton_model = nb.finalize(device=model.device, requires_grad=requires_grad)
@@ -161,8 +149,28 @@ def _host_arrays(model) -> dict:
     return {name: getattr(model, name).numpy() for name in names}
 
 
-def _xf(row) -> wp.transform:
-    return wp.transform(*row.tolist())  # (from 7 Python floats: several times faster than from a vec3 and a quat)
+def _add_bodies(nb, model, a) -> None:
+    """Every body at once, as ``add_link(lock_inertia=True)`` one by one would add them (our bodies are sorted by
+    world, as Newton's must be). Newton's builder keeps its per-body values as NumPy arrays as readily as lists (its
+    ``replicate`` does), so ours are assigned whole: ``add_link`` inverts each inertia in Python, which Newton's
+    ``finalize`` does again on the device."""
+    n = model.body_count
+    world = a["body_world"].astype(np.int32)
+    if n and (np.any(np.diff(world) < 0) or world[0] < 0):
+        raise NewtonUsdError(f"{model.source or 'the model'}: bodies are not sorted by world")
+    flags = np.where(a["body_kinematic"].astype(bool), int(newton.BodyFlags.KINEMATIC), int(newton.BodyFlags.DYNAMIC))
+    nb.body_q = a["body_q"].astype(np.float32)
+    nb.body_qd = np.zeros((n, 6), dtype=np.float32)
+    nb.body_com = a["body_com"].astype(np.float32)
+    nb.body_inertia = a["body_inertia"].astype(np.float32)
+    nb.body_inv_inertia = model.body_inv_inertia.numpy()
+    nb.body_mass = a["body_mass"].astype(np.float32)
+    nb.body_inv_mass = model.body_inv_mass.numpy()
+    nb.body_flags = flags.astype(np.int32)
+    nb.body_world = world
+    nb.body_lock_inertia = [True] * n
+    nb.body_label = list(model.body_label)
+    nb.body_shapes.update((b, []) for b in range(n))
 
 
 def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
@@ -188,7 +196,7 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
     margin = float(a["shape_margin"][s])
     if margin > 0.0:  # MuJoCo's margin: contacts from that distance on; Newton's gap
         cfg.gap = margin
-    xform = _xf(a["shape_transform"][s])
+    xform = a["shape_transform"][s].tolist()  # (add_shape makes its wp.transform)
     scale = a["shape_scale"][s].astype(np.float64)
     if gt == GeoType.PLANE:
         infinite = scale[0] <= 0.0 or scale[1] <= 0.0
@@ -197,7 +205,7 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
     if gt == GeoType.MESH:
         src = model.shape_source[s]
         mesh = newton.Mesh(src.vertices.astype(np.float32), src.indices.astype(np.int32), compute_inertia=False)
-        return nb.add_shape_mesh(body, xform=xform, mesh=mesh, scale=wp.vec3(*scale), cfg=cfg, label=label)
+        return nb.add_shape_mesh(body, xform=xform, mesh=mesh, scale=tuple(scale.tolist()), cfg=cfg, label=label)
     if gt == GeoType.HFIELD:
         src = model.shape_source[s]
         size = src.size
@@ -208,78 +216,152 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
         if body >= 0:
             diagnostics.add("height fields on moving bodies are static in Newton: attached to the world", label)
         return nb.add_shape_heightfield(xform=xform, heightfield=hf, cfg=cfg, label=label)
-    return nb.add_shape(body=body, type=_GEO[gt], xform=xform, cfg=cfg, scale=wp.vec3(*scale), label=label)
+    return nb.add_shape(body=body, type=_GEO[gt], xform=xform, cfg=cfg, scale=tuple(scale.tolist()), label=label)
 
 
-def _add_joint(nb, model, a, j, limits, diagnostics, cone=None) -> None:
-    """Add our joint ``j`` with its DOFs (axes, limits, drives, armature, friction) to the Newton builder;
-    ``cone``: a ball joint's ``(cone angle, first axis, twist limited)`` (see :func:`_cone_joints`), bridged as a
-    D6."""
-    jt = JointType(int(a["joint_type"][j]))
-    d0 = int(a["joint_qd_start"][j])
-    n_lin, n_ang = (int(x) for x in a["joint_dof_dim"][j])
-    label = model.joint_label[j]
-    dofs = []
-    for d in range(d0, d0 + n_lin + n_ang):
-        limited = bool(a["joint_limited"][d])
-        lower, upper = float(a["joint_limit_lower"][d]), float(a["joint_limit_upper"][d])
-        ke, kd = float(a["joint_target_ke"][d]), float(a["joint_target_kd"][d])
-        if a["joint_drive_acceleration"][d] and (ke or kd):
-            scale = _child_inertia_about(a, j, d, n_lin)
-            ke, kd = ke * scale, kd * scale
-            diagnostics.add(
-                "acceleration drives are simulated as force drives scaled by the child body's inertia about the "
-                "axis at the start (Newton has no acceleration drives)",
-                label,
-            )
-        effort = float(a["joint_effort_limit"][d])
-        cfg = newton.ModelBuilder.JointDofConfig(
-            axis=wp.vec3(*a["joint_axis"][d].tolist()),
-            limit_lower=lower if limited else -UNLIMITED,
-            limit_upper=upper if limited else UNLIMITED,
-            target_ke=ke,
-            target_kd=kd,
-            target_q=float(a["joint_target_pos"][d]),
-            target_qd=float(a["joint_target_vel"][d]),
-            armature=float(a["joint_armature"][d]),
-            effort_limit=effort if math.isfinite(effort) and effort < UNLIMITED else 1.0e6 * UNLIMITED,
-            friction=float(a["joint_friction"][d]),
-            actuator_mode=newton.JointTargetMode(int(DriveMode(int(a["joint_target_mode"][d])))),
+def _add_joints(nb, model, a, limits, diagnostics, cones) -> None:
+    """Every joint with its DOFs (axes, limits, drives, armature, friction) at once, as ``add_joint`` one by one
+    (with ``collision_filter_parent=False``) would add them: the per-joint, per-DOF and per-coordinate values
+    are assigned as arrays (Newton's builder keeps them so after its ``replicate``), the rest as lists.
+    ``cones``: the ball joints bridged as D6 joints (see :func:`_cone_joints`): their DOFs are ours about the
+    D6's axes in its order, their coordinates Newton's three Euler angles (so the later joints' coordinates
+    start earlier in Newton's ``joint_q``)."""
+    nj = model.joint_count
+    ours_t = a["joint_type"].astype(np.int32)
+    types = ours_t.copy()
+    types[list(cones)] = int(JointType.D6)
+    parent, child = a["joint_parent"].astype(np.int32), a["joint_child"].astype(np.int32)
+    dim = a["joint_dof_dim"].astype(np.int64).reshape(nj, 2)
+    q_start, qd_start = a["joint_q_start"].astype(np.int64), a["joint_qd_start"].astype(np.int64)
+    n_dof = int(qd_start[-1])
+    cts, n_q = np.zeros(nj, dtype=np.int64), np.zeros(nj, dtype=np.int64)
+    kinds = {(int(t), int(u), int(x), int(y)) for t, u, (x, y) in zip(types, ours_t, dim, strict=True)}
+    for t, t_ours, n_lin, n_ang in kinds:
+        kind, n_axes = newton.JointType(t), n_lin + n_ang
+        rows = (types == t) & (ours_t == t_ours) & (dim[:, 0] == n_lin) & (dim[:, 1] == n_ang)
+        n_dofs, n_coords = kind.dof_count(n_axes)
+        ours = {(int(x), int(y)) for x, y in zip(np.diff(qd_start)[rows], np.diff(q_start)[rows], strict=True)}
+        if t == t_ours and ours != {(n_dofs, n_coords)} or {d for d, _ in ours} != {n_dofs}:
+            raise NewtonUsdError(f"{model.source or 'the model'}: Newton's {kind.name} joints of {n_axes} axes have "
+                                 f"{kind.dof_count(n_axes)} DOFs and coordinates, ours differ")  # fmt: skip
+        cts[rows], n_q[rows] = kind.constraint_count(n_axes), n_coords
+    nq_start = np.concatenate([[0], np.cumsum(n_q)])  # Newton's coordinate starts
+    n_coord = int(nq_start[-1])
+    # per DOF, in our order (Newton's add_joint: axes normalized, open limits at -/+MAXVAL)
+    axis = a["joint_axis"].astype(np.float32).reshape(n_dof, 3)
+    axis = axis / np.maximum(np.linalg.norm(axis, axis=1, keepdims=True), np.float32(1e-30))
+    limited = a["joint_limited"].astype(bool)
+    lower = np.where(limited, a["joint_limit_lower"], -UNLIMITED).astype(np.float64)
+    upper = np.where(limited, a["joint_limit_upper"], UNLIMITED).astype(np.float64)
+    ke, kd = a["joint_target_ke"].astype(np.float64), a["joint_target_kd"].astype(np.float64)
+    dof_joint = np.repeat(np.arange(nj), np.diff(qd_start))
+    for d in np.nonzero(a["joint_drive_acceleration"].astype(bool) & ((ke != 0.0) | (kd != 0.0)))[0]:
+        j = int(dof_joint[d])
+        scale = _child_inertia_about(a, j, int(d), int(dim[j, 0]))
+        ke[d], kd[d] = ke[d] * scale, kd[d] * scale
+        diagnostics.add(
+            "acceleration drives are simulated as force drives scaled by the child body's inertia about the axis "
+            "at the start (Newton has no acceleration drives)",
+            model.joint_label[j],
         )
-        cfg.target_q = float(a["joint_target_pos"][d])  # (JointDofConfig moves a target outside the limits)
-        if limits.ke is not None:
-            cfg.limit_ke = float(limits.ke)
-        if limits.kd is not None:
-            cfg.limit_kd = float(limits.kd)
-        dofs.append(cfg)
-    if cone is not None:
+    effort = a["joint_effort_limit"].astype(np.float64)
+    effort = np.where(np.isfinite(effort) & (effort < UNLIMITED), effort, 1.0e6 * UNLIMITED)
+    mode = a["joint_target_mode"].astype(np.int32)
+    for m in set(mode.tolist()):  # (our DriveMode numbering is Newton's JointTargetMode's)
+        newton.JointTargetMode(int(DriveMode(m)))
+    default = newton.ModelBuilder.JointDofConfig()  # Newton's defaults of what we do not carry
+    limit_ke = np.full(n_dof, default.limit_ke if limits.ke is None else limits.ke)
+    limit_kd = np.full(n_dof, default.limit_kd if limits.kd is None else limits.kd)
+    order = np.arange(n_dof)  # Newton's DOF k is our DOF order[k]
+    for j, (cone, first, twist_limited) in cones.items():
+        d0 = int(qd_start[j])
         if limits.ke is None and limits.kd is None:  # (penalty limits: featherstone, semi_implicit)
-            for k, cfg in enumerate(dofs):
-                inertia = _child_inertia_about(a, j, d0 + k, 0)
-                cfg.limit_ke = inertia * CONE_LIMIT_FREQUENCY**2
-                cfg.limit_kd = 2.0 * inertia * CONE_LIMIT_FREQUENCY
-        jt, dofs = JointType.D6, _cone_axes(dofs, *cone)
-    nb.add_joint(
-        newton.JointType(int(jt)),
-        int(a["joint_parent"][j]),
-        int(a["joint_child"][j]),
-        linear_axes=dofs[:n_lin],
-        angular_axes=dofs[n_lin:],
-        parent_xform=_xf(a["joint_X_p"][j]),
-        child_xform=_xf(a["joint_X_c"][j]),
-        collision_filter_parent=False,
-        label=label,
+            for d in range(d0, d0 + 3):
+                inertia = _child_inertia_about(a, j, d, 0)
+                limit_ke[d], limit_kd[d] = inertia * CONE_LIMIT_FREQUENCY**2, 2.0 * inertia * CONE_LIMIT_FREQUENCY
+        order[d0 : d0 + 3] = d0 + (first + np.arange(3)) % 3
+        for k, d in enumerate(order[d0 : d0 + 3]):  # the two swing axes limited to the cone, the twist (last) free
+            open_twist = k == 2 and not twist_limited
+            lower[d], upper[d] = (-UNLIMITED, UNLIMITED) if open_twist else (-cone, cone)
+    lower = np.where(np.isfinite(lower), lower, -newton.MAXVAL)
+    upper = np.where(np.isfinite(upper), upper, newton.MAXVAL)
+    target_dof = a["joint_target_pos"].astype(np.float64)[order]
+    # per coordinate: targets, rest coordinates (a ball or free joint's rotation from its angular DOFs' targets)
+    target_q = np.zeros(n_coord)
+    rest_q = np.zeros(n_coord)
+    rest_authored = np.zeros(n_coord, dtype=bool)
+    quaternion = (types == int(JointType.FREE)) | (types == int(JointType.BALL))
+    simple = ~quaternion & (types != int(JointType.FIXED))
+    for j in np.nonzero(simple)[0]:
+        target_q[nq_start[j] : nq_start[j + 1]] = target_dof[qd_start[j] : qd_start[j + 1]]
+    for j in np.nonzero(quaternion)[0]:
+        q0, d0, n_lin = int(nq_start[j]), int(qd_start[j]), int(dim[j, 0])
+        target_q[q0 : q0 + n_lin] = target_dof[d0 : d0 + n_lin]
+        target_q[q0 + n_lin : q0 + n_lin + 4] = _quat_from_axis_targets(target_dof[d0 + n_lin : d0 + n_lin + 3])
+        rest_q[q0 + n_lin + 3] = 1.0
+        rest_authored[q0 + n_lin : q0 + n_lin + 4] = True
+    # our initial state, where the coordinates agree (a cone joint's Euler angles: StateExchange.initial_state)
+    joint_q = np.zeros(n_coord, dtype=np.float32)
+    same = np.ones(nj, dtype=bool)
+    same[list(cones)] = False
+    coord_joint = np.repeat(np.arange(nj)[same], n_q[same])
+    offsets = np.arange(len(coord_joint)) - np.repeat(np.cumsum(n_q[same]) - n_q[same], n_q[same])
+    joint_q[nq_start[coord_joint] + offsets] = model.joint_q.numpy()[q_start[coord_joint] + offsets]
+    # per joint
+    nb.joint_type = [newton.JointType(int(t)) for t in types]
+    nb.joint_parent, nb.joint_child = parent, child
+    for j, (p, c) in enumerate(zip(parent.tolist(), child.tolist(), strict=True)):
+        nb.joint_parents.setdefault(c, []).append((p, j))
+        nb.joint_children.setdefault(p, []).append((c, j))
+    nb.joint_X_p = a["joint_X_p"].astype(np.float32)
+    nb.joint_X_c = a["joint_X_c"].astype(np.float32)
+    nb.joint_label = list(model.joint_label)
+    nb.joint_dof_dim = [(int(x), int(y)) for x, y in dim]
+    nb.joint_enabled = np.ones(nj, dtype=bool)
+    nb.joint_collision_filter_parent = [False] * nj  # (filtered explicitly, see _filter_collisions)
+    nb.joint_world = a["joint_world"].astype(np.int32)
+    nb.joint_articulation = np.full(nj, -1, dtype=np.int32)  # (set by add_articulation)
+    nb.joint_mimic_joint = [-1] * nj
+    nb.joint_mimic_coeffs = [(0.0, 1.0)] * nj
+    nb.joint_q_start = nq_start[:-1].tolist()
+    nb.joint_qd_start = qd_start[:-1].tolist()
+    nb.joint_cts_start = np.concatenate([[0], np.cumsum(cts)[:-1]]).astype(int).tolist() if nj else []
+    nb.joint_dof_count, nb.joint_coord_count, nb.joint_constraint_count = n_dof, n_coord, int(cts.sum())
+    # per DOF, in Newton's order
+    f32 = np.float32
+    nb.joint_axis = axis[order].astype(f32)
+    nb.joint_target_qd = a["joint_target_vel"][order].astype(f32)
+    nb.joint_target_mode = mode[order]
+    nb.joint_target_ke, nb.joint_target_kd = ke[order].astype(f32), kd[order].astype(f32)
+    nb.joint_stiffness = np.full(n_dof, default.stiffness, dtype=f32)
+    nb.joint_damping = np.full(n_dof, default.damping, dtype=f32)
+    nb.joint_limit_ke, nb.joint_limit_kd = limit_ke[order].astype(f32), limit_kd[order].astype(f32)
+    nb.joint_armature = a["joint_armature"][order].astype(f32)
+    nb.joint_effort_limit = effort[order].astype(f32)
+    nb.joint_velocity_limit = np.full(n_dof, default.velocity_limit, dtype=f32)
+    nb.joint_friction = a["joint_friction"][order].astype(f32)
+    nb.joint_limit_lower, nb.joint_limit_upper = lower[order].astype(f32), upper[order].astype(f32)
+    nb.joint_qd = np.zeros(n_dof, dtype=f32)
+    nb.joint_f = np.zeros(n_dof, dtype=f32)
+    nb.joint_act = np.zeros(n_dof, dtype=f32)
+    # per coordinate and constraint
+    nb.joint_q = joint_q
+    nb.joint_target_q = target_q.astype(f32)
+    nb.joint_rest_q = rest_q.astype(f32)
+    nb._joint_rest_q_authored = rest_authored.tolist()  # (add_joint's record of which rest coordinates were given)
+    nb.joint_cts = np.zeros(int(cts.sum()), dtype=f32)
+
+
+def _quat_from_axis_targets(t) -> tuple:
+    """Newton's rotation of a ball or free joint's three angular targets (``wp.quat_from_euler(t, 2, 1, 0)``, xyzw)."""
+    cx, cy, cz = (math.cos(0.5 * float(x)) for x in t)
+    sx, sy, sz = (math.sin(0.5 * float(x)) for x in t)
+    return (
+        sx * cy * cz + cx * sy * sz,
+        cx * sy * cz - sx * cy * sz,
+        cx * cy * sz + sx * sy * cz,
+        cx * cy * cz - sx * sy * sz,
     )
-
-
-def _cone_axes(dofs, cone, first, twist_limited) -> list:
-    """A ball joint's three DOFs (about X, Y, Z of the joint frame) as a D6's angular axes: ``first`` and the
-    next two, cyclically, the two swing axes limited to +-``cone``, the twist (last) too if ``twist_limited``."""
-    axes = [dofs[(first + k) % 3] for k in range(3)]
-    for k, cfg in enumerate(axes):
-        limited = k < 2 or twist_limited
-        cfg.limit_lower, cfg.limit_upper = (-cone, cone) if limited else (-UNLIMITED, UNLIMITED)
-    return axes
 
 
 def _cone_joints(model, a, diagnostics, solver_name) -> dict:
