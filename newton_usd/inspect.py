@@ -114,6 +114,8 @@ def _cone_row(prim, label, cone):
     source = ", ".join(f"{n} ({v:g} deg)" for n, v in authored)
     if len(authored) > 1:
         source = "the smaller of " + source
+        if authored[0][1] != authored[1][1] and "MjcJointAPI" not in prim.GetAppliedSchemas():
+            source += " (Newton's solvers: each angle in its own swing plane)"
     if "MjcJointAPI" in prim.GetAppliedSchemas():
         source += "; MuJoCo's ball range (the whole rotation angle)"
     else:

@@ -198,3 +198,28 @@ def test_check_lists_the_cone_as_approximated_under_xpbd(tmp_path, capsys):
     out = capsys.readouterr().out
     listed = [line for line in out.splitlines() if "cone limits are approximated by the xpbd solver" in line]
     assert listed and "/Cone" in listed[0] and "not simulated" not in out, out
+
+
+@pytest.mark.parametrize(("angle0", "angle1"), [(40.0, 20.0), (20.0, 40.0)])
+@pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
+def test_elliptical_cone_limits_each_swing_plane_under_newton_solvers(solver, angle0, angle1, caplog):
+    """An elliptical cone about X: coneAngle0Limit bounds the tilt toward Y, coneAngle1Limit the tilt toward Z,
+    where gravity swings this body (about Y); MuJoCo's ball range is circular, of the smaller angle (said)."""
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    stage = cone_stage(1.0, False)
+    stage.GetPrimAtPath("/Cone").GetAttribute("physics:coneAngle0Limit").Set(angle0)
+    stage.GetPrimAtPath("/Cone").GetAttribute("physics:coneAngle1Limit").Set(angle1)
+    if solver == "xpbd":
+        scene = stage.GetPrimAtPath("/PhysicsScene")
+        scene.CreateAttribute("newton:maxSolverIterations", Sdf.ValueTypeNames.Int).Set(8)
+    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    np.testing.assert_allclose(sim.solver.newton_model.joint_limit_upper.numpy()[:2], np.radians([angle1, angle0]))
+    assert "elliptical" not in caplog.text
+    worst = _worst_tilt(sim, 120)
+    sim.close()
+    print(f"{solver} cone ({angle0}, {angle1}) deg: worst tilt {worst:.2f} deg")
+    assert angle1 - 3.0 < worst < angle1 + 3.0, worst
+    mujoco = Simulation.open(stage, solver="mujoco", record=False)
+    mujoco.close()
+    assert "elliptical cone limits are simulated as a circular cone of the smaller angle" in caplog.text

@@ -126,8 +126,8 @@ def test_spherical_cone_limit_the_smaller_angle_in_radians(tmp_path, capsys):
     value, unit, source = rows[("/ConeJoint", "cone_limit")]
     assert float(value) == pytest.approx(math.radians(30), rel=1e-6) and unit == "rad"
     assert source == (
-        "the smaller of physics:coneAngle0Limit (40 deg), physics:coneAngle1Limit (30 deg); "
-        "bounds the whole rotation angle, twist included (MuJoCo's ball range)"
+        "the smaller of physics:coneAngle0Limit (40 deg), physics:coneAngle1Limit (30 deg) (Newton's solvers: each "
+        "angle in its own swing plane); bounds the whole rotation angle, twist included (MuJoCo's ball range)"
     )
     assert rows[("/RoundJoint", "cone_limit")][2].startswith("the smaller of physics:coneAngle0Limit (30 deg)")
     assert rows[("/MjcJoint", "cone_limit")][2].endswith("; MuJoCo's ball range (the whole rotation angle)")

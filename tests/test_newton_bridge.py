@@ -56,8 +56,8 @@ def _model(worlds=2):
                                  JointAxis((0.0, 1.0, 0.0), -math.inf, 0.4)],
                    armature=(0.0, 0.02, 0.03), label="/Chain/J3")  # fmt: skip
     b.add_joint_fixed(links[3], links[4], x, None, label="/Chain/J4")
-    # two cone-limited ball joints (bridged as D6 joints): a UsdPhysics cone about Y (twist free), a MuJoCo ball
-    # range (all three angles limited)
+    # two cone-limited ball joints (bridged as D6 joints): an elliptical UsdPhysics cone about Y (twist free; its
+    # swing limits about Z and X), a MuJoCo ball range (all three angles limited)
     cones = [b.add_body(((0.2 * i, 2.0, 1.0), (0.0, 0.0, 0.0, 1.0)), mass=1.0, com=(0.0, 0.1, 0.0),
                         inertia=BOX * (1 + i), label=f"/Cone/L{i}") for i in range(2)]  # fmt: skip
     for i, c in enumerate(cones):
@@ -66,6 +66,7 @@ def _model(worlds=2):
     ball_range = b.add_joint_ball(cones[0], cones[1], x, None, label="/Cone/J1")
     b.set_mujoco("joint", "joint_cone_limit", cone_y, 0.5)
     b.set_mujoco("joint", "joint_cone_axis", cone_y, 1)
+    b.set_mujoco("joint", "joint_cone_swing", cone_y, (0.5, 0.35))
     b.set_mujoco("joint", "joint_cone_limit", ball_range, 0.3)
     lift = b.add_body(((2.0, 0.0, 0.5), (0.0, 0.0, 0.0, 1.0)), mass=1.0, inertia=BOX, label="/Lift", kinematic=True)
     b.add_shape_sphere(lift, radius=0.1, label="/Lift/S")
@@ -130,10 +131,10 @@ def _replayed(model, limits) -> newton.Model:
                 dofs.append(cfg)
             joint_type = newton.JointType(int(a["joint_type"][j]))
             if int(j) in cones:  # a D6: the ball's DOFs from the first axis on, cyclically; the swings limited
-                cone, first, twist_limited = cones[int(j)]
+                first, bounds = cones[int(j)]
                 dofs = [dofs[(first + k) % 3] for k in range(3)]
-                for k, cfg in enumerate(dofs):
-                    bound = cone if k < 2 or twist_limited else mb.UNLIMITED
+                for cfg, bound in zip(dofs, bounds, strict=True):
+                    bound = mb.UNLIMITED if bound is None else bound
                     cfg.limit_lower, cfg.limit_upper = -bound, bound
                 joint_type = newton.JointType.D6
             nb.add_joint(joint_type, int(a["joint_parent"][j]),
@@ -194,7 +195,8 @@ def test_bridged_values_are_the_models():
     cone = model.joint_label.index("/Cone/J0")
     shift = np.zeros(model.joint_count, dtype=np.int32)  # (each cone joint's coordinates: 3 Euler angles, not 4)
     shift[cone + 1], shift[cone + 2 :] = 1, 2
-    np.testing.assert_array_equal(nm.joint_q_start.numpy()[: model.joint_count], model.joint_q_start.numpy()[:-1] - shift)
+    q_start = model.joint_q_start.numpy()[:-1]
+    np.testing.assert_array_equal(nm.joint_q_start.numpy()[: model.joint_count], q_start - shift)
     np.testing.assert_array_equal(nm.joint_qd_start.numpy(), model.joint_qd_start.numpy())
     types = model.joint_type.numpy()
     j = int(np.nonzero(types == int(JointType.REVOLUTE))[0][0])
@@ -205,14 +207,14 @@ def test_bridged_values_are_the_models():
     ball = int(np.nonzero(types == int(JointType.BALL))[0][0])
     q0 = int(model.joint_q_start.numpy()[ball])
     np.testing.assert_array_equal(nm.joint_target_q.numpy()[q0 : q0 + 4], (0.0, 0.0, 0.0, 1.0))
-    # the cone about Y: a D6 whose axes are Z, X (the swings, +-0.5) and Y (the twist, free); the ball range: X, Y, Z
-    # all +-0.3
+    # the cone about Y: a D6 whose axes are Z, X (the swings, +-0.5 and +-0.35) and Y (the twist, free); the ball
+    # range: X, Y, Z all +-0.3
     types = nm.joint_type.numpy()
     assert types[cone] == types[cone + 1] == int(newton.JointType.D6)
     d = int(model.joint_qd_start.numpy()[cone])
     np.testing.assert_allclose(nm.joint_axis.numpy()[d : d + 6], np.eye(3)[[2, 0, 1, 0, 1, 2]], atol=1e-7)
-    np.testing.assert_allclose(nm.joint_limit_upper.numpy()[d : d + 6], [0.5, 0.5, mb.UNLIMITED, 0.3, 0.3, 0.3])
-    np.testing.assert_allclose(nm.joint_limit_lower.numpy()[d : d + 6], [-0.5, -0.5, -mb.UNLIMITED, -0.3, -0.3, -0.3])
+    np.testing.assert_allclose(nm.joint_limit_upper.numpy()[d : d + 6], [0.5, 0.35, mb.UNLIMITED, 0.3, 0.3, 0.3])
+    np.testing.assert_allclose(nm.joint_limit_lower.numpy()[d : d + 6], [-0.5, -0.35, -mb.UNLIMITED, -0.3, -0.3, -0.3])
     flags = nm.body_flags.numpy()
     assert flags[model.body_label.index("/Lift")] == int(newton.BodyFlags.KINEMATIC)
     assert flags[model.body_label.index("/Free")] == int(newton.BodyFlags.DYNAMIC)

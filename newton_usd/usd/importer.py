@@ -1562,7 +1562,7 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
     parent, child, xp, xc = (b1, b0, x1, x0) if reverse else (b0, b1, x0, x1)
     kw = {}
     d6_axes = None
-    cone_limit = cone_axis = None
+    cone_limit = cone_axis = cone_swing = None
     if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
         axis = _AXIS_TUPLES[_axis_token(d.axis), reverse]
         ax = _joint_axis(axis, jt == JointType.REVOLUTE, d.limit, d.drive, frame, path, diag,
@@ -1583,12 +1583,17 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
         lim = d.limit
         cones = [a for a in (lim.lower, lim.upper) if math.isfinite(a) and a >= 0]
         if lim.enabled and cones:
-            if len(set(cones)) > 1:
-                diag.add("elliptical cone limits are simulated as a circular cone of the smaller angle", path)
             if "MjcJointAPI" not in stage.GetPrimAtPath(path).GetAppliedSchemas():
                 # UsdPhysics leaves the twist about its axis free (said by the solvers that bound it); an
                 # MjcJointAPI joint (MJCF's ball range) means MuJoCo's limit, the whole rotation.
                 cone_axis = "XYZ".index(_axis_token(d.axis))
+                if len(cones) == 2 and cones[0] != cones[1]:
+                    # An elliptical cone (circular of the smaller angle where a solver says so): its swing
+                    # limits about the axis after the cone axis (coneAngle1Limit: the tilt toward the axis after
+                    # that) and about the one after that (coneAngle0Limit: the tilt toward the next axis).
+                    cone_swing = (lim.upper * DEG, lim.lower * DEG)
+            elif len(set(cones)) > 1:
+                diag.add("elliptical cone limits are simulated as a circular cone of the smaller angle", path)
             cone_limit = min(cones) * DEG
     art = articulation_of.get(label)
     if art is not None:
@@ -1638,6 +1643,8 @@ def _add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulatio
         builder.set_mujoco("joint", "joint_cone_limit", j, cone_limit)
         if cone_axis is not None:  # (the twist axis UsdPhysics leaves free; none: MuJoCo's whole-rotation range)
             builder.set_mujoco("joint", "joint_cone_axis", j, cone_axis)
+        if cone_swing is not None:
+            builder.set_mujoco("joint", "joint_cone_swing", j, cone_swing)
     if d6_axes is not None:
         _d6_distance_limit(builder, d, parent, child, xp, xc, frame, result, path)
     for name, key in _MUJOCO_DOF_VALUES.items():

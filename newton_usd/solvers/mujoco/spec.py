@@ -368,6 +368,9 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
                 # UsdPhysics leaves the twist free; MuJoCo's ball range (MJCF's, MjcJointAPI: no axis) bounds it.
                 diag.add("spherical joint cone limits bound the whole rotation angle, twist about the joint axis "
                          "included (MuJoCo's ball-joint range)", model.joint_label[j])  # fmt: skip
+                if _cone_swing(model, j) is not None:
+                    diag.add("elliptical cone limits are simulated as a circular cone of the smaller angle (MuJoCo's "
+                             "ball-joint range)", model.joint_label[j])  # fmt: skip
 
     # Geoms. A static collider that a body is filtered against gets a static body of its own (named as the
     # collider), so that a MuJoCo exclude of that body pair keeps the two apart and nothing else.
@@ -885,6 +888,12 @@ def _cone_axis(model, j):
     """The UsdPhysics cone axis of ball joint ``j`` (0, 1, 2), None where its limit is MuJoCo's own."""
     axes = getattr(model.mujoco, "joint_cone_axis", None)
     return None if axes is None or np.isnan(axes[j]) else int(axes[j])
+
+
+def _cone_swing(model, j):
+    """The two swing limits (rad) of ball joint ``j``'s elliptical UsdPhysics cone, None where it is circular."""
+    swings = getattr(model.mujoco, "joint_cone_swing", None)
+    return None if swings is None or np.isnan(swings[j]).any() else tuple(float(x) for x in swings[j])
 
 
 def _add_mj_joints(body, j, a, model, names, dof_handles):

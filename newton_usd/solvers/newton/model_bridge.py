@@ -112,7 +112,7 @@ def bridge_model(
     _report_unsupported(model, a, diagnostics, solver_name)
     cones = _cone_joints(model, a, diagnostics, solver_name)
     cone_first_axis = np.full(model.joint_count, -1, dtype=np.int32)
-    for j, (_, first, _) in cones.items():
+    for j, (first, _) in cones.items():
         cone_first_axis[j] = first
     shape_map = np.full(model.shape_count, -1, dtype=np.int64)
     for s in np.nonzero(a["shape_world"] < 0)[0]:  # shared by every world (the ground)
@@ -273,16 +273,15 @@ def _add_joints(nb, model, a, limits, diagnostics, cones) -> None:
     limit_ke = np.full(n_dof, default.limit_ke if limits.ke is None else limits.ke)
     limit_kd = np.full(n_dof, default.limit_kd if limits.kd is None else limits.kd)
     order = np.arange(n_dof)  # Newton's DOF k is our DOF order[k]
-    for j, (cone, first, twist_limited) in cones.items():
+    for j, (first, bounds) in cones.items():
         d0 = int(qd_start[j])
         if limits.ke is None and limits.kd is None:  # (penalty limits: featherstone, semi_implicit)
             for d in range(d0, d0 + 3):
                 inertia = _child_inertia_about(a, j, d, 0)
                 limit_ke[d], limit_kd[d] = inertia * CONE_LIMIT_FREQUENCY**2, 2.0 * inertia * CONE_LIMIT_FREQUENCY
         order[d0 : d0 + 3] = d0 + (first + np.arange(3)) % 3
-        for k, d in enumerate(order[d0 : d0 + 3]):  # the two swing axes limited to the cone, the twist (last) free
-            open_twist = k == 2 and not twist_limited
-            lower[d], upper[d] = (-UNLIMITED, UNLIMITED) if open_twist else (-cone, cone)
+        for d, bound in zip(order[d0 : d0 + 3], bounds, strict=True):  # (None: free, the UsdPhysics cone's twist)
+            lower[d], upper[d] = (-UNLIMITED, UNLIMITED) if bound is None else (-bound, bound)
     lower = np.where(np.isfinite(lower), lower, -newton.MAXVAL)
     upper = np.where(np.isfinite(upper), upper, newton.MAXVAL)
     target_dof = a["joint_target_pos"].astype(np.float64)[order]
@@ -365,13 +364,15 @@ def _quat_from_axis_targets(t) -> tuple:
 
 
 def _cone_joints(model, a, diagnostics, solver_name) -> dict:
-    """The cone-limited ball joints bridged as D6 joints: joint -> (cone angle, index of the D6's first axis,
-    whether the twist is limited too). A UsdPhysics cone (``model.mujoco.joint_cone_axis``: its axis) leaves the
-    twist about its axis free: the swing axes come first, the axis last. MuJoCo's ball range (no axis) bounds the
-    whole rotation: X, Y, Z all limited. Said once per kind as the approximation it is."""
+    """The cone-limited ball joints bridged as D6 joints: joint -> (index of the D6's first axis, the limits of
+    its three angles: None where free). A UsdPhysics cone (``model.mujoco.joint_cone_axis``: its axis) leaves the
+    twist about its axis free: the two swing axes come first, each limited to its own angle of an elliptical
+    cone (``joint_cone_swing``), the axis last. MuJoCo's ball range (no axis) bounds the whole rotation: X, Y, Z
+    all limited. Said once per kind as the approximation it is."""
     mj = model.mujoco
     cones = getattr(mj, "joint_cone_limit", None)
     axes = getattr(mj, "joint_cone_axis", None)
+    swings = getattr(mj, "joint_cone_swing", None)
     out = {}
     for j in np.nonzero(~np.isnan(cones))[0] if cones is not None else ():
         if int(a["joint_type"][j]) != int(JointType.BALL):
@@ -384,21 +385,28 @@ def _cone_joints(model, a, diagnostics, solver_name) -> dict:
             continue
         twist = axes[j] if axes is not None else math.nan
         if math.isnan(twist):
-            out[int(j)] = (cone, 0, True)
+            out[int(j)] = (0, (cone, cone, cone))
             diagnostics.add(
                 f"ball joint ranges (MuJoCo's, bounding the whole rotation angle) are approximated by the "
                 f"{solver_name} solver as limits of three Euler angles (a Newton D6 joint): exact about each axis, "
                 "wider between them",
                 label,
             )
-        else:
-            out[int(j)] = (cone, (int(twist) + 1) % 3, False)
-            diagnostics.add(
-                f"spherical joint cone limits are approximated by the {solver_name} solver as limits of two swing "
-                "angles, the twist free (a Newton D6 joint): exact in each swing plane, wider between them (a 30 deg "
-                "cone lets the axis tilt 41 deg on the diagonals)",
-                label,
-            )
+            continue
+        swing = (cone, cone)
+        if swings is not None and not np.isnan(swings[j]).any():
+            swing = tuple(float(x) for x in swings[j])
+            if max(swing) >= GIMBAL_LOCK:
+                swing = (cone, cone)
+                diagnostics.add(f"elliptical cone limits with an angle of 90 deg or more are simulated by the "
+                                f"{solver_name} solver as a circular cone of the smaller angle", label)  # fmt: skip
+        out[int(j)] = ((int(twist) + 1) % 3, (*swing, None))
+        diagnostics.add(
+            f"spherical joint cone limits are approximated by the {solver_name} solver as limits of two swing "
+            "angles, the twist free (a Newton D6 joint): exact in each swing plane, wider between them (a 30 deg "
+            "cone lets the axis tilt 41 deg on the diagonals)",
+            label,
+        )
     return out
 
 
