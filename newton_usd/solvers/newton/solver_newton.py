@@ -8,6 +8,7 @@ runs Newton's collision pipeline and Newton's solver on the device: no host roun
 from __future__ import annotations
 
 import logging
+import math
 
 import newton
 import numpy as np
@@ -361,12 +362,122 @@ class SolverFeatherstone(SolverNewton):
 
 class SolverSemiImplicit(SolverNewton):
     """Newton's SolverSemiImplicit: semi-implicit Euler in maximal coordinates with penalty joints and
-    contacts (small steps); differentiable."""
+    contacts (small steps); differentiable.
+
+    Its joints are springs (``joint_attach_ke``/``joint_attach_kd``, Newton's defaults unless given through
+    ``solver_options``) that semi-implicit Euler integrates stably only below a step set by the bodies they pull
+    on: :attr:`stable_dt` (an estimate, :func:`penalty_joint_stable_dt`). A longer step is said once per step
+    size, naming the joint that sets it."""
 
     name = "semi_implicit"
     newton_class = newton.solvers.SolverSemiImplicit
     writes_joint_state = False  # (it integrates body states only: its joint_q/joint_qd are left as they were)
     OPTIONS = {"newton.angular_damping": "angular_damping"}
+
+    def __init__(self, model, **options):
+        super().__init__(model, **options)
+        ke, kd = self.newton_solver.joint_attach_ke, self.newton_solver.joint_attach_kd
+        self.stable_dt, self._stable_dt_joint = penalty_joint_stable_dt(self.newton_model, ke, kd)
+        """s: the longest step at which the penalty joints stay stable (inf without joints)."""
+        self._said_dt = None
+
+    def step(self, state_in, state_out, control, contacts, dt: float) -> None:
+        if dt > self.stable_dt and dt != self._said_dt:
+            self._said_dt = dt
+            diag = Diagnostics()
+            ke = self.newton_solver.joint_attach_ke
+            diag.add(
+                f"the semi_implicit solver's penalty joints (joint_attach_ke {ke:g}) and drives are estimated stable "
+                f"at steps up to {self.stable_dt:.3g} s on this model, not {dt:.3g} s: it may blow up (a smaller --dt, "
+                "a lower joint_attach_ke in solver_options, or featherstone or xpbd)",
+                self.model.joint_label[self._stable_dt_joint],
+            )
+            diag.emit(self.model.source)
+        super().step(state_in, state_out, control, contacts, dt)
+
+
+STABLE_DT_MARGIN = 0.9
+"""The share of the stability bound that :func:`penalty_joint_stable_dt` gives (its modes are each body's
+alone; the two bodies of a joint move together)."""
+
+
+def penalty_joint_stable_dt(newton_model, ke: float, kd: float, angular_kd_scale: float = 0.01) -> tuple:
+    """The longest step at which semi-implicit Euler keeps the penalty springs of a bridged ``newton_model``'s
+    joints (stiffness ``ke``, damping ``kd``; Newton's semi-implicit solver scales the angular damping by
+    ``angular_kd_scale``) and their drives stable, and the joint that sets it: (inf, -1) without such joints.
+
+    A joint's springs pull its anchor on each of its bodies (the world's and kinematic bodies' aside) back onto
+    the other's (across its free linear axes: none of a revolute joint's) and turn the body's frame back into
+    line (about all but its free angular axes: a ball joint's none). Linearized about the start, per body: a
+    stiffness K and damping C (6 x 6, the COM's translation and the rotation about it) against the body's mass
+    and inertia M; the fastest mode has w^2 the largest eigenvalue of M^-1/2 K M^-1/2, c that of C likewise (the
+    two bodies' added). Semi-implicit Euler integrates x'' = -w^2 x - c x' stably while w^2 dt^2 + 2 c dt < 4, so
+    dt < (sqrt(c^2 + 4 w^2) - c) / w^2 (the drives' gains add to K and C along their axes: a torque turns a
+    body about its center of mass, so a stiff drive on a body of small inertia needs small steps too), of which
+    :data:`STABLE_DT_MARGIN` is given: an estimate, not a guarantee."""
+    from ...core.quat import quat_rotate  # noqa: PLC0415
+
+    nm = newton_model
+    types = nm.joint_type.numpy()
+    joints = np.nonzero(types != int(newton.JointType.FREE))[0]
+    if not len(joints):
+        return math.inf, -1
+    mass, inertia = nm.body_mass.numpy().astype(np.float64), nm.body_inertia.numpy().astype(np.float64)
+    com = nm.body_com.numpy().astype(np.float64)
+    kinematic = (nm.body_flags.numpy() & int(newton.BodyFlags.KINEMATIC)) != 0
+    x_p, x_c = nm.joint_X_p.numpy().astype(np.float64), nm.joint_X_c.numpy().astype(np.float64)
+    parent, child = nm.joint_parent.numpy(), nm.joint_child.numpy()
+    axes, dim = nm.joint_axis.numpy().astype(np.float64), nm.joint_dof_dim.numpy()
+    qd_start = nm.joint_qd_start.numpy()
+    gain_ke = nm.joint_target_ke.numpy().astype(np.float64)
+    gain_kd = (nm.joint_target_kd.numpy() + nm.joint_damping.numpy()).astype(np.float64)
+    best, which = math.inf, -1
+    for j in joints:
+        d0, (n_lin, n_ang) = int(qd_start[j]), (int(x) for x in dim[j])
+        free_lin, free_ang = axes[d0 : d0 + n_lin], axes[d0 + n_lin : d0 + n_lin + n_ang]
+        if int(types[j]) == int(newton.JointType.BALL):
+            free_ang = np.eye(3)
+        w2 = c = 0.0
+        for b, x in ((int(child[j]), x_c[j]), (int(parent[j]), x_p[j])):
+            if b < 0 or kinematic[b] or mass[b] <= 0.0:
+                continue
+            rot = x[3:]
+            lin_axes = quat_rotate(rot, free_lin) if len(free_lin) else free_lin.reshape(0, 3)
+            ang_axes = quat_rotate(rot, free_ang) if len(free_ang) else free_ang.reshape(0, 3)
+            r = x[:3] - com[b]
+            cross = np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+            lever = np.hstack([np.eye(3), -cross])  # (the anchor's displacement: t + theta x r)
+            stiff, damp = np.zeros((6, 6)), np.zeros((6, 6))
+            lin, ang = ke * _spring_projector(lin_axes), ke * _spring_projector(ang_axes)
+            stiff += lever.T @ lin @ lever
+            damp += lever.T @ (lin * (kd / ke if ke > 0.0 else 0.0)) @ lever
+            stiff[3:, 3:] += ang
+            damp[3:, 3:] += ang * (angular_kd_scale * kd / ke if ke > 0.0 else 0.0)
+            for k, a in enumerate(lin_axes):  # the drives (forces at the center of mass, torques about it)
+                stiff[:3, :3] += gain_ke[d0 + k] * np.outer(a, a)
+                damp[:3, :3] += gain_kd[d0 + k] * np.outer(a, a)
+            for k, a in enumerate(ang_axes[:n_ang]):
+                stiff[3:, 3:] += gain_ke[d0 + n_lin + k] * np.outer(a, a)
+                damp[3:, 3:] += gain_kd[d0 + n_lin + k] * np.outer(a, a)
+            evals, evecs = np.linalg.eigh(inertia[b])
+            root = np.zeros((6, 6))  # M^-1/2
+            root[:3, :3] = np.eye(3) / math.sqrt(mass[b])
+            root[3:, 3:] = evecs @ np.diag(1.0 / np.sqrt(np.maximum(evals, 1e-12))) @ evecs.T
+            w2 += float(np.linalg.eigvalsh(root @ stiff @ root)[-1])
+            c += float(np.linalg.eigvalsh(root @ damp @ root)[-1])
+        dt = (math.sqrt(c * c + 4.0 * w2) - c) / w2 if w2 > 0.0 else (2.0 / c if c > 0.0 else math.inf)
+        if dt < best:
+            best, which = dt, int(j)
+    return STABLE_DT_MARGIN * best, which
+
+
+def _spring_projector(free_axes) -> np.ndarray:
+    """3 x 3: the directions a joint's spring acts in, all but its ``free_axes`` (rows, unit)."""
+    out = np.eye(3)
+    for a in free_axes:
+        a = a / max(float(np.linalg.norm(a)), 1e-12)
+        out -= np.outer(a, a)
+    return out
 
 
 class SolverKamino(SolverNewton):
