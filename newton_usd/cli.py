@@ -602,7 +602,7 @@ def _inspect(command: str, args) -> int:
     from .core import ModelBuilder  # noqa: PLC0415
     from .diagnostics import Diagnostics  # noqa: PLC0415
     from .errors import NewtonUsdError  # noqa: PLC0415
-    from .sim import frame_rate, scene_clocks  # noqa: PLC0415
+    from .sim import frame_rate, physics_steps, scene_clocks  # noqa: PLC0415
     from .usd import add_usd, open_stage, scenes_to_import  # noqa: PLC0415
 
     order = {"order": tuple(x.strip() for x in args.order.split(","))} if args.order else {}
@@ -634,7 +634,13 @@ def _inspect(command: str, args) -> int:
         for kind, paths in diag.kinds.items():
             for path in paths:
                 kinds.add(kind, path)
-    scene_clocks(imports[1:], frame_rate(stage, imports[0]), kinds)
+    fps = frame_rate(stage, imports[0])
+    scene_clocks(imports[1:], fps, kinds)
+    for imported, solver in zip(imports, solvers, strict=True):  # what the scene's own step risks
+        if hasattr(solver, "step_diagnostics"):
+            settings = {k: r.value for k, r in imported.scene.items()}
+            substeps, step = physics_steps(fps, settings.get("timestep"), settings.get("substeps"))
+            solver.step_diagnostics(step or 1.0 / fps / substeps, kinds)
     if len(solvers) == 1:
         print(f"{args.stage}: {_model_counts(solvers[0])}")
     else:

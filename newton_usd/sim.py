@@ -68,6 +68,18 @@ def frame_rate(stage, imported, fps=None) -> float:
     return float(fps or (authored.value if authored else 0.0) or stage.GetTimeCodesPerSecond() or 24.0)
 
 
+def physics_steps(fps: float, timestep=None, substeps=None) -> tuple:
+    """(physics steps per frame, the step in s or None) of a run at ``fps`` frames per second: the stage's own
+    ``timestep`` exactly when it gives one and not ``substeps`` (frames advance by whole steps; time codes
+    follow the simulated time, so a step that does not divide the frame time is still recorded truly), else
+    ``substeps`` (or as many as keep the step at most :data:`MAX_PHYSICS_DT`) of the frame time (None)."""
+    if substeps:
+        return int(substeps), None
+    if timestep:
+        return max(1, round(1.0 / fps / timestep)), timestep
+    return max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9)), None
+
+
 def scene_clocks(imports, fps, diag) -> None:
     """Add to ``diag`` each PhysicsScene of ``imports`` (the scenes after the first) that authors a frame rate
     other than ``fps``, the first scene's: every scene steps on the first scene's clock, so it is not used."""
@@ -476,15 +488,7 @@ class Simulation:
         fps = frame_rate(stage, imported, fps)
         if fps <= 0:
             raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")
-        substeps = substeps or settings.get("substeps") or None
-        timestep = dt or settings.get("timestep")
-        step = None
-        if substeps is None and timestep:
-            # The stage's own step, exactly: frames advance by whole steps (time codes follow the
-            # simulated time, so a step that does not divide the frame time is still recorded truly).
-            substeps, step = max(1, round(1.0 / fps / timestep)), timestep
-        elif substeps is None:
-            substeps = max(1, math.ceil(1.0 / fps / MAX_PHYSICS_DT - 1e-9))
+        substeps, step = physics_steps(fps, dt or settings.get("timestep"), substeps or settings.get("substeps"))
         if substeps > MAX_SUBSTEPS:  # e.g. a time step of 1e-30 s: one frame would never end
             source = imported.scene.get("timestep")
             where = f"{source.prim}.{source.attribute}: " if source is not None and source.attribute and not dt else ""

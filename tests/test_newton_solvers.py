@@ -501,7 +501,7 @@ def test_semi_implicit_joint_states_follow_the_bodies():
     sim.close()
 
 
-def test_semi_implicit_says_its_stable_step_and_holds_at_it(tmp_path, caplog):
+def test_semi_implicit_says_its_stable_step_and_holds_at_it(tmp_path, caplog, capsys):
     """semi_implicit's penalty joints blow up at the stage's 1/480 s step on a 1 kg pendulum whose bob's own
     inertia is small: said before, with the step they hold at (an estimate); at that step the period is right."""
     from newton_usd import Simulation  # noqa: PLC0415
@@ -511,6 +511,10 @@ def test_semi_implicit_says_its_stable_step_and_holds_at_it(tmp_path, caplog):
     said = "the semi_implicit solver's penalty joints (joint_attach_ke 10000) and drives are estimated stable at steps"
     assert said in caplog.text and "not 0.00208 s" in caplog.text and "/Hinge" in caplog.text, caplog.text
     caplog.clear()
+    capsys.readouterr()
+    assert main(["check", str(tmp_path / "p.usda"), "--solver", "semi_implicit"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if said in line]
+    assert listed and "not 0.00208 s" in listed[0] and "/Hinge" in listed[0], listed
     sim = Simulation.open(str(tmp_path / "p.usda"), solver="semi_implicit", live=False, record=False)
     stable = sim.solver.stable_dt
     sim.close()

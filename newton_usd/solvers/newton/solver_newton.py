@@ -385,15 +385,21 @@ class SolverSemiImplicit(SolverNewton):
         if dt > self.stable_dt and dt != self._said_dt:
             self._said_dt = dt
             diag = Diagnostics()
+            self.step_diagnostics(dt, diag)
+            diag.emit(self.model.source)
+        super().step(state_in, state_out, control, contacts, dt)
+
+    def step_diagnostics(self, dt: float, diagnostics) -> None:
+        """Add to ``diagnostics`` what steps of ``dt`` s risk (longer than :attr:`stable_dt`), as ``usdsim
+        check`` lists it."""
+        if dt > self.stable_dt:
             ke = self.newton_solver.joint_attach_ke
-            diag.add(
+            diagnostics.add(
                 f"the semi_implicit solver's penalty joints (joint_attach_ke {ke:g}) and drives are estimated stable "
                 f"at steps up to {self.stable_dt:.3g} s on this model, not {dt:.3g} s: it may blow up (a smaller --dt, "
                 "a lower joint_attach_ke in solver_options, or featherstone or xpbd)",
                 self.model.joint_label[self._stable_dt_joint],
             )
-            diag.emit(self.model.source)
-        super().step(state_in, state_out, control, contacts, dt)
 
 
 STABLE_DT_MARGIN = 0.9
