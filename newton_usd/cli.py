@@ -637,10 +637,9 @@ def _inspect(command: str, args) -> int:
     fps = frame_rate(stage, imports[0])
     scene_clocks(imports[1:], fps, kinds)
     for imported, solver in zip(imports, solvers, strict=True):  # what the scene's own step risks
-        if hasattr(solver, "step_diagnostics"):
-            settings = {k: r.value for k, r in imported.scene.items()}
-            substeps, step = physics_steps(fps, settings.get("timestep"), settings.get("substeps"))
-            solver.step_diagnostics(step or 1.0 / fps / substeps, kinds)
+        settings = {k: r.value for k, r in imported.scene.items()}
+        substeps, step = physics_steps(fps, settings.get("timestep"), settings.get("substeps"))
+        solver.step_diagnostics(step or 1.0 / fps / substeps, kinds)
     if len(solvers) == 1:
         print(f"{args.stage}: {_model_counts(solvers[0])}")
     else:

@@ -69,6 +69,10 @@ class SolverBase:
         follow them where the solver steps body states. The default does nothing: solvers that step joint
         coordinates, or detect edits themselves (SolverMuJoCo), need no word."""
 
+    def step_diagnostics(self, dt: float, diagnostics) -> None:
+        """Add to ``diagnostics`` (:class:`~newton_usd.diagnostics.Diagnostics`) what steps of ``dt`` s risk on this
+        model, as ``usdsim check`` lists it for a scene's step. The default: nothing."""
+
     def update_contacts(self, contacts) -> None:
         """Fill ``contacts`` (:class:`~newton_usd.core.Contacts`) with every world's contacts at the current
         state and their forces, where the solver detects its own."""

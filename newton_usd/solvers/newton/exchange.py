@@ -203,6 +203,10 @@ class PendingNewtonJoints:
             self.exchange._from_slot(state, self.slot)
 
 
+_PENDING = (PendingJointState, PendingNewtonJoints)
+"""What an exchange leaves in a State's ``_pending``."""
+
+
 class StateExchange:
     """Newton's State and Control objects of one bridged model, made to point at ours each step.
 
@@ -264,14 +268,13 @@ class StateExchange:
         """Newton's (state_in, state_out, control), pointing at ours (the joint states converted in unless the
         solver does not read them, ``joints_read`` False: XPBD, or ``state_in`` holds them in a slot)."""
         ns_in, ns_out, nc = self.state_in, self.state_out, self.control
-        mine = (PendingJointState, PendingNewtonJoints)
         pending = state_out.__dict__.get("_pending")
-        if isinstance(pending, mine) and pending.exchange is self:  # its joint states are about to be stepped over
+        if isinstance(pending, _PENDING) and pending.exchange is self:  # its joint states are about to be stepped over
             del state_out.__dict__["_pending"]
         elif pending is not None:  # another solver's: its arrays written first
             pending.release(state_out)
         pending = state_in.__dict__.get("_pending")
-        if pending is not None and not (isinstance(pending, mine) and pending.exchange is self):
+        if pending is not None and not (isinstance(pending, _PENDING) and pending.exchange is self):
             pending.release(state_in)  # (ours pending: its body arrays are current, its joint arrays unread)
             pending = None
         for ours, theirs in ((state_in, ns_in), (state_out, ns_out)):

@@ -83,12 +83,15 @@ class Bridge:
         cone_first_axis: per joint, -1, or for a cone-limited ball joint bridged as a D6 the index (0, 1, 2: X, Y,
             Z of the joint frame) of the D6's first angular axis; its axes are that one and the next two,
             cyclically (a right-handed triple; the twist axis last). Numpy int32.
+        dof_order: our DOF of each of Newton's DOFs (numpy int; a cone joint's in the D6's axis order, the others
+            the same).
     """
 
     newton_model: object
     shape_map: np.ndarray
     free_com_offset: bool
     cone_first_axis: np.ndarray
+    dof_order: np.ndarray
 
 
 def bridge_model(
@@ -118,7 +121,7 @@ def bridge_model(
     for s in np.nonzero(a["shape_world"] < 0)[0]:  # shared by every world (the ground)
         shape_map[s] = _add_shape(nb, model, a, int(s), contact, diagnostics)
     _add_bodies(nb, model, a)
-    _add_joints(nb, model, a, limits, diagnostics, cones)
+    dof_order = _add_joints(nb, model, a, limits, diagnostics, cones)
     for w in range(model.num_worlds):
         nb.begin_world(label=f"world_{w}")
         for s in np.nonzero(a["shape_world"] == w)[0]:
@@ -132,7 +135,7 @@ def bridge_model(
         wp.copy(getattr(newton_model, name), getattr(model, name))
     free = a["joint_type"] == int(JointType.FREE)
     offset = bool(np.any(np.abs(a["body_com"][a["joint_child"][free]]) > 0.0)) if free.any() else False
-    return Bridge(newton_model, shape_map, offset, cone_first_axis)
+    return Bridge(newton_model, shape_map, offset, cone_first_axis, dof_order)
 
 
 def _host_arrays(model) -> dict:
@@ -219,13 +222,13 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
     return nb.add_shape(body=body, type=_GEO[gt], xform=xform, cfg=cfg, scale=tuple(scale.tolist()), label=label)
 
 
-def _add_joints(nb, model, a, limits, diagnostics, cones) -> None:
+def _add_joints(nb, model, a, limits, diagnostics, cones) -> np.ndarray:
     """Every joint with its DOFs (axes, limits, drives, armature, friction) at once, as ``add_joint`` one by one
     (with ``collision_filter_parent=False``) would add them: the per-joint, per-DOF and per-coordinate values
     are assigned as arrays (Newton's builder keeps them so after its ``replicate``), the rest as lists.
     ``cones``: the ball joints bridged as D6 joints (see :func:`_cone_joints`): their DOFs are ours about the
     D6's axes in its order, their coordinates Newton's three Euler angles (so the later joints' coordinates
-    start earlier in Newton's ``joint_q``)."""
+    start earlier in Newton's ``joint_q``). Returns our DOF of each of Newton's DOFs."""
     nj = model.joint_count
     ours_t = a["joint_type"].astype(np.int32)
     types = ours_t.copy()
@@ -349,6 +352,7 @@ def _add_joints(nb, model, a, limits, diagnostics, cones) -> None:
     nb.joint_rest_q = rest_q.astype(f32)
     nb._joint_rest_q_authored = rest_authored.tolist()  # (add_joint's record of which rest coordinates were given)
     nb.joint_cts = np.zeros(int(cts.sum()), dtype=f32)
+    return order
 
 
 def _quat_from_axis_targets(t) -> tuple:

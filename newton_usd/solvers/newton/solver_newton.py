@@ -14,6 +14,7 @@ import newton
 import numpy as np
 import warp as wp
 
+from ...core.quat import quat_rotate
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..solver import SolverBase
@@ -133,7 +134,7 @@ class SolverNewton(SolverBase):
         if _CONTACT_F in self.newton_solver.supported_observables:
             self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
         self.exchange = StateExchange(model, bridge)
-        self._cone_dofs = _cone_dof_order(model, bridge.cone_first_axis)
+        self._cone_dofs = _cone_dofs(model, bridge)
         self.exchange.initial_state()
         self._scratch = None  # our State to step into when state_in is state_out
 
@@ -209,10 +210,11 @@ class SolverNewton(SolverBase):
         for shapes, local in ((s0, c.rigid_contact_point0), (s1, c.rigid_contact_point1)):
             local = local.numpy()[:n].astype(np.float64)
             world = local.copy()
-            for i, s in enumerate(shapes):
-                b = shape_body[s]
-                if b >= 0:
-                    world[i] = body_q[b, :3] + _rotate(body_q[b, 3:], local[i])
+            bodies = shape_body[shapes]
+            moving = bodies >= 0
+            if moving.any():
+                on = bodies[moving]
+                world[moving] = body_q[on, :3] + quat_rotate(body_q[on, 3:], local[moving])
             points.append(world)
         depth = -np.einsum("ij,ij->i", points[1] - points[0], normal)
         ours0, ours1 = inverse[s0], inverse[s1]
@@ -272,24 +274,14 @@ class SolverNewton(SolverBase):
         return set()
 
 
-def _cone_dof_order(model, cone_first_axis):
+def _cone_dofs(model, bridge):
     """For a model with cone joints bridged as D6 joints: (our DOF of each Newton DOF, Newton's DOFs whose limits
     are the bridge's, the cones'); None without."""
-    cones = np.nonzero(cone_first_axis >= 0)[0]
+    cones = np.nonzero(bridge.cone_first_axis >= 0)[0]
     if not len(cones):
         return None
-    order = np.arange(model.joint_dof_count)
     start = model.joint_qd_start.numpy()
-    for j in cones:
-        d0 = int(start[j])
-        order[d0 : d0 + 3] = d0 + (int(cone_first_axis[j]) + np.arange(3)) % 3
-    return order, np.concatenate([np.arange(start[j], start[j] + 3) for j in cones])
-
-
-def _rotate(q, v):
-    """Rotate ``v`` by the xyzw quaternion ``q`` (numpy)."""
-    u, w = np.asarray(q[:3], dtype=np.float64), float(q[3])
-    return v + 2.0 * np.cross(u, np.cross(u, v) + w * v)
+    return bridge.dof_order, np.concatenate([np.arange(start[j], start[j] + 3) for j in cones])
 
 
 _COMMON_OPTIONS = {
@@ -390,8 +382,7 @@ class SolverSemiImplicit(SolverNewton):
         super().step(state_in, state_out, control, contacts, dt)
 
     def step_diagnostics(self, dt: float, diagnostics) -> None:
-        """Add to ``diagnostics`` what steps of ``dt`` s risk (longer than :attr:`stable_dt`), as ``usdsim
-        check`` lists it."""
+        """Steps longer than :attr:`stable_dt` risk blowing up: said with the joint that sets it."""
         if dt > self.stable_dt:
             ke = self.newton_solver.joint_attach_ke
             diagnostics.add(
@@ -421,8 +412,6 @@ def penalty_joint_stable_dt(newton_model, ke: float, kd: float, angular_kd_scale
     dt < (sqrt(c^2 + 4 w^2) - c) / w^2 (the drives' gains add to K and C along their axes: a torque turns a
     body about its center of mass, so a stiff drive on a body of small inertia needs small steps too), of which
     :data:`STABLE_DT_MARGIN` is given: an estimate, not a guarantee."""
-    from ...core.quat import quat_rotate  # noqa: PLC0415
-
     nm = newton_model
     types = nm.joint_type.numpy()
     joints = np.nonzero(types != int(newton.JointType.FREE))[0]
@@ -453,12 +442,10 @@ def penalty_joint_stable_dt(newton_model, ke: float, kd: float, angular_kd_scale
             r = x[:3] - com[b]
             cross = np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
             lever = np.hstack([np.eye(3), -cross])  # (the anchor's displacement: t + theta x r)
-            stiff, damp = np.zeros((6, 6)), np.zeros((6, 6))
-            lin, ang = ke * _spring_projector(lin_axes), ke * _spring_projector(ang_axes)
-            stiff += lever.T @ lin @ lever
-            damp += lever.T @ (lin * (kd / ke if ke > 0.0 else 0.0)) @ lever
-            stiff[3:, 3:] += ang
-            damp[3:, 3:] += ang * (angular_kd_scale * kd / ke if ke > 0.0 else 0.0)
+            lin = lever.T @ _spring_projector(lin_axes) @ lever  # (per unit of the springs' gains)
+            ang = np.zeros((6, 6))
+            ang[3:, 3:] = _spring_projector(ang_axes)
+            stiff, damp = ke * (lin + ang), kd * (lin + angular_kd_scale * ang)
             for k, a in enumerate(lin_axes):  # the drives (forces at the center of mass, torques about it)
                 stiff[:3, :3] += gain_ke[d0 + k] * np.outer(a, a)
                 damp[:3, :3] += gain_kd[d0 + k] * np.outer(a, a)
