@@ -1,7 +1,7 @@
 """Newton's solvers under newton_usd: what the bridge costs.
 
     python benchmarks/bench_newton_solvers.py [--stage PATH] [--steps 200] [--repeat 3] [--device cpu|cuda]
-        [--solvers xpbd,featherstone,semi_implicit,kamino] [--newton-python PY] [--import-stage PATH]
+        [--worlds N] [--solvers xpbd,featherstone,semi_implicit,kamino] [--newton-python PY] [--import-stage PATH]
 
 Table 1, per solver: steps per second of our ``solver.step`` (State/Control exchange and Newton's collision
 pipeline included) against the same Newton solver stepped directly on the bridged ``newton.Model`` with
@@ -17,7 +17,8 @@ On Warp's CPU device the kernels run in the calling thread, so blocks are timed 
 side); on a GPU with synchronized wall time. The last column is the largest difference of the bodies' poses
 after as many steps (the exchange is exact: 0), or that both diverged. The stage defaults to
 ``sample_stages/boxes_on_ground.usda`` (Newton's ``ant.usda`` diverges under featherstone and semi_implicit at
-this step).
+this step). ``--worlds N`` replicates the stage into N independent worlds (``ModelBuilder.replicate``) first:
+on a GPU, where one small world leaves the chip idle between kernel launches, the figure that counts.
 
 Table 2 (with ``--newton-python``, a venv holding ``newton==1.8.0 "usd-core>=25.5,<26.9" newton-usd-schemas``,
 see ``bench_import.py``): on Newton's ``ant_multi.usda`` (64 ants), our ``add_usd`` + ``finalize`` + the bridge
@@ -52,11 +53,11 @@ def _newton_asset(name: str) -> str:
 
 
 # ---------------------------------------------------------------- table 1: step speed, in this process
-def step_rates(stage: str, solvers, steps: int, repeat: int, device: str) -> list:
-    return [_step_rate(name, stage, steps, repeat, device) for name in solvers]
+def step_rates(stage: str, solvers, steps: int, repeat: int, device: str, worlds: int = 1) -> list:
+    return [_step_rate(name, stage, steps, repeat, device, worlds) for name in solvers]
 
 
-def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str) -> dict:
+def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worlds: int = 1) -> dict:
     """One solver's row: our step against the same Newton solver stepped directly on the bridged model."""
     import numpy as np
     import warp as wp
@@ -68,6 +69,8 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str) -> d
 
     builder = ModelBuilder()
     add_usd(builder, stage)
+    if worlds > 1:
+        builder.replicate(worlds)
     model = builder.finalize(device)
     try:
         solver = SOLVERS[name](model)
@@ -239,6 +242,7 @@ def main():
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--worlds", type=int, default=1, help="table 1: the stage replicated into this many worlds")
     p.add_argument("--solvers", default=",".join(SOLVER_NAMES))
     p.add_argument("--newton-python", default=os.environ.get("NEWTON_PYTHON"), type=os.path.abspath)
     p.add_argument("--import-stage", help="stage for table 2 (default: Newton's ant_multi.usda)")
@@ -248,10 +252,11 @@ def main():
         print(RESULT + json.dumps(worker(args.worker, args.import_stage, args.repeat, args.steps)))
         return
     stage = args.stage or os.path.join(os.path.dirname(os.path.dirname(HERE)), "sample_stages", "boxes_on_ground.usda")
-    rows = step_rates(stage, args.solvers.split(","), args.steps, args.repeat, args.device)
+    rows = step_rates(stage, args.solvers.split(","), args.steps, args.repeat, args.device, args.worlds)
     clock = next((r["clock"] for r in rows if "clock" in r), "")
     pairs = next((r["pairs"] for r in rows if "pairs" in r), 0)
-    print(f"{os.path.basename(stage)} on {args.device}, steps of 1/480 s, {pairs} pairs of blocks of 20 steps "
+    where = f"{args.device}" + (f", {args.worlds} worlds" if args.worlds > 1 else "")
+    print(f"{os.path.basename(stage)} on {where}, steps of 1/480 s, {pairs} pairs of blocks of 20 steps "
           f"({clock}); steps/s: the median block of each side; ratio: the median of the pairs' ours/direct "
           "(quartiles beside it):")  # fmt: skip
     print(f"{'solver':<14} {'ours (steps/s)':>15} {'newton direct':>14} {'ratio':>7} {'quartiles':>13}  "

@@ -100,6 +100,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(params=("cpu", pytest.param("cuda", marks=pytest.mark.gpu)))
+def device(request):
+    """The Warp device a test's model lives on: Warp's CPU device, and CUDA (``gpu``-marked: skipped without
+    one; ``pytest -m gpu`` runs only those)."""
+    return request.param
+
+
 @pytest.fixture
 def samples():
     return SAMPLES

@@ -77,7 +77,7 @@ def _worst_tilt(sim, frames):
 @pytest.mark.parametrize("collider", [False, True], ids=["no collider", "collider"])
 @pytest.mark.parametrize("mass", [1.0, 100.0], ids=["light", "heavy"])
 @pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
-def test_cone_limit_holds_under_newton_solvers(solver, mass, collider, caplog):
+def test_cone_limit_holds_under_newton_solvers(solver, mass, collider, caplog, device):
     """Newton's solvers simulate the cone as a D6 joint's two swing-angle limits (exact in the swing plane,
     where gravity swings this body), said as an approximation."""
     from newton_usd import Simulation  # noqa: PLC0415
@@ -89,7 +89,7 @@ def test_cone_limit_holds_under_newton_solvers(solver, mass, collider, caplog):
         # overshoots to 35.9 deg and bounces; 8 settle it.
         scene = stage.GetPrimAtPath("/PhysicsScene")
         scene.CreateAttribute("newton:maxSolverIterations", Sdf.ValueTypeNames.Int).Set(8)
-    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    sim = Simulation.open(stage, solver=solver, device=device, record=False)
     assert sim.solver.newton_model.joint_type.numpy().tolist() == [int(JointType.D6)]
     said = f"spherical joint cone limits are approximated by the {solver} solver as limits of two swing angles"
     assert said in caplog.text and "/Cone" in caplog.text
@@ -102,7 +102,7 @@ def test_cone_limit_holds_under_newton_solvers(solver, mass, collider, caplog):
 
 
 @pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
-def test_twist_about_the_cone_axis_is_free_under_newton_solvers(solver):
+def test_twist_about_the_cone_axis_is_free_under_newton_solvers(solver, device):
     """A body hanging on a cone-limited spherical joint whose axis is vertical spins about it freely; its joint
     state (a quaternion, ours) follows; a joint state written moves the body."""
     from newton_usd import Simulation  # noqa: PLC0415
@@ -111,7 +111,7 @@ def test_twist_about_the_cone_axis_is_free_under_newton_solvers(solver):
     prim = stage.GetPrimAtPath("/Bob")
     UsdPhysics.RigidBodyAPI(prim).CreateAngularVelocityAttr(Gf.Vec3f(0, 0, math.degrees(3.0)))
     UsdPhysics.MassAPI(prim).CreateDiagonalInertiaAttr(Gf.Vec3f(0.01, 0.01, 0.01))
-    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    sim = Simulation.open(stage, solver=solver, device=device, record=False)
     sim.run(30)  # 0.5 s at 3 rad/s: 1.5 rad about Z
     q = sim.state.body_q.numpy()[0][3:].astype(np.float64)
     yaw = math.degrees(2.0 * math.atan2(q[2], q[3]))
@@ -163,14 +163,14 @@ def test_mjcf_ball_range_limits_every_angle_under_featherstone(tmp_path):
     assert CONE_DEG - 3.0 < worst < CONE_DEG + 3.0, worst
 
 
-def test_cone_joint_state_round_trips_through_newtons_euler_angles():
+def test_cone_joint_state_round_trips_through_newtons_euler_angles(device):
     """Our ball joint state (quaternion, angular velocity in the parent joint frame) -> Newton's D6 angles and
     rates -> the body's pose and velocity (eval_fk), and back from the body (eval_ik): a swing off both swing
     axes with a twist."""
     from newton_usd import Simulation  # noqa: PLC0415
     from newton_usd.core.quat import quat_from_axis_angle, quat_multiply  # noqa: PLC0415
 
-    sim = Simulation.open(cone_stage(1.0, False), solver="xpbd", device="cpu", record=False)
+    sim = Simulation.open(cone_stage(1.0, False), solver="xpbd", device=device, record=False)
     swing = quat_from_axis_angle(np.array([0.0, 0.6, 0.8]), math.radians(25.0))
     twist = quat_from_axis_angle(np.array([1.0, 0.0, 0.0]), math.radians(140.0))  # (about the cone axis, X)
     q = quat_multiply(swing, twist)
@@ -202,7 +202,7 @@ def test_check_lists_the_cone_as_approximated_under_xpbd(tmp_path, capsys):
 
 @pytest.mark.parametrize(("angle0", "angle1"), [(40.0, 20.0), (20.0, 40.0)])
 @pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
-def test_elliptical_cone_limits_each_swing_plane_under_newton_solvers(solver, angle0, angle1, caplog):
+def test_elliptical_cone_limits_each_swing_plane_under_newton_solvers(solver, angle0, angle1, caplog, device):
     """An elliptical cone about X: coneAngle0Limit bounds the tilt toward Y, coneAngle1Limit the tilt toward Z,
     where gravity swings this body (about Y); MuJoCo's ball range is circular, of the smaller angle (said)."""
     from newton_usd import Simulation  # noqa: PLC0415
@@ -213,7 +213,7 @@ def test_elliptical_cone_limits_each_swing_plane_under_newton_solvers(solver, an
     if solver == "xpbd":
         scene = stage.GetPrimAtPath("/PhysicsScene")
         scene.CreateAttribute("newton:maxSolverIterations", Sdf.ValueTypeNames.Int).Set(8)
-    sim = Simulation.open(stage, solver=solver, device="cpu", record=False)
+    sim = Simulation.open(stage, solver=solver, device=device, record=False)
     np.testing.assert_allclose(sim.solver.newton_model.joint_limit_upper.numpy()[:2], np.radians([angle1, angle0]))
     assert "elliptical" not in caplog.text
     worst = _worst_tilt(sim, 120)

@@ -1,4 +1,5 @@
-"""Newton's Warp solvers (xpbd, featherstone, semi_implicit, kamino) under usdsim, on Warp's CPU device.
+"""Newton's Warp solvers (xpbd, featherstone, semi_implicit, kamino) under usdsim, on Warp's CPU device and,
+where one is present, on CUDA (the ``device`` fixture: its ``cuda`` cases are ``gpu``-marked, skipped without one).
 
 Each test authors its own small stage, runs ``usdsim`` on it as a user would and reads the poses or joint
 states it wrote. Newton's kernels compile on first use (slow once; cached in ~/.cache/warp).
@@ -33,8 +34,8 @@ def _height(body_q: wp.array(dtype=wp.transform), out: wp.array(dtype=wp.float32
     out[0] = wp.transform_get_translation(body_q[0])[2]
 
 
-def usdsim(stage_path, *args) -> int:
-    return main([str(stage_path), "-q", *[str(a) for a in args]])
+def usdsim(stage_path, *args, device="cpu") -> int:
+    return main([str(stage_path), "-q", "--device", device, *[str(a) for a in args]])
 
 
 def positions(out, prim_path, frames):
@@ -69,22 +70,22 @@ def contact_stiffness(stage, ke=1.0e5, kd=5.0e2):
 
 
 @pytest.mark.parametrize("solver", UNJOINTED)
-def test_cube_rests_on_plane(tmp_path, solver):
+def test_cube_rests_on_plane(tmp_path, solver, device):
     stage = new_stage(tmp_path / "cube.usda")
     add_ground(stage)
     add_box(stage, "/Cube", 0.2, (0, 0, 0.3))
     contact_stiffness(stage)
     stage.Save()
-    assert usdsim(tmp_path / "cube.usda", "--solver", solver, "-n", 60) == 0
+    assert usdsim(tmp_path / "cube.usda", "--solver", solver, "-n", 60, device=device) == 0
     z = positions(tmp_path / "cube.sim.usda", "/Cube", [60])[0, 2]
     assert abs(z - 0.1) < 0.002, z
 
 
 @pytest.mark.parametrize("solver", NEWTON)
-def test_pendulum_small_angle_period(tmp_path, solver):
+def test_pendulum_small_angle_period(tmp_path, solver, device):
     pendulum(tmp_path / "p.usda", angle_deg=5.0).Save()
     frames = 150
-    assert usdsim(tmp_path / "p.usda", "--solver", solver, "-n", frames, "--write-joint-states") == 0
+    assert usdsim(tmp_path / "p.usda", "--solver", solver, "-n", frames, "--write-joint-states", device=device) == 0
     q = joint_positions(tmp_path / "p.sim.usda", "/Hinge", range(frames + 1))
     t = np.arange(frames + 1) / 60.0
     # Downward zero crossings, interpolated.
@@ -111,7 +112,7 @@ def _bob(stage, path="/Bob", pos=(0, 0, 1.5), offset=(0, 0, -0.5), velocity=None
 
 
 @pytest.mark.parametrize("solver", NEWTON)
-def test_d6_joint_swings_about_its_free_axis_only(tmp_path, solver):
+def test_d6_joint_swings_about_its_free_axis_only(tmp_path, solver, device):
     stage = new_stage(tmp_path / "d6.usda")
     # Spun about X and Y and started off vertical about X and Y: only the Y rotation is free.
     _bob(stage, velocity=(90.0, 90.0, 45.0))
@@ -123,7 +124,7 @@ def test_d6_joint_swings_about_its_free_axis_only(tmp_path, solver):
         limit.CreateLowAttr(1.0)
         limit.CreateHighAttr(-1.0)  # low > high: locked
     stage.Save()
-    assert usdsim(tmp_path / "d6.usda", "--solver", solver, "-n", 60) == 0
+    assert usdsim(tmp_path / "d6.usda", "--solver", solver, "-n", 60, device=device) == 0
     out = tmp_path / "d6.sim.usda"
     swung = off_axis = 0.0
     for r in rotations(out, "/Bob", range(1, 61)):
@@ -138,7 +139,7 @@ def test_d6_joint_swings_about_its_free_axis_only(tmp_path, solver):
 
 
 @pytest.mark.parametrize("solver", UNJOINTED)
-def test_filtered_pair_passes_through_unfiltered_collides(tmp_path, solver):
+def test_filtered_pair_passes_through_unfiltered_collides(tmp_path, solver, device):
     stage = new_stage(tmp_path / "pair.usda")
     add_ground(stage)
     add_box(stage, "/Low", 0.2, (0, 0, 0.1))
@@ -148,25 +149,25 @@ def test_filtered_pair_passes_through_unfiltered_collides(tmp_path, solver):
     UsdPhysics.FilteredPairsAPI.Apply(stage.GetPrimAtPath("/Filtered")).CreateFilteredPairsRel().SetTargets(["/Low"])
     contact_stiffness(stage)
     stage.Save()
-    assert usdsim(tmp_path / "pair.usda", "--solver", solver, "-n", 60) == 0
+    assert usdsim(tmp_path / "pair.usda", "--solver", solver, "-n", 60, device=device) == 0
     out = tmp_path / "pair.sim.usda"
     assert abs(positions(out, "/Filtered", [60])[0, 2] - 0.1) < 0.01  # through /Low, onto the ground
     assert abs(positions(out, "/Stacked", [60])[0, 2] - 0.3) < 0.01  # on /Low2
 
 
 @pytest.mark.parametrize("solver", UNJOINTED)
-def test_centimeter_y_up_stage_falls_along_minus_y(tmp_path, solver):
+def test_centimeter_y_up_stage_falls_along_minus_y(tmp_path, solver, device):
     stage = new_stage(tmp_path / "cm.usda", up="Y", meters_per_unit=0.01)
     add_box(stage, "/Box", 20.0, (30.0, 1000.0, -40.0))
     stage.Save()
-    assert usdsim(tmp_path / "cm.usda", "--solver", solver, "-n", 60) == 0
+    assert usdsim(tmp_path / "cm.usda", "--solver", solver, "-n", 60, device=device) == 0
     x, y, z = positions(tmp_path / "cm.sim.usda", "/Box", [60])[0]
     assert abs((1000.0 - y) - 490.5) < 2.0, y  # 0.5 g t^2 = 4.905 m in 1 s (stage units: cm)
     assert abs(x - 30.0) < 1e-3 and abs(z + 40.0) < 1e-3
 
 
 @pytest.mark.parametrize("solver", NEWTON)
-def test_position_drive_reaches_its_target(tmp_path, solver):
+def test_position_drive_reaches_its_target(tmp_path, solver, device):
     stage = new_stage(tmp_path / "drive.usda")
     _bob(stage, pos=(0, 0, 1.0), offset=(0.3, 0, 0))
     joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
@@ -178,7 +179,7 @@ def test_position_drive_reaches_its_target(tmp_path, solver):
     drive.CreateStiffnessAttr(2.0)  # N*m per degree
     drive.CreateDampingAttr(0.2)
     stage.Save()
-    assert usdsim(tmp_path / "drive.usda", "--solver", solver, "-n", 120, "--write-joint-states") == 0
+    assert usdsim(tmp_path / "drive.usda", "--solver", solver, "-n", 120, "--write-joint-states", device=device) == 0
     q = joint_positions(tmp_path / "drive.sim.usda", "/Hinge", [120])[0]
     assert abs(q - 30.0) < 0.5, q  # degrees
 
@@ -218,13 +219,14 @@ def three_link_chain(path, angles=(20.0, -10.0, 15.0)):
     return stage
 
 
-def test_featherstone_agrees_with_mujoco_on_a_three_link_chain(tmp_path):
+def test_featherstone_agrees_with_mujoco_on_a_three_link_chain(tmp_path, device):
     three_link_chain(tmp_path / "chain.usda").Save()
     runs = {}
     for solver in ("featherstone", "mujoco"):
         out = tmp_path / f"chain_{solver}.usda"
         args = ("--solver", solver, "-n", 60, "--write-joint-states", "-o", out, "--dt", 1.0 / 960)
-        assert usdsim(tmp_path / "chain.usda", *args, *(("--backend", "cpu") if solver == "mujoco" else ())) == 0
+        on = {"device": device} if solver == "featherstone" else {}  # (MuJoCo's C library: the reference)
+        assert usdsim(tmp_path / "chain.usda", *args, *(("--backend", "cpu") if solver == "mujoco" else ()), **on) == 0
         runs[solver] = np.stack([joint_positions(out, f"/Joint{i}", range(61)) for i in range(3)], axis=1)
     error = np.radians(np.abs(runs["featherstone"] - runs["mujoco"])).max()
     print(f"featherstone vs mujoco: largest joint angle difference over 1 s: {error:.2e} rad")
@@ -232,7 +234,7 @@ def test_featherstone_agrees_with_mujoco_on_a_three_link_chain(tmp_path):
     assert error < 1e-3
 
 
-def test_xpbd_restitution_rebounds_to_a_quarter_of_the_drop(tmp_path):
+def test_xpbd_restitution_rebounds_to_a_quarter_of_the_drop(tmp_path, device):
     from pxr import UsdShade  # noqa: PLC0415
 
     stage = new_stage(tmp_path / "ball.usda", fps=120)
@@ -252,7 +254,7 @@ def test_xpbd_restitution_rebounds_to_a_quarter_of_the_drop(tmp_path):
         binding = UsdShade.MaterialBindingAPI.Apply(stage.GetPrimAtPath(path))
         binding.Bind(material, UsdShade.Tokens.weakerThanDescendants, "physics")
     stage.Save()
-    assert usdsim(tmp_path / "ball.usda", "-n", 120) == 0
+    assert usdsim(tmp_path / "ball.usda", "-n", 120, device=device) == 0
     z = positions(tmp_path / "ball.sim.usda", "/Ball", range(121))[:, 2] - 0.05
     bounce = int(np.argmin(z[:80]))
     rebound = z[bounce:].max()
@@ -260,7 +262,7 @@ def test_xpbd_restitution_rebounds_to_a_quarter_of_the_drop(tmp_path):
     assert abs(rebound - 0.25) < 0.03
 
 
-def test_differentiable_through_semi_implicit_steps(tmp_path):
+def test_differentiable_through_semi_implicit_steps(tmp_path, device):
     """d(final height)/d(initial upward velocity) by wp.Tape through a Simulation's solver steps, against a
     central finite difference (the docs example)."""
     from newton_usd import Simulation  # noqa: PLC0415
@@ -268,7 +270,8 @@ def test_differentiable_through_semi_implicit_steps(tmp_path):
     stage = new_stage(tmp_path / "throw.usda")
     add_box(stage, "/Box", 0.2, (0, 0, 1.0))
     stage.Save()
-    sim = Simulation.open(tmp_path / "throw.usda", solver="semi_implicit", solver_options={"requires_grad": True})
+    options = {"requires_grad": True}
+    sim = Simulation.open(tmp_path / "throw.usda", solver="semi_implicit", solver_options=options, device=device)
     model, solver, steps, dt = sim.model, sim.solver, 60, 1.0 / 120
 
     def final_height(v0, tape=None):
@@ -276,11 +279,11 @@ def test_differentiable_through_semi_implicit_steps(tmp_path):
         qd = states[0].body_qd.numpy()
         qd[0, 2] = v0
         states[0].body_qd.assign(qd)
-        height = wp.zeros(1, dtype=wp.float32, requires_grad=True)
+        height = wp.zeros(1, dtype=wp.float32, requires_grad=True, device=model.device)
         with tape or contextlib.nullcontext():
             for i in range(steps):
                 solver.step(states[i], states[i + 1], sim.control, None, dt)
-            wp.launch(_height, dim=1, inputs=[states[-1].body_q], outputs=[height])
+            wp.launch(_height, dim=1, inputs=[states[-1].body_q], outputs=[height], device=model.device)
         return states, height
 
     tape = wp.Tape()
@@ -366,16 +369,18 @@ def test_a_diverging_newton_solver_stops_with_exit_3(tmp_path, capsys):
     assert "frame" in err and "/Pendulum" in err and "(the simulation blew up)" in err, err
 
 
-def test_environment_worlds_under_xpbd_simulate_as_the_whole_stage_does():
+def test_environment_worlds_under_xpbd_simulate_as_the_whole_stage_does(device):
     from newton_usd import Simulation  # noqa: PLC0415
 
     from stages import environments  # noqa: PLC0415
 
-    plain = Simulation.open(environments(n=3, style="flat"), solver="xpbd", live=False)
+    plain = Simulation.open(environments(n=3, style="flat"), solver="xpbd", live=False, device=device)
     plain.run(20)
     expected = dict(zip(plain.model.body_label, plain.state.body_q.numpy(), strict=True))
     plain.close()
-    sim = Simulation.open(environments(n=3, style="flat"), solver="xpbd", env_root="/World/envs", live=False)
+    sim = Simulation.open(
+        environments(n=3, style="flat"), solver="xpbd", env_root="/World/envs", live=False, device=device
+    )
     assert sim.worlds == 3 and sim.solver.newton_model.world_count == 3
     sim.run(20)
     for label, pose in zip(sim.model.body_label, sim.state.body_q.numpy(), strict=True):
@@ -383,7 +388,7 @@ def test_environment_worlds_under_xpbd_simulate_as_the_whole_stage_does():
     sim.close()
 
 
-def test_worlds_and_live_edits_under_featherstone(tmp_path):
+def test_worlds_and_live_edits_under_featherstone(tmp_path, device):
     """--worlds replicates the stage; an edit of a drive target, of a mass, and a prim added while running
     (a rebuild that keeps the state) go into the running Newton solver."""
     from newton_usd import Simulation  # noqa: PLC0415
@@ -398,7 +403,7 @@ def test_worlds_and_live_edits_under_featherstone(tmp_path):
     drive.CreateTargetPositionAttr(0.0)
     drive.CreateStiffnessAttr(2.0)
     drive.CreateDampingAttr(0.2)
-    sim = Simulation.open(stage, solver="featherstone", worlds=2, joint_states=True)
+    sim = Simulation.open(stage, solver="featherstone", worlds=2, joint_states=True, device=device)
     sim.run(10)
     drive.GetTargetPositionAttr().Set(20.0)
     sim.run(110)
@@ -415,7 +420,7 @@ def test_worlds_and_live_edits_under_featherstone(tmp_path):
     sim.close()
 
 
-def test_keyframe_start_under_featherstone(tmp_path):
+def test_keyframe_start_under_featherstone(tmp_path, device):
     """`usdsim --keyframe` puts a Newton solver's model into the keyframe: the first frame written is the
     keyframe's pose, as MuJoCo gives it."""
     import mujoco  # noqa: PLC0415
@@ -428,7 +433,7 @@ def test_keyframe_start_under_featherstone(tmp_path):
     assert main(["convert", str(tmp_path / "pendulum.xml")]) == 0
     out = tmp_path / "out.usda"
     args = ("--solver", "featherstone", "-n", 2, "--keyframe", "raised", "-o", out)
-    assert usdsim(tmp_path / "pendulum.usda", *args) == 0
+    assert usdsim(tmp_path / "pendulum.usda", *args, device=device) == 0
     stage = Usd.Stage.Open(str(out))
     world = UsdGeom.Xformable(stage.GetPrimAtPath("/pendulum/arm/tip")).ComputeLocalToWorldTransform(
         stage.GetStartTimeCode()
@@ -441,7 +446,7 @@ def test_keyframe_start_under_featherstone(tmp_path):
 
 
 @pytest.mark.parametrize("solver", ["xpbd", KAMINO, "featherstone"])
-def test_contacts_of_a_resting_cube(tmp_path, solver):
+def test_contacts_of_a_resting_cube(tmp_path, solver, device):
     """update_contacts on a Newton solver: the cube's contacts with the ground, by label, in world 0, barely
     penetrating; the forces the ground exerts on a 1 kg cube add up to its weight where the solver reports
     them (xpbd, kamino), and are unknown (NaN), never a false zero, where it does not (featherstone)."""
@@ -452,7 +457,7 @@ def test_contacts_of_a_resting_cube(tmp_path, solver):
     add_box(stage, "/Cube", 0.2, (0, 0, 0.1005), mass=1.0)
     contact_stiffness(stage, ke=1.0e4, kd=1.0e2)
     stage.Save()
-    sim = Simulation.open(str(tmp_path / "cube.usda"), solver=solver, device="cpu")
+    sim = Simulation.open(str(tmp_path / "cube.usda"), solver=solver, device=device)
     sim.run(30)
     contacts = sim.model.contacts(64)
     sim.solver.update_contacts(contacts)
@@ -472,27 +477,27 @@ def test_contacts_of_a_resting_cube(tmp_path, solver):
 
 
 @pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
-def test_a_view_setting_joint_positions_moves_the_bodies(solver):
+def test_a_view_setting_joint_positions_moves_the_bodies(solver, device):
     """A joint coordinate written through a view is where the next step starts, also under XPBD, which steps
     body poses only (the bodies follow the written joint state)."""
     from newton_usd import Simulation  # noqa: PLC0415
     from newton_usd.selection import ArticulationView  # noqa: PLC0415
 
-    sim = Simulation.open(SAMPLE_PENDULUM, solver=solver, device="cpu", record=False)
+    sim = Simulation.open(SAMPLE_PENDULUM, solver=solver, device=device, record=False)
     view = ArticulationView(sim, "/World/*")
     assert view.dof_names == ["Hinge"]
-    view.set_dof_positions(wp.array([[0.5]], dtype=wp.float32, device="cpu"))
+    view.set_dof_positions(wp.array([[0.5]], dtype=wp.float32, device=device))
     sim.run(1)  # 1/60 s: the 0.5 rad start has barely moved (without the bodies following, XPBD reads 0.03)
     q = view.get_dof_positions().numpy()[0, 0]
     assert abs(q - 0.5) < 0.03, q
 
 
-def test_semi_implicit_joint_states_follow_the_bodies():
+def test_semi_implicit_joint_states_follow_the_bodies(device):
     """semi_implicit integrates body states only: the joint coordinates read are the bodies' (eval_ik), not the
     start's."""
     from newton_usd import Simulation  # noqa: PLC0415
 
-    sim = Simulation.open(pendulum(angle_deg=20.0), solver="semi_implicit", device="cpu", record=False, dt=1e-4)
+    sim = Simulation.open(pendulum(angle_deg=20.0), solver="semi_implicit", device=device, record=False, dt=1e-4)
     sim.run(6)  # 0.1 s: the bob has swung back a few degrees
     q = sim.state.body_q.numpy()[0][3:].astype(np.float64)
     angle = 2.0 * math.atan2(q[1], q[3])  # (the hinge is about Y)
