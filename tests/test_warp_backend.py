@@ -170,10 +170,23 @@ def test_device_exchange_with_ball_free_drives_forces_motor_mocap_and_edits():
     np.testing.assert_allclose(mocap[:, 2], paddle[:, 2], atol=1e-6)
 
 
-def test_captured_steps_replay_what_eager_steps_do():
+def _no_conditional_step1(*args, on_true=None, **kwargs):
+    """``wp.capture_if`` as CUDA answers a conditional body in which MuJoCo-Warp's step1 allocates (seen on an
+    H200 with the cartpole sample): the capture fails."""
+    if getattr(on_true, "__name__", "") == "step1" and wp.get_device().is_capturing:
+        raise RuntimeError("Conditional body graph contains an unsupported operation (memory allocation)")
+    return _CAPTURE_IF(*args, on_true=on_true, **kwargs)
+
+
+_CAPTURE_IF = wp.capture_if
+
+
+@pytest.mark.parametrize("conditional", [True, False], ids=["conditional step1", "no conditional node"])
+def test_captured_steps_replay_what_eager_steps_do(conditional, monkeypatch):
     # The CUDA graph path, run on Warp's CPU device (Warp captures there too): the second step with the same
     # arrays is captured, later ones replayed; edits between steps still reach MuJoCo (the captured conditional
-    # step1), and a model change drops the graphs.
+    # step1, or, where the conditional node cannot be captured, a step1 every step), and a model change drops
+    # the graphs.
     from newton_usd.core.types import DriveMode
 
     def edit(i, model, state, control):
@@ -205,7 +218,11 @@ def test_captured_steps_replay_what_eager_steps_do():
             out.append({n: getattr(s0, n).numpy().copy() for n in ("joint_q", "joint_qd", "body_q", "body_qd")})
         return out, captured, solver
 
+    if not conditional:
+        monkeypatch.setattr(wp, "capture_if", _no_conditional_step1)
     replayed, captured, solver = run(True)
+    monkeypatch.undo()
+    assert solver._conditional_step1 == conditional and solver._use_graphs
     assert captured == 2  # (one per direction of the ping-pong)
     assert sum(g[0] is not None for g in solver._graphs.values()) == 2  # captured again after the change
     eager, _, _ = run(False)

@@ -102,6 +102,11 @@ class SolverMuJoCo(SolverBase):
         self._dev_last = None  # (state, joint_q, joint_qd) as the device exchange wrote them last
         self._graphs = {}  # the warp backend's captured steps on CUDA: see _step_warp_device
         self._use_graphs = self.device.is_cuda  # (False once a capture failed; tests set it on Warp's CPU device)
+        # Two phases (see _advance_warp) need the position and velocity stages done again on the device when a
+        # state was written, a conditional graph node (wp.capture_if) in a captured step. MuJoCo-Warp allocates
+        # scratch arrays in some of them (the cartpole sample's, an ant's), which CUDA does not allow in a
+        # conditional node's body: once such a capture fails, the step is one phase (as RK4's), and captured so.
+        self._conditional_step1 = True
         self._init_keyframes(world0)
         mocap = self.spec_map.body_mocap
         self._mocap_body = np.nonzero(mocap >= 0)[0]  # kinematic bodies, moved from State.body_q
@@ -553,7 +558,7 @@ class SolverMuJoCo(SolverBase):
             x.push_mocap(state_in.body_q, d)
         if control is not None:
             x.push_controls(control, d)
-        if self._two_phase and not self._warp_stale:
+        if self._two_phase and self._conditional_step1 and not self._warp_stale:
             wp.capture_if(x.moved, on_true=self._mjw.step1, m=self.mjw_model, d=d)
         self._advance_warp()
         x.pull(d, state_out)
@@ -577,17 +582,36 @@ class SolverMuJoCo(SolverBase):
             self._graphs[key] = (None, arrays)
             self._device_step(state_in, state_out, control, True)
             return
-        try:
-            with wp.ScopedCapture(device=self.device) as capture:
-                self._device_step(state_in, state_out, control, True)
-        except Exception as e:  # noqa: BLE001  (no conditional graph nodes: CUDA older than 12.4, ...)
-            logger.warning("SolverMuJoCo: no CUDA graph for the warp backend's step (%s); stepping without", e)
+        graph = self._capture(state_in, state_out, control)
+        if graph is None and self._conditional_step1 and self._two_phase:
+            self._conditional_step1 = False  # (one phase: no conditional node)
+            graph = self._capture(state_in, state_out, control)
+            if graph is not None:
+                logger.info(
+                    "SolverMuJoCo: the warp backend's step is captured in one phase (MuJoCo-Warp's step, then the "
+                    "kinematics of the new state): MuJoCo-Warp allocates in step1, which a conditional graph node "
+                    "cannot hold"
+                )
+        if graph is None:
             self._graphs[key] = (None, arrays)
             self._use_graphs = False
             self._device_step(state_in, state_out, control, True)
             return
-        self._graphs[key] = (capture.graph, arrays)
-        wp.capture_launch(capture.graph)
+        self._graphs[key] = (graph, arrays)
+        wp.capture_launch(graph)
+
+    def _capture(self, state_in, state_out, control):
+        """:meth:`_device_step` captured in a CUDA graph (nothing run), or None, said, where the capture failed."""
+        try:
+            with wp.ScopedCapture(device=self.device) as capture:
+                self._device_step(state_in, state_out, control, True)
+        except Exception as e:  # noqa: BLE001  (no conditional graph nodes: CUDA older than 12.4, ...)
+            if self._conditional_step1 and self._two_phase:
+                logger.info("SolverMuJoCo: the warp backend's step with a conditional graph node: %s", e)
+            else:
+                logger.warning("SolverMuJoCo: no CUDA graph for the warp backend's step (%s); stepping without", e)
+            return None
+        return capture.graph
 
     def _advance_warp(self):
         """One mujoco_warp step, after which the body fields (``xpos``, ``xquat``, ``cvel``, ``subtree_com``,
@@ -595,9 +619,10 @@ class SolverMuJoCo(SolverBase):
         computations as ``step``, the position and velocity stages done at the end of the step rather than at
         the start of the next), with a ``step1`` first when the state or the model was written since
         (``_warp_stale``). RK4 (``step2`` integrates with Euler) and sleeping (``step`` wakes and updates the
-        sleeping trees first) take ``step`` and then the kinematics at the new state."""
+        sleeping trees first) take ``step`` and then the kinematics at the new state, and so does a step captured in
+        a CUDA graph where the two phases' conditional ``step1`` cannot be (``_conditional_step1``)."""
         mjw, m, d = self._mjw, self.mjw_model, self.mjw_data
-        if self._two_phase:
+        if self._two_phase and self._conditional_step1:
             if self._warp_stale:
                 mjw.step1(m, d)
             mjw.step2(m, d)
