@@ -23,7 +23,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 newton.__version__, 'mujoco', mujoco.__version__, 'cuda devices', wp.get_cuda_devices())" 2>&1 | tee -a "$LOG/gpu.txt"
 
 # 1. Tests and usdsim on CUDA, side by side (kernels compile into the shared cache for part 2).
-timeout "${TESTS_TIMEOUT:-280}" "$PY" -m pytest -q -m gpu -n "${WORKERS:-10}" -p no:cacheprovider --durations=15 \
+parallel=()  # (pytest-xdist, where installed: the kernels of each solver compile in a process of its own)
+"$PY" -c "import xdist" 2>/dev/null && parallel=(-n "${WORKERS:-10}")
+timeout "${TESTS_TIMEOUT:-280}" "$PY" -m pytest -q -m gpu "${parallel[@]}" -p no:cacheprovider --durations=15 \
     tests/test_newton_solvers.py tests/test_cone_limit.py tests/test_solver_mujoco.py >"$LOG/tests.txt" 2>&1 &
 tests=$!
 outputs=$(mktemp -d -t newton_usd_gpu_outputs.XXXXXX)
