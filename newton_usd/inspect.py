@@ -95,13 +95,13 @@ def physics_rows(imported, model) -> list[tuple[str, str, str, str, str]]:
             "joint_effort_limit", "joint_drive_acceleration",
         )
     }  # fmt: skip
-    cones = getattr(model.mujoco, "joint_cone_limit", None)
     for j, label in enumerate(model.joint_label):
         prim = stage.GetPrimAtPath(label) if Sdf.Path.IsValidPathString(label) else Usd.Prim()
         if prim and prim.IsA(UsdPhysics.Joint):
             rows += _joint_rows(prim, label, j, arrays, frame)
             if int(arrays["joint_type"][j]) == JointType.BALL and prim.IsA(UsdPhysics.SphericalJoint):
-                rows.append(_cone_row(prim, label, None if cones is None else float(cones[j])))
+                cone = model.joint_cone(j)
+                rows.append(_cone_row(prim, label, None if cone is None else cone.limit))
     return rows
 
 

@@ -14,6 +14,8 @@ Labels are prim paths.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import warp as wp
 
@@ -131,6 +133,19 @@ class Model:
         self.body_collision_filter_pairs = []
         self.body_shape_collision_filter_pairs = []
         self.source = None
+
+    def joint_cone(self, j: int) -> "JointCone | None":
+        """The cone limit of ball joint ``j`` as the importers record it in ``mujoco`` (``joint_cone_limit``,
+        ``joint_cone_axis``, ``joint_cone_swing``; NaN where unset), None where it has none: the one reader of
+        them for every solver."""
+        mj = self.mujoco
+        cones = getattr(mj, "joint_cone_limit", None)
+        if cones is None or np.isnan(cones[j]):
+            return None
+        axes, swings = getattr(mj, "joint_cone_axis", None), getattr(mj, "joint_cone_swing", None)
+        axis = None if axes is None or np.isnan(axes[j]) else int(axes[j])
+        swing = None if swings is None or np.isnan(swings[j]).any() else (float(swings[j][0]), float(swings[j][1]))
+        return JointCone(float(cones[j]), axis, swing)
 
     def world_ranges(self, world: int = 0) -> dict:
         """Element kind ("body", "shape", "joint", "coord", "dof", "equality", "site", "articulation")
@@ -330,6 +345,18 @@ def _slice(values, lo, hi):
     if isinstance(values, wp.array) and hi <= lo:
         return wp.empty(0, dtype=values.dtype, device=values.device)
     return values[lo:hi]
+
+
+class JointCone(NamedTuple):
+    """A ball joint's cone limit (:meth:`Model.joint_cone`)."""
+
+    limit: float
+    """rad: the cone's angle (a UsdPhysics cone: the smaller of its two angles), or MuJoCo's ball range."""
+    axis: int | None
+    """The UsdPhysics cone's axis (0, 1, 2: X, Y, Z of the joint frame), about which the twist is free; None
+    for MuJoCo's ball range (MJCF, MjcJointAPI), which bounds the whole rotation angle."""
+    swing: tuple | None
+    """rad: an elliptical UsdPhysics cone's two angles (coneAngle0Limit, coneAngle1Limit); None where circular."""
 
 
 class _Namespace:

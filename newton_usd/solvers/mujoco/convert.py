@@ -76,8 +76,7 @@ class CoordinateMap:
                     scalar_qd.append(dof)
                     scalar_qvel.append(mj_model.jnt_dofadr[mj_dof_joint])
             elif t == JointType.BALL:
-                cones = getattr(model.mujoco, "joint_cone_limit", None)
-                coned = cones is not None and not np.isnan(cones[j])  # placed at zero rotation (see spec)
+                coned = model.joint_cone(j) is not None  # placed at zero rotation (see spec)
                 r0 = np.array([0.0, 0.0, 0.0, 1.0]) if coned else joint_q0[q_start[j] : q_start[j] + 4]
                 ball.append((q_start[j], adr, qd_start[j], dadr, x_c[j, 3:], r0))
             elif t == JointType.FREE:

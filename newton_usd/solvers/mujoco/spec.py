@@ -364,11 +364,12 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         body.inertia, body.iquat = mj_inertial(mass, a.body_inertia[b])
         for j in stack:
             joint_handles[j] = _add_mj_joints(body, j, a, model, joint_names, dof_handles)
-            if _cone_limit(model, j) is not None and _cone_axis(model, j) is not None:
+            cone = model.joint_cone(j)
+            if cone is not None and cone.axis is not None:
                 # UsdPhysics leaves the twist free; MuJoCo's ball range (MJCF's, MjcJointAPI: no axis) bounds it.
                 diag.add("spherical joint cone limits bound the whole rotation angle, twist about the joint axis "
                          "included (MuJoCo's ball-joint range)", model.joint_label[j])  # fmt: skip
-                if _cone_swing(model, j) is not None:
+                if cone.swing is not None:
                     diag.add("elliptical cone limits are simulated as a circular cone of the smaller angle (MuJoCo's "
                              "ball-joint range)", model.joint_label[j])  # fmt: skip
 
@@ -872,28 +873,11 @@ def _initial_motions(a, j, model):
     """The joint-frame motions of joint ``j`` at the model's initial coordinates, in DOF order. A ball
     joint with a cone limit stays at its zero rotation (MuJoCo measures the cone from qpos0)."""
     jt = int(a.joint_type[j])
-    if jt == JointType.BALL and _cone_limit(model, j) is not None:
+    if jt == JointType.BALL and model.joint_cone(j) is not None:
         return []
     qs, qe = int(a.joint_q_start[j]), int(a.joint_q_start[j + 1])
     ds, de = int(a.joint_qd_start[j]), int(a.joint_qd_start[j + 1])
     return joint_motions(jt, a.joint_q[qs:qe], a.joint_axis[ds:de], int(a.joint_dof_dim[j][0]))
-
-
-def _cone_limit(model, j):
-    cones = getattr(model.mujoco, "joint_cone_limit", None)
-    return None if cones is None or np.isnan(cones[j]) else float(cones[j])
-
-
-def _cone_axis(model, j):
-    """The UsdPhysics cone axis of ball joint ``j`` (0, 1, 2), None where its limit is MuJoCo's own."""
-    axes = getattr(model.mujoco, "joint_cone_axis", None)
-    return None if axes is None or np.isnan(axes[j]) else int(axes[j])
-
-
-def _cone_swing(model, j):
-    """The two swing limits (rad) of ball joint ``j``'s elliptical UsdPhysics cone, None where it is circular."""
-    swings = getattr(model.mujoco, "joint_cone_swing", None)
-    return None if swings is None or np.isnan(swings[j]).any() else tuple(float(x) for x in swings[j])
 
 
 def _add_mj_joints(body, j, a, model, names, dof_handles):
@@ -908,10 +892,10 @@ def _add_mj_joints(body, j, a, model, names, dof_handles):
     if jt in (JointType.BALL, JointType.FREE):
         mj_joint = body.add_joint(name=names(model.joint_label[j]), type=_JOINT[jt])
         mj_joint.pos = xc[0]
-        cone = _cone_limit(model, j) if jt == JointType.BALL else None
+        cone = model.joint_cone(j) if jt == JointType.BALL else None
         if cone is not None:
             mj_joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
-            mj_joint.range = [0.0, cone]
+            mj_joint.range = [0.0, cone.limit]
         mj_joint.armature = float(a.joint_armature[start])
         mj_joint.frictionloss = float(a.joint_friction[start])
         _set_from(mj_joint, model, start, JOINT_VALUES)
@@ -985,7 +969,7 @@ def stiffen_cone_limits(mj_model, model, joint_handles) -> None:
     ball = [
         (j, h)
         for j, h in enumerate(joint_handles)
-        if h is not None and h.type == mujoco.mjtJoint.mjJNT_BALL and _cone_limit(model, j) is not None
+        if h is not None and h.type == mujoco.mjtJoint.mjJNT_BALL and model.joint_cone(j) is not None
         and _authored_solimp_limit(model, j) is None
     ]  # fmt: skip
     if not ball:

@@ -373,22 +373,18 @@ def _cone_joints(model, a, diagnostics, solver_name) -> dict:
     twist about its axis free: the two swing axes come first, each limited to its own angle of an elliptical
     cone (``joint_cone_swing``), the axis last. MuJoCo's ball range (no axis) bounds the whole rotation: X, Y, Z
     all limited. Said once per kind as the approximation it is."""
-    mj = model.mujoco
-    cones = getattr(mj, "joint_cone_limit", None)
-    axes = getattr(mj, "joint_cone_axis", None)
-    swings = getattr(mj, "joint_cone_swing", None)
     out = {}
-    for j in np.nonzero(~np.isnan(cones))[0] if cones is not None else ():
-        if int(a["joint_type"][j]) != int(JointType.BALL):
+    for j in np.nonzero(a["joint_type"] == int(JointType.BALL))[0]:
+        found = model.joint_cone(j)
+        if found is None:
             continue
-        cone, label = float(cones[j]), model.joint_label[j]
+        cone, label = found.limit, model.joint_label[j]
         if cone >= GIMBAL_LOCK:
             diagnostics.add(f"spherical joint cone limits of 90 deg or more are not simulated by the {solver_name} "
                             "solver (Newton limits a D6 joint's Euler angles, which meet gimbal lock there)",
                             label)  # fmt: skip
             continue
-        twist = axes[j] if axes is not None else math.nan
-        if math.isnan(twist):
+        if found.axis is None:
             out[int(j)] = (0, (cone, cone, cone))
             diagnostics.add(
                 f"ball joint ranges (MuJoCo's, bounding the whole rotation angle) are approximated by the "
@@ -398,13 +394,13 @@ def _cone_joints(model, a, diagnostics, solver_name) -> dict:
             )
             continue
         swing = (cone, cone)
-        if swings is not None and not np.isnan(swings[j]).any():
-            swing = tuple(float(x) for x in swings[j])
+        if found.swing is not None:
+            swing = found.swing
             if max(swing) >= GIMBAL_LOCK:
                 swing = (cone, cone)
                 diagnostics.add(f"elliptical cone limits with an angle of 90 deg or more are simulated by the "
                                 f"{solver_name} solver as a circular cone of the smaller angle", label)  # fmt: skip
-        out[int(j)] = ((int(twist) + 1) % 3, (*swing, None))
+        out[int(j)] = ((found.axis + 1) % 3, (*swing, None))
         diagnostics.add(
             f"spherical joint cone limits are approximated by the {solver_name} solver as limits of two swing "
             "angles, the twist free (a Newton D6 joint): exact in each swing plane, wider between them (a 30 deg "
