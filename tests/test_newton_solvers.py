@@ -17,6 +17,7 @@ import warp as wp
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from newton_usd.cli import main
+from newton_usd.core.quat import quat_rotate
 
 from stages import add_box, add_ground, new_stage, pendulum
 
@@ -454,7 +455,8 @@ def test_contacts_of_a_resting_cube(tmp_path, solver, device):
 
     stage = new_stage(tmp_path / "cube.usda")
     add_ground(stage)
-    add_box(stage, "/Cube", 0.2, (0, 0, 0.1005), mass=1.0)
+    # Away from the origin and turned 30 deg about Z: a contact point rotated or placed wrongly lands off its face.
+    add_box(stage, "/Cube", 0.2, (0.5, -0.3, 0.1005), mass=1.0, rotate_xyz=(0.0, 0.0, 30.0))
     contact_stiffness(stage, ke=1.0e4, kd=1.0e2)
     stage.Save()
     sim = Simulation.open(str(tmp_path / "cube.usda"), solver=solver, device=device)
@@ -467,6 +469,14 @@ def test_contacts_of_a_resting_cube(tmp_path, solver, device):
     assert {frozenset(pair) for pair in pairs} == {frozenset(("/Cube", "/Ground"))}
     assert (contacts.rigid_contact_world.numpy()[:n] == 0).all()
     assert (np.abs(contacts.rigid_contact_depth.numpy()[:n]) < 0.01).all()
+    # The points, in the cube's frame (as it rests now): on its bottom face (z -0.1), within it, reaching its
+    # corners.
+    pose = sim.state.body_q.numpy()[0].astype(np.float64)
+    inverse = np.array([-pose[3], -pose[4], -pose[5], pose[6]])
+    local = quat_rotate(inverse, contacts.rigid_contact_point.numpy()[:n].astype(np.float64) - pose[:3])
+    np.testing.assert_allclose(local[:, 2], -0.1, atol=0.01)
+    assert (np.abs(local[:, :2]) < 0.1 + 0.005).all(), local
+    assert np.abs(local[:, :2]).max() > 0.09, local  # (at the corners, not all at the middle)
     force = contacts.rigid_contact_force.numpy()[:n].astype(np.float64)
     if solver == "featherstone":
         assert np.isnan(force).all()
