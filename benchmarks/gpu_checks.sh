@@ -3,8 +3,9 @@
 #
 #     bash benchmarks/gpu_checks.sh [LOG_DIR]        (PYTHON=... to pick the interpreter; default python3)
 #
-# 1. the gpu-marked tests of the files below (the Newton solvers' behaviour tests and the cone limits on CUDA, MuJoCo-Warp on CUDA
-#    against C MuJoCo), with usdsim run end to end on the sample stages under every solver on CUDA beside them;
+# 1. the gpu-marked tests of the files below (the Newton solvers' behaviour tests and the cone limits on CUDA,
+#    MuJoCo-Warp on CUDA against C MuJoCo), with usdsim run end to end on the sample stages under every solver on
+#    CUDA beside them;
 # 2. then, with the GPU to itself: bench_newton_solvers.py on CUDA (our step against the same Newton solver
 #    stepped directly) at 1 world and at 4,096, and bench_warp_worlds.py (our MuJoCo-Warp backend against
 #    mujoco_warp called directly) for an ant and a humanoid at 4,096 worlds.

@@ -170,6 +170,9 @@ def test_device_exchange_with_ball_free_drives_forces_motor_mocap_and_edits():
     np.testing.assert_allclose(mocap[:, 2], paddle[:, 2], atol=1e-6)
 
 
+_CAPTURE_IF = wp.capture_if
+
+
 def _no_conditional_step1(*args, on_true=None, **kwargs):
     """``wp.capture_if`` as CUDA answers a conditional body in which MuJoCo-Warp's step1 allocates (seen on an
     H200 with the cartpole sample): the capture fails."""
@@ -178,15 +181,12 @@ def _no_conditional_step1(*args, on_true=None, **kwargs):
     return _CAPTURE_IF(*args, on_true=on_true, **kwargs)
 
 
-_CAPTURE_IF = wp.capture_if
-
-
 @pytest.mark.parametrize("conditional", [True, False], ids=["conditional step1", "no conditional node"])
 def test_captured_steps_replay_what_eager_steps_do(conditional, monkeypatch):
     # The CUDA graph path, run on Warp's CPU device (Warp captures there too): the second step with the same
     # arrays is captured, later ones replayed; edits between steps still reach MuJoCo (the captured conditional
-    # step1, or, where the conditional node cannot be captured, a step1 every step), and a model change drops
-    # the graphs.
+    # step1, or, where the conditional node cannot be captured, one phase: MuJoCo-Warp's step and the kinematics
+    # of the new state), and a model change drops the graphs.
     from newton_usd.core.types import DriveMode
 
     def edit(i, model, state, control):

@@ -356,7 +356,8 @@ class JointCone(NamedTuple):
     """The UsdPhysics cone's axis (0, 1, 2: X, Y, Z of the joint frame), about which the twist is free; None
     for MuJoCo's ball range (MJCF, MjcJointAPI), which bounds the whole rotation angle."""
     swing: tuple | None
-    """rad: an elliptical UsdPhysics cone's two angles (coneAngle0Limit, coneAngle1Limit); None where circular."""
+    """rad: an elliptical UsdPhysics cone's limits about its two swing axes, the axis after the cone axis first
+    (coneAngle1Limit) and the one after that (coneAngle0Limit); None where circular."""
 
 
 class _Namespace:

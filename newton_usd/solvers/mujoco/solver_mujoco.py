@@ -582,17 +582,19 @@ class SolverMuJoCo(SolverBase):
             self._graphs[key] = (None, arrays)
             self._device_step(state_in, state_out, control, True)
             return
-        graph = self._capture(state_in, state_out, control)
+        graph, error = self._capture(state_in, state_out, control)
         if graph is None and self._conditional_step1 and self._two_phase:
             self._conditional_step1 = False  # (one phase: no conditional node)
-            graph = self._capture(state_in, state_out, control)
+            first = error
+            graph, error = self._capture(state_in, state_out, control)
             if graph is not None:
                 logger.info(
                     "SolverMuJoCo: the warp backend's step is captured in one phase (MuJoCo-Warp's step, then the "
-                    "kinematics of the new state): MuJoCo-Warp allocates in step1, which a conditional graph node "
-                    "cannot hold"
+                    "kinematics of the new state): its conditional step1 could not be (%s)",
+                    first,
                 )
         if graph is None:
+            logger.warning("SolverMuJoCo: no CUDA graph for the warp backend's step (%s); stepping without", error)
             self._graphs[key] = (None, arrays)
             self._use_graphs = False
             self._device_step(state_in, state_out, control, True)
@@ -601,17 +603,13 @@ class SolverMuJoCo(SolverBase):
         wp.capture_launch(graph)
 
     def _capture(self, state_in, state_out, control):
-        """:meth:`_device_step` captured in a CUDA graph (nothing run), or None, said, where the capture failed."""
+        """(:meth:`_device_step` captured in a CUDA graph, nothing run; None) or (None, why the capture failed)."""
         try:
             with wp.ScopedCapture(device=self.device) as capture:
                 self._device_step(state_in, state_out, control, True)
         except Exception as e:  # noqa: BLE001  (no conditional graph nodes: CUDA older than 12.4, ...)
-            if self._conditional_step1 and self._two_phase:
-                logger.info("SolverMuJoCo: the warp backend's step with a conditional graph node: %s", e)
-            else:
-                logger.warning("SolverMuJoCo: no CUDA graph for the warp backend's step (%s); stepping without", e)
-            return None
-        return capture.graph
+            return None, e
+        return capture.graph, None
 
     def _advance_warp(self):
         """One mujoco_warp step, after which the body fields (``xpos``, ``xquat``, ``cvel``, ``subtree_com``,
