@@ -1,10 +1,10 @@
 """The bridge to Newton (solvers/newton/model_bridge.py) builds the ``newton.Model`` that Newton's own builder
 would build from our model's elements, added one by one through Newton's public API.
 
-The bridge assigns bodies and joints to Newton's ``ModelBuilder`` in bulk (arrays, as Newton's ``replicate``
-leaves them); here the same model is replayed through ``add_link``/``add_joint`` and every array of the two
-finalized models is compared: a Newton release whose ``add_link`` or ``add_joint`` records something the bulk
-path does not fails here.
+The bridge assigns bodies, joints and primitive shapes to Newton's ``ModelBuilder`` in bulk (arrays, as Newton's
+``replicate`` leaves them, and extended lists); here the same model is replayed through ``add_link``/``add_shape``/
+``add_joint`` and every array of the two finalized models is compared: a Newton release whose ``add_link``,
+``add_shape`` or ``add_joint`` records something the bulk path does not fails here.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 import warp as wp
 
 from newton_usd.core import ModelBuilder
-from newton_usd.core.builder import JointAxis
-from newton_usd.core.types import DriveMode, JointType
+from newton_usd.core.builder import JointAxis, Mesh
+from newton_usd.core.types import DriveMode, GeoType, JointType
 from newton_usd.diagnostics import Diagnostics
 from newton_usd.solvers.newton import bridge_model
 from newton_usd.solvers.newton import model_bridge as mb
@@ -35,6 +35,16 @@ def _model(worlds=2):
     free = b.add_body(((0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)), mass=2.0, com=(0.05, -0.02, 0.0), inertia=BOX,
                       label="/Free")  # fmt: skip
     b.add_shape_box(free, hx=0.1, hy=0.1, hz=0.1, label="/Free/Box")
+    # the other primitives, with their own materials, one that does not collide, one with a margin (Newton's gap),
+    # and a mesh between them (the bridge adds runs of primitives at once, the rest one by one)
+    turned = ((0.0, 0.1, 0.0), (0.0, 0.0, math.sin(0.2), math.cos(0.2)))
+    b.add_shape(free, GeoType.ELLIPSOID, turned, (0.05, 0.03, 0.02), mu=0.3, restitution=0.4, label="/Free/Egg")
+    b.add_shape_cylinder(free, turned, radius=0.02, half_height=0.06, collision_enabled=False, label="/Free/Rod")
+    tetra = Mesh(
+        [(0.0, 0.0, 0.0), (0.1, 0.0, 0.0), (0.0, 0.1, 0.0), (0.0, 0.0, 0.1)], [0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3]
+    )
+    b.add_shape_mesh(free, turned, mesh=tetra, label="/Free/Tetra")
+    b.add_shape_sphere(free, radius=0.04, margin=0.01, mu_torsional=0.02, mu_rolling=0.001, label="/Free/Ball")
     b.add_joint_free(free, label="/Free/Joint")
     links = []
     for i in range(5):
@@ -79,7 +89,7 @@ def _model(worlds=2):
 
 def _replayed(model, limits) -> newton.Model:
     """``model`` through Newton's per-element API (add_link, add_shape, add_joint), as the bridge replayed it
-    before it assigned bodies and joints in bulk."""
+    before it assigned bodies, joints and primitive shapes in bulk."""
     a = mb._host_arrays(model)
     diagnostics = Diagnostics()
     contact = mb.ContactSettings()

@@ -17,6 +17,7 @@ Its coordinates are then Newton's intrinsic Euler angles where ours are a quater
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -118,14 +119,12 @@ def bridge_model(
     for j, (first, _) in cones.items():
         cone_first_axis[j] = first
     shape_map = np.full(model.shape_count, -1, dtype=np.int64)
-    for s in np.nonzero(a["shape_world"] < 0)[0]:  # shared by every world (the ground)
-        shape_map[s] = _add_shape(nb, model, a, int(s), contact, diagnostics)
+    _add_shapes(nb, model, a, np.nonzero(a["shape_world"] < 0)[0], contact, diagnostics, shape_map)  # (the ground)
     _add_bodies(nb, model, a)
     dof_order = _add_joints(nb, model, a, limits, diagnostics, cones)
     for w in range(model.num_worlds):
         nb.begin_world(label=f"world_{w}")
-        for s in np.nonzero(a["shape_world"] == w)[0]:
-            shape_map[s] = _add_shape(nb, model, a, int(s), contact, diagnostics)
+        _add_shapes(nb, model, a, np.nonzero(a["shape_world"] == w)[0], contact, diagnostics, shape_map)
         _add_articulations(nb, model, a, np.nonzero(a["joint_world"] == w)[0])
         nb.end_world()
     _filter_collisions(nb, model, a, shape_map)
@@ -176,18 +175,33 @@ def _add_bodies(nb, model, a) -> None:
     nb.body_shapes.update((b, []) for b in range(n))
 
 
-def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
-    """Add our shape ``s`` to the Newton builder; returns its Newton index."""
-    gt = GeoType(int(a["shape_type"][s]))
-    body = int(a["shape_body"][s])
-    label = model.shape_label[s]
-    collides = bool(a["shape_collision_enabled"][s])
+_PRIMITIVES = np.array([int(g) for g in (GeoType.SPHERE, GeoType.CAPSULE, GeoType.ELLIPSOID, GeoType.BOX,
+                                          GeoType.CYLINDER)])  # fmt: skip
+"""Our shape kinds that :func:`_add_primitives` adds in bulk: Newton's closed primitives, sized by ``scale`` alone."""
+
+
+def _add_shapes(nb, model, a, shapes, contact, diagnostics, shape_map) -> None:
+    """Our ``shapes`` (indices, in order) into the Newton builder's current world, their Newton indices into
+    ``shape_map``: each run of primitives at once (:func:`_add_primitives`), planes, meshes and height fields one by
+    one (:func:`_add_shape`)."""
+    primitive = np.isin(a["shape_type"][shapes], _PRIMITIVES)
+    i, n = 0, len(shapes)
+    while i < n:
+        if not primitive[i]:
+            shape_map[shapes[i]] = _add_shape(nb, model, a, int(shapes[i]), contact, diagnostics)
+            i += 1
+            continue
+        k = i + 1
+        while k < n and primitive[k]:
+            k += 1
+        shape_map[shapes[i:k]] = _add_primitives(nb, model, a, shapes[i:k], contact)
+        i = k
+
+
+def _shape_config(contact, collides: bool):
+    """Newton's ShapeConfig of our shapes, less what each shape holds (its material and gap: see :func:`_add_shape`)."""
     cfg = newton.ModelBuilder.ShapeConfig(
         density=0.0,  # our bodies carry their mass properties (add_link, lock_inertia)
-        mu=float(a["shape_material_mu"][s]),
-        restitution=float(a["shape_material_restitution"][s]),
-        mu_torsional=float(a["shape_material_mu_torsional"][s]),
-        mu_rolling=float(a["shape_material_mu_rolling"][s]),
         has_shape_collision=collides,
         has_particle_collision=collides,
         collision_filter_parent=False,  # filtered explicitly (see _filter_collisions)
@@ -196,6 +210,94 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
         value = getattr(contact, name)
         if value is not None:
             setattr(cfg, name, float(value))
+    return cfg
+
+
+def _add_primitives(nb, model, a, shapes, contact) -> np.ndarray:
+    """Our primitive ``shapes`` (a run of :data:`_PRIMITIVES`) into the Newton builder at once, as ``add_shape``
+    one by one (with :func:`_shape_config`'s settings) would add them: its per-shape lists extended, what the
+    settings share read off one ShapeConfig. ``add_shape`` spends most of its time per shape on what does not
+    differ between shapes here (it validates the config and makes a ``wp.transform`` of each). Returns their Newton
+    indices. A Newton whose ``add_shape`` records a list this does not extend fails here (and test_newton_bridge
+    compares every array against ``add_shape``'s)."""
+    first, n = nb.shape_count, len(shapes)
+    kinds = a["shape_type"][shapes]
+    collides = a["shape_collision_enabled"][shapes].astype(bool)
+    templates = {c: _shape_config(contact, c) for c in set(collides.tolist())}
+    for cfg in templates.values():  # (what differs between the shapes, validate does not read)
+        for kind in set(kinds.tolist()):
+            cfg.validate(shape_type=_GEO[GeoType(kind)])
+    cfg = templates[bool(collides[0])]
+    scale = np.abs(a["shape_scale"][shapes].astype(np.float64))  # (Newton takes the magnitudes of primitives' sizes)
+    cylinder = kinds == int(GeoType.CYLINDER)
+    if np.any(cylinder & (scale[:, 2] != 0.0) & (scale[:, 2] < scale[:, 1])):
+        raise NewtonUsdError("a cylinder's barrel radius must be zero or at least its half-height")
+    radius = np.where(kinds == int(GeoType.BOX), np.linalg.norm(scale, axis=1), scale[:, 0])  # (sphere)
+    radius = np.where((kinds == int(GeoType.CAPSULE)) | cylinder, scale[:, 0] + scale[:, 1], radius)
+    radius = np.where(kinds == int(GeoType.ELLIPSOID), scale.max(axis=1), radius)
+    margin = a["shape_margin"][shapes]
+    gap = np.where(margin > 0.0, margin, nb.rigid_gap if cfg.gap is None else cfg.gap)
+    body = a["shape_body"][shapes].tolist()
+    indices = range(first, first + n)
+    for s, b in zip(indices, body, strict=True):
+        nb.body_shapes[b].append(s)
+    flags = {c: t.flags for c, t in templates.items()}
+    palette = newton.ModelBuilder._shape_palette_color
+    rows = np.ascontiguousarray(a["shape_transform"][shapes], dtype=np.float32)
+    per_shape = {
+        "shape_body": body,
+        "shape_label": [model.shape_label[s] for s in shapes],
+        "shape_transform": [wp.transform.from_buffer_copy(row) for row in rows],
+        "shape_flags": [flags[c] for c in collides.tolist()],
+        "shape_type": [_GEO[GeoType(k)] for k in kinds.tolist()],
+        "shape_scale": [tuple(x) for x in scale.tolist()],
+        "shape_color": [palette(s) for s in indices],
+        "shape_material_mu": a["shape_material_mu"][shapes].tolist(),
+        "shape_material_restitution": a["shape_material_restitution"][shapes].tolist(),
+        "shape_material_mu_torsional": a["shape_material_mu_torsional"][shapes].tolist(),
+        "shape_material_mu_rolling": a["shape_material_mu_rolling"][shapes].tolist(),
+        "shape_gap": gap.tolist(),
+        "shape_collision_radius": radius.tolist(),
+    }
+    shared = {
+        "shape_source": None, "shape_opacity": 1.0, "shape_margin": cfg.margin, "shape_is_solid": cfg.is_solid,
+        "shape_material_ke": cfg.ke, "shape_material_kd": cfg.kd, "shape_material_kf": cfg.kf,
+        "shape_material_ka": cfg.ka, "shape_material_kh": cfg.kh, "shape_collision_group": cfg.collision_group,
+        "shape_world": nb.current_world, "shape_sdf_narrow_band_range": cfg.sdf_narrow_band_range,
+        "shape_sdf_target_voxel_size": cfg.sdf_target_voxel_size, "shape_sdf_max_resolution": cfg.sdf_max_resolution,
+        "shape_force_sdf": cfg.force_sdf, "shape_sdf_texture_format": cfg.sdf_texture_format,
+        "shape_sdf_padding": cfg.sdf_padding,
+    }  # fmt: skip
+    unknown = _shape_lists() - per_shape.keys() - shared.keys()
+    if unknown:
+        raise NewtonUsdError(
+            f"newton {newton.__version__}: the bridge's bulk add of primitive shapes does not fill ModelBuilder's "
+            f"{', '.join(sorted(unknown))} (a Newton it was not written for)"
+        )
+    for name, values in per_shape.items():
+        getattr(nb, name).extend(values)
+    for name, value in shared.items():
+        getattr(nb, name).extend([value] * n)
+    return np.arange(first, first + n)
+
+
+@functools.cache
+def _shape_lists() -> frozenset:
+    """The per-shape lists of Newton's ``ModelBuilder`` (its ``shape_*`` lists, less the per-world one)."""
+    fresh = vars(newton.ModelBuilder())
+    return frozenset(k for k, v in fresh.items() if k.startswith("shape_") and isinstance(v, list)) - {
+        "shape_world_start"
+    }
+
+
+def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
+    """Add our shape ``s`` to the Newton builder; returns its Newton index."""
+    gt = GeoType(int(a["shape_type"][s]))
+    body = int(a["shape_body"][s])
+    label = model.shape_label[s]
+    cfg = _shape_config(contact, bool(a["shape_collision_enabled"][s]))
+    for name in ("mu", "restitution", "mu_torsional", "mu_rolling"):
+        setattr(cfg, name, float(a[f"shape_material_{name}"][s]))
     margin = float(a["shape_margin"][s])
     if margin > 0.0:  # MuJoCo's margin: contacts from that distance on; Newton's gap
         cfg.gap = margin
