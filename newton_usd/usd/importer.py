@@ -322,23 +322,24 @@ def add_usd(
     import_tendon_equalities(builder, typed["MjcTendon"], result)
     import_keyframes(builder, typed["MjcKeyframe"], result, frame, order)
     _import_collision_filters(builder, stage, descs, result)
-    _record_display_names(builder, stage, labels_before)
+    _record_display_names(builder, typed["display_names"], labels_before)
     if result.environments is not None:
         _replicate_environments(builder, stage, descs, typed, result)
     diag.emit(file)
     return result
 
 
-def _record_display_names(builder, stage, labels_before) -> None:
+def _record_display_names(builder, display_names, labels_before) -> None:
     """The source's name of each element this import labelled with a prim that has an authored
     displayName (converters keep a name there where the prim name had to differ: ``tn__leftwaist_1_sY0``
-    holds ``left\\waist``): MuJoCo element names are the source's names (``builder.element_names``)."""
+    holds ``left\\waist``): MuJoCo element names are the source's names (``builder.element_names``).
+    ``display_names``: prim path -> its authored displayName, of the prims that author one (:func:`_scan`)."""
+    if not display_names:
+        return
     for label in builder.labels():
-        if label in labels_before or not Sdf.Path.IsValidPathString(label):
-            continue
-        prim = stage.GetPrimAtPath(label)
-        if prim and prim.HasAuthoredDisplayName():
-            builder.element_names[label] = prim.GetDisplayName()
+        name = display_names.get(label)
+        if name is not None and label not in labels_before:
+            builder.element_names[label] = name
 
 
 def _floats(vec) -> list:
@@ -1415,10 +1416,12 @@ _MJC_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")  # (MjcKeyfram
 def _scan(stage, paths, type_names, exclude=(), resolver=None):
     """One traversal: the authored order of ``paths`` (``Sdf.Path``s of joints and rigid bodies; prim path
     string -> index), the prims of each of ``type_names`` (type name -> prims, in order), the site prims
-    (under "sites") and the MuJoCo visual geoms (under "visuals"). The subtrees of ``exclude`` are skipped.
-    The ``resolver``'s views of the joints, rigid bodies and colliders are prepared on the way."""
+    (under "sites"), the MuJoCo visual geoms (under "visuals") and the authored displayNames (under
+    "display_names": prim path -> name). The subtrees of ``exclude`` are skipped. The ``resolver``'s views of
+    the joints, rigid bodies and colliders are prepared on the way."""
     order, typed = {}, {t: [] for t in type_names}
-    typed["sites"], typed["visuals"] = [], []
+    typed["sites"], typed["visuals"], display_names = [], [], {}
+    typed["display_names"] = display_names
     wanted = set(paths)
     skip = {Sdf.Path(p) for p in exclude}
     site_apis = ("MjcSiteAPI", "NewtonSiteAPI")
@@ -1438,6 +1441,8 @@ def _scan(stage, paths, type_names, exclude=(), resolver=None):
             kind = of_type[type_name] = (typed.get(type_name), joint)
         if kind[0] is not None:
             kind[0].append(prim)
+        if prim.HasAuthoredDisplayName():
+            display_names[str(prim.GetPath())] = prim.GetDisplayName()
         applied = prim.GetAppliedSchemas()
         # Only joints and rigid bodies are among ``paths`` (UsdPhysics' parser: IsA joint, RigidBodyAPI).
         if kind[1] or (applied and ("PhysicsRigidBodyAPI" in applied or "PhysicsCollisionAPI" in applied)):
