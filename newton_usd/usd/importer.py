@@ -1441,9 +1441,10 @@ def _scan(stage, paths, type_names, exclude=(), resolver=None):
             kind = of_type[type_name] = (typed.get(type_name), joint)
         if kind[0] is not None:
             kind[0].append(prim)
-        if prim.HasAuthoredDisplayName():
-            display_names[str(prim.GetPath())] = prim.GetDisplayName()
         applied = prim.GetAppliedSchemas()
+        # (the prims elements are labelled with: an applied schema's, a joint's or one of ``type_names``)
+        if (applied or kind[0] is not None or kind[1]) and prim.HasAuthoredDisplayName():
+            display_names[str(prim.GetPath())] = prim.GetDisplayName()
         # Only joints and rigid bodies are among ``paths`` (UsdPhysics' parser: IsA joint, RigidBodyAPI).
         if kind[1] or (applied and ("PhysicsRigidBodyAPI" in applied or "PhysicsCollisionAPI" in applied)):
             if path is None:
