@@ -10,9 +10,15 @@ go through Newton's own ``joint_q``/``joint_qd``, converted by a Warp kernel eac
 
 - free joints whose body has its center of mass away from its origin: our ``joint_qd`` is the origin's velocity
   in world, Newton's the center of mass's in the joint's parent frame;
+- ball joints: our ``joint_qd`` is the angular velocity in the child joint frame (MuJoCo's), Newton's in the
+  parent joint frame (the same where the joint is not rotated);
 - cone-limited ball joints, bridged as D6 joints (see :mod:`.model_bridge`): ours are a quaternion (4
-  coordinates) and the angular velocity in the parent joint frame, Newton's the D6's three intrinsic Euler
+  coordinates) and the angular velocity in the child joint frame, Newton's the D6's three intrinsic Euler
   angles and their rates (so Newton's ``joint_q`` is shorter: every later joint's coordinates start earlier).
+
+A ball joint's ``joint_f`` (ours: a torque in the child joint frame) is converted likewise every step, into a
+torque in the parent joint frame, or a cone joint's generalized forces on its Euler angles (the torque's
+components along the angles' axes).
 
 A solver that writes joint states (featherstone, kamino) leaves them in Newton's convention until they are read
 (:class:`PendingNewtonJoints`): a step loop that reads only the bodies, as the stage write-back does, converts
@@ -107,13 +113,15 @@ def _joint_state_kernel(
     if first >= 0:  # a ball joint (ours) bridged as a D6 (Newton's)
         if to_newton == 1:
             rot = wp.quat(q_in[src], q_in[src + 1], q_in[src + 2], q_in[src + 3])
-            angles, rates = _euler_from_ball(first, rot, wp.vec3(qd_in[d], qd_in[d + 1], qd_in[d + 2]))
+            w = wp.quat_rotate(rot, wp.vec3(qd_in[d], qd_in[d + 1], qd_in[d + 2]))  # (child -> parent frame)
+            angles, rates = _euler_from_ball(first, rot, w)
             for k in range(3):
                 q_out[dst + k] = angles[k]
                 qd_out[d + k] = rates[k]
         else:
             angles = wp.vec3(q_in[src], q_in[src + 1], q_in[src + 2])
             rot, w = _ball_from_euler(first, angles, wp.vec3(qd_in[d], qd_in[d + 1], qd_in[d + 2]))
+            w = wp.quat_rotate_inv(rot, w)  # (parent -> child frame)
             for k in range(4):
                 q_out[dst + k] = rot[k]
             for k in range(3):
@@ -122,6 +130,16 @@ def _joint_state_kernel(
     if convert_q == 1:
         for k in range(joint_q_start[j + 1] - joint_q_start[j]):
             q_out[dst + k] = q_in[src + k]
+    if joint_type[j] == 2:  # BALL: the angular velocity in the child joint frame (ours) or the parent's (Newton's)
+        rot = wp.quat(q_in[src], q_in[src + 1], q_in[src + 2], q_in[src + 3])  # (the same in both)
+        w = wp.vec3(qd_in[d], qd_in[d + 1], qd_in[d + 2])
+        if to_newton == 1:
+            w = wp.quat_rotate(rot, w)
+        else:
+            w = wp.quat_rotate_inv(rot, w)
+        for k in range(3):
+            qd_out[d + k] = w[k]
+        return
     if joint_type[j] != 4 or convert_free == 0:  # not FREE (or no COM offset): the same
         for k in range(joint_qd_start[j + 1] - d):
             qd_out[d + k] = qd_in[d + k]
@@ -158,6 +176,42 @@ def _coord_targets_kernel(
     d0 = joint_qd_start[j]
     for k in range(joint_qd_start[j + 1] - d0):
         target_coord[q0 + k] = target_dof[d0 + k]
+
+
+@wp.kernel
+def _ball_force_kernel(
+    # Model:
+    joints: wp.array(dtype=wp.int32),
+    joint_parent: wp.array(dtype=wp.int32),
+    joint_child: wp.array(dtype=wp.int32),
+    joint_X_p: wp.array(dtype=wp.transform),
+    joint_X_c: wp.array(dtype=wp.transform),
+    joint_qd_start: wp.array(dtype=wp.int32),
+    cone_first_axis: wp.array(dtype=wp.int32),
+    # Data in:
+    body_q: wp.array(dtype=wp.transform),
+    f_in: wp.array(dtype=wp.float32),
+    # Data out:
+    f_out: wp.array(dtype=wp.float32),
+):
+    """A ball joint's ``joint_f``: ours (a torque in the child joint frame) -> Newton's (in the parent joint frame;
+    a cone joint's: the torque's components along its Euler angles' axes), at the joint's rotation now."""
+    j = joints[wp.tid()]
+    parent_rot = wp.transform_get_rotation(joint_X_p[j])
+    p = joint_parent[j]
+    if p >= 0:
+        parent_rot = wp.transform_get_rotation(body_q[p]) * parent_rot
+    child_rot = wp.transform_get_rotation(body_q[joint_child[j]]) * wp.transform_get_rotation(joint_X_c[j])
+    rot = wp.quat_inverse(parent_rot) * child_rot
+    d = joint_qd_start[j]
+    tau = wp.quat_rotate(rot, wp.vec3(f_in[d], f_in[d + 1], f_in[d + 2]))
+    first = cone_first_axis[j]
+    if first >= 0:
+        angles, rates = _euler_from_ball(first, rot, wp.vec3(0.0))
+        a0, a1, a2 = _euler_axes(first, angles[0], angles[1])
+        tau = wp.vec3(wp.dot(a0, tau), wp.dot(a1, tau), wp.dot(a2, tau))
+    for k in range(3):
+        f_out[d + k] = tau[k]
 
 
 class PendingJointState:
@@ -233,7 +287,10 @@ class StateExchange:
         self._convert_free = bridge.free_com_offset
         self._cone_first_axis = wp.array(bridge.cone_first_axis, dtype=wp.int32, device=device)
         self._convert_q = bool((bridge.cone_first_axis >= 0).any())  # (Newton's joint_q is shorter)
-        self._convert_qd = self._convert_q or self._convert_free
+        balls = np.nonzero(model.joint_type.numpy() == int(JointType.BALL))[0].astype(np.int32)
+        self._convert_qd = self._convert_q or self._convert_free or len(balls) > 0
+        self._ball_joints = wp.array(balls, dtype=wp.int32, device=device) if len(balls) else None
+        self._joint_f = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=device) if len(balls) else None
         self._read_converts = {"joint_qd"} | ({"joint_q"} if self._convert_q else set())
         if self._convert_free:
             self._read_converts |= {"body_q", "body_qd"}
@@ -316,8 +373,17 @@ class StateExchange:
                          self._coord_targets],
                     )  # fmt: skip
             nc.joint_target_qd = control.joint_target_vel
-            nc.joint_f = control.joint_f
+            nc.joint_f = control.joint_f if self._ball_joints is None else self._ball_forces(state_in, control)
         return ns_in, ns_out, nc
+
+    def _ball_forces(self, state_in, control):
+        """Newton's ``joint_f``: ours, the ball joints' converted (:func:`_ball_force_kernel`) at ``state_in``."""
+        m = self.model
+        wp.copy(self._joint_f, control.joint_f)
+        params = [self._ball_joints, m.joint_parent, m.joint_child, m.joint_X_p, m.joint_X_c, m.joint_qd_start,
+                  self._cone_first_axis, state_in.__dict__["body_q"], control.joint_f, self._joint_f]  # fmt: skip
+        self._launch(_ball_force_kernel, len(self._ball_joints), params)
+        return self._joint_f
 
     def outputs(self, state_out, joints_written: bool = True) -> None:
         """After a step: Newton's joint states, where they differ, left in their slot to be converted into ours
