@@ -290,7 +290,10 @@ class StateExchange:
         balls = np.nonzero(model.joint_type.numpy() == int(JointType.BALL))[0].astype(np.int32)
         self._convert_qd = self._convert_q or self._convert_free or len(balls) > 0
         self._ball_joints = wp.array(balls, dtype=wp.int32, device=device) if len(balls) else None
-        self._joint_f = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=device) if len(balls) else None
+        self._joint_f = None  # Newton's joint_f, where ball joints' differ from ours
+        if len(balls):
+            grad = newton_model.requires_grad
+            self._joint_f = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=device, requires_grad=grad)
         self._read_converts = {"joint_qd"} | ({"joint_q"} if self._convert_q else set())
         if self._convert_free:
             self._read_converts |= {"body_q", "body_qd"}
