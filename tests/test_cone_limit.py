@@ -164,11 +164,11 @@ def test_mjcf_ball_range_limits_every_angle_under_featherstone(tmp_path):
 
 
 def test_cone_joint_state_round_trips_through_newtons_euler_angles(device):
-    """Our ball joint state (quaternion, angular velocity in the parent joint frame) -> Newton's D6 angles and
+    """Our ball joint state (quaternion, angular velocity in the child joint frame) -> Newton's D6 angles and
     rates -> the body's pose and velocity (eval_fk), and back from the body (eval_ik): a swing off both swing
     axes with a twist."""
     from newton_usd import Simulation  # noqa: PLC0415
-    from newton_usd.core.quat import quat_from_axis_angle, quat_multiply  # noqa: PLC0415
+    from newton_usd.core.quat import quat_from_axis_angle, quat_multiply, quat_rotate  # noqa: PLC0415
 
     sim = Simulation.open(cone_stage(1.0, False), solver="xpbd", device=device, record=False)
     swing = quat_from_axis_angle(np.array([0.0, 0.6, 0.8]), math.radians(25.0))
@@ -181,7 +181,8 @@ def test_cone_joint_state_round_trips_through_newtons_euler_angles(device):
     sim.solver.joint_states_written(state)
     body = state.body_q.numpy()[0].astype(np.float64)
     np.testing.assert_allclose(abs(float(body[3:] @ q)), 1.0, atol=1e-6)  # the joint frames are the bodies'
-    np.testing.assert_allclose(state.body_qd.numpy()[0][3:], w, atol=1e-5)
+    # (the parent joint frame is the world's: the body turns at w turned by q, the child joint frame's axes)
+    np.testing.assert_allclose(state.body_qd.numpy()[0][3:], quat_rotate(q, w), atol=1e-5)
     state.joint_q.zero_()
     state.joint_qd.zero_()
     sim.solver.exchange.joints_from_bodies(state)
