@@ -68,17 +68,22 @@ def test_a_turned_ball_joint_spins_about_its_child_frame_axis_as_in_mujoco(solve
 
 
 @pytest.mark.parametrize("cone", [False, True], ids=["ball", "cone"])
-@pytest.mark.parametrize("solver", ["featherstone", "kamino"])
+@pytest.mark.parametrize("solver", ["featherstone", "xpbd", "semi_implicit", "kamino"])
 def test_a_ball_joint_torque_acts_about_its_child_frame_axis(solver, cone, device):
     """joint_f (0, 0, 1) N m about the child joint frame's Z, (sin 1, -cos 1, 0) in the world: from rest the body
-    turns at I^-1 tau (I about the pivot, in the world). (MuJoCo's solver applies no joint_f to ball joints, so the
-    reference is computed here.) XPBD and semi-implicit apply a ball joint's joint_f differently (their own, not
-    the exchange's: see docs/README.md)."""
-    steps, dt = 5, 1.0e-3
+    turns at I^-1 tau (I about the pivot, in the world) for 0.1 s (MuJoCo's solver applies no joint_f to ball
+    joints, so the reference is computed here). Newton's XPBD (which reads a ball joint's torque in the world
+    frame, the others in the parent joint frame) turns the body about the same axis, 1.47 times as fast: its own
+    dynamics, not the exchange's (see docs/README.md)."""
+    steps, dt = 100, 1.0e-3
     turn = np.array([[math.cos(1.0), -math.sin(1.0), 0.0], [math.sin(1.0), math.cos(1.0), 0.0], [0.0, 0.0, 1.0]])
     r = np.array(COM)
     about_pivot = INERTIA + (r @ r) * np.eye(3) - np.outer(r, r)  # (mass 1)
     torque = np.array([math.sin(1.0), -math.cos(1.0), 0.0])
     expected = steps * dt * np.linalg.solve(turn @ about_pivot @ turn.T, torque)  # (the body: 1 rad about world Z)
     _, w = _run(solver, _pendulum(device, cone), joint_f=(0.0, 0.0, 1.0), steps=steps)
-    np.testing.assert_allclose(w, expected, rtol=0.01, atol=1e-5)
+    if solver == "xpbd":
+        cosine = float(w @ expected) / (np.linalg.norm(w) * np.linalg.norm(expected))
+        assert cosine > 0.999, (w, expected)
+    else:
+        np.testing.assert_allclose(w, expected, rtol=0.01, atol=2e-3)

@@ -17,8 +17,8 @@ go through Newton's own ``joint_q``/``joint_qd``, converted by a Warp kernel eac
   angles and their rates (so Newton's ``joint_q`` is shorter: every later joint's coordinates start earlier).
 
 A ball joint's ``joint_f`` (ours: a torque in the child joint frame) is converted likewise every step, into a
-torque in the parent joint frame, or a cone joint's generalized forces on its Euler angles (the torque's
-components along the angles' axes).
+torque in the parent joint frame (in the world frame for XPBD, which reads it so), or a cone joint's generalized
+forces on its Euler angles (the torque's components along the angles' axes).
 
 A solver that writes joint states (featherstone, kamino) leaves them in Newton's convention until they are read
 (:class:`PendingNewtonJoints`): a step loop that reads only the bodies, as the stage write-back does, converts
@@ -188,14 +188,16 @@ def _ball_force_kernel(
     joint_X_c: wp.array(dtype=wp.transform),
     joint_qd_start: wp.array(dtype=wp.int32),
     cone_first_axis: wp.array(dtype=wp.int32),
+    in_world: int,
     # Data in:
     body_q: wp.array(dtype=wp.transform),
     f_in: wp.array(dtype=wp.float32),
     # Data out:
     f_out: wp.array(dtype=wp.float32),
 ):
-    """A ball joint's ``joint_f``: ours (a torque in the child joint frame) -> Newton's (in the parent joint frame;
-    a cone joint's: the torque's components along its Euler angles' axes), at the joint's rotation now."""
+    """A ball joint's ``joint_f``: ours (a torque in the child joint frame) -> Newton's (in the parent joint frame,
+    or the world's where ``in_world``; a cone joint's: the torque's components along its Euler angles' axes), at
+    the joint's rotation now."""
     j = joints[wp.tid()]
     parent_rot = wp.transform_get_rotation(joint_X_p[j])
     p = joint_parent[j]
@@ -210,6 +212,8 @@ def _ball_force_kernel(
         angles, rates = _euler_from_ball(first, rot, wp.vec3(0.0))
         a0, a1, a2 = _euler_axes(first, angles[0], angles[1])
         tau = wp.vec3(wp.dot(a0, tau), wp.dot(a1, tau), wp.dot(a2, tau))
+    elif in_world == 1:
+        tau = wp.quat_rotate(parent_rot, tau)
     for k in range(3):
         f_out[d + k] = tau[k]
 
@@ -272,9 +276,11 @@ class StateExchange:
     Args:
         model: our Model.
         bridge: its :class:`~.model_bridge.Bridge` (the ``newton.Model`` and where the joint states differ).
+        ball_torque_in_world: the solver reads a ball joint's ``joint_f`` in the world frame (XPBD), not in the
+            parent joint frame.
     """
 
-    def __init__(self, model, bridge):
+    def __init__(self, model, bridge, ball_torque_in_world: bool = False):
         newton_model = bridge.newton_model
         self.model = model
         self.newton_model = newton_model
@@ -291,6 +297,7 @@ class StateExchange:
         self._convert_qd = self._convert_q or self._convert_free or len(balls) > 0
         self._ball_joints = wp.array(balls, dtype=wp.int32, device=device) if len(balls) else None
         self._joint_f = None  # Newton's joint_f, where ball joints' differ from ours
+        self._ball_torque_in_world = int(ball_torque_in_world)
         if len(balls):
             grad = newton_model.requires_grad
             self._joint_f = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=device, requires_grad=grad)
@@ -384,7 +391,8 @@ class StateExchange:
         m = self.model
         wp.copy(self._joint_f, control.joint_f)
         params = [self._ball_joints, m.joint_parent, m.joint_child, m.joint_X_p, m.joint_X_c, m.joint_qd_start,
-                  self._cone_first_axis, state_in.__dict__["body_q"], control.joint_f, self._joint_f]  # fmt: skip
+                  self._cone_first_axis, self._ball_torque_in_world, state_in.__dict__["body_q"], control.joint_f,
+                  self._joint_f]  # fmt: skip
         self._launch(_ball_force_kernel, len(self._ball_joints), params)
         return self._joint_f
 

@@ -77,6 +77,9 @@ class SolverNewton(SolverBase):
     """False where Newton's solver reads and writes only body states (XPBD, semi_implicit): joint states are
     computed from them by ``newton.eval_ik`` when first read (the output State is left pending, see
     :mod:`.exchange`)."""
+    ball_torque_in_world = False
+    """True where Newton's solver reads a ball joint's ``joint_f`` as a torque in the world frame (XPBD), not in the
+    parent joint frame (featherstone, semi_implicit, kamino): the exchange converts ours into it (:mod:`.exchange`)."""
     beta = False
 
     def __init__(
@@ -133,7 +136,7 @@ class SolverNewton(SolverBase):
         force kernels)."""
         if _CONTACT_F in self.newton_solver.supported_observables:
             self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
-        self.exchange = StateExchange(model, bridge)
+        self.exchange = StateExchange(model, bridge, ball_torque_in_world=self.ball_torque_in_world)
         self._cone_dofs = _cone_dofs(model, bridge)
         self.exchange.initial_state()
         self._scratch = None  # our State to step into when state_in is state_out
@@ -301,6 +304,7 @@ class SolverXPBD(SolverNewton):
     name = "xpbd"
     newton_class = newton.solvers.SolverXPBD
     writes_joint_state = False
+    ball_torque_in_world = True
     OPTIONS = {
         "newton.iterations": "iterations",
         "xpbd.soft_body_relaxation": "soft_body_relaxation",
