@@ -1416,9 +1416,10 @@ _MJC_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")  # (MjcKeyfram
 def _scan(stage, paths, type_names, exclude=(), resolver=None):
     """One traversal: the authored order of ``paths`` (``Sdf.Path``s of joints and rigid bodies; prim path
     string -> index), the prims of each of ``type_names`` (type name -> prims, in order), the site prims
-    (under "sites"), the MuJoCo visual geoms (under "visuals") and the authored displayNames (under
-    "display_names": prim path -> name). The subtrees of ``exclude`` are skipped. The ``resolver``'s views of
-    the joints, rigid bodies and colliders are prepared on the way."""
+    (under "sites"), the MuJoCo visual geoms (under "visuals") and the authored displayNames of the prims an
+    element can be labelled with (under "display_names", a dict: prim path -> name). The subtrees of
+    ``exclude`` are skipped. The ``resolver``'s views of the joints, rigid bodies and colliders are prepared on
+    the way."""
     order, typed = {}, {t: [] for t in type_names}
     typed["sites"], typed["visuals"], display_names = [], [], {}
     typed["display_names"] = display_names
