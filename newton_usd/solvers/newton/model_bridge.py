@@ -1,7 +1,8 @@
 """Our finalized Model -> a ``newton.Model``, replayed once through ``newton.ModelBuilder``.
 
 Newton's solvers and collision pipeline read fields that only ``newton.ModelBuilder.finalize`` computes
-(shape pairs, support data, articulation tables), so the bridge replays our model element by element:
+(shape pairs, support data, articulation tables), so the bridge replays our model into it (bodies, joints and
+runs of primitive shapes assigned in bulk, as its ``add_*`` methods would record them one by one):
 bodies keep their indices and labels (prim paths), joints keep theirs (so ``joint_q``/``joint_qd`` and the
 body arrays have the same layout on both sides), shapes are added shared ones first, then world by world
 (``shape_map`` gives Newton's index of each of ours). Collision filtering is given as explicit shape pairs:
