@@ -56,11 +56,17 @@ def _euler_axes(first: int, angle0: float, angle1: float):
 
 
 @wp.func
+def _euler_angles(first: int, rot: wp.quat):
+    """A ball joint's rotation -> the cone D6's Euler angles about the axes ``first``, ``first + 1``, ``first + 2``."""
+    frame = wp.quat_from_matrix(wp.matrix_from_cols(_unit(first), _unit(first + 1), _unit(first + 2)))
+    return quat_decompose(wp.quat_inverse(frame) * rot * frame)
+
+
+@wp.func
 def _euler_from_ball(first: int, rot: wp.quat, w: wp.vec3):
     """A ball joint's rotation and angular velocity (parent joint frame) -> the cone D6's Euler angles and
     rates (Newton's ``invert_3d_rotational_dofs`` for the axes ``first``, ``first + 1``, ``first + 2``)."""
-    frame = wp.quat_from_matrix(wp.matrix_from_cols(_unit(first), _unit(first + 1), _unit(first + 2)))
-    angles = quat_decompose(wp.quat_inverse(frame) * rot * frame)
+    angles = _euler_angles(first, rot)
     a0, a1, a2 = _euler_axes(first, angles[0], angles[1])
     c0, c1, c2 = wp.cross(a1, a2), wp.cross(a0, a2), wp.cross(a0, a1)
     rates = wp.vec3(wp.dot(w, c0) / wp.dot(a0, c0), wp.dot(w, c1) / wp.dot(a1, c1), wp.dot(w, c2) / wp.dot(a2, c2))
@@ -179,9 +185,9 @@ def _coord_targets_kernel(
 
 
 @wp.kernel
-def _ball_force_kernel(
+def _joint_force_kernel(
     # Model:
-    joints: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
     joint_parent: wp.array(dtype=wp.int32),
     joint_child: wp.array(dtype=wp.int32),
     joint_X_p: wp.array(dtype=wp.transform),
@@ -195,21 +201,25 @@ def _ball_force_kernel(
     # Data out:
     f_out: wp.array(dtype=wp.float32),
 ):
-    """A ball joint's ``joint_f``: ours (a torque in the child joint frame) -> Newton's (in the parent joint frame,
-    or the world's where ``in_world``; a cone joint's: the torque's components along its Euler angles' axes), at
-    the joint's rotation now."""
-    j = joints[wp.tid()]
+    """One joint's ``joint_f``, ours -> Newton's: a ball joint's torque from the child joint frame into the parent
+    joint frame (the world's where ``in_world``; a cone joint's: the torque's components along its Euler angles'
+    axes), at the joint's rotation now; the other joints' copied."""
+    j = wp.tid()
+    d = joint_qd_start[j]
+    if joint_type[j] != 2:  # not BALL
+        for k in range(joint_qd_start[j + 1] - d):
+            f_out[d + k] = f_in[d + k]
+        return
     parent_rot = wp.transform_get_rotation(joint_X_p[j])
     p = joint_parent[j]
     if p >= 0:
         parent_rot = wp.transform_get_rotation(body_q[p]) * parent_rot
     child_rot = wp.transform_get_rotation(body_q[joint_child[j]]) * wp.transform_get_rotation(joint_X_c[j])
     rot = wp.quat_inverse(parent_rot) * child_rot
-    d = joint_qd_start[j]
     tau = wp.quat_rotate(rot, wp.vec3(f_in[d], f_in[d + 1], f_in[d + 2]))
     first = cone_first_axis[j]
     if first >= 0:
-        angles, rates = _euler_from_ball(first, rot, wp.vec3(0.0))
+        angles = _euler_angles(first, rot)
         a0, a1, a2 = _euler_axes(first, angles[0], angles[1])
         tau = wp.vec3(wp.dot(a0, tau), wp.dot(a1, tau), wp.dot(a2, tau))
     elif in_world == 1:
@@ -293,12 +303,11 @@ class StateExchange:
         self._convert_free = bridge.free_com_offset
         self._cone_first_axis = wp.array(bridge.cone_first_axis, dtype=wp.int32, device=device)
         self._convert_q = bool((bridge.cone_first_axis >= 0).any())  # (Newton's joint_q is shorter)
-        balls = np.nonzero(model.joint_type.numpy() == int(JointType.BALL))[0].astype(np.int32)
-        self._convert_qd = self._convert_q or self._convert_free or len(balls) > 0
-        self._ball_joints = wp.array(balls, dtype=wp.int32, device=device) if len(balls) else None
+        balls = bool((model.joint_type.numpy() == int(JointType.BALL)).any())
+        self._convert_qd = self._convert_q or self._convert_free or balls
         self._joint_f = None  # Newton's joint_f, where ball joints' differ from ours
         self._ball_torque_in_world = int(ball_torque_in_world)
-        if len(balls):
+        if balls:
             grad = newton_model.requires_grad
             self._joint_f = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=device, requires_grad=grad)
         self._read_converts = {"joint_qd"} | ({"joint_q"} if self._convert_q else set())
@@ -383,17 +392,17 @@ class StateExchange:
                          self._coord_targets],
                     )  # fmt: skip
             nc.joint_target_qd = control.joint_target_vel
-            nc.joint_f = control.joint_f if self._ball_joints is None else self._ball_forces(state_in, control)
+            nc.joint_f = control.joint_f if self._joint_f is None else self._joint_forces(state_in, control)
         return ns_in, ns_out, nc
 
-    def _ball_forces(self, state_in, control):
-        """Newton's ``joint_f``: ours, the ball joints' converted (:func:`_ball_force_kernel`) at ``state_in``."""
+    def _joint_forces(self, state_in, control):
+        """Newton's ``joint_f``: ours, the ball joints' converted (:func:`_joint_force_kernel`: one launch) at
+        ``state_in``."""
         m = self.model
-        wp.copy(self._joint_f, control.joint_f)
-        params = [self._ball_joints, m.joint_parent, m.joint_child, m.joint_X_p, m.joint_X_c, m.joint_qd_start,
+        params = [m.joint_type, m.joint_parent, m.joint_child, m.joint_X_p, m.joint_X_c, m.joint_qd_start,
                   self._cone_first_axis, self._ball_torque_in_world, state_in.__dict__["body_q"], control.joint_f,
                   self._joint_f]  # fmt: skip
-        self._launch(_ball_force_kernel, len(self._ball_joints), params)
+        self._launch(_joint_force_kernel, m.joint_count, params)
         return self._joint_f
 
     def outputs(self, state_out, joints_written: bool = True) -> None:
