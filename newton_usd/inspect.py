@@ -10,7 +10,9 @@ import numpy as np
 from pxr import Sdf, Usd, UsdPhysics, UsdShade
 
 from .core.types import GeoType, JointType
-from .usd.importer import D6_AXIS_TOKENS, SHAPELESS_RADIUS, UsdImport
+from .usd.importer import UsdImport
+from .usd.joint_states import D6_AXIS_TOKENS
+from .usd.mass import SHAPELESS_RADIUS
 
 READ_NAMESPACES = ("newton:", "mjc:", "physx")
 """Attribute namespaces whose authored values the resolver could read."""

@@ -13,8 +13,8 @@ _EXPORTS = {
     "add_usd": ".importer",
     "open_stage": ".stage",
     "physics_scenes": ".scenes",
-    "read_scenes": ".importer",
-    "scenes_to_import": ".importer",
+    "read_scenes": ".scenes",
+    "scenes_to_import": ".scenes",
 }
 
 __all__ = sorted(_EXPORTS)

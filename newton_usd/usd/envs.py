@@ -22,6 +22,7 @@ from ..core.quat import gf_to_xyzw, matrix_to_quat, quat_conjugate, quat_multipl
 from ..errors import UsdInputError
 from . import properties as props
 from .resolver import Property
+from .scan import MJC_TYPED
 
 RIGID_TOLERANCE = 1e-6
 """An environment's transform relative to the first one must be rigid (no scale, shear or mirror) to
@@ -413,3 +414,27 @@ def check_references(stage: Usd.Stage, envs: Environments, paths, file=None) -> 
                     f"environment, or target {envs.root})",
                     file=file, prim=str(path), attribute=rel.GetName(),
                 )  # fmt: skip
+
+
+def replicate_environments(builder, stage, descs, typed, result):
+    """One world per environment: the builder (the first environment and what lies outside) replicated,
+    each world's copy of the first environment placed and labelled as its own environment."""
+    envs = result.environments
+    imported = [str(p) for entries in descs.values() for p, _ in entries]
+    imported += [str(prim.GetPath()) for key in MJC_TYPED + ("MjcKeyframe",) for prim in typed[key]]
+    check_references(stage, envs, imported, result.file)
+    for path, b in result.body_index.items():
+        if not envs.local(path) and not builder.body_kinematic[b]:
+            result.diagnostics.add(
+                "rigid body outside the environments: every world simulates its own copy (world 0's is written)",
+                path,
+            )
+    n_before = {"body": builder.body_count, "shape": builder.shape_count, "joint": builder.joint_count,
+                "distance": len(builder.distance_label)}  # fmt: skip
+    builder.replicate(len(envs), placements=envs.placements, local=envs.local, relabel=envs.relabel)
+    for index, kind in ((result.body_index, "body"), (result.shape_index, "shape"), (result.joint_index, "joint"),
+                        (result.distance_index, "distance")):  # fmt: skip
+        first = [(p, i) for p, i in index.items() if envs.local(p)]
+        for w in range(1, len(envs)):
+            for p, i in first:
+                index[envs.relabel(p, w)] = i + w * n_before[kind]

@@ -9,16 +9,23 @@ static colliders in every scene they name, joints where both of their bodies are
 
 This module finds the scenes and which scene each rigid body and joint belongs to, and rejects what
 cannot be simulated: an owner that is not a PhysicsScene, a rigid body owned by several scenes, a joint
-between bodies of different scenes (USD's parser would drop it silently from every scene).
+between bodies of different scenes (USD's parser would drop it silently from every scene); and it imports
+a scene's gravity and its runtime and MuJoCo settings (:func:`import_scene`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 from pxr import Sdf, UsdPhysics
 
+from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
+from . import properties as props
+from .descriptors import AXIS_VECTORS, DEG, load_descriptors
+from .resolver import DIALECTS, Context, Resolved, Resolver
+from .stage import StageFrame, open_stage
 
 OWNER = "physics:simulationOwner"
 OT = UsdPhysics.ObjectType
@@ -52,7 +59,7 @@ class Scenes:
         joint_scene: joint prim path -> the scene of its bodies (the default scene for a joint between
             world frames only).
         gravity: path -> the scene's gravity in simulation units (m/s^2, Z up), where computed
-            (:func:`newton_usd.usd.importer.read_scenes`).
+            (:func:`read_scenes`).
     """
 
     paths: list = field(default_factory=list)
@@ -219,3 +226,129 @@ def keep_scene_prims(typed, scenes: Scenes, scene: str) -> None:
         typed[key] = [p for p in typed.get(key, []) if by_targets(p)]
     if scene != default:
         typed["MjcKeyframe"] = []
+
+
+def import_scene(builder, stage, scenes, frame, result):
+    """Gravity and the scene's runtime and MuJoCo settings; returns the Context for the other prims."""
+    ctx = Context(meters_per_unit=frame.meters_per_unit, kilograms_per_unit=frame.kilograms_per_unit)
+    if not scenes:
+        builder.gravity = np.array([0.0, 0.0, -9.81])
+        return ctx
+    path, d = scenes[0]  # (several: see add_usd's scene)
+    builder.gravity = _gravity(d, frame)
+    prim = stage.GetPrimAtPath(path)
+    resolver = result.resolver
+    for prop in (
+        props.SCENE_SOLVER,
+        props.SCENE_BACKEND,
+        props.SCENE_SUBSTEPS,
+        props.SCENE_FPS,
+        props.SCENE_COLLIDE_ON_SUBSTEPS,
+        props.SCENE_TIMESTEP,
+        props.SCENE_GRAVITY_ENABLED,
+    ):
+        result.scene[prop.name] = resolver.resolve(prim, prop, ctx)
+    if not result.scene[props.SCENE_GRAVITY_ENABLED.name].value:
+        builder.gravity = np.zeros(3)
+    result.scene.update(resolver.resolve_all(prim, props.SCENE_NEWTON_SOLVER, ctx))
+    solver = result.scene[props.SCENE_SOLVER.name]
+    if solver.kind != "authored" and props.XPBD_SCENE_API in resolver.view(prim).applied:
+        # A scene made for XPBD runs XPBD unless it names another solver.
+        result.scene[props.SCENE_SOLVER.name] = resolver.record(
+            prim,
+            props.SCENE_SOLVER.name,
+            Resolved("xpbd", "fallback", "newton:usd:solver", schema=props.XPBD_SCENE_API),
+        )
+    angle = resolver.resolve(prim, props.SCENE_COMPILER_ANGLE, ctx).value
+    ctx.angle_unit = DEG if angle == "degree" else 1.0
+    option, flag = {}, {}
+    for out, table in ((option, props.SCENE_OPTIONS), (flag, props.SCENE_FLAGS)):
+        resolved = resolver.resolve_all(prim, table.values(), ctx)
+        for name, prop in table.items():
+            if resolved[prop.name].kind != "default":
+                out[name] = resolved[prop.name].value
+    builder.mujoco["option"] = option
+    builder.mujoco["flag"] = flag
+    return ctx
+
+
+def _gravity(d, frame) -> np.ndarray:
+    """A SceneDesc's gravity in simulation units (unauthored: Earth gravity along -upAxis)."""
+    return scene_gravity(d.gravityDirection, d.gravityMagnitude, frame)
+
+
+def scene_gravity(direction, magnitude, frame) -> np.ndarray:
+    """A PhysicsScene's gravity in simulation units from its ``physics:gravityDirection`` and
+    ``physics:gravityMagnitude`` (stage units; a zero direction: -upAxis; a non-finite magnitude, the
+    schema's fallback -inf: Earth gravity)."""
+    direction = np.array(direction, dtype=np.float64)
+    magnitude = float(magnitude)
+    if not np.isfinite(magnitude):
+        magnitude = 9.81 / frame.meters_per_unit
+    n = np.linalg.norm(direction)
+    direction = direction / n if n > 0 else -np.array(AXIS_VECTORS[frame.up_axis])
+    return frame.world_vector_to_sim(direction * magnitude)
+
+
+def read_scenes(source, order=DIALECTS) -> Scenes:
+    """The PhysicsScenes of ``source`` (a path or ``Usd.Stage``), which scene simulates each rigid body and
+    joint, and each scene's gravity (simulation units; zero where gravity is disabled).
+
+    Raises:
+        UsdInputError: as :func:`add_usd` for owners and joints across scenes.
+    """
+    stage, file = open_stage(source)
+    frame = StageFrame.of(stage)
+    diag = Diagnostics()
+    scenes = analyse(stage, load_descriptors(stage), file, diag)
+    resolver = Resolver(order=tuple(order), file=file)
+    ctx = Context(meters_per_unit=frame.meters_per_unit, kilograms_per_unit=frame.kilograms_per_unit)
+    for path, d in scenes.descs.items():
+        enabled = resolver.resolve(stage.GetPrimAtPath(path), props.SCENE_GRAVITY_ENABLED, ctx).value
+        scenes.gravity[path] = _gravity(d, frame) if enabled else np.zeros(3)
+    return scenes
+
+
+def scenes_to_import(stage, order=DIALECTS) -> list:
+    """The ``scene`` arguments of :func:`add_usd` that import every PhysicsScene of ``stage`` that simulates
+    rigid bodies, each into a builder of its own: with several PhysicsScenes, those that simulate bodies
+    (:meth:`Scenes.simulated`, the first the default scene when it simulates any); else, or when none
+    simulates a body, ``[None]`` (add_usd's default: the stage's scene). Costs one traversal, and a parse
+    of the stage's physics when it has several PhysicsScenes.
+
+    Raises:
+        UsdInputError: as :func:`read_scenes`.
+    """
+    if len(physics_scenes(stage)) < 2:
+        return [None]
+    return read_scenes(stage, order).simulated() or [None]
+
+
+def choose_scene(stage, scene, others, result):
+    """USD's parse of the objects :func:`~newton_usd.usd.importer.add_usd` imports: with several PhysicsScenes,
+    ``scene`` given or a ``physics:simulationOwner`` authored, only those of the chosen scene (``scene``, else
+    the default scene, with a warning naming the others). Sets ``result.scene_path`` (and ``result.scenes``
+    where the scenes were analysed). ``others``: subtrees to leave out (the environments after the first).
+    Returns ``(descriptors, owners)``, owners None where every object is imported."""
+    file, diag = result.file, result.diagnostics
+    descs = load_descriptors(stage, exclude=others)
+    scene_descs = descs.get(OT.Scene, [])
+    owners = None
+    if scene is not None or len(scene_descs) > 1 or any_owner(descs):
+        scenes = result.scenes = analyse(stage, descs, file, diag)
+        chosen = scenes.check(scene, file) if scene is not None else scenes.default
+        if scene is None and len(scenes.paths) > 1:
+            for other in scenes.paths[1:]:
+                diag.add(
+                    f"several PhysicsScenes: only the default scene {chosen} (and the objects no scene owns) is "
+                    "imported, not these; import one with add_usd(stage, scene=PATH) into a builder of its own "
+                    "(Simulation.open and usdsim simulate every scene)",
+                    other,
+                )
+        if chosen is not None and (scene is not None or len(scenes.paths) > 1):
+            owners = scenes.owners(chosen)
+            descs = load_descriptors(stage, exclude=others, owners=owners)
+        result.scene_path = chosen
+    elif scene_descs:
+        result.scene_path = str(scene_descs[0][0])
+    return descs, owners

@@ -1,0 +1,101 @@
+"""What must not collide: FilteredPairsAPI pairs, joints with ``physics:collisionEnabled = false`` and
+CollisionGroups (as MuJoCo contype/conaffinity bits).
+"""
+
+from __future__ import annotations
+
+from pxr import UsdPhysics
+
+from .descriptors import OT, SHAPE_TYPES
+from .scenes import JOINT_OBJECT_TYPES
+
+MAX_COLLISION_GROUPS = 31
+"""Collision groups become contype/conaffinity bits (bit 0: shapes in no group)."""
+
+
+def import_collision_filters(builder, stage, descs, result):
+    """What must not collide: FilteredPairsAPI on bodies and colliders (body pairs; a body and a static
+    collider: a body-shape pair), joints with collisionEnabled = false (their bodies), and CollisionGroups
+    with their filteredGroups (as contype/conaffinity bits in ``model.mujoco.geom_contype``/``geom_conaffinity``)."""
+    diag = result.diagnostics
+    body_of_path = result.body_index
+    shape_body = builder.shape_body
+    pairs, static_pairs = set(), set()
+
+    def body_for(path):
+        p = str(path)
+        if p in body_of_path:
+            return body_of_path[p]
+        s = result.shape_index.get(p)
+        return shape_body[s] if s is not None else None
+
+    for obj_type in (OT.RigidBody,) + SHAPE_TYPES:
+        for path, d in descs.get(obj_type, []):
+            if not d.filteredCollisions:
+                continue
+            a = body_for(path)
+            if obj_type != OT.RigidBody and str(path) not in body_of_path and a is not None and a >= 0:
+                diag.add("collider-level filtered pairs are applied to the colliders' bodies", path)
+            for other in d.filteredCollisions:
+                b = body_for(other)
+                if a is None or b is None or a == b:
+                    continue
+                if min(a, b) < 0:  # a body and a static collider (or two static colliders: nothing to do)
+                    body, static = (a, other) if b < 0 else (b, path)
+                    shape = result.shape_index.get(str(static))
+                    if body >= 0 and shape is not None:
+                        static_pairs.add((body, shape))
+                    continue
+                pairs.add((min(a, b), max(a, b)))
+    for joint_type in JOINT_OBJECT_TYPES:
+        for _, d in descs.get(joint_type, []):
+            if d.collisionEnabled or not d.jointEnabled:
+                continue
+            body0, body1 = d.body0, d.body1
+            a, b = body_for(body0) if not body0.isEmpty else -1, body_for(body1) if not body1.isEmpty else -1
+            if a is not None and b is not None and a != b and min(a, b) >= 0:
+                pairs.add((min(a, b), max(a, b)))
+    builder.body_collision_filter_pairs.extend(sorted(pairs))
+    builder.body_shape_collision_filter_pairs.extend(sorted(static_pairs))
+
+    groups = descs.get(OT.CollisionGroup, [])
+    if not groups:
+        return
+    # Merged groups share one bit.
+    key_of = {}
+    for path, d in groups:
+        key_of[str(path)] = d.mergeGroupName or str(path)
+    keys = sorted(set(key_of.values()))
+    if len(keys) > MAX_COLLISION_GROUPS:
+        for path, _ in groups:
+            diag.add(f"more than {MAX_COLLISION_GROUPS} collision groups: collision groups are ignored", path)
+        return
+    bit = {k: 1 << (i + 1) for i, k in enumerate(keys)}
+    all_bits = (1 << (len(keys) + 1)) - 1
+    # Filtering is symmetric: A filtering B keeps B's colliders off A's too.
+    filtered_with = {k: set() for k in keys}
+    for path, d in groups:
+        k = key_of[str(path)]
+        listed = {key_of[str(g)] for g in d.filteredGroups if str(g) in key_of}
+        # Read from the prim: USD 26.11's parser reports invertFilteredGroups as true when unauthored.
+        invert = bool(UsdPhysics.CollisionGroup(stage.GetPrimAtPath(path)).GetInvertFilteredGroupsAttr().Get())
+        for other in (set(keys) - listed) if invert else listed:
+            filtered_with[k].add(other)
+            filtered_with[other].add(k)
+    affinity = {k: all_bits & ~sum(bit[o] for o in filtered_with[k]) for k in keys}
+    for obj_type in SHAPE_TYPES:
+        for path, d in descs.get(obj_type, []):
+            idx = result.shape_index.get(str(path))
+            if idx is None or not d.collisionGroups:
+                continue
+            member = [key_of[str(g)] for g in d.collisionGroups if str(g) in key_of]
+            if not member:
+                continue
+            if len(member) > 1:
+                diag.add("colliders in several collision groups: filtered only where all their groups agree", path)
+            contype, conaffinity = 0, all_bits
+            for k in member:
+                contype |= bit[k]
+                conaffinity &= affinity.get(k, all_bits)
+            builder.set_mujoco("shape", "geom_contype", idx, contype)
+            builder.set_mujoco("shape", "geom_conaffinity", idx, conaffinity)
