@@ -366,14 +366,14 @@ def test_write_worlds_all_writes_each_world_onto_a_copy(tmp_path):
 
 INTERRUPTIBLE_SETUP = """
 import sys, time
-from newton_usd.cli import _interruptible
+from newton_usd.cli.run import interruptible
 
 def setup(job):  # a setup step inside one long C call (time.sleep releases the GIL, as MuJoCo's compiler does)
     print("in setup", flush=True)
     time.sleep(120)
     return 0
 
-sys.exit(_interruptible(setup))
+sys.exit(interruptible(setup))
 """
 
 

@@ -10,22 +10,19 @@ from __future__ import annotations
 import os
 
 from ..errors import UsdInputError
+from ..run_options import run_parser
 from .resume import input_hash, layer_digests
 from .spec import RUN_OPTIONS, Job, Sweep, draw_samples, find_stages, grid_points, options_argv, run_name
 
 
 def run_option_actions() -> dict:
     """usdsim run's argparse actions by dest, for the options a sweep may set."""
-    from ..cli import _parser  # noqa: PLC0415
-
-    return {a.dest: a for a in _parser()._actions if a.dest in RUN_OPTIONS}
+    return {a.dest: a for a in run_parser()._actions if a.dest in RUN_OPTIONS}
 
 
 def check_options(argv: list) -> None:
     """Raise :class:`UsdInputError` when usdsim run would refuse these options."""
-    from ..cli import _parser  # noqa: PLC0415
-
-    parser = _parser()
+    parser = run_parser()
 
     def refuse(message):
         raise UsdInputError(f"run options: {message}")

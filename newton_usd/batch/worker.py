@@ -23,7 +23,7 @@ from .resume import write_result
 LOG_FILE = "usdsim.log"
 TASK_FILE = "task.json"
 # Imported once by the fork server, so that each run starts with them loaded (about 1.5 s of imports).
-PRELOAD = ["newton_usd.batch.worker", "newton_usd.cli", "newton_usd.sim", "newton_usd.solvers", "warp", "tqdm"]
+PRELOAD = ["newton_usd.batch.worker", "newton_usd.cli.run", "newton_usd.sim", "newton_usd.solvers", "warp", "tqdm"]
 
 
 def die_with_parent() -> None:

@@ -13,16 +13,14 @@ import argparse
 import logging
 import sys
 
-from .spec import RUN_OPTIONS, split_values
+from ..batch.spec import RUN_OPTIONS, split_values
+from ..run_options import run_parser
+from .common import EXIT_INPUT, EXIT_INTERRUPTED
 
 EXIT_RUNS_FAILED = 1
-EXIT_INPUT = 2
-EXIT_INTERRUPTED = 130
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ..cli import _parser as run_parser  # noqa: PLC0415
-
     p = argparse.ArgumentParser(
         prog="usdsim batch",
         description="Simulate many runs: every STAGE with every combination of the --vary values (and the "
@@ -71,10 +69,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(format="usdsim: warning: %(message)s", level=logging.WARNING)
+    from ..batch.plan import run_option_actions  # noqa: PLC0415
+    from ..batch.spec import Sweep, check_sweep, load_sweep  # noqa: PLC0415
+    from ..batch.sweep import run_sweep  # noqa: PLC0415
     from ..errors import NewtonUsdError  # noqa: PLC0415
-    from .plan import run_option_actions  # noqa: PLC0415
-    from .spec import Sweep, check_sweep, load_sweep  # noqa: PLC0415
-    from .sweep import run_sweep  # noqa: PLC0415
 
     try:
         sweep = load_sweep(args.sweep) if args.sweep else Sweep()

@@ -1,0 +1,7 @@
+"""``python -m newton_usd.cli ...``: the ``usdsim`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
