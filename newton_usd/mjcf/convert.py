@@ -27,6 +27,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt
 from ..core.quat import transform_inverse, transform_multiply, wxyz_to_xyzw
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
+from .compiled import excluded_body_pairs, mesh_in_asset_frame
 from .importer import (
     _OPTION_ENUMS,
     _OPTION_VALUES,
@@ -34,9 +35,7 @@ from .importer import (
     _enum_token,
     actuator_values,
     contact_pair_values,
-    excluded_body_pairs,
     load_mjcf,
-    mesh_in_asset_frame,
     tendon_path,
     tendon_values,
 )

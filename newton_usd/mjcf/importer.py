@@ -19,6 +19,7 @@ from ..core.quat import quat_rotate, quat_to_matrix, transform_inverse, transfor
 from ..core.types import GeoType, JointType
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
+from .compiled import excluded_body_pairs, mesh_in_asset_frame, named
 from .errors import mujoco_load_error
 from .options import MjcfOptions, compile_with_options
 
@@ -59,15 +60,6 @@ class MjcfImport:
 def _enum_token(value: int, enum, prefix: str) -> str:
     return enum(int(value)).name[len(prefix) :].lower()
 
-
-def excluded_body_pairs(m) -> list[tuple[int, int]]:
-    """The MJCF ``<exclude>`` body pairs of a compiled model (MuJoCo body ids)."""
-    return [(int(sig) >> 16, int(sig) & 0xFFFF) for sig in m.exclude_signature]
-
-
-def _name(m, obj, i, fallback):
-    n = mujoco.mj_id2name(m, obj, i)
-    return n if n else f"{fallback}_{i}"
 
 
 def load_mjcf(source, options: MjcfOptions | None = None, diagnostics=None) -> tuple[mujoco.MjModel, str]:
@@ -134,7 +126,7 @@ def add_mjcf(
     # Bodies, at their qpos0 world poses, with their compiled inertials.
     body_of = {0: -1}
     for b in range(1, m.nbody):
-        label = label_prefix + _name(m, mujoco.mjtObj.mjOBJ_BODY, b, "body")
+        label = label_prefix + named(m, mujoco.mjtObj.mjOBJ_BODY, b, "body")
         r = quat_to_matrix(wxyz_to_xyzw(m.body_iquat[b]))
         inertia = r @ np.diag(m.body_inertia[b]) @ r.T
         idx = builder.add_body(
@@ -203,7 +195,7 @@ def _import_options(builder, m):
 def _import_geoms(builder, m, body_of, prefix, result):
     diag = result.diagnostics
     for g in range(m.ngeom):
-        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_GEOM, g, "geom")
+        label = prefix + named(m, mujoco.mjtObj.mjOBJ_GEOM, g, "geom")
         gt = int(m.geom_type[g])
         size = m.geom_size[g]
         mesh = None
@@ -263,19 +255,6 @@ def _import_geoms(builder, m, body_of, prefix, result):
         result.shape_index[label] = idx
 
 
-def mesh_in_asset_frame(m, g):
-    """Mesh geom ``g``'s vertices, faces and geom pose with the mesh in its asset frame (as in the file,
-    scaled): MuJoCo's compiler moves a mesh onto its centroid and principal axes (``mesh_pos``,
-    ``mesh_quat``) and places the geom to match; handing it the compiled vertices again would move
-    them twice and change the convex hull's polygons, hence the contacts."""
-    mid = int(m.geom_dataid[g])
-    va, vn = m.mesh_vertadr[mid], m.mesh_vertnum[mid]
-    fa, fn = m.mesh_faceadr[mid], m.mesh_facenum[mid]
-    offset = (m.mesh_pos[mid].astype(np.float64), wxyz_to_xyzw(m.mesh_quat[mid]))
-    vertices = m.mesh_vert[va : va + vn].astype(np.float64) @ quat_to_matrix(offset[1]).T + offset[0]
-    geom = (m.geom_pos[g].copy(), wxyz_to_xyzw(m.geom_quat[g]))
-    return vertices, m.mesh_face[fa : fa + fn].copy(), transform_multiply(geom, transform_inverse(offset))
-
 
 def _import_joints(builder, m, d, body_of, prefix, result):
     """Joints per body in MJCF order; a body without joints is welded to its parent."""
@@ -287,11 +266,11 @@ def _import_joints(builder, m, d, body_of, prefix, result):
         x_wc = builder.body_q[child]
         if count == 0:
             rel = transform_multiply(transform_inverse(x_wp), x_wc)
-            label = prefix + f"{_name(m, mujoco.mjtObj.mjOBJ_BODY, b, 'body')}_weld"
+            label = prefix + f"{named(m, mujoco.mjtObj.mjOBJ_BODY, b, 'body')}_weld"
             builder.add_joint(JointType.FIXED, parent, child, rel, None, label=label)
             continue
         for jid in range(first, first + count):
-            label = prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, jid, "joint")
+            label = prefix + named(m, mujoco.mjtObj.mjOBJ_JOINT, jid, "joint")
             jt = int(m.jnt_type[jid])
             if jt == mujoco.mjtJoint.mjJNT_FREE:
                 j = builder.add_joint_free(
@@ -446,9 +425,9 @@ def _import_contact_pairs(builder, m, prefix):
     entries = []
     for p in range(m.npair):
         geoms = [
-            [prefix + _name(m, mujoco.mjtObj.mjOBJ_GEOM, int(g), "geom")] for g in (m.pair_geom1[p], m.pair_geom2[p])
+            [prefix + named(m, mujoco.mjtObj.mjOBJ_GEOM, int(g), "geom")] for g in (m.pair_geom1[p], m.pair_geom2[p])
         ]
-        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_PAIR, p, "pair")
+        label = prefix + named(m, mujoco.mjtObj.mjOBJ_PAIR, p, "pair")
         entries.append({"path": label, "values": contact_pair_values(m, p), "geom0": geoms[0], "geom1": geoms[1]})
     if entries:
         builder.mujoco["contact_pair"] = entries
@@ -472,7 +451,7 @@ def _import_sites(builder, m, body_of, prefix):
             (m.site_pos[i].copy(), wxyz_to_xyzw(m.site_quat[i])),
             geo_type=_SITE_TYPES.get(int(m.site_type[i]), GeoType.SPHERE),
             size=m.site_size[i].copy(),
-            label=prefix + _name(m, mujoco.mjtObj.mjOBJ_SITE, i, "site"),
+            label=prefix + named(m, mujoco.mjtObj.mjOBJ_SITE, i, "site"),
         )
         if m.site_group[i]:
             builder.set_mujoco("site", "site_group", site, int(m.site_group[i]))
@@ -482,10 +461,10 @@ def _import_tendons(builder, m, prefix, result):
     """Tendons into ``model.mujoco.tendon`` (the same entries the USD importer makes)."""
     entries = []
     for t in range(m.ntendon):
-        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_TENDON, t, "tendon")
+        label = prefix + named(m, mujoco.mjtObj.mjOBJ_TENDON, t, "tendon")
         targets, side, _ = tendon_path(m, t)
-        wrap = [prefix + _name(m, obj, i, _OBJ_FALLBACK[obj]) for obj, i in targets]
-        side_sites = [prefix + _name(m, obj, i, "site") for obj, i in side]
+        wrap = [prefix + named(m, obj, i, _OBJ_FALLBACK[obj]) for obj, i in targets]
+        side_sites = [prefix + named(m, obj, i, "site") for obj, i in side]
         entries.append({"path": label, "values": tendon_values(m, t), "wrap": wrap, "sideSites": side_sites})
     if entries:
         builder.mujoco["tendon"] = entries
@@ -526,23 +505,23 @@ def _import_actuators(builder, m, prefix, result):
         trn = int(m.actuator_trntype[a])
         target_id = int(m.actuator_trnid[a][0])
         if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
-            target = prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, target_id, "joint")
+            target = prefix + named(m, mujoco.mjtObj.mjOBJ_JOINT, target_id, "joint")
         elif trn == mujoco.mjtTrn.mjTRN_BODY:
-            target = prefix + _name(m, mujoco.mjtObj.mjOBJ_BODY, target_id, "body")
+            target = prefix + named(m, mujoco.mjtObj.mjOBJ_BODY, target_id, "body")
         elif trn == mujoco.mjtTrn.mjTRN_TENDON:
-            target = prefix + _name(m, mujoco.mjtObj.mjOBJ_TENDON, target_id, "tendon")
+            target = prefix + named(m, mujoco.mjtObj.mjOBJ_TENDON, target_id, "tendon")
         elif trn == mujoco.mjtTrn.mjTRN_SITE:
-            target = prefix + _name(m, mujoco.mjtObj.mjOBJ_SITE, target_id, "site")
+            target = prefix + named(m, mujoco.mjtObj.mjOBJ_SITE, target_id, "site")
         else:
-            name = _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")
+            name = named(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")
             result.diagnostics.add("slider-crank actuators are not imported yet", name)
             target = None
         ref_id = int(m.actuator_trnid[a][1])
         refsite = []
         if trn == mujoco.mjtTrn.mjTRN_SITE and ref_id >= 0:
-            refsite = [prefix + _name(m, mujoco.mjtObj.mjOBJ_SITE, ref_id, "site")]
+            refsite = [prefix + named(m, mujoco.mjtObj.mjOBJ_SITE, ref_id, "site")]
         values = actuator_values(m, a)
-        path = prefix + _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")
+        path = prefix + named(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator")
         targets = [target] if target else []
         entries.append({"path": path, "values": values, "target": targets, "refSite": refsite, "sliderSite": []})
     if entries:
@@ -556,15 +535,15 @@ def _import_equalities(builder, m, body_of, prefix, result):
     tendons = []
     for e in range(m.neq):
         kind, objtype = int(m.eq_type[e]), int(m.eq_objtype[e])
-        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_EQUALITY, e, "equality")
+        label = prefix + named(m, mujoco.mjtObj.mjOBJ_EQUALITY, e, "equality")
         id1, id2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
         data = m.eq_data[e]
         if kind == mujoco.mjtEq.mjEQ_JOINT:
-            joint = [result.joint_index[prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, j, "joint")] if j >= 0 else -1
+            joint = [result.joint_index[prefix + named(m, mujoco.mjtObj.mjOBJ_JOINT, j, "joint")] if j >= 0 else -1
                      for j in (id1, id2)]  # fmt: skip
             i = builder.add_equality_joint(joint[0], joint[1], data[0:5], active=bool(m.eq_active0[e]), label=label)
         elif kind == mujoco.mjtEq.mjEQ_TENDON:
-            names = [prefix + _name(m, mujoco.mjtObj.mjOBJ_TENDON, t, "tendon") if t >= 0 else None for t in (id1, id2)]
+            names = [prefix + named(m, mujoco.mjtObj.mjOBJ_TENDON, t, "tendon") if t >= 0 else None for t in (id1, id2)]
             tendons.append({
                 "path": label, "tendon1": names[0], "tendon2": names[1], "position": len(builder.equality_type),
                 "polycoef": tuple(float(x) for x in data[0:5]), "active": bool(m.eq_active0[e]),
@@ -611,15 +590,15 @@ def _import_keyframes(builder, m, body_of, prefix, result):
     the MjcActuator controls and activations and the mocap poses in ``model.mujoco.keyframe``."""
     joints = []  # (builder joint, MuJoCo joint)
     for jid in range(m.njnt):
-        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_JOINT, jid, "joint")
+        label = prefix + named(m, mujoco.mjtObj.mjOBJ_JOINT, jid, "joint")
         if label in result.joint_index:
             joints.append((result.joint_index[label], jid))
-    actuators = [prefix + _name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator") for a in range(m.nu)]
+    actuators = [prefix + named(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator") for a in range(m.nu)]
     mocap = {int(m.body_mocapid[b]): builder.body_label[body_of[b]] for b in range(1, m.nbody)
              if m.body_mocapid[b] >= 0}  # fmt: skip
     extras = {}
     for k in range(m.nkey):
-        label = prefix + _name(m, mujoco.mjtObj.mjOBJ_KEY, k, "key")
+        label = prefix + named(m, mujoco.mjtObj.mjOBJ_KEY, k, "key")
         qpos, qvel = m.key_qpos[k], m.key_qvel[k]
         joint_q, joint_qd = {}, {}
         for j, jid in joints:

@@ -50,6 +50,7 @@ import numpy as np
 from ..core.quat import quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
+from .compiled import excluded_body_pairs, mesh_in_asset_frame, named
 
 FIX_BASE = {"source": None, "fixed": True, "floating": False}
 """``usdsim convert --fix-base`` tokens and the ``fix_base`` values they stand for."""
@@ -144,10 +145,8 @@ class _Edit:
     """Edits of one spec, addressed by the ids of its first compile ``m0`` (taken before any edit)."""
 
     def __init__(self, spec, m0, file, diag):
-        from .importer import _name  # noqa: PLC0415  (the importer imports this module)
-
         self.spec, self.m0, self.file, self.diag = spec, m0, file, diag
-        self.label = _name
+        self.label = named
         self.body = {b.id: b for b in spec.bodies}
         self.geom = {g.id: g for g in spec.geoms}
         self.joint = {j.id: j for j in spec.joints}
@@ -257,8 +256,6 @@ class _Edit:
         """Mesh geom ``g``'s convex parts (CoACD) as colliders, in the mesh's asset frame."""
         import coacd  # noqa: PLC0415  (loaded only when a decomposition is asked for)
 
-        from .importer import mesh_in_asset_frame  # noqa: PLC0415
-
         vertices, faces, pose = mesh_in_asset_frame(self.m0, g)
         mid = int(self.m0.geom_dataid[g])
         base = self._geom_base(g)
@@ -282,8 +279,6 @@ class _Edit:
 
     # ------------------------------------------------------------------ merge
     def merge_visual_meshes(self):
-        from .importer import mesh_in_asset_frame  # noqa: PLC0415
-
         m = self.m0
         merged_in, merged_out, bodies = 0, 0, []
         for b in range(m.nbody):
@@ -414,8 +409,6 @@ class _Edit:
 
     # ------------------------------------------------------------------ self_collision
     def exclude_self_collisions(self):
-        from .importer import excluded_body_pairs  # noqa: PLC0415
-
         m = self.m0
         colliding = {int(m.geom_bodyid[g]) for g in range(m.ngeom) if self.colliding[g]} | self.collider_bodies
         existing = {tuple(sorted(p)) for p in excluded_body_pairs(m)}
