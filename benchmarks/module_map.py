@@ -162,7 +162,8 @@ def main(argv=None) -> int:
     print(f"import graph: {sum(len(e) for e in graph.values())} imports among the package's modules, "
           f"{len(groups)} cycle{'s' if len(groups) != 1 else ''}")  # fmt: skip
     for group in groups:
-        print(f"  cycle: {' -> '.join(circle(group, graph, ALLOWED_EDGES))}  ({len(group)} modules: {', '.join(group)})")
+        path = " -> ".join(circle(group, graph, ALLOWED_EDGES))
+        print(f"  cycle: {path}  ({len(group)} modules: {', '.join(group)})")
     long = [n for n in sizes if sizes[n] > args.max_lines and rel[n] not in LONG_MODULES]
     for name in sorted(long, key=lambda n: -sizes[n]):
         print(f"  too long: {rel[name]} has {sizes[name]} lines (> {args.max_lines}): cut it by job, or allow-list it")
