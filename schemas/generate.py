@@ -1,15 +1,15 @@
 """Regenerate the codeless schema plugins from their schema.usda sources.
 
-    python schemas/generate.py           write every family's resources/ and docs/schemas.md
+    python schemas/generate.py           write newton_usd/schemas_plugins/<family>/resources/ and docs/schemas.md
     python schemas/generate.py --check   regenerate into a temporary folder and compare; exit 1 if stale
 
 For each family folder ``schemas/<family>/schema.usda``, usd-core's usdGenSchema (it needs jinja2)
 writes ``generatedSchema.usda`` and ``plugInfo.json``; the plugin fields of plugInfo.json are then
 filled for a codeless plugin whose plugInfo.json sits beside its generatedSchema.usda. The two files
-are written to ``schemas/<family>/resources/`` (found through the repository's root plugInfo.json)
-and to ``newton_usd/schemas_plugins/<family>/resources/`` (the copy shipped in the package and
-registered by ``newton_usd.usd.schemas.register_schemas``). The reference ``docs/schemas.md`` is
-written from the same sources; its ``newton_usd`` column is kept from the existing file.
+are written to ``newton_usd/schemas_plugins/<family>/resources/``, their one copy: shipped in the package
+(editable or not), registered by ``newton_usd.usd.schemas.register_schemas``, and found through the
+repository's root plugInfo.json by any pxr program run with ``PXR_PLUGINPATH_NAME=<repo>``. The reference
+``docs/schemas.md`` is written from the same sources; its ``newton_usd`` column is kept from the existing file.
 """
 
 from __future__ import annotations
@@ -209,7 +209,6 @@ def expected_files(work_dir: Path) -> dict[Path, str]:
     files: dict[Path, str] = {}
     for family in FAMILIES:
         for name, content in generate_family(family, work_dir).items():
-            files[SCHEMAS / family / "resources" / name] = content
             files[PACKAGE_PLUGINS / family / "resources" / name] = content
     files[PACKAGE_PLUGINS / "plugInfo.json"] = PLUGINFO_HEADER + json.dumps(PACKAGE_PLUGINFO, indent=4) + "\n"
     files[DOCS] = generate_docs(read_kept_column(DOCS))

@@ -220,7 +220,9 @@ def assert_schemas_resolve(out):
 def test_repository_plugins_are_found_through_pxr_pluginpath_without_newton_usd():
     out, _ = probe(pluginpath=REPO)
     assert_schemas_resolve(out)
-    assert all(info["plugin"].startswith(str(REPO / "schemas")) for info in out["schemas"].values())
+    assert all(
+        info["plugin"].startswith(str(REPO / "newton_usd" / "schemas_plugins")) for info in out["schemas"].values()
+    )
 
 
 def test_register_schemas_registers_the_packaged_copy():
@@ -233,12 +235,14 @@ def test_register_schemas_registers_the_packaged_copy():
     )
 
 
-def test_register_schemas_keeps_plugins_registered_before():
-    out, r = probe(prelude=REGISTER, pluginpath=REPO)
+def test_register_schemas_keeps_plugins_registered_before(tmp_path):
+    # A copy of the plugins elsewhere (an application's own) on PXR_PLUGINPATH_NAME: USD registers it first.
+    shutil.copytree(REPO / "newton_usd" / "schemas_plugins", tmp_path / "plugins")
+    out, r = probe(prelude=REGISTER, pluginpath=tmp_path / "plugins")
     assert registered(r) == {
-        "newton": f"plugin 'newton' at {REPO / 'schemas' / 'newton' / 'resources'}",
-        "newton_usd": f"plugin 'newtonUsd' at {REPO / 'schemas' / 'newton_usd' / 'resources'}",
-        "mjc": f"plugin 'mjcPhysics' at {REPO / 'schemas' / 'mjc' / 'resources'}",
+        "newton": f"plugin 'newton' at {tmp_path / 'plugins' / 'newton' / 'resources'}",
+        "newton_usd": f"plugin 'newtonUsd' at {tmp_path / 'plugins' / 'newton_usd' / 'resources'}",
+        "mjc": f"plugin 'mjcPhysics' at {tmp_path / 'plugins' / 'mjc' / 'resources'}",
     }
     assert "LOG" not in r.stderr, r.stderr
     assert_schemas_resolve(out)
@@ -332,7 +336,6 @@ def test_generate_check_names_stale_files(tmp_path):
     )
     assert r.returncode == 1
     assert "generated files are stale; run `python schemas/generate.py`" in r.stdout
-    assert "schemas/mjc/resources/generatedSchema.usda" in r.stdout
     assert "newton_usd/schemas_plugins/mjc/resources/generatedSchema.usda" in r.stdout
     assert "docs/schemas.md" in r.stdout
     assert "mjc:option:timestep = 0.004" in r.stdout
