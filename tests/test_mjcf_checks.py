@@ -142,7 +142,7 @@ def test_a_failure_after_the_stage_was_made_leaves_no_file_and_keeps_the_old_one
         assert stage.GetPrimAtPath("/ball/ball")  # well into the conversion
         raise UsdInputError("late failure", file=str(src))
 
-    monkeypatch.setattr(conversion, "_write_keyframes", fail)
+    monkeypatch.setattr(conversion, "write_keyframes", fail)
     with pytest.raises(UsdInputError, match="late failure"):
         convert(src, out)
     assert newton_usd.cli.main(["convert", str(src), "-o", str(tmp_path / "new.usda")]) == 2

@@ -31,18 +31,18 @@ _GEOM = {
     mujoco.mjtGeom.mjGEOM_BOX: GeoType.BOX,
     mujoco.mjtGeom.mjGEOM_MESH: GeoType.MESH,
 }
-_OPTION_ENUMS = {
+OPTION_ENUMS = {
     "integrator": ("mjINT_", mujoco.mjtIntegrator),
     "cone": ("mjCONE_", mujoco.mjtCone),
     "solver": ("mjSOL_", mujoco.mjtSolver),
     "jacobian": ("mjJAC_", mujoco.mjtJacobian),
 }
-_OPTION_VALUES = (
+OPTION_VALUES = (
     "timestep", "impratio", "tolerance", "ls_tolerance", "noslip_tolerance", "ccd_tolerance", "density",
     "viscosity", "o_margin", "iterations", "ls_iterations", "noslip_iterations", "ccd_iterations",
     "sdf_iterations", "sdf_initpoints",
 )  # fmt: skip
-_OPTION_VECTORS = ("wind", "magnetic", "o_solref", "o_solimp", "o_friction")
+OPTION_VECTORS = ("wind", "magnetic", "o_solref", "o_solimp", "o_friction")
 
 
 @dataclass
@@ -57,7 +57,7 @@ class MjcfImport:
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
 
 
-def _enum_token(value: int, enum, prefix: str) -> str:
+def enum_token(value: int, enum, prefix: str) -> str:
     return enum(int(value)).name[len(prefix) :].lower()
 
 
@@ -174,12 +174,12 @@ def _record_names(builder, label_prefix, labels_before) -> None:
 
 def _import_options(builder, m):
     option = {}
-    for name, (prefix, enum) in _OPTION_ENUMS.items():
-        option[name] = _enum_token(getattr(m.opt, name), enum, prefix)
-    for name in _OPTION_VALUES:
+    for name, (prefix, enum) in OPTION_ENUMS.items():
+        option[name] = enum_token(getattr(m.opt, name), enum, prefix)
+    for name in OPTION_VALUES:
         value = getattr(m.opt, name)
         option[name] = int(value) if isinstance(value, (int, np.integer)) else float(value)
-    for name in _OPTION_VECTORS:
+    for name in OPTION_VECTORS:
         option[name] = tuple(float(x) for x in getattr(m.opt, name))
     flags = {}
     for name, bit in mujoco.mjtDisableBit.__members__.items():
@@ -474,9 +474,9 @@ def actuator_values(m, a) -> dict:
     """The MjcActuator attribute values (without the ``mjc:`` prefix) of compiled actuator ``a``."""
     limited = ("false", "true")
     return {
-        "gainType": _enum_token(m.actuator_gaintype[a], mujoco.mjtGain, "mjGAIN_"),
-        "biasType": _enum_token(m.actuator_biastype[a], mujoco.mjtBias, "mjBIAS_"),
-        "dynType": _enum_token(m.actuator_dyntype[a], mujoco.mjtDyn, "mjDYN_"),
+        "gainType": enum_token(m.actuator_gaintype[a], mujoco.mjtGain, "mjGAIN_"),
+        "biasType": enum_token(m.actuator_biastype[a], mujoco.mjtBias, "mjBIAS_"),
+        "dynType": enum_token(m.actuator_dyntype[a], mujoco.mjtDyn, "mjDYN_"),
         "gainPrm": tuple(float(x) for x in m.actuator_gainprm[a]),
         "biasPrm": tuple(float(x) for x in m.actuator_biasprm[a]),
         "dynPrm": tuple(float(x) for x in m.actuator_dynprm[a]),
