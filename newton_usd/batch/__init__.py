@@ -1,6 +1,6 @@
 """Many runs of ``usdsim``: sweeps over stages and ``--set`` overrides, on this machine's cores or on Ray.
 
-``usdsim batch`` (:mod:`.cli`) and :func:`run_sweep` expand a :class:`Sweep` (:mod:`.spec`) into runs
+``usdsim batch`` (:mod:`newton_usd.cli.batch`) and :func:`run_sweep` expand a :class:`Sweep` (:mod:`.spec`) into runs
 (:mod:`.plan`), each run in a process of its own (:mod:`.launch`, :mod:`.worker`) on the local
 executor (:mod:`.local_executor`) or as Ray tasks (:mod:`.ray_executor`), skip what ``resume`` finds
 done (:mod:`.resume`), and write one table (:mod:`.table`).
