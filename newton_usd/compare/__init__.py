@@ -64,7 +64,6 @@ __all__ = [  # compare and its parts, for the callers that use them
     "verdict",
 ]
 
-
 EXIT_MATCH, EXIT_DIFFER, EXIT_INPUT = 0, 1, 2
 
 

@@ -11,7 +11,6 @@ from .results import Divergence
 CHAOS_EPS = 1e-9
 """The perturbation of qpos0 that measures native MuJoCo's own sensitivity."""
 
-
 CHAOS_LIMIT = 1e-6
 """An initial difference at most this big (float32 round-off of a stored value is ~1e-7) is chaos's."""
 
@@ -62,13 +61,10 @@ FLOAT32_FIELDS = (
 )  # fmt: skip
 """The model values a USD file stores as float32 (points, orientations, extents, masses)."""
 
-
 FLOAT32_FACTOR = 10.0
 """A divergence up to this many times native's own with float32 geometry is chaos's."""
 
-
 FLOAT32_TWINS = 4
-
 
 FLOAT32_ROUNDOFF = 2.0**-24
 """Relative round-off of a float32 (6e-8)."""

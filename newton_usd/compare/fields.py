@@ -241,7 +241,6 @@ FIELDS = {
     ],
 }
 
-
 OPTIONS = (
     "timestep", "gravity", "wind", "magnetic", "density", "viscosity", "impratio", "o_margin", "o_solref",
     "o_solimp", "o_friction", "integrator", "cone", "jacobian", "solver", "iterations", "tolerance",

@@ -70,12 +70,10 @@ ELEMENT_LISTS = {
     ),
 }  # fmt: skip
 
-
 BODY_REFS = (
     "shape_body", "joint_parent", "joint_child", "site_body", "equality_body1", "equality_body2",
     "distance_body0", "distance_body1",
 )  # fmt: skip
-
 
 JOINT_REFS = ("equality_joint1", "equality_joint2")
 

@@ -180,7 +180,6 @@ def import_shape(
 
 _MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)
 
-
 _MUJOCO_SHAPE_VALUES = ("condim", "priority", "solmix", "solref", "solimp", "group")
 
 
@@ -199,9 +198,7 @@ def _mujoco_shape_values(resolved, cache=None) -> tuple:
 
 _IDENTITY_ROT = np.array([0.0, 0.0, 0.0, 1.0])
 
-
 _ELLIPSOID_RADII = "newton:usd:ellipsoid:radii"  # NewtonUsdEllipsoidAPI: a Mesh collider that is an ellipsoid
-
 
 _DECOMPOSITION = "physxConvexDecompositionCollision:"
 

@@ -16,11 +16,7 @@ from pxr import Tf, UsdPhysics
 from ..errors import UsdInputError
 
 DEG = math.pi / 180.0
-
-
 OT = UsdPhysics.ObjectType
-
-
 SHAPE_TYPES = (
     OT.CubeShape,
     OT.SphereShape,
@@ -34,13 +30,9 @@ SHAPE_TYPES = (
     OT.SpherePointsShape,
     OT.CustomShape,
 )
-
-
 AXIS_VECTORS = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
-
 _LOAD = getattr(UsdPhysics, "UsdPhysicsLoadStageFromPrimRange", None) or UsdPhysics.LoadUsdPhysicsFromRange
-
 
 _TOKENS = getattr(UsdPhysics, "UsdPhysicsCustomTokens", None) or UsdPhysics.CustomUsdPhysicsTokens
 

@@ -15,13 +15,11 @@ D6_AXIS_TOKENS = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 """The UsdPhysics axis tokens of a generic joint's DOFs (``limit:<token>:physics:*``, ``drive:<token>:...``,
 ``state:<token>:...``), translations then rotations, each in X, Y, Z order."""
 
-
 _STATE_AXES = {
     JointType.REVOLUTE: ("angular",),
     JointType.PRISMATIC: ("linear",),
     JointType.D6: D6_AXIS_TOKENS,
 }
-
 
 STATE_ATTRIBUTES = {
     jt: frozenset(f"state:{axis}:physics:{kind}" for axis in axes for kind in ("position", "velocity"))

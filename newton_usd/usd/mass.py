@@ -17,14 +17,11 @@ from ..errors import UsdInputError
 
 DEFAULT_DENSITY = 1000.0  # kg/m^3, the UsdPhysics specification's default
 
-
 _MASS_ATTRIBUTES = frozenset(
     ("physics:mass", "physics:density", "physics:centerOfMass", "physics:diagonalInertia", "physics:principalAxes")
 )
 
-
 _NO_MASS = (0.0, 0.0, None, None, None)
-
 
 _MASS_TYPES = {  # the Python types of the MassAPI attributes' values, and their USD types for messages
     "physics:mass": (float, int),
@@ -33,7 +30,6 @@ _MASS_TYPES = {  # the Python types of the MassAPI attributes' values, and their
     "physics:diagonalInertia": (Gf.Vec3f, Gf.Vec3d, Gf.Vec3h),
     "physics:principalAxes": (Gf.Quatf, Gf.Quatd, Gf.Quath),
 }
-
 
 _MASS_TYPE_NAMES = {
     "physics:mass": "a float",
@@ -199,11 +195,9 @@ def import_mass(builder, stage, body, path, parts, materials, frame, diag, file,
 SHAPELESS_MASS = 1.0
 """kg: a body with no collider and no authored mass (PhysX's updateMassAndInertia gives such a body 1)."""
 
-
 SHAPELESS_RADIUS = 0.1
 """m: a body with no collider and no authored inertia has the inertia of a solid sphere this big, of its mass
 (as ``UsdPhysics.RigidBodyAPI.ComputeMassProperties``, the schema's reference computation, gives it)."""
-
 
 SHAPELESS_NOTE = (f"body without colliders or authored inertia: given the inertia of a {SHAPELESS_RADIUS:g} m solid "
                   "sphere of its mass, as UsdPhysics computes it")  # fmt: skip

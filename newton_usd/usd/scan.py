@@ -11,7 +11,6 @@ from .gprims import VISUAL_API
 
 MJC_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")  # (MjcKeyframe: see usd/keyframes.py)
 
-
 _JOINT_TYPE = Tf.Type.FindByName("UsdPhysicsJoint")
 
 

@@ -11,7 +11,6 @@ from pxr import Gf, Sdf, Tf, UsdGeom
 
 T = Sdf.ValueTypeNames
 
-
 DEG = 180.0 / math.pi
 
 

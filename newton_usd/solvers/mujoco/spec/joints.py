@@ -22,7 +22,6 @@ _JOINT = {
     JointType.FREE: mujoco.mjtJoint.mjJNT_FREE,
 }
 
-
 UNLIMITED_EFFORT = 1e9
 """A drive force limit at or above this is no limit (``joint_effort_limit`` defaults to a huge value)."""
 

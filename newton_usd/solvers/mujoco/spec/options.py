@@ -13,7 +13,6 @@ _ENUM_OPTIONS = {
     "jacobian": (mujoco.mjtJacobian, "mjJAC_"),
 }
 
-
 _VALUE_OPTIONS = (
     "impratio",
     "tolerance",
@@ -35,7 +34,6 @@ _VALUE_OPTIONS = (
     "sdf_iterations",
     "sdf_initpoints",
 )
-
 
 OPTION_NAMES = tuple(_ENUM_OPTIONS) + _VALUE_OPTIONS + ("timestep",)
 """Every option SolverMuJoCo accepts, by MuJoCo's name (``mjc:option:<name>``)."""
@@ -87,15 +85,12 @@ def apply_options(spec, options: dict, flags: dict) -> None:
 ARENA_BASE = 16 << 20
 """bytes: MuJoCo's arena (MjData's memory for contacts, constraints and the solver's stack) for any model."""
 
-
 ARENA_PER_ELEMENT = 8 << 10
 """bytes per body, shape and degree of freedom (measured: about 4 KB per free body with no contacts)."""
-
 
 ARENA_PER_CONTACT = 4 << 10
 """bytes per expected contact with its constraint rows (measured with MuJoCo 4.0: about 1 KB in a settled pile
 of boxes, pyramidal cones of condim 3; four times that for condim 6 and elliptic cones)."""
-
 
 CONTACTS_PER_SHAPE = 12
 """expected contacts per shape (a settled pile of boxes has 4)."""

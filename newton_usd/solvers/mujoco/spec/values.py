@@ -57,9 +57,7 @@ JOINT_VALUES = {
     "dof_springdamper": ("springdamper", list),  # (both positive: MuJoCo's stiffness and damping from it)
 }
 
-
 EQUALITY_VALUES = {"eq_solref": ("solref", list), "eq_solimp": ("solimp", list)}
-
 
 GEOM_VALUES = {
     "geom_contype": ("contype", int),
@@ -71,7 +69,6 @@ GEOM_VALUES = {
     "geom_solimp": ("solimp", list),
     "geom_group": ("group", int),
 }
-
 
 SITE_VALUES = {"site_group": ("group", int)}
 
