@@ -61,7 +61,6 @@ def enum_token(value: int, enum, prefix: str) -> str:
     return enum(int(value)).name[len(prefix) :].lower()
 
 
-
 def load_mjcf(source, options: MjcfOptions | None = None, diagnostics=None) -> tuple[mujoco.MjModel, str]:
     """Compile ``source`` (a path to an MJCF file, or MJCF XML text) with ``mujoco.MjSpec``, with the
     import ``options`` applied to the spec (see :mod:`newton_usd.mjcf.options`)."""
@@ -253,7 +252,6 @@ def _import_geoms(builder, m, body_of, prefix, result):
         ):
             builder.set_mujoco("shape", key, idx, np.array(values[g], dtype=np.float64))
         result.shape_index[label] = idx
-
 
 
 def _import_joints(builder, m, d, body_of, prefix, result):
