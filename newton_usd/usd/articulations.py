@@ -175,7 +175,7 @@ def add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
     """A joint that closes a loop (or is excluded from articulations) as equality constraints: a fixed
     joint welds, a spherical joint connects, a revolute joint connects at two points of its axis. The
     joint frames are brought together (UsdPhysics), so a connect holds both frames' points."""
-    x0, x1_pose = joint_frames(d, b0, b1, frame)
+    x0, x1_pose = joint_frames(d, b0, b1, frame, stage)
     x1 = x1_pose[0]
     label = str(path)
     active = bool(d.jointEnabled)
