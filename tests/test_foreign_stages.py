@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from pxr import Gf, Sdf, UsdGeom, UsdPhysics
-from test_newton_solvers import _bob, positions, rotations, usdsim
+from test_newton_solvers import _bob, joint_positions, positions, rotations, three_link_chain, usdsim
 
 from stages import new_stage
 
@@ -69,3 +69,31 @@ def test_joint_to_a_static_collider_or_disabled_body_holds_at_that_prims_frame(t
             swung = max(swung, angle * abs(axis[0]))
             off_axis = max(off_axis, angle * math.hypot(axis[1], axis[2]))
         assert swung > 10.0 and off_axis < 1.0, (bob, swung, off_axis)  # about the world's X only
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_fixed_base_chains_run_each_as_alone(tmp_path, engine):
+    """Two chains hinged to the world, authored one after the other (a breadth-first walk from the world
+    interleaves their joints): Newton's solvers need each tree's joints together. Each chain moves as it
+    does alone, its joint states read back where they belong."""
+    angles = {"A": (20.0, -10.0, 15.0), "B": (-35.0, 25.0, 5.0)}
+    both = None
+    for name, y in (("A", 0.0), ("B", 1.0)):
+        both = three_link_chain(tmp_path / "both.usda", angles[name], stage=both, prefix=name, y=y)
+        three_link_chain(tmp_path / f"{name}.usda", angles[name], prefix=name, y=y).Save()
+    both.Save()
+    for stage in ("both", "A", "B"):
+        args = ("--solver", engine, "-n", 30, "--write-joint-states")
+        assert usdsim(tmp_path / f"{stage}.usda", *args) == 0, stage
+    for name in "AB":
+        for i in range(3):
+            alone = joint_positions(tmp_path / f"{name}.sim.usda", f"/{name}Joint{i}", range(31))
+            together = joint_positions(tmp_path / "both.sim.usda", f"/{name}Joint{i}", range(31))
+            assert np.abs(alone[-1] - alone[0]) > 1.0  # it swung (degrees)
+            np.testing.assert_allclose(together, alone, atol=1e-3)
+            for frame in (0, 30):  # the bodies where the joint states say
+                np.testing.assert_allclose(
+                    positions(tmp_path / "both.sim.usda", f"/{name}Link{i}", [frame]),
+                    positions(tmp_path / f"{name}.sim.usda", f"/{name}Link{i}", [frame]),
+                    atol=1e-4,
+                )
