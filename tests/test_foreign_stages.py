@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 from pxr import Gf, Sdf, UsdGeom, UsdPhysics
-from test_newton_solvers import _bob, joint_positions, positions, rotations, three_link_chain, usdsim
+from test_newton_solvers import _bob, contact_stiffness, joint_positions, positions, rotations, three_link_chain, usdsim
 
-from stages import new_stage
+from stages import add_box, add_ground, new_stage
 
 ENGINES = ("mujoco", "xpbd", "featherstone")
 
@@ -97,3 +97,26 @@ def test_two_fixed_base_chains_run_each_as_alone(tmp_path, engine):
                     positions(tmp_path / f"{name}.sim.usda", f"/{name}Link{i}", [frame]),
                     atol=1e-4,
                 )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_body_filtered_against_a_static_collider_passes_through_it(tmp_path, engine):
+    stage = new_stage(tmp_path / "filtered.usda")
+    add_ground(stage)
+    shelf = UsdGeom.Cube.Define(stage, "/Shelf")
+    shelf.CreateSizeAttr(0.2)
+    shelf.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.5))
+    UsdPhysics.CollisionAPI.Apply(shelf.GetPrim())
+    add_box(stage, "/Through", 0.2, (0, 0, 0.8))
+    UsdPhysics.FilteredPairsAPI.Apply(stage.GetPrimAtPath("/Through")).CreateFilteredPairsRel().SetTargets(["/Shelf"])
+    add_box(stage, "/Held", 0.2, (0, 1, 0.8))  # the same, unfiltered, over a shelf of its own
+    other = UsdGeom.Cube.Define(stage, "/Shelf2")
+    other.CreateSizeAttr(0.2)
+    other.AddTranslateOp().Set(Gf.Vec3d(0, 1, 0.5))
+    UsdPhysics.CollisionAPI.Apply(other.GetPrim())
+    contact_stiffness(stage)
+    stage.Save()
+    assert usdsim(tmp_path / "filtered.usda", "--solver", engine, "-n", 60) == 0
+    out = tmp_path / "filtered.sim.usda"
+    assert abs(positions(out, "/Through", [60])[0, 2] - 0.1) < 0.01  # through the shelf, onto the ground
+    assert abs(positions(out, "/Held", [60])[0, 2] - 0.7) < 0.01  # on its shelf
