@@ -14,6 +14,7 @@ from ..core.types import JointType
 from ..errors import UsdInputError
 from . import properties as props
 from .descriptors import AXIS_VECTORS, DEG, axis_token
+from .joint_axes import d6_axes as generic_axes
 from .joint_axes import d6_distance_limit, free_rotation, joint_axis
 
 # (axis token, reversed joint) -> the joint's axis as floats (reversed: negated, zeros included: -0.0)
@@ -109,7 +110,7 @@ def add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulation
         else:
             kw.update(vars(ax))
     elif jt == JointType.D6:
-        d6_axes = d6_axes(d, reverse, frame, path, diag, result.file)
+        d6_axes = generic_axes(d, reverse, frame, path, diag, result.file)
         if not d6_axes[0] and not d6_axes[1]:
             jt = JointType.FIXED
         elif free_rotation(d6_axes, stage.GetPrimAtPath(path), result):
