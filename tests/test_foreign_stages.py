@@ -10,6 +10,8 @@ import pytest
 from pxr import Gf, Sdf, UsdGeom, UsdPhysics
 from test_newton_solvers import _bob, contact_stiffness, joint_positions, positions, rotations, three_link_chain, usdsim
 
+from newton_usd.cli import main
+
 from stages import add_box, add_ground, new_stage
 
 ENGINES = ("mujoco", "xpbd", "featherstone")
@@ -120,3 +122,19 @@ def test_a_body_filtered_against_a_static_collider_passes_through_it(tmp_path, e
     out = tmp_path / "filtered.sim.usda"
     assert abs(positions(out, "/Through", [60])[0, 2] - 0.1) < 0.01  # through the shelf, onto the ground
     assert abs(positions(out, "/Held", [60])[0, 2] - 0.7) < 0.01  # on its shelf
+
+
+def test_check_names_limit_values_authored_without_their_limit_api(tmp_path, capsys):
+    stage = new_stage(tmp_path / "d6.usda")
+    _bob(stage)
+    joint = UsdPhysics.Joint.Define(stage, "/D6")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.5))
+    UsdPhysics.LimitAPI.Apply(joint.GetPrim(), "transX").CreateLowAttr(1.0)  # applied: used
+    joint.GetPrim().CreateAttribute("limit:rotX:physics:low", Sdf.ValueTypeNames.Float).Set(-10.0)  # not applied
+    stage.Save()
+    assert main(["check", str(tmp_path / "d6.usda")]) == 0
+    out = capsys.readouterr().out
+    assert "every authored value is used" not in out
+    assert "limit:rotX:physics:low (no effect: PhysicsLimitAPI:rotX is not applied) (1 prim: /D6)" in out
+    assert "transX" not in out
