@@ -138,3 +138,12 @@ def test_check_names_limit_values_authored_without_their_limit_api(tmp_path, cap
     assert "every authored value is used" not in out
     assert "limit:rotX:physics:low (no effect: PhysicsLimitAPI:rotX is not applied) (1 prim: /D6)" in out
     assert "transX" not in out
+
+
+def test_batch_resume_hash_changes_with_the_newton_usd_version(monkeypatch):
+    import newton_usd  # noqa: PLC0415
+    from newton_usd.batch.resume import input_hash  # noqa: PLC0415
+
+    before = input_hash({"solver": "mujoco"}, [("stage.usda", "abc")])
+    monkeypatch.setattr(newton_usd, "__version__", "99.0")
+    assert input_hash({"solver": "mujoco"}, [("stage.usda", "abc")]) != before
