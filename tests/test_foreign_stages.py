@@ -147,3 +147,16 @@ def test_batch_resume_hash_changes_with_the_newton_usd_version(monkeypatch):
     before = input_hash({"solver": "mujoco"}, [("stage.usda", "abc")])
     monkeypatch.setattr(newton_usd, "__version__", "99.0")
     assert input_hash({"solver": "mujoco"}, [("stage.usda", "abc")]) != before
+
+
+@pytest.mark.parametrize(("api", "solver"), [("NewtonSolverFeatherstoneAPI", "featherstone"),
+                                             ("NewtonSolverSemiImplicitAPI", "semi_implicit")])  # fmt: skip
+def test_newton_solver_api_on_the_scene_picks_the_solver(tmp_path, capsys, api, solver):
+    """Newton's stage-driven runtime chooses the solver by the NewtonSolver<Name>API applied to the scene."""
+    stage = new_stage(tmp_path / "s.usda")
+    stage.GetPrimAtPath("/PhysicsScene").AddAppliedSchema(api)
+    add_box(stage, "/Box")
+    stage.Save()
+    assert main(["explain", str(tmp_path / "s.usda"), "/PhysicsScene"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if " solver " in f" {line} "]
+    assert rows and solver in rows[0] and api in rows[0], rows
