@@ -12,7 +12,7 @@ from test_newton_solvers import _bob, contact_stiffness, joint_positions, positi
 
 from newton_usd.cli import main
 
-from stages import add_box, add_ground, new_stage
+from stages import add_box, add_ground, falling_cube, new_stage
 
 ENGINES = ("mujoco", "xpbd", "featherstone")
 
@@ -160,3 +160,20 @@ def test_newton_solver_api_on_the_scene_picks_the_solver(tmp_path, capsys, api, 
     assert main(["explain", str(tmp_path / "s.usda"), "/PhysicsScene"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if " solver " in f" {line} "]
     assert rows and solver in rows[0] and api in rows[0], rows
+
+
+def test_mujoco_warnings_go_through_the_newton_usd_logger(caplog, capfd):
+    import mujoco  # noqa: PLC0415
+
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    Simulation.open(falling_cube(), solver="mujoco", backend="cpu")  # (routes them)
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body><freejoint/><geom size=".1"/></body></worldbody></mujoco>'
+    )
+    d = mujoco.MjData(m)
+    d.qvel[:] = float("nan")
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        mujoco.mj_step(m, d)
+    assert any("MuJoCo: Nan, Inf or huge value in QVEL" in r.getMessage() for r in caplog.records)
+    assert "Nan, Inf" not in capfd.readouterr().out
