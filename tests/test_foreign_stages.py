@@ -177,3 +177,20 @@ def test_mujoco_warnings_go_through_the_newton_usd_logger(caplog, capfd):
         mujoco.mj_step(m, d)
     assert any("MuJoCo: Nan, Inf or huge value in QVEL" in r.getMessage() for r in caplog.records)
     assert "Nan, Inf" not in capfd.readouterr().out
+
+
+def test_compare_leaves_out_the_margin_of_a_joint_without_a_limit(tmp_path):
+    """gym's ant puts ``margin`` on its free root joint: it activates limits only (none there), so the stage
+    that cannot carry it is no different."""
+    from newton_usd.compare import compare  # noqa: PLC0415
+    from newton_usd.mjcf import convert  # noqa: PLC0415
+
+    xml = tmp_path / "free.xml"
+    xml.write_text("""<mujoco><worldbody><geom type="plane" size="5 5 0.1"/>
+      <body name="torso" pos="0 0 1"><joint name="root" type="free" margin="0.01"/><geom size="0.1"/>
+        <body name="leg"><joint name="knee" type="hinge" range="-30 30" margin="0.02"/><geom size="0.05"/></body>
+      </body></worldbody></mujoco>""")
+    usda = convert(str(xml), str(tmp_path / "free.usda"))
+    c = compare(str(xml), str(usda))
+    assert not [(d.name, d.field) for d in c.differences if d.field == "margin"]
+    assert c.counts["joint"][0] == 2
