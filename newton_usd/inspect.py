@@ -367,9 +367,26 @@ def _joint_rows(prim, label, j, a, frame):
     return rows
 
 
+_INSTANCED_APIS = {"limit": UsdPhysics.LimitAPI, "drive": UsdPhysics.DriveAPI}
+"""UsdPhysics' multiple-apply schemas whose ``<kind>:<instance>:physics:*`` values count only where applied."""
+
+
+def _without_api(prim, name) -> str | None:
+    """``name`` with a note when it is a ``limit:*`` or ``drive:*`` value of an instance whose API (PhysicsLimitAPI,
+    PhysicsDriveAPI) is not applied to ``prim``: UsdPhysics gives it no effect; else None."""
+    parts = name.split(":")
+    if len(parts) < 4 or parts[0] not in _INSTANCED_APIS or parts[2] != "physics":
+        return None
+    api = _INSTANCED_APIS[parts[0]]
+    if prim.HasAPI(api, parts[1]):
+        return None
+    return f"{name} (no effect: Physics{api.__name__}:{parts[1]} is not applied)"
+
+
 def unused_attributes(imports) -> dict[str, list[str]]:
     """Authored ``newton:*``, ``mjc:*`` and ``physx*`` attributes that the runtime read in none of
-    ``imports`` (a :class:`UsdImport`, or several of one stage: one per PhysicsScene): attribute name ->
+    ``imports`` (a :class:`UsdImport`, or several of one stage: one per PhysicsScene), and ``limit:*`` and
+    ``drive:*`` values authored without their API applied: attribute name (with why, for the latter) ->
     prim paths."""
     imports = _imports(imports)
     used = set().union(*(imported.resolver.used for imported in imports))
@@ -377,7 +394,10 @@ def unused_attributes(imports) -> dict[str, list[str]]:
     for prim in Usd.PrimRange(imports[0].stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
         path = str(prim.GetPath())
         for name in prim.GetAuthoredPropertyNames():
-            if name.startswith(READ_NAMESPACES) and (path, name) not in used:
+            unapplied = _without_api(prim, name)
+            if unapplied is not None:
+                out[unapplied].append(path)
+            elif name.startswith(READ_NAMESPACES) and (path, name) not in used:
                 if prim.GetRelationship(name):
                     continue  # relationships (mjc:target, ...) are not values
                 out[name].append(path)

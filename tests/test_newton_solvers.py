@@ -185,19 +185,20 @@ def test_position_drive_reaches_its_target(tmp_path, solver, device):
     assert abs(q - 30.0) < 0.5, q  # degrees
 
 
-def three_link_chain(path, angles=(20.0, -10.0, 15.0)):
+def three_link_chain(path, angles=(20.0, -10.0, 15.0), stage=None, prefix="", y=0.0):
     """Three 0.3 m links hinged about Y end to end from a pivot at 2 m, no contact; each link's joint at
     ``angles`` (degrees). Semi-implicit Euler for MuJoCo and no angular damping for Newton, so that both
-    integrate the same equations the same way."""
-    stage = new_stage(path)
-    scene = stage.GetPrimAtPath("/PhysicsScene")
-    scene.CreateAttribute("mjc:option:integrator", Sdf.ValueTypeNames.Token).Set("euler")
-    scene.CreateAttribute("newton:solver:angular_damping", Sdf.ValueTypeNames.Float).Set(0.0)
-    parent, top, total = None, Gf.Vec3d(0, 0, 2.0), 0.0
+    integrate the same equations the same way. ``stage``: added to it (``prefix``ed names, the pivot at ``y``)."""
+    if stage is None:
+        stage = new_stage(path)
+        scene = stage.GetPrimAtPath("/PhysicsScene")
+        scene.CreateAttribute("mjc:option:integrator", Sdf.ValueTypeNames.Token).Set("euler")
+        scene.CreateAttribute("newton:solver:angular_damping", Sdf.ValueTypeNames.Float).Set(0.0)
+    parent, top, total = None, Gf.Vec3d(0, y, 2.0), 0.0
     for i, angle in enumerate(angles):
         total += angle
         rot = Gf.Rotation(Gf.Vec3d(0, 1, 0), total)
-        link = UsdGeom.Xform.Define(stage, f"/Link{i}")
+        link = UsdGeom.Xform.Define(stage, f"/{prefix}Link{i}")
         link.AddTranslateOp().Set(top)
         link.AddOrientOp().Set(Gf.Quatf(rot.GetQuat()))
         prim = link.GetPrim()
@@ -206,17 +207,17 @@ def three_link_chain(path, angles=(20.0, -10.0, 15.0)):
         mass.CreateMassAttr(1.0)
         mass.CreateCenterOfMassAttr(Gf.Vec3f(0, 0, -0.15))
         mass.CreateDiagonalInertiaAttr(Gf.Vec3f(0.0075, 0.0075, 0.001))
-        joint = UsdPhysics.RevoluteJoint.Define(stage, f"/Joint{i}")
+        joint = UsdPhysics.RevoluteJoint.Define(stage, f"/{prefix}Joint{i}")
         if parent is not None:
             joint.CreateBody0Rel().SetTargets([Sdf.Path(parent)])
             joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, -0.3))
         else:
             joint.CreateLocalPos0Attr(Gf.Vec3f(top))
             joint.CreateLocalRot0Attr(Gf.Quatf(rot.GetQuat()))
-        joint.CreateBody1Rel().SetTargets([Sdf.Path(f"/Link{i}")])
+        joint.CreateBody1Rel().SetTargets([Sdf.Path(f"/{prefix}Link{i}")])
         joint.CreateAxisAttr("Y")
         top = top + rot.TransformDir(Gf.Vec3d(0, 0, -0.3))
-        parent = f"/Link{i}"
+        parent = f"/{prefix}Link{i}"
     return stage
 
 

@@ -1,8 +1,9 @@
 """What makes a run the same run again: its parameters and the bytes of every layer its stage composes.
 
 ``--resume`` skips a run whose directory holds a finished result (exit 0, the output stage present)
-with the same input hash; an edited stage, sublayer, reference or payload, or a changed parameter,
-makes a new hash and the run goes again.
+with the same input hash; an edited stage, sublayer, reference or payload, a changed parameter, or
+another version of newton_usd or of an engine (newton, mujoco, mujoco-warp, warp-lang) makes a new
+hash and the run goes again.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from importlib import metadata
 
 RESULT_FILE = "result.json"
 
@@ -30,9 +32,26 @@ def layer_digests(stage) -> list:
     return sorted(digests.items())
 
 
+_ENGINES = ("newton", "mujoco", "mujoco-warp", "warp-lang")
+
+
+def software_versions() -> dict:
+    """The versions of newton_usd and of the engines a run's result depends on (None: not installed)."""
+    from .. import __version__  # noqa: PLC0415 (the package imports batch lazily)
+
+    versions = {"newton_usd": __version__}
+    for name in _ENGINES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
 def input_hash(parameters, digests) -> str:
-    """The hash of a run's parameters (JSON-able) and its stage's layer digests."""
-    text = json.dumps({"parameters": parameters, "layers": digests}, sort_keys=True, default=str)
+    """The hash of a run's parameters (JSON-able), its stage's layer digests and :func:`software_versions`."""
+    record = {"parameters": parameters, "layers": digests, "versions": software_versions()}
+    text = json.dumps(record, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -163,7 +163,7 @@ FIELDS = {
         ("stiffness", _attr("jnt_stiffness"), None),
         ("springref", _per_coordinate("qpos_spring"), None),
         ("qpos0", _per_coordinate("qpos0"), None),
-        ("margin", _attr("jnt_margin"), None),
+        ("margin", _attr("jnt_margin", when="jnt_limited"), None),  # (what activates a limit: nothing without)
         ("solreflimit", _attr("jnt_solref"), None),
         ("solimplimit", _attr("jnt_solimp"), None),
         ("damping", _per_dof("dof_damping"), None),

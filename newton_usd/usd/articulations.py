@@ -69,7 +69,8 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
     used = set()
     tree_parent = {}
 
-    def walk(root):
+    def walk(root, component=None):
+        """Breadth first from ``root`` (the world: only into the bodies of ``component``)."""
         queue = deque([root])
         visited.add(root)
         while queue:
@@ -79,6 +80,8 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
                     continue
                 path, d, jt, b0, b1 = valid[i]
                 child = b1 if b0 == parent else b0
+                if parent == -1 and component is not None and child not in component:
+                    continue
                 used.add(i)
                 if child in visited and tree_parent.get(child) != parent:
                     loops.append((path, d, jt, b0, b1))  # it closes a cycle of joints
@@ -109,7 +112,10 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
                 if not stacked:
                     queue.append(child)
 
-    walk(-1)
+    # One connected group of bodies after another from the world, so that each tree's joints are contiguous
+    # (Newton's articulations need it; two fixed-base chains walked together would interleave theirs).
+    for component in _components(edges, valid):
+        walk(-1, component)
     roots = {
         result.body_index[str(rp)]
         for _, d in descs.get(OT.Articulation, [])
@@ -134,9 +140,22 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
         add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx)
 
 
-def _pick_root(b, edges, valid, roots):
-    """The articulation root body of ``b``'s connected component if one is marked (``roots``: the
-    body indices of the ArticulationRootAPI prims), else ``b``."""
+def _components(edges, valid) -> list:
+    """The groups of bodies connected by joints between bodies (the world not counted), each as a set, in
+    the order of their joints to the world; groups not jointed to the world are left out."""
+    seen, out = set(), []
+    for i in edges[-1]:
+        _, _, _, b0, b1 = valid[i]
+        b = b1 if b0 == -1 else b0
+        if b not in seen:
+            group = _component(b, edges, valid)
+            seen |= group
+            out.append(group)
+    return out
+
+
+def _component(b, edges, valid) -> set:
+    """The bodies connected to body ``b`` by joints between bodies."""
     component, stack = {b}, [b]
     while stack:
         n = stack.pop()
@@ -146,6 +165,13 @@ def _pick_root(b, edges, valid, roots):
                 if o >= 0 and o not in component:
                     component.add(o)
                     stack.append(o)
+    return component
+
+
+def _pick_root(b, edges, valid, roots):
+    """The articulation root body of ``b``'s connected component if one is marked (``roots``: the
+    body indices of the ArticulationRootAPI prims), else ``b``."""
+    component = _component(b, edges, valid)
     marked = component & roots
     return min(marked) if marked else min(component)
 
@@ -175,7 +201,7 @@ def add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx):
     """A joint that closes a loop (or is excluded from articulations) as equality constraints: a fixed
     joint welds, a spherical joint connects, a revolute joint connects at two points of its axis. The
     joint frames are brought together (UsdPhysics), so a connect holds both frames' points."""
-    x0, x1_pose = joint_frames(d, b0, b1, frame)
+    x0, x1_pose = joint_frames(d, b0, b1, frame, stage)
     x1 = x1_pose[0]
     label = str(path)
     active = bool(d.jointEnabled)

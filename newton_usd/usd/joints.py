@@ -7,12 +7,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from pxr import Gf, Usd, UsdGeom
 
-from ..core.quat import gf_to_xyzw
+from ..core.quat import gf_to_xyzw, transform_multiply
 from ..core.types import JointType
 from ..errors import UsdInputError
 from . import properties as props
 from .descriptors import AXIS_VECTORS, DEG, axis_token
+from .joint_axes import d6_axes as generic_axes
 from .joint_axes import d6_distance_limit, free_rotation, joint_axis
 
 # (axis token, reversed joint) -> the joint's axis as floats (reversed: negated, zeros included: -0.0)
@@ -21,39 +23,58 @@ _AXIS_TUPLES = {(k, rev): tuple((-np.array(v) if rev else np.array(v)).tolist())
 
 
 def joint_bodies(d, path, result):
-    """A joint's ``(body0, body1)`` indices (-1: the world), or None (reported) when a target is not a
-    simulated body or both are the same body."""
+    """A joint's ``(body0, body1)`` indices (-1: the world), or None (reported) when a target is no prim or
+    both are the same body.
+
+    A target that is a prim but no simulated body (a static collider, a disabled rigid body, a plain Xform)
+    is the world by UsdPhysics, the joint's local pose given in that prim's frame (see :func:`joint_frames`);
+    a collider under a rigid body is that body (USD's parser resolves it so)."""
     body0, body1 = d.body0, d.body1
     stage = result.stage
     for name, body in (("physics:body0", body0), ("physics:body1", body1)):
-        # USD's parser leaves a target that is no prim empty, as if the joint were attached to the world;
-        # a target that is a prim but no body (a static Xform: mujoco-usd-converter's world side) is the
-        # world by UsdPhysics, the local pose given in its frame (the parser makes it a world pose).
+        # USD's parser leaves a target that is no prim empty, as if the joint were attached to the world.
         if not body or body.isEmpty:
             targets = stage.GetPrimAtPath(path).GetRelationship(name).GetForwardedTargets()
             if any(not stage.GetPrimAtPath(t) for t in targets):
                 result.diagnostics.add(f"joint whose {name} targets no prim (deleted or misspelled?): dropped", path)
                 return None
-    b0 = -1 if (not body0 or body0.isEmpty) else result.body_index.get(str(body0))
-    b1 = -1 if (not body1 or body1.isEmpty) else result.body_index.get(str(body1))
-    if b0 is None or b1 is None:
-        result.diagnostics.add("joint attached to a prim that is not a simulated rigid body: ignored", path)
-        return None
+    b0, b1 = (-1 if (not b or b.isEmpty) else result.body_index.get(str(b), -1) for b in (body0, body1))
     if b0 == b1:
-        result.diagnostics.add("joint connects a body to itself: ignored", path)
+        why = "a body to itself" if b0 >= 0 else "no simulated rigid body (both ends static or the world)"
+        result.diagnostics.add(f"joint connects {why}: ignored", path)
         return None
     return b0, b1
 
 
-def joint_frames(d, b0, b1, frame):
+def _static_frame(stage, target):
+    """The world pose (stage units, scale removed) of a joint target that is a prim but no simulated body,
+    as (position, Warp quaternion); None for an empty target (the local pose is then a world pose)."""
+    if not target or target.isEmpty:
+        return None
+    prim = stage.GetPrimAtPath(target)
+    if not prim or not prim.IsA(UsdGeom.Xformable):
+        return None
+    xf = Gf.Transform(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
+    return np.array(xf.GetTranslation(), dtype=np.float64), gf_to_xyzw(Gf.Quatd(xf.GetRotation().GetQuat()))
+
+
+def joint_frames(d, b0, b1, frame, stage):
     """A joint's two local frames in simulation units: relative to the world a frame is a world pose
-    (converted like one); relative to a body it only scales."""
+    (converted like one; relative to a static prim, first composed with that prim's world pose); relative
+    to a body it only scales."""
     s = frame.meters_per_unit
-    x0 = (np.array(d.localPose0Position, dtype=np.float64), gf_to_xyzw(d.localPose0Orientation))
-    x1 = (np.array(d.localPose1Position, dtype=np.float64), gf_to_xyzw(d.localPose1Orientation))
-    x0 = frame.world_pose_to_sim(*x0) if b0 < 0 else (x0[0] * s, x0[1])
-    x1 = frame.world_pose_to_sim(*x1) if b1 < 0 else (x1[0] * s, x1[1])
-    return x0, x1
+    poses = []
+    for b, target, pos, rot in ((b0, d.body0, d.localPose0Position, d.localPose0Orientation),
+                                (b1, d.body1, d.localPose1Position, d.localPose1Orientation)):  # fmt: skip
+        x = (np.array(pos, dtype=np.float64), gf_to_xyzw(rot))
+        if b >= 0:
+            poses.append((x[0] * s, x[1]))
+            continue
+        anchor = _static_frame(stage, target)
+        if anchor is not None:  # (USD's parser already scaled the local position by the prim's scale)
+            x = transform_multiply(anchor, x)
+        poses.append(frame.world_pose_to_sim(*x))
+    return poses[0], poses[1]
 
 
 _MUJOCO_DOF_VALUES = {
@@ -75,7 +96,7 @@ def add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulation
     body1 is the parent."""
     diag = result.diagnostics
     label = str(path)
-    x0, x1 = joint_frames(d, b0, b1, frame)
+    x0, x1 = joint_frames(d, b0, b1, frame, stage)
     parent, child, xp, xc = (b1, b0, x1, x0) if reverse else (b0, b1, x0, x1)
     kw = {}
     d6_axes = None
@@ -89,7 +110,7 @@ def add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulation
         else:
             kw.update(vars(ax))
     elif jt == JointType.D6:
-        d6_axes = d6_axes(d, reverse, frame, path, diag, result.file)
+        d6_axes = generic_axes(d, reverse, frame, path, diag, result.file)
         if not d6_axes[0] and not d6_axes[1]:
             jt = JointType.FIXED
         elif free_rotation(d6_axes, stage.GetPrimAtPath(path), result):
@@ -214,7 +235,7 @@ def import_distance_joints(builder, joints, frame, result):
                 prim=str(path),
                 attribute="physics:minDistance",
             )
-        x0, x1 = joint_frames(d, b0, b1, frame)
+        x0, x1 = joint_frames(d, b0, b1, frame, result.stage)
         result.distance_index[str(path)] = builder.add_distance_constraint(
             b0, b1, x0[0], x1[0], min_distance=lo, max_distance=hi, label=str(path)
         )

@@ -252,7 +252,13 @@ def import_scene(builder, stage, scenes, frame, result):
         builder.gravity = np.zeros(3)
     result.scene.update(resolver.resolve_all(prim, props.SCENE_NEWTON_SOLVER, ctx))
     solver = result.scene[props.SCENE_SOLVER.name]
-    if solver.kind != "authored" and props.XPBD_SCENE_API in resolver.view(prim).applied:
+    chosen = _newton_solver_api(prim, result) if solver.kind != "authored" else None
+    if chosen is not None:  # Newton's stage-driven runtime: NewtonSolver<Name>API applied to the scene
+        api, name = chosen
+        result.scene[props.SCENE_SOLVER.name] = resolver.record(
+            prim, props.SCENE_SOLVER.name, Resolved(name, "fallback", "newton:usd:solver", schema=api)
+        )
+    elif solver.kind != "authored" and props.XPBD_SCENE_API in resolver.view(prim).applied:
         # A scene made for XPBD runs XPBD unless it names another solver.
         result.scene[props.SCENE_SOLVER.name] = resolver.record(
             prim,
@@ -270,6 +276,27 @@ def import_scene(builder, stage, scenes, frame, result):
     builder.mujoco["option"] = option
     builder.mujoco["flag"] = flag
     return ctx
+
+
+NEWTON_SOLVER_APIS = {"xpbd": "xpbd", "mujoco": "mujoco", "featherstone": "featherstone",
+                      "semiimplicit": "semi_implicit", "vbd": None}  # fmt: skip
+"""Newton's ``NewtonSolver<Name>API`` (its stage-driven runtime's solver choice, on the PhysicsScene; <Name> read
+without regard to case) -> our solver (None: none of ours simulates what it names)."""
+
+
+def _newton_solver_api(prim, result):
+    """``(schema name, solver)`` of the ``NewtonSolver<Name>API`` applied to the scene ``prim``, or None. Read
+    from the prim's ``apiSchemas`` (the schemas are not registered here, so USD does not list them as applied)."""
+    listed = prim.GetMetadata("apiSchemas")
+    names = listed.ApplyOperations([]) if listed is not None else []
+    for api in names:
+        if api.startswith("NewtonSolver") and api.endswith("API"):
+            key = api[len("NewtonSolver") : -len("API")].lower()
+            if key in NEWTON_SOLVER_APIS and NEWTON_SOLVER_APIS[key] is not None:
+                return api, NEWTON_SOLVER_APIS[key]
+            why = f"{api}: no such solver here: the scene's solver is chosen as if it were not applied"
+            result.diagnostics.add(why, str(prim.GetPath()))
+    return None
 
 
 def _gravity(d, frame) -> np.ndarray:

@@ -35,6 +35,18 @@ logger = logging.getLogger("newton_usd")
 BACKENDS = ("auto", "cpu", "warp")
 
 
+def _log_mujoco_warning(message: str) -> None:
+    """MuJoCo's warnings (``Nan, Inf or huge value in QACC ...``) through our logger, not printed raw."""
+    logger.warning("MuJoCo: %s", message.strip())
+
+
+def route_mujoco_warnings() -> None:
+    """Send MuJoCo's warnings to ``logging.getLogger("newton_usd")`` (MuJoCo prints them to stdout and appends them
+    to MUJOCO_LOG.TXT in the working directory otherwise); a handler someone else installed is left alone."""
+    if mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(_log_mujoco_warning)
+
+
 class SolverMuJoCo(SolverBase):
     """MuJoCo backend.
 
@@ -74,6 +86,7 @@ class SolverMuJoCo(SolverBase):
         **options,
     ):
         super().__init__(model)
+        route_mujoco_warnings()
         self.options = {"backend": backend, "nconmax": nconmax, "njmax": njmax, "memory": memory, **options}
         if backend not in BACKENDS:
             raise NewtonUsdError(f"unknown MuJoCo backend {backend!r}; valid: {', '.join(BACKENDS)}")

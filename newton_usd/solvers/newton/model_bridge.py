@@ -573,6 +573,9 @@ def _filter_collisions(nb, model, a, shape_map) -> None:
         for s1 in shapes_of.get(b1, ()):
             for s2 in shapes_of.get(b2, ()):
                 pairs.add((int(shape_map[s1]), int(shape_map[s2])))
+    for b, static in model.body_shape_collision_filter_pairs:  # a body against one static collider (FilteredPairsAPI)
+        for s1 in shapes_of.get(int(b), ()):
+            pairs.add((int(shape_map[s1]), int(shape_map[int(static)])))
     contype = getattr(model.mujoco, "geom_contype", None)
     conaffinity = getattr(model.mujoco, "geom_conaffinity", None)
     if contype is not None or conaffinity is not None:

@@ -1,0 +1,196 @@
+"""Stages as other projects author them (PhysX, OpenUSD's examples, Newton's assets): what they mean by
+UsdPhysics runs so under every engine (issue 33). Each test writes a small stage reproducing one case."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+from test_newton_solvers import _bob, contact_stiffness, joint_positions, positions, rotations, three_link_chain, usdsim
+
+from newton_usd.cli import main
+
+from stages import add_box, add_ground, falling_cube, new_stage
+
+ENGINES = ("mujoco", "xpbd", "featherstone")
+
+
+def _static_base(stage, path, pos, yaw_deg, scale):
+    """A static collider (no rigid body) under a scaled, turned Xform."""
+    holder = UsdGeom.Xform.Define(stage, path.rsplit("/", 1)[0])
+    holder.AddTranslateOp().Set(Gf.Vec3d(*pos))
+    holder.AddRotateXYZOp().Set(Gf.Vec3f(0, 0, yaw_deg))
+    holder.AddScaleOp().Set(Gf.Vec3f(scale, scale, scale))
+    base = UsdGeom.Cube.Define(stage, path)
+    base.CreateSizeAttr(0.1)
+    UsdPhysics.CollisionAPI.Apply(base.GetPrim())
+    return base
+
+
+_YAW90 = Gf.Quatf(math.sqrt(0.5), 0, 0, math.sqrt(0.5))
+
+
+def _hinge(stage, path, body0, body1, local0, local1, rot0, rot1):
+    joint = UsdPhysics.RevoluteJoint.Define(stage, path)
+    joint.CreateBody0Rel().SetTargets([Sdf.Path(body0)])
+    joint.CreateBody1Rel().SetTargets([Sdf.Path(body1)])
+    joint.CreateAxisAttr("Y")
+    joint.CreateLocalPos0Attr(Gf.Vec3f(*local0))
+    joint.CreateLocalPos1Attr(Gf.Vec3f(*local1))
+    joint.CreateLocalRot0Attr(rot0)
+    joint.CreateLocalRot1Attr(rot1)
+    return joint
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_joint_to_a_static_collider_or_disabled_body_holds_at_that_prims_frame(tmp_path, engine):
+    stage = new_stage(tmp_path / "static.usda")
+    # The hinge's body0 is a static collider turned 90 degrees about Z and scaled 2x: its local position
+    # (0.25, 0, 0) is (0, 0.5, 0) in the world, its Y axis the world's -X (the bob's joint frame, turned
+    # the same, keeps the bob unturned).
+    _static_base(stage, "/Rail/Base", (1, 2, 2), 90.0, 2.0)
+    _bob(stage, "/Bob", pos=(1, 2.5, 2), velocity=(120.0, 0, 0))
+    _hinge(stage, "/Hinge", "/Rail/Base", "/Bob", (0.25, 0, 0), (0, 0, 0), Gf.Quatf(1), _YAW90)
+    # The same on a disabled rigid body (its colliders are static), here on body1's side of another hinge.
+    disabled = UsdGeom.Xform.Define(stage, "/Off")
+    disabled.AddTranslateOp().Set(Gf.Vec3d(-1, 0, 2))
+    disabled.AddRotateXYZOp().Set(Gf.Vec3f(0, 0, 90))
+    UsdPhysics.RigidBodyAPI.Apply(disabled.GetPrim()).CreateRigidBodyEnabledAttr(False)
+    _bob(stage, "/Bob2", pos=(-1, 0.25, 2), velocity=(120.0, 0, 0))
+    _hinge(stage, "/Hinge2", "/Bob2", "/Off", (0, 0, 0), (0.25, 0, 0), _YAW90, Gf.Quatf(1))
+    stage.Save()
+    assert usdsim(tmp_path / "static.usda", "--solver", engine, "-n", 60) == 0
+    out = tmp_path / "static.sim.usda"
+    for bob, pivot in (("/Bob", (1, 2.5, 2)), ("/Bob2", (-1, 0.25, 2))):
+        assert np.allclose(positions(out, bob, range(0, 61, 10)), pivot, atol=5e-3), bob  # held at the pivot
+        swung = off_axis = 0.0
+        for r in rotations(out, bob, range(1, 61)):
+            axis, angle = r.GetAxis(), r.GetAngle()
+            swung = max(swung, angle * abs(axis[0]))
+            off_axis = max(off_axis, angle * math.hypot(axis[1], axis[2]))
+        assert swung > 10.0 and off_axis < 1.0, (bob, swung, off_axis)  # about the world's X only
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_fixed_base_chains_run_each_as_alone(tmp_path, engine):
+    """Two chains hinged to the world, authored one after the other (a breadth-first walk from the world
+    interleaves their joints): Newton's solvers need each tree's joints together. Each chain moves as it
+    does alone, its joint states read back where they belong."""
+    angles = {"A": (20.0, -10.0, 15.0), "B": (-35.0, 25.0, 5.0)}
+    both = None
+    for name, y in (("A", 0.0), ("B", 1.0)):
+        both = three_link_chain(tmp_path / "both.usda", angles[name], stage=both, prefix=name, y=y)
+        three_link_chain(tmp_path / f"{name}.usda", angles[name], prefix=name, y=y).Save()
+    both.Save()
+    for stage in ("both", "A", "B"):
+        args = ("--solver", engine, "-n", 30, "--write-joint-states")
+        assert usdsim(tmp_path / f"{stage}.usda", *args) == 0, stage
+    for name in "AB":
+        for i in range(3):
+            alone = joint_positions(tmp_path / f"{name}.sim.usda", f"/{name}Joint{i}", range(31))
+            together = joint_positions(tmp_path / "both.sim.usda", f"/{name}Joint{i}", range(31))
+            assert np.abs(alone[-1] - alone[0]) > 1.0  # it swung (degrees)
+            np.testing.assert_allclose(together, alone, atol=1e-3)
+            for frame in (0, 30):  # the bodies where the joint states say
+                np.testing.assert_allclose(
+                    positions(tmp_path / "both.sim.usda", f"/{name}Link{i}", [frame]),
+                    positions(tmp_path / f"{name}.sim.usda", f"/{name}Link{i}", [frame]),
+                    atol=1e-4,
+                )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_body_filtered_against_a_static_collider_passes_through_it(tmp_path, engine):
+    stage = new_stage(tmp_path / "filtered.usda")
+    add_ground(stage)
+    shelf = UsdGeom.Cube.Define(stage, "/Shelf")
+    shelf.CreateSizeAttr(0.2)
+    shelf.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.5))
+    UsdPhysics.CollisionAPI.Apply(shelf.GetPrim())
+    add_box(stage, "/Through", 0.2, (0, 0, 0.8))
+    UsdPhysics.FilteredPairsAPI.Apply(stage.GetPrimAtPath("/Through")).CreateFilteredPairsRel().SetTargets(["/Shelf"])
+    add_box(stage, "/Held", 0.2, (0, 1, 0.8))  # the same, unfiltered, over a shelf of its own
+    other = UsdGeom.Cube.Define(stage, "/Shelf2")
+    other.CreateSizeAttr(0.2)
+    other.AddTranslateOp().Set(Gf.Vec3d(0, 1, 0.5))
+    UsdPhysics.CollisionAPI.Apply(other.GetPrim())
+    contact_stiffness(stage)
+    stage.Save()
+    assert usdsim(tmp_path / "filtered.usda", "--solver", engine, "-n", 60) == 0
+    out = tmp_path / "filtered.sim.usda"
+    assert abs(positions(out, "/Through", [60])[0, 2] - 0.1) < 0.01  # through the shelf, onto the ground
+    assert abs(positions(out, "/Held", [60])[0, 2] - 0.7) < 0.01  # on its shelf
+
+
+def test_check_names_limit_values_authored_without_their_limit_api(tmp_path, capsys):
+    stage = new_stage(tmp_path / "d6.usda")
+    _bob(stage)
+    joint = UsdPhysics.Joint.Define(stage, "/D6")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.5))
+    UsdPhysics.LimitAPI.Apply(joint.GetPrim(), "transX").CreateLowAttr(1.0)  # applied: used
+    joint.GetPrim().CreateAttribute("limit:rotX:physics:low", Sdf.ValueTypeNames.Float).Set(-10.0)  # not applied
+    stage.Save()
+    assert main(["check", str(tmp_path / "d6.usda")]) == 0
+    out = capsys.readouterr().out
+    assert "every authored value is used" not in out
+    assert "limit:rotX:physics:low (no effect: PhysicsLimitAPI:rotX is not applied) (1 prim: /D6)" in out
+    assert "transX" not in out
+
+
+def test_batch_resume_hash_changes_with_the_newton_usd_version(monkeypatch):
+    import newton_usd  # noqa: PLC0415
+    from newton_usd.batch.resume import input_hash  # noqa: PLC0415
+
+    before = input_hash({"solver": "mujoco"}, [("stage.usda", "abc")])
+    monkeypatch.setattr(newton_usd, "__version__", "99.0")
+    assert input_hash({"solver": "mujoco"}, [("stage.usda", "abc")]) != before
+
+
+@pytest.mark.parametrize(("api", "solver"), [("NewtonSolverFeatherstoneAPI", "featherstone"),
+                                             ("NewtonSolverSemiImplicitAPI", "semi_implicit")])  # fmt: skip
+def test_newton_solver_api_on_the_scene_picks_the_solver(tmp_path, capsys, api, solver):
+    """Newton's stage-driven runtime chooses the solver by the NewtonSolver<Name>API applied to the scene."""
+    stage = new_stage(tmp_path / "s.usda")
+    stage.GetPrimAtPath("/PhysicsScene").AddAppliedSchema(api)
+    add_box(stage, "/Box")
+    stage.Save()
+    assert main(["explain", str(tmp_path / "s.usda"), "/PhysicsScene"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if " solver " in f" {line} "]
+    assert rows and solver in rows[0] and api in rows[0], rows
+
+
+def test_mujoco_warnings_go_through_the_newton_usd_logger(caplog, capfd):
+    import mujoco  # noqa: PLC0415
+
+    from newton_usd import Simulation  # noqa: PLC0415
+
+    Simulation.open(falling_cube(), solver="mujoco", backend="cpu")  # (routes them)
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body><freejoint/><geom size=".1"/></body></worldbody></mujoco>'
+    )
+    d = mujoco.MjData(m)
+    d.qvel[:] = float("nan")
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        mujoco.mj_step(m, d)
+    assert any("MuJoCo: Nan, Inf or huge value in QVEL" in r.getMessage() for r in caplog.records)
+    assert "Nan, Inf" not in capfd.readouterr().out
+
+
+def test_compare_leaves_out_the_margin_of_a_joint_without_a_limit(tmp_path):
+    """gym's ant puts ``margin`` on its free root joint: it activates limits only (none there), so the stage
+    that cannot carry it is no different."""
+    from newton_usd.compare import compare  # noqa: PLC0415
+    from newton_usd.mjcf import convert  # noqa: PLC0415
+
+    xml = tmp_path / "free.xml"
+    xml.write_text("""<mujoco><worldbody><geom type="plane" size="5 5 0.1"/>
+      <body name="torso" pos="0 0 1"><joint name="root" type="free" margin="0.01"/><geom size="0.1"/>
+        <body name="leg"><joint name="knee" type="hinge" range="-30 30" margin="0.02"/><geom size="0.05"/></body>
+      </body></worldbody></mujoco>""")
+    usda = convert(str(xml), str(tmp_path / "free.usda"))
+    c = compare(str(xml), str(usda))
+    assert not [(d.name, d.field) for d in c.differences if d.field == "margin"]
+    assert c.counts["joint"][0] == 2
