@@ -792,6 +792,9 @@ class Simulation:
         self.state = self.model.state()
         self._next = self.model.state()
         self.control = self.model.control()
+        capture = getattr(self.solver, "frame_capture", None)
+        if capture is not None:  # (new arrays: a graph of the old ones is not replayed, whatever their addresses)
+            capture.invalidate("reset")
         self.frame = self.steps = 0
         self.sim_seconds = self.wall_seconds = self.sync_seconds = 0.0
         with self._own_writes():

@@ -1,6 +1,7 @@
 """A frame of a Newton solver as one function (newton_usd.solvers.newton.frame): on Warp's CPU device it runs
 eagerly and equals its single steps; on CUDA (``gpu``-marked cases) it is one captured graph, replayed, giving the
-states the eager steps give (to float round-off), and captured again when what it baked in changes."""
+states the eager steps give (to float round-off), and captured again when what it baked in changes. Warp records and
+replays launches on its CPU device too (``FrameCapture.cpu_graphs``): the captured path is tested without a GPU."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from newton_usd.solvers.newton.frame import FrameCapture
 from stages import add_box, add_ground, pendulum
 
 KAMINO = pytest.param("kamino", marks=pytest.mark.slow)  # (its kernels take minutes to compile on the CPU)
-FPS = 600.0  # (short steps: semi_implicit's penalty hinge holds at them)
+FPS = 600.0  # (short steps: semi_implicit's penalty hinge holds at them for the few frames these tests run)
 TOLERANCE = {"cpu": 1e-5, "cuda": 1e-4}
 """Largest difference of two runs of the same steps: float round-off; on CUDA the solvers' atomic sums also add
 in another order each run."""
@@ -112,6 +113,7 @@ def test_recaptured_after_an_edit_a_new_step_and_a_reset(device):
     (reset); the frames after follow the change (never a stale graph)."""
     sim = Simulation.open(_scene(), solver="xpbd", device=device, fps=FPS, substeps=2, record=False)
     capture = sim.solver.frame_capture
+    capture.cpu_graphs = True  # (on Warp's CPU device too: Warp records and replays the launches there)
     sim.run(3)
     assert capture.invalidations == 0
     scene = UsdPhysics.Scene(sim.stage.GetPrimAtPath("/PhysicsScene"))
@@ -125,27 +127,31 @@ def test_recaptured_after_an_edit_a_new_step_and_a_reset(device):
     assert capture.invalidations == 2 and "time step" in capture.last_invalidation
     sim.reset()
     sim.run(2)
-    assert capture.invalidations == 3
-    if device != "cpu":
-        assert capture.captures == 4, vars(capture)
+    assert capture.invalidations == 3 and capture.last_invalidation == "reset"
+    assert capture.captures == 4, vars(capture)
     sim.close()
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("solver", ["xpbd", "featherstone", "semi_implicit", "kamino"])
-def test_captured_frames_equal_eager_frames_on_cuda(solver):
-    """On CUDA, at 64 worlds: frames replayed from one graph leave the states that the same frames run eagerly
-    leave (a solver whose capture is impossible here says why and is eager on both sides)."""
-    captured = _open(solver, "cuda", 5, worlds=64)
-    eager = _open(solver, "cuda", 5, worlds=64)
+@pytest.mark.parametrize("solver", ["xpbd", "featherstone", "semi_implicit", KAMINO])
+def test_captured_frames_equal_eager_frames(solver, device):
+    """Frames replayed from one captured graph leave the states that the same frames run eagerly leave (on CUDA at
+    64 worlds; on Warp's CPU device, which records and replays launches too, at 2). A solver whose capture is
+    impossible says why and is eager on both sides."""
+    worlds = 2 if device == "cpu" else 64
+    captured = _open(solver, device, 5, worlds=worlds)
+    captured.solver.frame_capture.cpu_graphs = True
+    eager = _open(solver, device, 5, worlds=worlds)
     eager.solver.frame_capture.never_capture("the test's eager side")
     captured.run(12)
     eager.run(12)
-    if captured.solver.frame_capture.eager_reason is None:
-        assert captured.solver.frame_capture.replays == 11
+    capture = captured.solver.frame_capture
+    if capture.eager_reason is None:
+        assert capture.captures == 1 and capture.replays == 11, vars(capture)
+    assert eager.solver.frame_capture.captures == 0
     for name in ("body_q", "body_qd", "joint_q", "joint_qd"):
         ours, theirs = getattr(captured.state, name).numpy(), getattr(eager.state, name).numpy()
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=TOLERANCE["cuda"], err_msg=name)
+        assert np.isfinite(ours).all(), name
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=TOLERANCE[device], err_msg=name)
     wp.synchronize()
     captured.close()
     eager.close()
@@ -163,15 +169,17 @@ def _recording(sim) -> dict:
 @pytest.mark.parametrize("solver", ["xpbd", "featherstone"])
 def test_run_writes_what_frame_after_frame_writes(solver, device):
     """run() queues frame k+1 before it writes frame k (the write-back behind the device: on CUDA the stage write
-    overlaps the GPU's steps): the stage gets the time samples that step_frame, frame after frame, gives."""
+    overlaps the GPU's steps), its frames replayed from a graph: the stage gets the time samples that step_frame,
+    frame after frame and eagerly, gives."""
     recordings = []
     for pipelined in (False, True):
         sim = _open(solver, device, 3)
         sim.record = True
         sim.record_every = 2  # (frames 2, 4, 6 and the last, 7, besides the start)
         if pipelined:
+            sim.solver.frame_capture.cpu_graphs = True  # (and replayed from a graph)
             sim.run(7)
-            assert sim._readback is not None
+            assert sim._readback is not None and sim.solver.frame_capture.replays == 6
         else:
             for i in range(7):
                 sim.step_frame(last=i == 6)

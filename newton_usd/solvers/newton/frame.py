@@ -50,6 +50,9 @@ class FrameCapture:
             self.never_capture(f"{self.device.alias} has no memory pool enabled (wp.set_mempool_enabled)")
         self._key = None  # the key warmed up (and captured, with _graph)
         self._graph = None
+        self.cpu_graphs = False
+        """Capture on Warp's CPU device too (Warp records and replays the launches there): the tests' way to run
+        the captured path without a GPU."""
 
     @property
     def captured(self) -> bool:
@@ -87,7 +90,7 @@ class FrameCapture:
             wp.capture_launch(self._graph)
             self.replays += 1
             return
-        if not self.device.is_cuda or self.eager_reason is not None or self._key is None:
+        if not (self.device.is_cuda or self.cpu_graphs) or self.eager_reason is not None or self._key is None:
             frame()
             self.eager_frames += 1
             self._key = key
