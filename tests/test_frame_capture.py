@@ -22,6 +22,12 @@ TOLERANCE = {"cpu": 1e-5, "cuda": 1e-4}
 in another order each run."""
 
 
+def _tolerance(solver, device) -> float:
+    """Kamino's PADMM iterates until a tolerance: on CUDA an atomic sum in another order can stop it an iteration
+    apart."""
+    return 1e-3 if solver == "kamino" and device != "cpu" else TOLERANCE[device]
+
+
 def _scene():
     """A hinged pendulum, and a box dropped onto the ground whose center of mass is off its origin (Newton's free
     joint velocities differ from ours there: the exchange converts them), touching it within the first frames."""
@@ -63,7 +69,7 @@ def test_a_frame_equals_its_single_steps(solver, substeps, device):
     for name in ("body_q", "body_qd", "joint_q", "joint_qd"):
         ours, theirs = getattr(framed.state, name).numpy(), getattr(reference, name).numpy()
         assert np.isfinite(ours).all(), name
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=TOLERANCE[device], err_msg=name)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=_tolerance(solver, device), err_msg=name)
     # (the box moved: it fell onto the ground; the pendulum swung)
     start = stepped.model.body_q.numpy()
     assert np.abs(framed.state.body_q.numpy() - start).max() > 1e-4
@@ -151,7 +157,7 @@ def test_captured_frames_equal_eager_frames(solver, device):
     for name in ("body_q", "body_qd", "joint_q", "joint_qd"):
         ours, theirs = getattr(captured.state, name).numpy(), getattr(eager.state, name).numpy()
         assert np.isfinite(ours).all(), name
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=TOLERANCE[device], err_msg=name)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=_tolerance(solver, device), err_msg=name)
     wp.synchronize()
     captured.close()
     eager.close()
@@ -190,4 +196,5 @@ def test_run_writes_what_frame_after_frame_writes(solver, device):
     assert [t for t, _ in plain["/Box"]] == [0.0, 2.0, 4.0, 6.0, 7.0]
     for path in plain:
         assert [t for t, _ in pipelined[path]] == [t for t, _ in plain[path]], path
-        np.testing.assert_allclose([p for _, p in pipelined[path]], [p for _, p in plain[path]], atol=1e-6)
+        ours, theirs = [p for _, p in pipelined[path]], [p for _, p in plain[path]]
+        np.testing.assert_allclose(ours, theirs, atol=1e-6 if device == "cpu" else TOLERANCE[device])
