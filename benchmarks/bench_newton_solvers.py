@@ -1,24 +1,28 @@
 """Newton's solvers under newton_usd: what the bridge costs.
 
-    python benchmarks/bench_newton_solvers.py [--stage PATH] [--steps 200] [--repeat 3] [--device cpu|cuda]
-        [--worlds N] [--solvers xpbd,featherstone,semi_implicit,kamino] [--newton-python PY] [--import-stage PATH]
+    python benchmarks/bench_newton_solvers.py [--stage PATH|ant|humanoid ...] [--steps 200] [--repeat 3]
+        [--device cpu|cuda] [--worlds 1,1024,4096] [--substeps 4] [--eager-up-to N] [--usdsim]
+        [--solvers xpbd,featherstone,semi_implicit,kamino] [--newton-python PY] [--import-stage PATH]
 
-Table 1, per solver: steps per second of our ``solver.step`` (State/Control exchange and Newton's collision
-pipeline included) against the same Newton solver stepped directly on the bridged ``newton.Model`` with
-Newton's own States (``collide`` + ``step``, contact forces requested where our step requests them: xpbd,
-kamino), in one process, in pairs of blocks of 20 steps back to back (each
-side going first in turn; ``--repeat`` x ``--steps`` / 20 pairs), each pair over the same stretch of the
-simulation (both sides step identical states). The ratio, which should be at least 0.95, is the median of the
-pairs' ratios (their quartiles beside it: the spread a shared machine leaves), the steps per second the median
-block of each side. (The fastest block of each side, which this benchmark kept before, swung by 20 % between
-runs on a busy 2-core machine: each side's minimum depends on whether a quiet moment fell in one of its blocks.)
-On Warp's CPU device the kernels run in the calling thread, so blocks are timed with ``time.thread_time``
-(the CPU time this thread spent: what other processes on a shared machine take is not counted against either
-side); on a GPU with synchronized wall time. The last column is the largest difference of the bodies' poses
-after as many steps (the exchange is exact: 0), or that both diverged. The stage defaults to
+Table 1, per stage, world count and solver, four sides on the same bridged model: ``step``, our ``solver.step``
+a step at a time (State/Control exchange and Newton's collision pipeline included); ``direct``, the same Newton
+solver stepped directly with Newton's own States (``collide`` + ``step``, contact forces requested where our step
+requests them: xpbd, kamino); ``frame``, our ``simulate_frame`` (``--substeps`` steps a frame: one CUDA graph on a
+GPU, see docs/gpu.md); ``examples``, Newton captured as its examples capture ``simulate()`` (``wp.ScopedCapture``
+once, ``wp.capture_launch`` each frame; eager on the CPU). Blocks of about 20 steps of every side run back to back,
+the order turning each round, ``--repeat`` x ``--steps`` / 20 rounds; rates are each side's median block, in steps/s
+and world-steps/s; the ratios (``frame/examples``, which should be at least 0.95; ``step/direct``; ``frame/step``,
+the speedup of the frame over a step at a time) the median of the rounds' ratios, their quartiles beside (the
+spread a shared machine leaves). On Warp's CPU device the kernels run in the calling thread, so blocks are timed
+with ``time.thread_time`` (what other processes take is not counted against either side); on a GPU with
+synchronized wall time. The notes line says whether our frame was captured (else why not) and the largest
+difference of the bodies' poses between sides after as many steps (the exchange is exact: 0), or that they
+diverged. ``--usdsim`` adds a row: a Simulation run end to end as ``usdsim run`` runs one (world 0's poses written
+every frame, behind the device), against the frame side. The stage defaults to
 ``sample_stages/boxes_on_ground.usda`` (Newton's ``ant.usda`` diverges under featherstone and semi_implicit at
-this step). ``--worlds N`` replicates the stage into N independent worlds (``ModelBuilder.replicate``) first:
-on a GPU, where one small world leaves the chip idle between kernel launches, the figure that counts.
+this step); ``ant`` and ``humanoid`` are Newton's examples' assets. ``--worlds`` replicates the stage into N
+independent worlds (``ModelBuilder.replicate``) first, one table per count; ``--eager-up-to`` leaves the two
+step-at-a-time sides out above that many worlds (slow on a GPU).
 
 Table 2 (with ``--newton-python``, a venv holding ``newton==1.8.0 "usd-core>=25.5,<26.9" newton-usd-schemas``,
 see ``bench_import.py``): on Newton's ``ant_multi.usda`` (64 ants), our ``add_usd`` + ``finalize`` + the bridge
@@ -53,12 +57,74 @@ def _newton_asset(name: str) -> str:
 
 
 # ---------------------------------------------------------------- table 1: step speed, in this process
-def step_rates(stage: str, solvers, steps: int, repeat: int, device: str, worlds: int = 1) -> list:
-    return [_step_rate(name, stage, steps, repeat, device, worlds) for name in solvers]
+def _end_to_end(name: str, stage: str, device: str, worlds: int, substeps: int, steps: int, repeat: int) -> float:
+    """Steps/s of a Simulation run as ``usdsim run`` runs one (frames of ``substeps`` steps of 1/480 s, world 0's
+    poses written onto the stage every frame, 32 frames a batch): the median of ``repeat`` runs of ``steps``."""
+    import numpy as np
+
+    from newton_usd import Simulation
+
+    sim = Simulation.open(stage, solver=name, device=device, worlds=worlds, fps=480.0 / substeps, substeps=substeps,
+                          live=False)  # fmt: skip
+    sim.write_batch = 32
+    frames = max(1, steps // substeps)
+    sim.run(2)  # (the warm-up frame and the capture)
+    clock = time.thread_time if sim.model.device.is_cpu else time.perf_counter  # (as the other sides)
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        sim.run(frames)
+        sim.flush()
+        times.append(clock() - t0)
+    sim.close()
+    return frames * substeps / float(np.median(times))
 
 
-def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worlds: int = 1) -> dict:
-    """One solver's row: our step against the same Newton solver stepped directly on the bridged model."""
+SIDES = ("ours", "direct", "frame", "examples")
+"""Table 1's columns: our step, Newton's stepped directly (both a step at a time from Python), our frame
+(``simulate_frame``: one CUDA graph a frame where the device allows), Newton captured as its examples."""
+
+
+def _examples_frame(solver, states, control, contacts, observables, dt, substeps):
+    """Newton's ``simulate()`` as its examples write it (``example_basic_shapes.py``): per substep the collision
+    pipeline and the solver, the states swapped; an odd count ends with ``state_0.assign(state_1)`` (the swap
+    inside a graph is frozen: Newton #4098)."""
+    pipeline, ns = solver.collision_pipeline, solver.newton_solver
+
+    def simulate():
+        a, b = states
+        for _ in range(substeps):
+            pipeline.collide(a, contacts)
+            ns.step(a, b, control, contacts, dt, observables=observables)
+            a, b = b, a
+        if a is not states[0]:
+            states[0].assign(a)
+
+    return simulate
+
+
+def _capture(device, fn):
+    """``fn`` captured as Newton's examples do (``wp.ScopedCapture`` once, then ``wp.capture_launch``) on a CUDA
+    device with memory pools, after one eager call; else ``fn`` itself."""
+    import warp as wp
+
+    fn()  # (warm-up: modules loaded, buffers allocated)
+    if not wp.get_device(device).is_cuda or not wp.is_mempool_enabled(device):
+        return fn
+    try:
+        with wp.ScopedCapture(device=device) as capture:
+            fn()
+    except Exception as e:  # noqa: BLE001  (e.g. Kamino without conditional graph nodes: as its examples, eager)
+        print(f"(Newton's frame not captured: {str(e).splitlines()[0] if str(e) else type(e).__name__})")
+        return fn
+    graph = capture.graph
+    return lambda: wp.capture_launch(graph)
+
+
+def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worlds: int = 1, substeps: int = 4,
+               eager: bool = True, end_to_end: bool = False) -> dict:  # fmt: skip
+    """One solver's row: our step, Newton's direct step, our frame and Newton's captured frame, on the bridged
+    model (``eager`` False: the two step-at-a-time columns are left out)."""
     import numpy as np
     import warp as wp
 
@@ -77,57 +143,147 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worl
     except Exception as e:  # noqa: BLE001  (a solver refusing the model is a result)
         return {"solver": name, "error": str(e).splitlines()[0]}
     dt = 1.0 / 480.0
-    ours = [model.state(), model.state()]
-    control = model.control()
     nm, ns = solver.newton_model, solver.newton_solver
-    theirs = [nm.state(), nm.state()]
-    ncontrol = nm.control()
-    contacts = solver.collision_pipeline.contacts()
     # (our step asks the solvers that report contact forces for them: so does the direct one)
     forces = solver.contact_forces
+    ours, theirs = [model.state(), model.state()], [nm.state(), nm.state()]
+    framed, examples = [model.state(), model.state()], [nm.state(), nm.state()]
+    control, ncontrol = model.control(), nm.control()
+    contacts = solver.collision_pipeline.contacts()
     observables = None if forces is None else ns.observables(forces.kinds, contacts=contacts)
+    sync = lambda: wp.synchronize_device(model.device)  # noqa: E731
 
     def run_ours(n):
         for _ in range(n):
             solver.step(ours[0], ours[1], control, None, dt)
             ours.reverse()
-        wp.synchronize_device(model.device)
+        sync()
 
     def run_direct(n):
         for _ in range(n):
             solver.collision_pipeline.collide(theirs[0], contacts)
             ns.step(theirs[0], theirs[1], ncontrol, contacts, dt, observables=observables)
             theirs.reverse()
-        wp.synchronize_device(model.device)
+        sync()
 
+    def run_frame(n):
+        for _ in range(n // substeps):
+            solver.simulate_frame(framed[0], framed[1], control, dt, substeps)
+        sync()
+
+    example_frame = None
+
+    def run_examples(n):
+        for _ in range(n // substeps):
+            example_frame()
+        sync()
+
+    runs = {"ours": run_ours, "direct": run_direct, "frame": run_frame, "examples": run_examples}
+    sides = SIDES if eager else ("frame", "examples")
     # On Warp's CPU device the kernels run in this thread: its CPU time (time.thread_time) is what each side
     # spent, not what other processes on a shared machine took from it. On a GPU: wall time, synchronized.
     clock = time.thread_time if wp.get_device(model.device).is_cpu else time.perf_counter
+    block = _block(steps, substeps)
     try:
-        run_ours(10)  # kernels compiled or loaded, caches warm
-        run_direct(10)
-        # Pairs of blocks of 20 steps, ours and direct back to back (each going first in turn) over the same
-        # stretch of the simulation (both step identical states): the ratio is the median of the pairs' ratios.
-        block = min(20, steps)
-        pair = (("ours", run_ours), ("direct", run_direct))
-        seconds = {"ours": [], "direct": []}
+        if eager:
+            run_ours(2 * substeps)  # kernels compiled or loaded, caches warm
+            run_direct(2 * substeps)
+        for _ in range(2):  # (a warm-up frame, then the capture, then a replay)
+            solver.simulate_frame(framed[0], framed[1], control, dt, substeps)
+        example_frame = _capture(model.device, _examples_frame(solver, examples, ncontrol, contacts, observables, dt,
+                                                               substeps))  # fmt: skip
+        run_examples(substeps)
+        sync()
+        # Blocks of the same number of steps of every side back to back (the order turning each round) over
+        # comparable stretches of the simulation: each ratio is the median of the rounds' ratios.
+        seconds = {key: [] for key in sides}
         for i in range(repeat * max(1, steps // block)):
-            for key, fn in pair if i % 2 else pair[::-1]:
+            k = i % len(sides)
+            for key in sides[k:] + sides[:k]:
                 t0 = clock()
-                fn(block)
+                runs[key](block)
                 seconds[key].append(clock() - t0)
     except Exception as e:  # noqa: BLE001
         return {"solver": name, "error": str(e).splitlines()[0]}
-    ratios = np.asarray(seconds["direct"]) / np.asarray(seconds["ours"])
     rate = {key: block / float(np.median(t)) for key, t in seconds.items()}
-    same = float(np.abs(ours[0].body_q.numpy() - theirs[0].body_q.numpy()).max())  # after as many steps
-    diverged = not np.isfinite(ours[0].body_q.numpy()).all() or not np.isfinite(theirs[0].body_q.numpy()).all()
-    return {
-        "solver": name, "ours": rate["ours"], "direct": rate["direct"], "ratio": float(np.median(ratios)),
-        "quartiles": (float(np.percentile(ratios, 25)), float(np.percentile(ratios, 75))),
-        "pairs": len(ratios), "difference": same, "diverged": diverged,
+
+    def ratio(a, b):
+        r = np.asarray(seconds[b]) / np.asarray(seconds[a])
+        return float(np.median(r)), (float(np.percentile(r, 25)), float(np.percentile(r, 75)))
+
+    finite = all(np.isfinite(s[0].body_q.numpy()).all() for s in (ours, theirs, framed, examples))
+    out = {
+        "solver": name, "rate": rate, "worlds": worlds, "pairs": len(seconds["frame"]), "diverged": not finite,
+        "captured": solver.frame_capture.captures > 0, "eager_reason": solver.frame_capture.eager_reason,
         "clock": "thread CPU time" if clock is time.thread_time else "wall time",
+        "frame_vs_examples": ratio("frame", "examples"),
+        "frame_difference": float(np.abs(framed[0].body_q.numpy() - examples[0].body_q.numpy()).max()),
     }  # fmt: skip
+    if end_to_end:
+        out["usdsim"] = _end_to_end(name, stage, device, worlds, substeps, steps, repeat)
+        out["usdsim_vs_frame"] = out["usdsim"] / rate["frame"]
+    if eager:
+        out["step_vs_direct"] = ratio("ours", "direct")
+        out["frame_vs_step"] = ratio("frame", "ours")
+        out["difference"] = float(np.abs(ours[0].body_q.numpy() - theirs[0].body_q.numpy()).max())
+    return out
+
+
+def print_header(stage: str, device: str, worlds: int, substeps: int, steps: int, repeat: int) -> None:
+    """Table 1's header (its rows follow as each solver is measured: a run cut short keeps those done)."""
+    print(f"\n{os.path.basename(stage)} on {_device_name(device)}, {worlds} world(s), steps of 1/480 s, frames of "
+          f"{substeps} steps, blocks of {_block(steps, substeps)} steps ({_clock_name(device)}); rates: the median "
+          "block; ratios: the median of the rounds' (quartiles in brackets). step: ours a step at a time; direct: "
+          "Newton's solver stepped directly; frame: our simulate_frame (captured: one CUDA graph a frame); examples: "
+          "Newton captured as its examples.")  # fmt: skip
+    print(f"{'solver':<14} {'side':<9} {'steps/s':>12} {'world-steps/s':>15}   ratios", flush=True)
+
+
+def print_row(r: dict) -> None:
+    """One solver's lines of table 1."""
+    if "error" in r:
+        print(f"{r['solver']:<14} failed: {r['error']}", flush=True)
+        return
+    ratios = {"frame": ("frame/examples", r["frame_vs_examples"])}
+    if "step_vs_direct" in r:
+        ratios["ours"] = ("step/direct", r["step_vs_direct"])
+        ratios["examples"] = ("frame/step", r["frame_vs_step"])
+    for side, steps_per_second in r["rate"].items():
+        label = {"ours": "step", "direct": "direct", "frame": "frame", "examples": "examples"}[side]
+        text = ""
+        if side in ratios:
+            what, (value, (q1, q3)) = ratios[side]
+            text = f"{what} {value:.3f} ({q1:.3f}-{q3:.3f})"
+        print(f"{r['solver']:<14} {label:<9} {steps_per_second:>12,.0f} {steps_per_second * r['worlds']:>15,.0f}"
+              f"   {text}")  # fmt: skip
+    if "usdsim" in r:
+        print(f"{r['solver']:<14} {'usdsim':<9} {r['usdsim']:>12,.0f} {r['usdsim'] * r['worlds']:>15,.0f}"
+              f"   usdsim/frame {r['usdsim_vs_frame']:.3f} (end to end: world 0 written every frame)")  # fmt: skip
+    notes = ["captured" if r["captured"] else f"eager ({r['eager_reason'] or 'not a CUDA device'})"]
+    notes.append(f"body_q frame vs examples {r['frame_difference']:.1e} m")
+    if "difference" in r:
+        notes.append(f"step vs direct {r['difference']:.1e} m")
+    if r["diverged"]:
+        notes.append("diverged (NaN): timings not meaningful")
+    print(f"{r['solver']:<14} {'notes':<9} " + "; ".join(notes), flush=True)
+
+
+def _block(steps: int, substeps: int) -> int:
+    """Steps per timed block: whole frames, about 20 steps."""
+    return max(substeps, min(20, steps) // substeps * substeps)
+
+
+def _clock_name(device: str) -> str:
+    import warp as wp
+
+    return "thread CPU time" if wp.get_device(device).is_cpu else "wall time, synchronized"
+
+
+def _device_name(device: str) -> str:
+    import warp as wp
+
+    d = wp.get_device(device)
+    return f"{d.alias} ({d.name})"
 
 
 # ---------------------------------------------------------------- table 2: import, in fresh processes
@@ -236,13 +392,45 @@ def compare_imports(stage: str, newton_python: str, repeat: int, rounds: int = 2
           f"{worst:.2e} m ({label_at})")  # fmt: skip
 
 
+def _default_stage() -> str:
+    return os.path.join(os.path.dirname(os.path.dirname(HERE)), "sample_stages", "boxes_on_ground.usda")
+
+
+def _stage_path(stage: str) -> str:
+    """A stage path, or "ant"/"humanoid": Newton's examples' assets."""
+    if stage in ("ant", "humanoid"):
+        import importlib.util
+
+        spec = importlib.util.find_spec("newton")
+        return os.path.join(os.path.dirname(spec.origin), "examples", "assets", f"{stage}.usda")
+    return stage
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--stage", help="stage for table 1 (default: sample_stages/boxes_on_ground.usda)")
+    p.add_argument(
+        "--stage",
+        action="append",
+        help="stage for table 1, repeatable; ant and humanoid: Newton's "
+        "examples' ant.usda and humanoid.usda (default: sample_stages/boxes_on_ground.usda)",
+    )
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--worlds", type=int, default=1, help="table 1: the stage replicated into this many worlds")
+    p.add_argument(
+        "--worlds",
+        default="1",
+        help="table 1: the stage replicated into this many worlds (a comma "
+        "list: one table each, e.g. 1,1024,4096,16384)",
+    )
+    p.add_argument("--substeps", type=int, default=4, help="table 1: steps per frame of the frame columns")
+    p.add_argument(
+        "--eager-up-to",
+        type=int,
+        default=1 << 30,
+        help="table 1: the step-at-a-time columns only up to this many worlds (they are slow on a GPU)",
+    )
+    p.add_argument("--usdsim", action="store_true", help="table 1: add a Simulation run end to end (poses written)")
     p.add_argument("--solvers", default=",".join(SOLVER_NAMES))
     p.add_argument("--newton-python", default=os.environ.get("NEWTON_PYTHON"), type=os.path.abspath)
     p.add_argument("--import-stage", help="stage for table 2 (default: Newton's ant_multi.usda)")
@@ -251,24 +439,13 @@ def main():
     if args.worker:
         print(RESULT + json.dumps(worker(args.worker, args.import_stage, args.repeat, args.steps)))
         return
-    stage = args.stage or os.path.join(os.path.dirname(os.path.dirname(HERE)), "sample_stages", "boxes_on_ground.usda")
-    rows = step_rates(stage, args.solvers.split(","), args.steps, args.repeat, args.device, args.worlds)
-    clock = next((r["clock"] for r in rows if "clock" in r), "")
-    pairs = next((r["pairs"] for r in rows if "pairs" in r), 0)
-    where = f"{args.device}" + (f", {args.worlds} worlds" if args.worlds > 1 else "")
-    print(f"{os.path.basename(stage)} on {where}, steps of 1/480 s, {pairs} pairs of blocks of 20 steps "
-          f"({clock}); steps/s: the median block of each side; ratio: the median of the pairs' ours/direct "
-          "(quartiles beside it):")  # fmt: skip
-    print(f"{'solver':<14} {'ours (steps/s)':>15} {'newton direct':>14} {'ratio':>7} {'quartiles':>13}  "
-          "body_q ours vs direct")  # fmt: skip
-    for r in rows:
-        if "error" in r:
-            print(f"{r['solver']:<14} failed: {r['error']}")
-        else:
-            same = "both diverged (NaN): timings not meaningful" if r["diverged"] else f"{r['difference']:.1e} m"
-            quartiles = "{:.3f}-{:.3f}".format(*r["quartiles"])
-            rates = f"{r['ours']:>15,.0f} {r['direct']:>14,.0f}"
-            print(f"{r['solver']:<14} {rates} {r['ratio']:>7.3f} {quartiles:>13}  {same}")
+    for stage in args.stage or [_default_stage()]:
+        stage = _stage_path(stage)
+        for worlds in [int(w) for w in str(args.worlds).split(",")]:
+            print_header(stage, args.device, worlds, args.substeps, args.steps, args.repeat)
+            for name in args.solvers.split(","):
+                print_row(_step_rate(name, stage, args.steps, args.repeat, args.device, worlds, args.substeps,
+                                     eager=worlds <= args.eager_up_to, end_to_end=args.usdsim))  # fmt: skip
     if args.newton_python:
         compare_imports(args.import_stage or _newton_asset("ant_multi.usda"), args.newton_python, args.repeat)
     else:

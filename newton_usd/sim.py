@@ -18,10 +18,12 @@ from .core.types import JointType
 from .diagnostics import Diagnostics
 from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
+from .solvers.newton.frame import BoundsCheck
 from .sync import JointStateSync, StageSync
 from .sync.clips import DEFAULT_CLIP_FRAMES, ClipStream, remove_clips
 from .sync.instancer_sync import instance_of
 from .sync.live_edits import StageWatcher, model_differences
+from .sync.readback import PoseReadback
 from .sync.stage_sync import XFORM_OPS
 from .sync.world_copies import WorldCopies, default_spacing, environment_roots, grid_offsets
 from .usd import add_usd, open_stage, read_scenes, scenes_to_import
@@ -301,6 +303,8 @@ class Simulation:
         self.max_distance = MAX_DISTANCE  # m from the origin: beyond, the run stops (see _check_bounds)
         self.max_speed = MAX_SPEED  # m/s of a body's center of mass: beyond, the run stops
         self._scene = scene  # the import's scene argument (None: the stage's only scene)
+        self._bounds = None  # the device-side bounds check of frame functions (see _as_frame)
+        self._readback = None  # run()'s poses read back behind the device (see _run_pipelined)
 
     @property
     def scene_path(self) -> str | None:
@@ -546,8 +550,11 @@ class Simulation:
             self._write()
         n = self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))
         t0 = time.perf_counter()
+        as_frame = self._as_frame(n)
         try:
-            for _ in range(n):
+            if as_frame:  # one frame function (a CUDA graph where the device allows), the bounds checked in it
+                self._simulate_frame(n)
+            for _ in range(0 if as_frame else n):
                 if self._kinematic:
                     self._move_kinematic(self.start_time + (self.steps + 1) * self.dt * self.fps)
                 self.solver.step(self.state, self._next, self.control, None, self.dt)
@@ -559,9 +566,15 @@ class Simulation:
             raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
         self.frame += 1
         self.sim_seconds = self.steps * self.dt
-        body_q = self.state.body_q.numpy()
+        if as_frame:
+            body_q = self.state.body_q.numpy() if self._bounds.tripped() else None  # (waits for the frame)
+            if self.first_step_seconds is None:
+                self.first_step_seconds = time.perf_counter() - t0
+        else:
+            body_q = self.state.body_q.numpy()
         self.wall_seconds += time.perf_counter() - t0
-        self._check_bounds(body_q)
+        if body_q is not None:
+            self._check_bounds(body_q)
         if self.write and (last or self.frame % max(1, self.record_every) == 0):
             self._write(body_q)
         if self.scenes:
@@ -570,7 +583,28 @@ class Simulation:
                     other.record_every, other.write = self.record_every, self.write
                     other.step_frame(last, until=self.sim_seconds)
 
-    def _check_bounds(self, body_q) -> None:
+    def _as_frame(self, n: int) -> bool:
+        """Whether ``n`` steps run as one frame function (:meth:`SolverNewton.simulate_frame`): a Newton solver,
+        no kinematic body (their poses are read from the stage between the steps)."""
+        if n < 1 or self._kinematic or not hasattr(self.solver, "simulate_frame"):
+            return False
+        if self._bounds is None or self._bounds.flag.device != self.model.device:
+            self._bounds = BoundsCheck(self.model.device)
+        return True
+
+    def _simulate_frame(self, n: int) -> None:
+        """``n`` steps as the solver's frame function (see :meth:`_as_frame`), the bounds checked on the device."""
+        self.solver.simulate_frame(
+            self.state, self._next, self.control, self.dt, n,
+            after=self._check_on_device, after_key=(self.max_distance, self.max_speed),
+        )  # fmt: skip
+        self.steps += n
+
+    def _check_on_device(self, state) -> None:
+        """The frame function's last kernel: :meth:`_check_bounds`'s test on the device, one flag read back."""
+        self._bounds.launch(state, self.max_distance, self.max_speed)
+
+    def _check_bounds(self, body_q, frame=None) -> None:
         """Stop (SimulationError naming the body and frame) when a body's pose is NaN or infinite, it is
         farther than :attr:`max_distance` from the origin or faster than :attr:`max_speed`: a simulation that
         blew up, caught here rather than left to MuJoCo's own check (which fires near 1e10 only)."""
@@ -593,7 +627,7 @@ class Simulation:
                     problem = f"body moves at {speed:.3g} m/s, beyond max_speed {self.max_speed:g} m/s"
         if problem is not None:
             label = self.model.body_label[int(np.argmax(rows))]
-            raise SimulationError(f"{problem} (the simulation blew up)", frame=self.frame, label=label)
+            raise SimulationError(f"{problem} (the simulation blew up)", frame=frame or self.frame, label=label)
 
     def _move_kinematic(self, time_code: float) -> None:
         """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""
@@ -609,14 +643,16 @@ class Simulation:
         if not self.model.device.is_cpu:  # numpy() was a copy
             self.state.body_q.assign(body_q)
 
-    def _write(self, body_q=None):
+    def _write(self, body_q=None, at=None):
+        """Write ``body_q`` (None: the state's) onto the stage as the current frame, or as ``at`` (frame, time
+        code): a frame read back late (:meth:`_run_pipelined`)."""
         t0 = time.perf_counter()
         if body_q is None:
             body_q = self.state.body_q.numpy()
         if self._display_offset is not None:  # worlds written onto their copies, at their places
             body_q = np.array(body_q, dtype=np.float32)
             body_q[:, :3] += self._display_offset[: len(body_q)]
-        time_code = self.time_code if self.record else None
+        time_code = (self.time_code if at is None else at[1]) if self.record else None
         with self._own_writes():
             self.sync.write(body_q[: self.sync.body_count], time_code)
             if self.joint_sync is not None:
@@ -626,7 +662,7 @@ class Simulation:
                     self._flush_syncs()  # the chunk holds every frame written so far
                 self.clips.frame_written(time_code)  # once per chunk: moves it to a clip file
         self.sync_seconds += time.perf_counter() - t0
-        self._written_frame = self.frame
+        self._written_frame = self.frame if at is None else at[0]
 
     def flush(self) -> None:
         """Write the current frame if it was not written (e.g. with ``record_every`` > 1, when a run
@@ -669,10 +705,86 @@ class Simulation:
     def run(self, frames: int | None = None, progress=None) -> None:
         """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each."""
         n = self.default_frames() if frames is None else int(frames)
+        if self._pipelines():
+            self._run_pipelined(n, progress)
+            return
         for i in range(n):
             self.step_frame(last=i == n - 1)
             if progress is not None:
                 progress(1)
+
+    def _pipelines(self) -> bool:
+        """Whether :meth:`run` overlaps the stage write with the next frame's steps (:meth:`_run_pipelined`): the
+        frames are frame functions, and nothing else reads the state between them (joint states, other scenes)."""
+        return self.joint_sync is None and not self.scenes and self._as_frame(self.substeps)
+
+    def _run_pipelined(self, n: int, progress=None) -> None:
+        """:meth:`run`, the write-back behind the device: frame k+1 is queued (its steps, then its poses' copy into
+        host memory, :class:`~newton_usd.sync.readback.PoseReadback`) before frame k's poses are checked and written
+        onto the stage, so that on CUDA the stage write overlaps the GPU's steps. The stage gets the same time samples
+        as frame after frame (:meth:`step_frame`); on the CPU the copies are plain, the same code path."""
+        pending = None
+        try:
+            for i in range(n):
+                last = i == n - 1
+                if self.watcher is not None and self.watcher.pending:
+                    pending = self._finish_frame(pending)
+                    self.apply_edits()
+                if not self._pipelines():  # (an edit rebuilt the model into one that cannot)
+                    pending = self._finish_frame(pending)
+                    self.step_frame(last=last)
+                else:
+                    pending, previous = self._queue_frame(last), pending
+                    self._finish_frame(previous)
+                    if self.first_step_seconds is None:  # (the first frame: waited for, timed)
+                        pending = self._finish_frame(pending)
+                if progress is not None:
+                    progress(1)
+        except SimulationError:
+            raise  # (the frame queued after the one that blew up is not written)
+        except BaseException:
+            self._finish_frame(pending)  # (interrupted: the frames simulated are written)
+            raise
+        self._finish_frame(pending)
+
+    def _queue_frame(self, last: bool) -> tuple:
+        """Queue a frame's steps and its readback (no wait); (readback slot, frame, time code, written, start)."""
+        if self.frame == 0 and self.sync.frames_written == 0 and self.write:
+            self._write()
+        t0 = time.perf_counter()
+        try:
+            self._simulate_frame(self.substeps)
+        except SimulationError as e:
+            raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
+        self.frame += 1
+        self.sim_seconds = self.steps * self.dt
+        write = self.write and (last or self.frame % max(1, self.record_every) == 0)
+        rows = self.sync.body_count if write else 0
+        if self._readback is None or self._readback.rows < rows or self._readback.device != self.model.device:
+            self._readback = PoseReadback(self.model.device, self.sync.body_count)
+        slot = self._readback.start(self.state.body_q, self._bounds.flag, rows)
+        self.wall_seconds += time.perf_counter() - t0
+        return slot, self.frame, self.time_code, write, t0
+
+    def _finish_frame(self, pending) -> None:
+        """Wait for a queued frame's readback, check its bounds and write it (see :meth:`_run_pipelined`)."""
+        if pending is None:
+            return None
+        slot, frame, time_code, write, started = pending
+        t0 = time.perf_counter()
+        body_q, tripped = self._readback.finish(slot)
+        self.wall_seconds += time.perf_counter() - t0
+        if self.first_step_seconds is None:
+            self.first_step_seconds = time.perf_counter() - started
+        if tripped:  # (the message from the state now: the frames after keep a blown-up body's state blown up)
+            self._check_bounds(self.state.body_q.numpy(), frame=frame)
+            raise SimulationError(
+                "a body's pose became NaN or infinite, or it went beyond max_distance or max_speed "
+                "(the simulation blew up)", frame=frame,
+            )  # fmt: skip
+        if write:
+            self._write(body_q, at=(frame, time_code))
+        return None
 
     def reset(self, keyframe=None) -> None:
         """Back to the authored state: initial model state, frame 0, authored poses on the stage; with
@@ -680,6 +792,9 @@ class Simulation:
         self.state = self.model.state()
         self._next = self.model.state()
         self.control = self.model.control()
+        capture = getattr(self.solver, "frame_capture", None)
+        if capture is not None:  # (new arrays: a graph of the old ones is not replayed, whatever their addresses)
+            capture.invalidate("reset")
         self.frame = self.steps = 0
         self.sim_seconds = self.wall_seconds = self.sync_seconds = 0.0
         with self._own_writes():

@@ -18,7 +18,8 @@ from ...core.quat import quat_rotate
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..solver import SolverBase
-from .exchange import StateExchange
+from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
+from .frame import FrameCapture
 from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 
 logger = logging.getLogger("newton_usd")
@@ -140,6 +141,17 @@ class SolverNewton(SolverBase):
         self._cone_dofs = _cone_dofs(model, bridge)
         self.exchange.initial_state()
         self._scratch = None  # our State to step into when state_in is state_out
+        self.frame_capture = FrameCapture(model.device, f"the {self.name} solver")
+        """How :meth:`simulate_frame` runs (eagerly, or one CUDA graph per frame): its counters say what it did."""
+        why = self._eager_reason(requires_grad, options)
+        if why is not None:
+            self.frame_capture.never_capture(why)
+
+    def _eager_reason(self, requires_grad: bool, options: dict):
+        """Why this solver's frames must run eagerly on CUDA (None: they can be captured)."""
+        if requires_grad:  # (XPBD re-binds its outputs' arrays under gradients; a wp.Tape records eager launches)
+            return "the model has gradients (requires_grad): a differentiable run steps eagerly"
+        return None
 
     def _make_solver(self, newton_model, options):
         return self.newton_class(newton_model, **options)
@@ -178,6 +190,69 @@ class SolverNewton(SolverBase):
         else:
             self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt, observables=self.contact_forces)
         self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
+
+    def simulate_frame(self, state_0, state_1, control, dt: float, substeps: int, after=None, after_key=()) -> None:
+        """``substeps`` steps of ``dt`` from ``state_0``, the result left in ``state_0`` (``state_1`` is scratch;
+        an odd number of steps ends with a copy of the last output into ``state_0``, so that the same arrays
+        start and end every frame), then ``after(state_0)`` (kernels only, e.g. a bounds check; ``after_key``:
+        what it bakes in). Each step is :meth:`step`'s: collision, the solver, our exchange kernels.
+
+        On CUDA the frame is one graph, captured once per (states, control, dt, substeps) and replayed
+        (:attr:`frame_capture`, :class:`.frame.FrameCapture`); :meth:`update_parameters` drops it. On the CPU, with
+        gradients, or where a capture is not possible, it runs eagerly: the same kernels."""
+        if substeps < 1:
+            return
+        self._frame_start(state_0, state_1)
+        key = (_arrays_key(state_0), _arrays_key(state_1), _arrays_key(control), float(dt), int(substeps), after_key)
+        saved = (state_0.__dict__.get("_pending"), state_1.__dict__.get("_pending"))
+
+        def frame():
+            self._frame(state_0, state_1, control, dt, substeps)
+            if after is not None:
+                after(state_0)
+
+        def restore():
+            for state, pending in zip((state_0, state_1), saved, strict=True):
+                state.__dict__.pop("_pending", None)
+                if pending is not None:
+                    state.__dict__["_pending"] = pending
+
+        self.frame_capture.run(key, frame, restore)
+
+    def _frame_start(self, state_0, state_1) -> None:
+        """The host-side start of every frame alike (a graph replays what its capture saw): ``state_0`` holds its
+        values or leaves its joint states to be computed from its bodies (this solver's :class:`PendingJointState`);
+        ``state_1`` is scratch."""
+        pending = state_0.__dict__.get("_pending")
+        if pending is not None and not (isinstance(pending, PendingJointState) and pending.exchange is self.exchange):
+            pending.release(state_0)
+        pending = state_1.__dict__.get("_pending")
+        if pending is not None:
+            if isinstance(pending, PendingNewtonJoints | PendingJointState) and pending.exchange is self.exchange:
+                del state_1.__dict__["_pending"]  # (scratch: its values are about to be stepped over)
+            else:
+                pending.release(state_1)
+
+    def _frame(self, state_0, state_1, control, dt, substeps) -> None:
+        """The frame function (see :meth:`simulate_frame`): no host read."""
+        a, b = state_0, state_1
+        for _ in range(substeps):
+            self.step(a, b, control, None, dt)
+            a, b = b, a
+        pending = a.__dict__.get("_pending")
+        if isinstance(pending, PendingNewtonJoints):  # (Newton's joint states into ours: the next frame reads ours)
+            pending.release(a)
+            pending = None
+        if a is not state_0:  # an odd number of steps: the output into state_0
+            names = ("body_q", "body_qd") if pending is not None else ("body_q", "body_qd", "joint_q", "joint_qd")
+            for name in names:
+                wp.copy(state_0.__dict__[name], a.__dict__[name])
+            a.__dict__.pop("_pending", None)
+            state_0.__dict__.pop("_pending", None)
+            if pending is not None:
+                state_0.__dict__["_pending"] = pending
+        else:
+            state_1.__dict__.pop("_pending", None)
 
     def reset_to_keyframe(self, state, key, control=None) -> None:
         """Put every world into keyframe ``key`` (index or label): joint coordinates and velocities, and the body
@@ -273,8 +348,16 @@ class SolverNewton(SolverBase):
             flags |= int(getattr(_MODEL_FLAGS, flag))
         if flags:
             self.newton_solver.notify_model_changed(flags)
+        self.frame_capture.invalidate(f"update_parameters({', '.join(sorted(names))})")
         self.model = model
         return set()
+
+
+def _arrays_key(obj) -> tuple:
+    """The device pointers of a State's or Control's arrays (what a graph bakes in), in a stable order."""
+    if obj is None:
+        return ()
+    return tuple((name, value.ptr) for name, value in sorted(vars(obj).items()) if isinstance(value, wp.array))
 
 
 def _cone_dofs(model, bridge):
@@ -354,6 +437,12 @@ class SolverFeatherstone(SolverNewton):
     name = "featherstone"
     newton_class = newton.solvers.SolverFeatherstone
     OPTIONS = {"newton.angular_damping": "angular_damping"}
+
+    def _eager_reason(self, requires_grad: bool, options: dict):
+        interval = options.get("update_mass_matrix_interval", 1)
+        if interval != 1:  # (counted on the host each step: a graph would replay the capture's choice)
+            return f"update_mass_matrix_interval {interval} is decided on the host each step"
+        return super()._eager_reason(requires_grad, options)
 
 
 class SolverSemiImplicit(SolverNewton):
@@ -488,6 +577,11 @@ class SolverKamino(SolverNewton):
     def _make_solver(self, newton_model, options):
         config = newton.solvers.SolverKamino.Config(**options) if options else None
         return self.newton_class(newton_model, config)
+
+    def _eager_reason(self, requires_grad: bool, options: dict):
+        if wp.get_device(self.model.device).is_cuda and not wp.is_conditional_graph_supported():
+            return "Kamino's loops (wp.capture_while) need conditional graph nodes: a CUDA 12.4+ driver and toolkit"
+        return super()._eager_reason(requires_grad, options)
 
 
 NEWTON_SOLVERS = {cls.name: cls for cls in (SolverXPBD, SolverFeatherstone, SolverSemiImplicit, SolverKamino)}

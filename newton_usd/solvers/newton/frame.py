@@ -1,0 +1,155 @@
+"""A frame (every physics step of it) as one function: eager on the CPU, one CUDA graph on a GPU.
+
+On CUDA a step of a Newton solver is hundreds of kernel launches from Python, and a small scene waits on the
+host. :class:`FrameCapture` runs a *frame function* (kernel launches and device copies only: no host read, no
+allocation whose size changes) eagerly where it cannot be captured, and on a CUDA device with memory pools:
+
+1. the first frame of a key eagerly (the warm-up: modules load, the solver allocates its buffers);
+2. the second captured into a graph (``wp.ScopedCapture``), then launched (``wp.capture_launch``);
+3. every later frame of the same key by replaying that graph.
+
+The key names everything the graph bakes in (array pointers, the time step, the substeps); a frame with another
+key, or :meth:`FrameCapture.invalidate` (the model's values changed: ``update_parameters``), drops the graph, and
+the next frames warm up and capture again: a graph is never replayed stale. A capture that fails (a host read
+inside, an unsupported operation) is said once and the frame runs eagerly from then on. See docs/gpu.md.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import warp as wp
+
+logger = logging.getLogger("newton_usd")
+
+
+class FrameCapture:
+    """Runs a frame function: eagerly, or on CUDA captured once per key and replayed (see the module).
+
+    Args:
+        device: the Warp device the frame's kernels run on.
+        name: what the frames are of (in messages).
+
+    Attributes:
+        captures: graphs captured. replays: frames run by replaying a graph. eager_frames: frames run eagerly
+            (the warm-ups among them).
+        invalidations: times a warmed-up key or its graph was dropped (:meth:`invalidate`, or a frame of another
+            key); counted on the CPU too, where nothing is captured.
+        last_invalidation: why, the last time.
+        eager_reason: why frames are never captured on this device (None: on CUDA they are, once warmed up; on
+            the CPU every frame is eager anyway).
+    """
+
+    def __init__(self, device, name: str):
+        self.device = wp.get_device(device)
+        self.name = name
+        self.captures = self.replays = self.eager_frames = self.invalidations = 0
+        self.last_invalidation = None
+        self.eager_reason = None
+        if self.device.is_cuda and not wp.is_mempool_enabled(self.device):
+            self.never_capture(f"{self.device.alias} has no memory pool enabled (wp.set_mempool_enabled)")
+        self._key = None  # the key warmed up (and captured, with _graph)
+        self._graph = None
+        self.cpu_graphs = False
+        """Capture on Warp's CPU device too (Warp records and replays the launches there): the tests' way to run
+        the captured path without a GPU."""
+
+    @property
+    def captured(self) -> bool:
+        """Whether the next frame of the current key replays a graph."""
+        return self._graph is not None
+
+    def never_capture(self, reason: str) -> None:
+        """Run every frame eagerly from now on, because of ``reason`` (said once, at INFO level)."""
+        if self.eager_reason is None and self.device.is_cuda:
+            logger.info("%s: frames run eagerly, not as a CUDA graph: %s", self.name, reason)
+        if self.eager_reason is None:
+            self.eager_reason = reason
+        self._graph = None
+
+    def invalidate(self, reason: str) -> None:
+        """Drop the graph (and the warm-up): what it baked in changed (``reason``)."""
+        if self._key is not None:
+            self.invalidations += 1
+            self.last_invalidation = reason
+        self._key = None
+        self._graph = None
+
+    def run(self, key, frame, restore=None) -> None:
+        """Run ``frame()`` once: eagerly, or as the graph captured for ``key``.
+
+        Args:
+            key: hashable; everything the graph bakes in (a different key drops the graph).
+            frame: the frame function (kernel launches and device copies only).
+            restore: called before the eager rerun when a capture fails (undoes what the captured call changed on
+                the host side, e.g. which arrays hold pending values).
+        """
+        if self._key is not None and key != self._key:
+            self.invalidate("the frame's arrays, time step or substeps changed")
+        if self._graph is not None:
+            wp.capture_launch(self._graph)
+            self.replays += 1
+            return
+        if not (self.device.is_cuda or self.cpu_graphs) or self.eager_reason is not None or self._key is None:
+            frame()
+            self.eager_frames += 1
+            self._key = key
+            return
+        try:
+            with wp.ScopedCapture(device=self.device, force_module_load=False) as capture:
+                frame()
+        except Exception as e:  # noqa: BLE001  (any failure: the frame still runs, eagerly)
+            self.never_capture(f"the capture failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+            if restore is not None:
+                restore()
+            frame()
+            self.eager_frames += 1
+            return
+        self._graph = capture.graph
+        self.captures += 1
+        wp.capture_launch(self._graph)
+        self.replays += 1
+
+
+@wp.kernel
+def _bounds_kernel(
+    # Data in:
+    body_q: wp.array(dtype=wp.transform),
+    body_qd: wp.array(dtype=wp.spatial_vector),
+    max_distance2: float,
+    max_speed2: float,
+    # Data out:
+    flag: wp.array(dtype=wp.int32),
+):
+    """``flag[0]`` = 1 where a body's pose is not finite, it is farther than the distance from the origin or its
+    center of mass faster than the speed (NaN compares false: caught by the ``<=``)."""
+    b = wp.tid()
+    x = body_q[b]
+    p = wp.transform_get_translation(x)
+    q = wp.transform_get_rotation(x)
+    s = p[0] + p[1] + p[2] + q[0] + q[1] + q[2] + q[3]
+    v = wp.spatial_top(body_qd[b])
+    if not (s - s == 0.0 and wp.dot(p, p) <= max_distance2 and wp.dot(v, v) <= max_speed2):
+        flag[0] = 1
+
+
+class BoundsCheck:
+    """A device-side check of every body against a distance and a speed (and for NaN/Inf), for the end of a frame
+    function: it writes one flag on the device, read on the host after the frame (4 bytes, not the poses)."""
+
+    def __init__(self, device):
+        self.flag = wp.zeros(1, dtype=wp.int32, device=device)
+
+    def launch(self, state, max_distance: float, max_speed: float) -> None:
+        arrays = state.__dict__  # (the arrays themselves: an attribute read may convert pending joint states)
+        self.flag.zero_()
+        wp.launch(
+            _bounds_kernel,
+            dim=arrays["body_q"].shape[0],
+            inputs=[arrays["body_q"], arrays["body_qd"], float(max_distance) ** 2, float(max_speed) ** 2, self.flag],
+            device=self.flag.device,
+        )
+
+    def tripped(self) -> bool:
+        """Whether the last check found a body out of bounds (reads the flag: waits for the frame)."""
+        return bool(self.flag.numpy()[0])
