@@ -106,9 +106,10 @@ def test_converted_usd_simulates_like_native_mujoco(tmp_path):
     b = ModelBuilder()
     b.add_usd(str(out))
     model = b.finalize("cpu")
+    # Each tree's joints together, in the tree's order (Newton's articulations need them contiguous)
     assert model.joint_label == [
-        "/robot/base/slide", "/robot/planar/px", "/robot/planar/pz", "/robot/planar/py",
-        "/robot/base/arm/hinge", "/robot/base/arm/tip/ball", "/robot/box",
+        "/robot/base/slide", "/robot/base/arm/hinge", "/robot/base/arm/tip/ball",
+        "/robot/planar/px", "/robot/planar/pz", "/robot/planar/py", "/robot/box",
     ]  # fmt: skip
     solver = SolverMuJoCo(model, backend="cpu")
     ref, native = run_native(ROBOT, 500, ctrl=[0.7, 0.2])
