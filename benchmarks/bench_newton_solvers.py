@@ -140,6 +140,10 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worl
     model = builder.finalize(device)
     try:
         solver = SOLVERS[name](model)
+        # The frame sides get a solver (and a Newton model) of their own: a captured frame and a step at a time
+        # on one solver interleaved gave featherstone's step and direct sides poses 2 cm apart (seen on Warp's CPU
+        # device with its graphs, and on an H200); each path alone matches its Newton counterpart.
+        fsolver = SOLVERS[name](model) if eager else solver
     except Exception as e:  # noqa: BLE001  (a solver refusing the model is a result)
         return {"solver": name, "error": str(e).splitlines()[0]}
     dt = 1.0 / 480.0
@@ -147,10 +151,12 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worl
     # (our step asks the solvers that report contact forces for them: so does the direct one)
     forces = solver.contact_forces
     ours, theirs = [model.state(), model.state()], [nm.state(), nm.state()]
-    framed, examples = [model.state(), model.state()], [nm.state(), nm.state()]
-    control, ncontrol = model.control(), nm.control()
-    contacts = solver.collision_pipeline.contacts()
+    fnm, fns = fsolver.newton_model, fsolver.newton_solver
+    framed, examples = [model.state(), model.state()], [fnm.state(), fnm.state()]
+    control, ncontrol, fcontrol = model.control(), nm.control(), fnm.control()
+    contacts, fcontacts = solver.collision_pipeline.contacts(), fsolver.collision_pipeline.contacts()
     observables = None if forces is None else ns.observables(forces.kinds, contacts=contacts)
+    fobservables = None if forces is None else fns.observables(forces.kinds, contacts=fcontacts)
     sync = lambda: wp.synchronize_device(model.device)  # noqa: E731
 
     def run_ours(n):
@@ -168,7 +174,7 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worl
 
     def run_frame(n):
         for _ in range(n // substeps):
-            solver.simulate_frame(framed[0], framed[1], control, dt, substeps)
+            fsolver.simulate_frame(framed[0], framed[1], control, dt, substeps)
         sync()
 
     example_frame = None
@@ -189,8 +195,8 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worl
             run_ours(2 * substeps)  # kernels compiled or loaded, caches warm
             run_direct(2 * substeps)
         for _ in range(2):  # (a warm-up frame, then the capture, then a replay)
-            solver.simulate_frame(framed[0], framed[1], control, dt, substeps)
-        example_frame = _capture(model.device, _examples_frame(solver, examples, ncontrol, contacts, observables, dt,
+            fsolver.simulate_frame(framed[0], framed[1], control, dt, substeps)
+        example_frame = _capture(model.device, _examples_frame(fsolver, examples, fcontrol, fcontacts, fobservables, dt,
                                                                substeps))  # fmt: skip
         run_examples(substeps)
         sync()
@@ -214,7 +220,7 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worl
     finite = all(np.isfinite(s[0].body_q.numpy()).all() for s in (ours, theirs, framed, examples))
     out = {
         "solver": name, "rate": rate, "worlds": worlds, "pairs": len(seconds["frame"]), "diverged": not finite,
-        "captured": solver.frame_capture.captures > 0, "eager_reason": solver.frame_capture.eager_reason,
+        "captured": fsolver.frame_capture.captures > 0, "eager_reason": fsolver.frame_capture.eager_reason,
         "clock": "thread CPU time" if clock is time.thread_time else "wall time",
         "frame_vs_examples": ratio("frame", "examples"),
         "frame_difference": float(np.abs(framed[0].body_q.numpy() - examples[0].body_q.numpy()).max()),
