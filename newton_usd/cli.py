@@ -38,6 +38,9 @@ import sys
 import threading
 import time
 
+from .view.cli import add_run_flags, after_run, check_run_flags
+from .view.cli import main as view_main
+
 EXIT_INTERNAL = 1  # an unexpected exception: a bug of newton_usd (NEWTON_USD_DEBUG=1 or -v: the traceback)
 EXIT_INPUT = 2
 DEFAULT_CLIP_FRAMES = 1000  # newton_usd.sync.clips.DEFAULT_CLIP_FRAMES (not imported: --help stays instant)
@@ -173,6 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("human", "json"), default="human", help="the closing summary's format")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors, and informational logs")
+    add_run_flags(p)
     return p
 
 
@@ -395,6 +399,8 @@ def _main(argv) -> int:
         return batch(argv[1:])
     if argv and argv[0] in ("explain", "check"):
         return _inspect(argv[0], _inspect_parser(argv[0]).parse_args(argv[1:]))
+    if argv and argv[0] in ("view", "video"):
+        return view_main(argv)
     if argv and argv[0] == "run":
         argv = argv[1:]
     return _run(_parser().parse_args(argv))
@@ -429,6 +435,8 @@ def _run(args) -> int:
     if args.world_spacing is not None and not (math.isfinite(args.world_spacing) and args.world_spacing >= 0):
         return _fail(f"--world-spacing must be a distance >= 0, got {args.world_spacing}", args)
 
+    if check_run_flags(args):
+        return _fail(check_run_flags(args), args)
     return _interruptible(lambda job: _simulate(args, job))
 
 
@@ -590,7 +598,7 @@ def _simulate(args, job: _Job) -> int:
         print(json.dumps(_summary_record(sim, args, output, t_setup, status, error), indent=2))
     elif not args.quiet:
         _summary(sim, output, t_setup)
-    return status
+    return status or after_run(args, output)
 
 
 def _inspect(command: str, args) -> int:
