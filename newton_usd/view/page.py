@@ -38,13 +38,13 @@ class SceneNodes:
     def __init__(self, server, scene: Scene, colliders: bool = False, show_colliders: bool = False):
         self.server = server
         self.scene = scene
-        self.groups = []  # (handle, part indices, collider, moves)
+        self.groups = []  # (handle, part indices, collider, moves, world)
         moving = scene.moving()
         by_key = {}
         for i in scene.visible(colliders=colliders):
             part = scene.parts[i]
-            by_key.setdefault((part.collider, part.geometry_key()), []).append(i)
-        for n, ((collider, _), members) in enumerate(by_key.items()):
+            by_key.setdefault((part.collider, part.world, part.geometry_key()), []).append(i)
+        for n, ((collider, world, _), members) in enumerate(by_key.items()):
             first = scene.parts[members[0]]
             idx = np.array(members)
             colors = np.array([scene.parts[i].color for i in members], np.float64)
@@ -64,20 +64,20 @@ class SceneNodes:
                 receive_shadow=False,
                 visible=not collider or show_colliders,
             )
-            self.groups.append((handle, idx, collider, bool(np.any(moving[idx]))))
+            self.groups.append((handle, idx, collider, bool(np.any(moving[idx])), world))
 
-    def pose(self, frame: int, world: int | None = None) -> None:
-        """Set every moving node to the poses of ``frame`` (and, with ``world``, show that world only)."""
+    def pose(self, frame: int) -> None:
+        """Set every moving node to the poses of ``frame``."""
         with self.server.atomic():
-            for handle, idx, _, moves in self.groups:
+            for handle, idx, _, moves, _ in self.groups:
                 if moves:
                     handle.batched_positions = self.scene.positions[frame, idx]
                     handle.batched_wxyzs = self.scene.wxyz[frame, idx]
 
-    def show(self, colliders: bool) -> None:
-        for handle, _, collider, _ in self.groups:
-            if collider:
-                handle.visible = colliders
+    def show(self, colliders: bool, world: int | None = None) -> None:
+        """Show the colliders or not, and one world only (None: every world)."""
+        for handle, _, collider, _, w in self.groups:
+            handle.visible = (colliders or not collider) and (world is None or w == world)
 
 
 def camera(scene: Scene) -> dict:

@@ -114,13 +114,14 @@ class Scene:
             moving = self.moving()
             indices = [i for i in drawn if moving[i]] or drawn
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+        moving = self.moving()
         for i in indices:
             v = self.parts[i].vertices
             if not len(v):
                 continue
             world = _rotate(self.wxyz[0, i], v.astype(np.float64)) + self.positions[0, i]
             lo, hi = np.minimum(lo, world.min(0)), np.maximum(hi, world.max(0))
-            if self.frames > 1:  # later frames: a sphere around the part's frame
+            if moving[i]:  # later frames: a sphere around the part's frame
                 radius = float(np.linalg.norm(v, axis=1).max())
                 lo = np.minimum(lo, self.positions[:, i].min(0) - radius)
                 hi = np.maximum(hi, self.positions[:, i].max(0) + radius)
@@ -175,7 +176,7 @@ def read_scene(path_or_stage, frames: int | None = None) -> Scene:
 
     # Each part: its prim, its constant transform relative to an "anchor" prim, how to place the anchor.
     parts, anchors = [], []  # anchors[i]: (prim, offset 4x4, instancer-instance index or -1)
-    it = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies(Usd.PrimAllPrimsPredicate)))
+    it = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)))
     cache = UsdGeom.XformCache(Usd.TimeCode.EarliestTime())
     for prim in it:
         if prim.IsA(UsdGeom.PointInstancer):
@@ -244,7 +245,8 @@ def _read_instancer(stage, prim, cache, parts, anchors) -> None:
             )
         root = stage.GetPrimAtPath(protos[proto_index])
         root_world_inv = cache.GetLocalToWorldTransform(root).GetInverse() if root else None
-        for sub in Usd.PrimRange(root, Usd.TraverseInstanceProxies(Usd.PrimAllPrimsPredicate)) if root else ():
+        prototype = Usd.TraverseInstanceProxies(Usd.PrimIsActive & Usd.PrimIsLoaded)  # overs and classes too
+        for sub in Usd.PrimRange(root, prototype) if root else ():
             if not sub.IsA(UsdGeom.Gprim):
                 continue
             kind = _category(sub)
