@@ -90,7 +90,7 @@ def camera(scene: Scene) -> dict:
     center = (lo + hi) / 2
     extent = max(float(np.linalg.norm(hi - lo)), 0.5)
     return {
-        "position": center + extent * np.array([0.0, -0.95, 0.4]),
+        "position": center + 1.35 * extent * np.array([0.0, -0.92, 0.4]),
         "look_at": center,
         "fov": float(np.radians(50.0)),
         "near": max(extent * 1e-3, 1e-4),
@@ -104,6 +104,7 @@ def set_camera(server, scene: Scene) -> None:
     # Plain lights, no environment map: displayColor is seen as authored (the map's reflections wash it out).
     server.scene.configure_environment_map(hdri=None)
     server.scene.configure_default_lights(enabled=True, cast_shadow=False)
+    server.scene.add_light_ambient("/lights/ambient", intensity=1.2)  # no face left black
     cam = camera(scene)
     server.initial_camera.up = (0.0, 0.0, 1.0)
     server.initial_camera.look_at = tuple(float(c) for c in cam["look_at"])
