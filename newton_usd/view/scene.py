@@ -20,10 +20,12 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-from pxr import Sdf, Tf, Usd, UsdGeom, UsdPhysics
+from pxr import Sdf, Tf, Usd, UsdGeom, UsdPhysics, Vt
 
 from ..core.quat import matrix_to_quat
 from ..errors import UsdInputError
+from .poses import code as _code
+from .poses import mover_of, world_matrices
 
 _DEFAULT_COLOR = (0.6, 0.6, 0.6)  # a gprim with no displayColor (Hydra's fallback grey, lighter)
 _WORLD_COPY = re.compile(r"_world(\d+)$")  # newton_usd.sync.world_copies names world k's copy <root>_world<k>
@@ -119,12 +121,13 @@ class Scene:
             v = self.parts[i].vertices
             if not len(v):
                 continue
-            world = _rotate(self.wxyz[0, i], v.astype(np.float64)) + self.positions[0, i]
-            lo, hi = np.minimum(lo, world.min(0)), np.maximum(hi, world.max(0))
-            if moving[i]:  # later frames: a sphere around the part's frame
+            if moving[i]:  # a sphere around the part's frame, wherever it goes
                 radius = float(np.linalg.norm(v, axis=1).max())
                 lo = np.minimum(lo, self.positions[:, i].min(0) - radius)
                 hi = np.maximum(hi, self.positions[:, i].max(0) + radius)
+            else:
+                world = _rotate(self.wxyz[0, i], v.astype(np.float64)) + self.positions[0, i]
+                lo, hi = np.minimum(lo, world.min(0)), np.maximum(hi, world.max(0))
         if not np.all(np.isfinite(lo)):
             return np.zeros(3), np.zeros(3)
         return lo, hi
@@ -296,48 +299,50 @@ def _instancer_varies(prim) -> bool:
 def _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz) -> None:
     """Fill positions/wxyz, and bake each part's scale (its frame-0 world matrix less the rigid part) into
     its vertices."""
-    instancers = {}  # instancer path -> per-frame (N, 4, 4) instance-to-world matrices
-    cache = UsdGeom.XformCache()
-    unique = {}  # anchor prim path -> column in the per-frame matrix table
-    for prim, offset, _ in anchors:
-        if offset is None:
-            unique.setdefault(prim.GetPath(), len(unique))
-    gprims = [None] * len(unique)
-    for prim, offset, _ in anchors:
-        if offset is None:
-            gprims[unique[prim.GetPath()]] = prim
-    table = np.empty((len(times), len(unique), 4, 4))
-    for f, t in enumerate(times):
-        code = Usd.TimeCode.Default() if np.isnan(t) else Usd.TimeCode(t)
-        cache.SetTime(code)
-        if gprims:
-            table[f] = [cache.GetLocalToWorldTransform(p) for p in gprims]
-        for prim, offset, _ in anchors:
-            if offset is None:
-                continue
-            key = prim.GetPath()
-            per_frame = instancers.setdefault(key, [None] * len(times))
-            if per_frame[f] is None:
-                inst = UsdGeom.PointInstancer(prim)
-                xforms = inst.ComputeInstanceTransformsAtTime(code, code, UsdGeom.PointInstancer.ExcludeProtoXform)
-                world = np.array(cache.GetLocalToWorldTransform(prim))
-                per_frame[f] = np.array([np.array(x) for x in xforms]).reshape(-1, 4, 4) @ world
     worlds = np.empty((len(times), len(parts), 4, 4))
+    cache = UsdGeom.XformCache(_code(times[0]))
+    movers, rows = {}, []  # mover path -> column; per gprim part: (row, column, relative matrix)
+    for j, (prim, offset, _) in enumerate(anchors):
+        if offset is not None:
+            continue
+        world0 = np.array(cache.GetLocalToWorldTransform(prim))
+        mover = mover_of(prim)
+        if mover is None:
+            worlds[:, j] = world0
+            continue
+        column = movers.setdefault(mover.GetPath(), (len(movers), mover))[0]
+        rel = world0 @ np.linalg.inv(np.array(cache.GetLocalToWorldTransform(mover)))
+        rows.append((j, column, rel))
+    if movers:
+        table = world_matrices([m for _, m in movers.values()], times)
+        for j, column, rel in rows:
+            worlds[:, j] = rel @ table[:, column]
+    instancers = {}  # instancer path -> per-frame (N, 4, 4) instance-to-world matrices
+    for f, t in enumerate(times):
+        for prim, offset, _ in anchors:
+            if offset is None or prim.GetPath() in instancers and instancers[prim.GetPath()][f] is not None:
+                continue
+            cache.SetTime(_code(t))
+            inst = UsdGeom.PointInstancer(prim)
+            code = _code(t)
+            xforms = inst.ComputeInstanceTransformsAtTime(code, code, UsdGeom.PointInstancer.ExcludeProtoXform)
+            world = np.array(cache.GetLocalToWorldTransform(prim))
+            per_frame = instancers.setdefault(prim.GetPath(), [None] * len(times))
+            per_frame[f] = np.array(Vt.Matrix4dArray(list(xforms))).reshape(-1, 4, 4) @ world
     for j, (prim, offset, i) in enumerate(anchors):
-        if offset is None:
-            worlds[:, j] = table[:, unique[prim.GetPath()]]
-        else:
+        if offset is not None:
             worlds[:, j] = offset @ np.stack([m[i] for m in instancers[prim.GetPath()]])
     worlds = worlds @ to_si
     # Rigid part of each world matrix: the rows of the 3x3 normalized (scale removed), then made
     # orthonormal; the remainder (scale, shear) of frame 0 is baked into the vertices.
     lin = worlds[..., :3, :3]
-    u, _, vt = np.linalg.svd(lin)
-    rot = u @ vt
-    flip = np.linalg.det(rot) < 0
-    if np.any(flip):  # a mirroring scale: keep a proper rotation, put the mirror in the baked part
-        u[flip, :, 2] *= -1
-        rot = u @ vt
+    rot = lin / np.linalg.norm(lin, axis=-1, keepdims=True)  # exact for a scale then a rotation (S R)
+    bad = np.abs(rot @ np.swapaxes(rot, -1, -2) - np.eye(3)).max(axis=(-1, -2)) > 1e-6
+    bad |= np.linalg.det(rot) < 0
+    if np.any(bad):  # shear, or a mirroring scale: the nearest proper rotation
+        u, _, vt = np.linalg.svd(lin[bad])
+        u[np.linalg.det(u @ vt) < 0, :, 2] *= -1
+        rot[bad] = u @ vt
     positions[:] = worlds[..., 3, :3]
     q = matrix_to_quat(np.swapaxes(rot, -1, -2))  # (x, y, z, w) of column-vector rotations
     wxyz[..., 0] = q[..., 3]
@@ -436,11 +441,42 @@ class _MeshColors:
 
 def _geometry(prim, path):
     """(vertices, faces, per-face colour mapper or None) of a gprim in its own frame (stage units)."""
+    t = prim.GetTypeName()
+    if t == "Mesh":
+        return _mesh(prim, path)
+    params = tuple((name, _value(prim, name)) for name in _IMPLICIT.get(t, ()))
+    key = (t, params)
+    if key not in _implicit_cache:
+        if len(_implicit_cache) > 256:
+            _implicit_cache.clear()
+        _implicit_cache[key] = _implicit(t, dict(params), path)
+    vertices, faces = _implicit_cache[key]
+    return vertices.copy(), faces, None
+
+
+_IMPLICIT = {
+    "Cube": ("size",),
+    "Sphere": ("radius",),
+    "Capsule": ("radius", "height", "axis"),
+    "Cylinder": ("radius", "height", "axis"),
+    "Cone": ("radius", "height", "axis"),
+    "Plane": ("width", "length", "axis"),
+}
+_implicit_cache = {}  # (type, parameters) -> (vertices, faces): a pile of equal boxes is made once
+
+
+def _value(prim, name):
+    a = prim.GetAttribute(name)
+    v = a.Get(Usd.TimeCode.EarliestTime()) if a else None
+    return v if v is None or isinstance(v, str) else float(v)
+
+
+def _implicit(t, values, path):
+    """(vertices, faces) of an implicit gprim of type ``t`` with attribute ``values`` (None: fallback)."""
     import trimesh.creation as tc  # noqa: PLC0415  (a dependency of viser)
 
     def attr(name, default):
-        a = prim.GetAttribute(name)
-        v = a.Get(Usd.TimeCode.EarliestTime()) if a else None
+        v = values.get(name)
         return default if v is None else v
 
     def axis_to(mesh, axis):  # trimesh makes its primitives along Z
@@ -455,9 +491,6 @@ def _geometry(prim, path):
             raise UsdInputError(f"must be a finite length >= 0, got {value}", prim=path, attribute=name)
         return float(value)
 
-    t = prim.GetTypeName()
-    if t == "Mesh":
-        return _mesh(prim, path)
     if t == "Cube":
         s = check(attr("size", 2.0), "size")
         m = tc.box(extents=(s, s, s))
@@ -484,8 +517,8 @@ def _geometry(prim, path):
         offset = {"Z": (0, 0, -thin / 2), "Y": (0, -thin / 2, 0), "X": (-thin / 2, 0, 0)}[axis]
         m.apply_translation(offset)  # its top face on the plane
     else:
-        return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int32), None  # e.g. BasisCurves, Points
-    return np.asarray(m.vertices, np.float32), np.asarray(m.faces, np.int32), None
+        return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int32)  # e.g. BasisCurves, Points
+    return np.asarray(m.vertices, np.float32), np.asarray(m.faces, np.int32)
 
 
 def trimesh_rotation(x, y, z, sign=1):
