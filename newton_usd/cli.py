@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 
-from .view.cli import add_run_flags, after_run, check_run_flags
+from .view.cli import add_run_flags, after_run, check_run_flags, live_view
 from .view.cli import main as view_main
 
 EXIT_INTERNAL = 1  # an unexpected exception: a bug of newton_usd (NEWTON_USD_DEBUG=1 or -v: the traceback)
@@ -568,9 +568,13 @@ def _simulate(args, job: _Job) -> int:
         print(note, file=sys.stderr, flush=True)
     status, error = 0, None
 
+    live = live_view(args, sim)  # usdsim STAGE --view: the run served as it goes
+
     def progress(n):
         if bar is not None:
             bar.update(n)
+        if live is not None:
+            live.update(sim.time_code, sim.frame, frames)
         if job.stop.is_set():  # Ctrl-C, seen by the main thread
             raise KeyboardInterrupt
 
@@ -598,7 +602,8 @@ def _simulate(args, job: _Job) -> int:
         print(json.dumps(_summary_record(sim, args, output, t_setup, status, error), indent=2))
     elif not args.quiet:
         _summary(sim, output, t_setup)
-    return status or after_run(args, output)
+    seen = after_run(args, output, live)  # --view / --video: the page and the video of what was saved
+    return status or seen
 
 
 def _inspect(command: str, args) -> int:

@@ -16,7 +16,7 @@ from newton_usd.view import cli
 from newton_usd.view.browser import gl_available
 from newton_usd.view.scene import read_scene
 
-from stages import add_box, new_stage
+from stages import add_box, falling_cube, new_stage
 
 RED = (0.9, 0.1, 0.1)
 GREEN = (0.1, 0.75, 0.15)
@@ -326,3 +326,48 @@ def test_value_clips_recording_is_read(tmp_path):
     scene = read_scene(str(tmp_path / "main.usda"))
     assert scene.animated and scene.frames == 10
     np.testing.assert_allclose(scene.positions[:, 0, 2], 1 - 0.1 * np.arange(10), atol=1e-6)
+
+
+# ---------------------------------------------------------------- live: usdsim view --serve, usdsim STAGE --view
+
+
+def test_live_run_shows_frames_as_they_are_written(tmp_path):
+    import urllib.request  # noqa: PLC0415
+
+    from pxr import Usd  # noqa: PLC0415
+
+    from newton_usd.view.serve import LiveRun  # noqa: PLC0415
+
+    stage = Usd.Stage.Open(falling_box(tmp_path / "fall.usda", frames=2))
+    op = UsdGeom.Xformable(stage.GetPrimAtPath("/Falling")).GetOrderedXformOps()[0]
+    op.GetAttr().Clear()  # the run has not written anything yet
+    live = LiveRun(stage, port=0)
+    try:
+        port = live.server.get_port()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as r:
+            assert r.status == 200 and b"<html" in r.read().lower()
+        live.update(0, 0, 40, force=True)
+        assert live.scene.frames == 1
+        for f in range(20):  # the run writes 20 frames
+            op.Set(Gf.Vec3d(-0.4, 0, 2.0 - 0.05 * f), f)
+        live.update(19, 20, 40, force=True)
+        assert live.scene.frames == 20 and live.view.frame.max == 19 and live.view.frame.value == 19
+        i = [p.path for p in live.scene.parts].index("/Falling")
+        np.testing.assert_allclose(live.scene.positions[-1, i], (-0.4, 0, 2.0 - 0.05 * 19), atol=1e-6)
+        for f in range(20, 30):
+            op.Set(Gf.Vec3d(-0.4, 0, 2.0 - 0.05 * f), f)
+        live.update(29, 30, 40, force=True)
+        assert live.scene.frames == 30 and "frame 30 of 40" in live.view.status.content
+    finally:
+        live.close()
+
+
+def test_usdsim_run_view_writes_the_page(tmp_path, capsys):
+    from newton_usd.cli import main  # noqa: PLC0415
+
+    stage = str(tmp_path / "cube.usda")
+    falling_cube(stage).Save()
+    assert main([stage, "-n", "10", "--view", "-q"]) == 0
+    err = capsys.readouterr()
+    assert (tmp_path / "cube.sim.html").exists(), err
+    assert "watching the run at http://127.0.0.1:" in err.err

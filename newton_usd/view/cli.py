@@ -179,9 +179,21 @@ def check_run_flags(args) -> str | None:
     return None
 
 
-def after_run(args, output) -> int:
+def live_view(args, sim):
+    """``usdsim STAGE --view``: serve the run while it simulates (call ``.update(...)`` on the returned
+    object from the run's progress callback, and pass it to :func:`after_run`). None without ``--view``."""
+    if not getattr(args, "view", False):
+        return None
+    from .serve import LiveRun  # noqa: PLC0415
+
+    return LiveRun(sim.stage)
+
+
+def after_run(args, output, live=None) -> int:
     """After ``usdsim STAGE`` saved ``output``: write the page (``--view``) and the video (``--video``);
     without either, say in one line how to see it. Returns an exit status (0, or 2)."""
+    if live is not None:
+        live.close()
     if output is None:
         return 0
     status = 0

@@ -33,13 +33,16 @@ class SceneNodes:
         scene: The scene to draw.
         colliders: Add the colliders too (translucent); they can be shown and hidden with :meth:`show`.
         show_colliders: Whether the colliders start visible.
+        all_move: Update every node in :meth:`pose` (a live run: what moves is not known yet).
     """
 
-    def __init__(self, server, scene: Scene, colliders: bool = False, show_colliders: bool = False):
+    def __init__(
+        self, server, scene: Scene, colliders: bool = False, show_colliders: bool = False, all_move: bool = False
+    ):
         self.server = server
         self.scene = scene
         self.groups = []  # (handle, part indices, collider, moves, world)
-        moving = scene.moving()
+        moving = np.ones(len(scene.parts), bool) if all_move else scene.moving()
         by_key = {}
         for i in scene.visible(colliders=colliders):
             part = scene.parts[i]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from pxr import Sdf, Tf, Usd, UsdGeom, UsdPhysics, Vt
@@ -86,7 +86,8 @@ class Scene:
     animated: bool
     up_axis: str = "Z"
     meters_per_unit: float = 1.0
-    notes: list = field(default_factory=list)
+    reader: object = None
+    """A :class:`Reader` of more frames from the stage (set by :func:`read_scene`)."""
 
     @property
     def frames(self) -> int:
@@ -200,7 +201,38 @@ def read_scene(path_or_stage, frames: int | None = None) -> Scene:
     wxyz = np.zeros((len(times), len(parts), 4), np.float32)
     if parts:
         _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz)
-    return Scene(source, parts, times, fps, positions, wxyz, animated, up, mpu)
+    scene = Scene(source, parts, times, fps, positions, wxyz, animated, up, mpu)
+    scene.reader = Reader(stage, anchors, to_si)
+    return scene
+
+
+class Reader:
+    """Reads more frames of a scene's stage (the live view of a run reads each batch as it is written)."""
+
+    def __init__(self, stage, anchors, to_si):
+        self.stage, self.anchors, self.to_si = stage, anchors, to_si
+
+    def poses(self, parts, times) -> tuple:
+        """(positions, wxyz) of ``parts`` at ``times``, their scale already baked."""
+        positions = np.zeros((len(times), len(parts), 3), np.float32)
+        wxyz = np.zeros((len(times), len(parts), 4), np.float32)
+        if parts:
+            _bake_and_pose(self.stage, parts, self.anchors, np.asarray(times, float), self.to_si, positions, wxyz,
+                           bake=False)  # fmt: skip
+        return positions, wxyz
+
+    def last_written(self, now: float) -> float | None:
+        """The latest time code <= ``now`` at which a moving prim has a time sample (None: none yet)."""
+        for prim, offset, _ in self.anchors:
+            mover = mover_of(prim) if offset is None else None
+            if mover is None:
+                continue
+            for op in UsdGeom.Xformable(mover).GetOrderedXformOps():
+                attr = op.GetAttr()
+                if attr.ValueMightBeTimeVarying():
+                    bracket = attr.GetBracketingTimeSamples(now)  # (lower, upper), or empty without samples
+                    return float(bracket[0]) if bracket else None
+        return None
 
 
 def _stage_to_si(up: str, mpu: float) -> np.ndarray:
@@ -296,7 +328,7 @@ def _instancer_varies(prim) -> bool:
     return any(a and a.ValueMightBeTimeVarying() for a in attrs)
 
 
-def _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz) -> None:
+def _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz, bake: bool = True) -> None:
     """Fill positions/wxyz, and bake each part's scale (its frame-0 world matrix less the rigid part) into
     its vertices."""
     worlds = np.empty((len(times), len(parts), 4, 4))
@@ -347,9 +379,11 @@ def _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz) -> None
     q = matrix_to_quat(np.swapaxes(rot, -1, -2))  # (x, y, z, w) of column-vector rotations
     wxyz[..., 0] = q[..., 3]
     wxyz[..., 1:] = q[..., :3]
-    bake = lin[0] @ np.swapaxes(rot[0], -1, -2)  # lin = bake @ rot (row vectors: v_world = v @ bake @ rot)
+    if not bake:
+        return
+    baked = lin[0] @ np.swapaxes(rot[0], -1, -2)  # lin = baked @ rot (row vectors: v_world = v @ baked @ rot)
     for j, part in enumerate(parts):
-        part.vertices = (part.vertices.astype(np.float64) @ bake[j]).astype(np.float32)
+        part.vertices = (part.vertices.astype(np.float64) @ baked[j]).astype(np.float32)
 
 
 # ---------------------------------------------------------------- geometry of one gprim
