@@ -371,3 +371,27 @@ def test_usdsim_run_view_writes_the_page(tmp_path, capsys):
     err = capsys.readouterr()
     assert (tmp_path / "cube.sim.html").exists(), err
     assert "watching the run at http://127.0.0.1:" in err.err
+
+
+def test_recording_of_every_nth_frame_plays_its_frames(tmp_path):
+    """usdsim --record-every 3 writes frames 0, 3, ..., and the last: those are the frames shown, each
+    at its own time."""
+    path = falling_box(tmp_path / "fall.usda", frames=30)
+    from pxr import Usd  # noqa: PLC0415
+
+    stage = Usd.Stage.Open(path)
+    attr = UsdGeom.Xformable(stage.GetPrimAtPath("/Falling")).GetOrderedXformOps()[0].GetAttr()
+    for f in range(30):
+        if f % 3 and f != 29:
+            attr.ClearAtTime(f)
+    stage.Save()
+    scene = read_scene(path)
+    written = [*range(0, 30, 3), 29]
+    assert list(scene.times) == written
+    np.testing.assert_allclose(scene.seconds()[-1], 29 / 60)
+    assert scene.frame_rate() == 20.0
+    from newton_usd.view.video import video_frames  # noqa: PLC0415
+
+    assert list(video_frames(scene, None)) == list(range(len(written)))
+    shown = video_frames(scene, 60.0)  # back to 60 fps: each recorded frame held until the next
+    assert len(shown) == 30 and list(shown[:7]) == [0, 0, 0, 1, 1, 1, 2] and shown[-1] == len(written) - 1

@@ -93,7 +93,7 @@ def camera(scene: Scene) -> dict:
     center = (lo + hi) / 2
     extent = max(float(np.linalg.norm(hi - lo)), 0.5)
     return {
-        "position": center + 1.35 * extent * np.array([0.0, -0.92, 0.4]),
+        "position": center + 1.2 * extent * np.array([0.0, -0.92, 0.4]),
         "look_at": center,
         "fov": float(np.radians(50.0)),
         "near": max(extent * 1e-3, 1e-4),
@@ -107,7 +107,7 @@ def set_camera(server, scene: Scene) -> None:
     # Plain lights, no environment map: displayColor is seen as authored (the map's reflections wash it out).
     server.scene.configure_environment_map(hdri=None)
     server.scene.configure_default_lights(enabled=True, cast_shadow=False)
-    server.scene.add_light_ambient("/lights/ambient", intensity=1.2)  # no face left black
+    server.scene.add_light_ambient("/lights/ambient", intensity=0.6)  # no face left black
     cam = camera(scene)
     server.initial_camera.up = (0.0, 0.0, 1.0)
     server.initial_camera.look_at = tuple(float(c) for c in cam["look_at"])
@@ -121,8 +121,14 @@ def start_server(host: str = "127.0.0.1", port: int = 0):
     """A quiet viser server (port 0: any free port)."""
     import viser  # noqa: PLC0415  (0.3-0.5 s to import: only when a page is drawn)
 
-    with contextlib.redirect_stdout(open(os.devnull, "w")):  # noqa: SIM115
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         return viser.ViserServer(host=host, port=port, verbose=False)
+
+
+def stop_server(server) -> None:
+    """Stop a viser server quietly (it prints "Server stopped" from its own thread while stopping)."""
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        server.stop()
 
 
 def check_writable(path) -> None:
@@ -143,16 +149,16 @@ def page_html(scene: Scene, colliders: bool = False) -> str:
         set_camera(server, scene)
         nodes = SceneNodes(server, scene, colliders=colliders, show_colliders=colliders)
         serializer = server.get_scene_serializer()
+        seconds = scene.seconds()
         for f in range(1, scene.frames):
-            serializer.insert_sleep(1.0 / scene.fps)
+            serializer.insert_sleep(float(seconds[f] - seconds[f - 1]))
             nodes.pose(f)
         if scene.frames > 1:
-            serializer.insert_sleep(1.0 / scene.fps)  # the last frame is shown for a frame's duration too
+            serializer.insert_sleep(1.0 / scene.frame_rate())  # the last frame is shown for a frame's duration
         with _zstd_level(ZSTD_LEVEL):
             text = serializer.as_html()
     finally:
-        with contextlib.redirect_stdout(open(os.devnull, "w")):  # noqa: SIM115
-            server.stop()
+        stop_server(server)
     return _with_overlay(text, scene)
 
 
@@ -218,8 +224,9 @@ _OVERLAY = """<script>
     var t = 0;
     var slider = document.querySelector("[role=slider]");
     if (slider) t = parseFloat(slider.getAttribute("aria-valuenow")) || 0;
-    var frame = Math.min(info.frames - 1, Math.max(0, Math.floor(t * info.fps + 1e-6)));
-    var code = info.start + frame;
+    var frame = 0;  // the last recorded frame at or before t
+    while (frame + 1 < info.frames && info.seconds[frame + 1] <= t + 1e-6) frame++;
+    var code = info.codes[frame];
     box.textContent = info.title + "  frame " + code + (info.frames > 1 ? " / " + info.end : "") +
       "  " + (code / info.fps).toFixed(2) + " s" + (info.frames > 1 ? "" : "  (no time samples: the authored pose)");
     box.dataset.frame = String(frame);
@@ -238,6 +245,8 @@ def _with_overlay(text: str, scene: Scene) -> str:
         "frames": scene.frames,
         "start": start,
         "end": float(scene.times[-1]) if scene.animated else start,
+        "seconds": [round(float(x), 6) for x in scene.seconds()],
+        "codes": [round(float(x), 6) for x in scene.times] if scene.animated else [0.0],
     }
     title = f"<title>{html.escape(os.path.basename(scene.source))} - usdsim view</title>"
     script = _OVERLAY % json.dumps(info)

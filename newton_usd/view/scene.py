@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from pxr import Sdf, Tf, Usd, UsdGeom, UsdPhysics, Vt
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, Vt
 
 from ..core.quat import matrix_to_quat
 from ..errors import UsdInputError
@@ -69,7 +69,7 @@ class Scene:
         source: The stage's file.
         parts: The drawn parts.
         times: (T,) the time codes of the frames (one frame, the default time, for a stage without motion).
-        fps: Frames per second to play at (the stage's timeCodesPerSecond).
+        fps: Time codes per second (the stage's timeCodesPerSecond); frame f is at ``times[f] / fps`` s.
         positions: (T, P, 3) float32 world position of each part's frame per frame, meters, Z up.
         wxyz: (T, P, 4) float32 world orientation, (w, x, y, z).
         animated: Whether any part moves (False: the authored pose).
@@ -92,6 +92,16 @@ class Scene:
     @property
     def frames(self) -> int:
         return len(self.times)
+
+    def seconds(self) -> np.ndarray:
+        """(T,) each frame's time in seconds from the first frame."""
+        return (self.times - self.times[0]) / self.fps if self.animated else np.zeros(self.frames)
+
+    def frame_rate(self) -> float:
+        """Recorded frames per second (the stage's rate over the step between recorded frames)."""
+        if self.frames < 2:
+            return self.fps
+        return self.fps / float(np.median(np.diff(self.times)))
 
     @property
     def worlds(self) -> list:
@@ -299,6 +309,7 @@ def _frame_times(stage, anchors, frames) -> tuple:
     """The time codes to read, and whether anything moves."""
     moving = False
     seen = set()
+    sampled = None  # the time-varying ops of the first moving prim found
     for prim, _, _ in anchors:
         p = prim
         while p and p.GetPath() != Sdf.Path.absoluteRootPath and p.GetPath() not in seen:
@@ -306,6 +317,7 @@ def _frame_times(stage, anchors, frames) -> tuple:
             xf = UsdGeom.Xformable(p)
             if xf and xf.TransformMightBeTimeVarying():
                 moving = True
+                sampled = [op.GetAttr() for op in xf.GetOrderedXformOps() if op.GetAttr().ValueMightBeTimeVarying()]
                 break
             if p.IsA(UsdGeom.PointInstancer) and _instancer_varies(p):
                 moving = True
@@ -317,6 +329,10 @@ def _frame_times(stage, anchors, frames) -> tuple:
     if not moving or not stage.HasAuthoredTimeCodeRange() or end < start:
         return np.array([Usd.TimeCode.EarliestTime().GetValue() if moving else np.nan]), False
     times = np.arange(start, end + 0.5)
+    if sampled:  # a recording of every n-th frame (usdsim --record-every n): its frames, not the ones between
+        written = np.array(sampled[0].GetTimeSamplesInInterval(Gf.Interval(start, end)), float)
+        if 2 <= len(written) < len(times):
+            times = written
     if frames is not None:
         times = times[: max(1, frames)]
     return times, True

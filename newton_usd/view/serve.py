@@ -4,9 +4,7 @@ show/hide colliders, and a world picker when the recording holds several worlds 
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import os
 import socket
 import sys
 import threading
@@ -15,7 +13,7 @@ import time
 import numpy as np
 
 from ..errors import UsdInputError
-from .page import SceneNodes, set_camera, start_server
+from .page import SceneNodes, set_camera, start_server, stop_server
 from .scene import Scene, read_scene
 
 HOST = "127.0.0.1"
@@ -99,8 +97,7 @@ def serve(scene: Scene, port: int) -> int:
         pass
     finally:
         stop.set()
-        server.stop()
-        time.sleep(0.1)
+        stop_server(server)
     print("usdsim view: stopped", file=sys.stderr)
     return 0
 
@@ -160,5 +157,4 @@ class LiveRun:
             self.view.frame.value = s.frames - 1
 
     def close(self) -> None:
-        with contextlib.redirect_stdout(open(os.devnull, "w")):  # noqa: SIM115
-            self.server.stop()
+        stop_server(self.server)

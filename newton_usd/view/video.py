@@ -122,12 +122,13 @@ def render_model(scene: Scene, size: tuple, colliders: bool = False):
 
 
 def video_frames(scene: Scene, fps: float | None) -> np.ndarray:
-    """The scene frame shown at each video frame (the recording resampled to ``fps``)."""
+    """The scene frame shown at each video frame: one per recorded frame (``fps`` None), or the recording
+    resampled to ``fps`` (the last recorded frame at or before each video frame's time)."""
     if fps is None or not scene.animated:
         return np.arange(scene.frames)
-    duration = (scene.frames - 1) / scene.fps
-    n = int(np.floor(duration * fps + 1e-9)) + 1
-    return np.minimum(np.round(np.arange(n) * scene.fps / fps).astype(np.int64), scene.frames - 1)
+    seconds = scene.seconds()
+    n = int(np.floor(seconds[-1] * fps + 1e-9)) + 1
+    return np.searchsorted(seconds, np.arange(n) / fps + 1e-9, side="right") - 1
 
 
 def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: bool = False):
@@ -172,7 +173,7 @@ def write_video(scene: Scene, path, size=(640, 480), fps: float | None = None, c
     failure leaves nothing). Returns the number of frames."""
     import av  # noqa: PLC0415
 
-    rate = fps or scene.fps
+    rate = fps or scene.frame_rate()
     directory = os.path.dirname(os.path.abspath(str(path)))
     fd, tmp = tempfile.mkstemp(prefix=".video-", suffix=".mp4", dir=directory)
     os.close(fd)
