@@ -196,17 +196,25 @@ def write_page(scene: Scene, path, colliders: bool = False) -> int:
     size in bytes."""
     check_writable(path)
     text = page_html(scene, colliders=colliders)
+    with atomic_output(path, ".html") as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    return os.path.getsize(path)
+
+
+@contextlib.contextmanager
+def atomic_output(path, suffix: str):
+    """A temporary file beside ``path`` to write, moved to ``path`` when the block ends without an
+    exception, and removed when it raises (nothing half-written is left)."""
     directory = os.path.dirname(os.path.abspath(str(path)))
-    fd, tmp = tempfile.mkstemp(prefix=".view-", suffix=".html", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=".usdsim-", suffix=suffix, dir=directory)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return os.path.getsize(path)
 
 
 _OVERLAY = """<script>

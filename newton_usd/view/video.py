@@ -13,13 +13,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 
 import numpy as np
 
 from ..errors import NewtonUsdError, UsdInputError
 from .browser import EGL_PACKAGES, OSMESA_PACKAGE
-from .page import COLLIDER_OPACITY, camera
+from .page import COLLIDER_OPACITY, atomic_output, camera
 from .scene import Scene
 
 NO_GL = (
@@ -174,28 +173,19 @@ def write_video(scene: Scene, path, size=(640, 480), fps: float | None = None, c
     import av  # noqa: PLC0415
 
     rate = fps or scene.frame_rate()
-    directory = os.path.dirname(os.path.abspath(str(path)))
-    fd, tmp = tempfile.mkstemp(prefix=".video-", suffix=".mp4", dir=directory)
-    os.close(fd)
     n = 0
-    try:
-        with av.open(tmp, mode="w", format="mp4") as container:
-            stream = container.add_stream("libx264", rate=_rate(rate))
-            stream.width, stream.height = size
-            stream.pix_fmt = "yuv420p"
-            stream.options = {"preset": "veryfast", "crf": "20"}
-            for rgb in render(scene, size, fps, colliders):
-                frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-                for packet in stream.encode(frame):
-                    container.mux(packet)
-                n += 1
-            for packet in stream.encode():
+    with atomic_output(path, ".mp4") as tmp, av.open(tmp, mode="w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=_rate(rate))
+        stream.width, stream.height = size
+        stream.pix_fmt = "yuv420p"
+        stream.options = {"preset": "veryfast", "crf": "20"}
+        for rgb in render(scene, size, fps, colliders):
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+            for packet in stream.encode(frame):
                 container.mux(packet)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            n += 1
+        for packet in stream.encode():
+            container.mux(packet)
     return n
 
 
