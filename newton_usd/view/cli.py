@@ -155,8 +155,8 @@ def _says_what_is_shown(scene, args) -> bool:
 def add_run_flags(parser) -> None:
     """``--view`` and ``--video OUT.mp4`` for ``usdsim STAGE``."""
     g = parser.add_argument_group("seeing the result")
-    g.add_argument("--view", action="store_true", help="write a page playing the recording (OUTPUT's name with "
-                   ".html) after the run")  # fmt: skip
+    g.add_argument("--view", action="store_true", help="watch the run live in a browser (http://127.0.0.1:8080, "
+                   "or a free port), and write a page playing it (OUTPUT's name with .html) at the end")  # fmt: skip
     g.add_argument("--video", metavar="OUT.mp4", help="render the recording to an MP4 after the run")
 
 
