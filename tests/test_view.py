@@ -395,3 +395,23 @@ def test_recording_of_every_nth_frame_plays_its_frames(tmp_path):
     assert list(video_frames(scene, None)) == list(range(len(written)))
     shown = video_frames(scene, 60.0)  # back to 60 fps: each recorded frame held until the next
     assert len(shown) == 30 and list(shown[:7]) == [0, 0, 0, 1, 1, 1, 2] and shown[-1] == len(written) - 1
+
+
+def test_mesh_shading_follows_its_normals(tmp_path):
+    """A polygonal mesh (subdivisionScheme none, no normals) is faceted: no corner shared between faces,
+    so the viewer's normals are per face; with vertex normals it is smooth (corners shared)."""
+    stage = new_stage(str(tmp_path / "n.usda"))
+    for name, scheme, normals in (("Faceted", "none", None), ("Smooth", "none", "vertex"), ("Subdiv", None, None)):
+        mesh = UsdGeom.Mesh.Define(stage, f"/{name}")
+        mesh.CreatePointsAttr([(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0.5, 0.5, 1)])
+        mesh.CreateFaceVertexCountsAttr([3, 3, 3, 3])
+        mesh.CreateFaceVertexIndicesAttr([0, 1, 4, 1, 2, 4, 2, 3, 4, 3, 0, 4])
+        if scheme:
+            mesh.CreateSubdivisionSchemeAttr(scheme)
+        if normals:
+            mesh.CreateNormalsAttr([(0, 0, 1)] * 5)
+            mesh.SetNormalsInterpolation(normals)
+    stage.GetRootLayer().Save()
+    scene = read_scene(str(tmp_path / "n.usda"))
+    corners = {p.path: len(p.vertices) for p in scene.parts}
+    assert corners == {"/Faceted": 12, "/Smooth": 5, "/Subdiv": 5}

@@ -544,6 +544,7 @@ def _implicit(t, values, path):
     if t == "Cube":
         s = check(attr("size", 2.0), "size")
         m = tc.box(extents=(s, s, s))
+        m.unmerge_vertices()  # flat faces: no normal shared across an edge
     elif t == "Sphere":
         m = tc.icosphere(_SPHERE_SUBDIVISIONS, radius=check(attr("radius", 1.0), "radius"))
     elif t == "Capsule":
@@ -566,6 +567,7 @@ def _implicit(t, values, path):
         m = tc.box(extents=dims)
         offset = {"Z": (0, 0, -thin / 2), "Y": (0, -thin / 2, 0), "X": (-thin / 2, 0, 0)}[axis]
         m.apply_translation(offset)  # its top face on the plane
+        m.unmerge_vertices()
     else:
         return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int32)  # e.g. BasisCurves, Points
     return np.asarray(m.vertices, np.float32), np.asarray(m.faces, np.int32)
@@ -624,4 +626,18 @@ def _mesh(prim, path):
         faces = faces[:, ::-1]
         tri_corners = tri_corners[:, ::-1]
     colors = _MeshColors(counts, indices, tri_poly, tri_corners, len(points))
+    if not _smooth(mesh):  # faceted: each triangle its own corners, so that the viewer's normals are per face
+        return points[faces.reshape(-1)], np.arange(faces.size, dtype=np.int32).reshape(-1, 3), colors
     return points, faces.astype(np.int32), colors
+
+
+def _smooth(mesh) -> bool:
+    """Whether a mesh is shaded smooth: its normals authored per vertex, or it is a subdivision surface
+    without normals (Catmull-Clark, USD's default scheme: smooth by definition)."""
+    for pv in (UsdGeom.PrimvarsAPI(mesh).GetPrimvar("normals"),):
+        if pv and pv.HasAuthoredValue():
+            return pv.GetInterpolation() in (UsdGeom.Tokens.vertex, UsdGeom.Tokens.varying)
+    normals = mesh.GetNormalsAttr()
+    if normals.HasAuthoredValue():
+        return mesh.GetNormalsInterpolation() in (UsdGeom.Tokens.vertex, UsdGeom.Tokens.varying)
+    return mesh.GetSubdivisionSchemeAttr().Get() != UsdGeom.Tokens.none
