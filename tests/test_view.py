@@ -415,3 +415,16 @@ def test_mesh_shading_follows_its_normals(tmp_path):
     scene = read_scene(str(tmp_path / "n.usda"))
     corners = {p.path: len(p.vertices) for p in scene.parts}
     assert corners == {"/Faceted": 12, "/Smooth": 5, "/Subdiv": 5}
+
+
+def test_time_samples_without_a_time_range_are_played(tmp_path):
+    path = falling_box(tmp_path / "fall.usda", frames=12)
+    from pxr import Usd  # noqa: PLC0415
+
+    stage = Usd.Stage.Open(path)
+    stage.GetRootLayer().ClearStartTimeCode()
+    stage.GetRootLayer().ClearEndTimeCode()
+    stage.Save()
+    scene = read_scene(path)
+    assert not Usd.Stage.Open(path).HasAuthoredTimeCodeRange()
+    assert scene.animated and list(scene.times) == list(range(12))

@@ -326,16 +326,22 @@ def _frame_times(stage, anchors, frames) -> tuple:
         if moving:
             break
     start, end = stage.GetStartTimeCode(), stage.GetEndTimeCode()
+    if moving and sampled and not stage.HasAuthoredTimeCodeRange():  # no range: the samples' own span
+        written = sampled[0].GetTimeSamples()
+        if len(written) >= 2:
+            start, end = float(written[0]), float(written[-1])
+            return _frame_times_in(sampled, np.arange(start, end + 0.5), frames), True
     if not moving or not stage.HasAuthoredTimeCodeRange() or end < start:
         return np.array([Usd.TimeCode.EarliestTime().GetValue() if moving else np.nan]), False
-    times = np.arange(start, end + 0.5)
+    return _frame_times_in(sampled, np.arange(start, end + 0.5), frames), True
+
+
+def _frame_times_in(sampled, times, frames) -> np.ndarray:
     if sampled:  # a recording of every n-th frame (usdsim --record-every n): its frames, not the ones between
-        written = np.array(sampled[0].GetTimeSamplesInInterval(Gf.Interval(start, end)), float)
+        written = np.array(sampled[0].GetTimeSamplesInInterval(Gf.Interval(times[0], times[-1])), float)
         if 2 <= len(written) < len(times):
             times = written
-    if frames is not None:
-        times = times[: max(1, frames)]
-    return times, True
+    return times if frames is None else times[: max(1, frames)]
 
 
 def _instancer_varies(prim) -> bool:
