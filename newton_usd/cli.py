@@ -435,8 +435,8 @@ def _run(args) -> int:
     if args.world_spacing is not None and not (math.isfinite(args.world_spacing) and args.world_spacing >= 0):
         return _fail(f"--world-spacing must be a distance >= 0, got {args.world_spacing}", args)
 
-    if check_run_flags(args):
-        return _fail(check_run_flags(args), args)
+    if problem := check_run_flags(args):  # --view / --video
+        return _fail(problem, args)
     return _interruptible(lambda job: _simulate(args, job))
 
 

@@ -174,7 +174,7 @@ def check_run_flags(args) -> str | None:
             check_gl()
     except NewtonUsdError as e:
         return str(e)
-    if (args.view or args.video) and getattr(args, "benchmark", False):
+    if (getattr(args, "view", False) or getattr(args, "video", None)) and getattr(args, "benchmark", False):
         return "--view and --video show what the run writes: not with --benchmark"
     return None
 
