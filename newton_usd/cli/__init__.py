@@ -18,6 +18,8 @@
                                         the PhysicsScenes (gravity, bodies) when there are several
     usdsim batch STAGE... [--vary PRIM.ATTR=V1,V2,...] -o DIR [--jobs N] [--ray auto|ADDRESS] [run options]
     usdsim batch --sweep SWEEP.toml -o DIR   many runs: a grid and random samples of overrides, a table of results
+    usdsim view STAGE [-o PAGE.html] [--colliders] [--serve [--port N]]   a web page playing a recording
+    usdsim video STAGE [-o OUT.mp4] [--size 640x480] [--fps F]            an MP4 of a recording (offscreen, CPU)
 
 (``usdsim run STAGE ...`` is the same as ``usdsim STAGE ...``.) Errors in the input print one line
 naming the file and what is wrong, and exit with status 2; ``--verbose`` adds the traceback and
@@ -47,6 +49,8 @@ COMMANDS = {
     "compare": "compare:main",
     "info": "info:main",
     "batch": "batch:main",
+    "view": "view:view",
+    "video": "view:video",
 }
 """``usdsim COMMAND`` -> ``"module:function"`` in this package that runs it: ``function(argv) -> exit status``.
 A new subcommand is a new module here and one line in this table. The module is imported when its command runs

@@ -12,6 +12,7 @@ import time
 
 from ..run_options import DEFAULT_CLIP_FRAMES, run_parser
 from .common import EXIT_INTERRUPTED, EXIT_SIMULATION, WRITE_BATCH, count, fail, init_warp, listed
+from .view import add_run_flags, after_run, check_run_flags, live_view
 
 
 def _run(args) -> int:
@@ -43,6 +44,8 @@ def _run(args) -> int:
     if args.world_spacing is not None and not (math.isfinite(args.world_spacing) and args.world_spacing >= 0):
         return fail(f"--world-spacing must be a distance >= 0, got {args.world_spacing}", args)
 
+    if problem := check_run_flags(args):  # --view / --video
+        return fail(problem, args)
     return interruptible(lambda job: _simulate(args, job))
 
 
@@ -173,10 +176,13 @@ def _simulate(args, job: _Job) -> int:
         note = f"usdsim: simulating {count(frames, 'frame')} of {args.stage} (Ctrl-C stops and saves)"
         print(note, file=sys.stderr, flush=True)
     status, error = 0, None
+    live = live_view(args, sim)  # usdsim STAGE --view: the run served as it goes
 
     def progress(n):
         if bar is not None:
             bar.update(n)
+        if live is not None:
+            live.update(sim.time_code, sim.frame, frames)
         if job.stop.is_set():  # Ctrl-C, seen by the main thread
             raise KeyboardInterrupt
 
@@ -204,7 +210,8 @@ def _simulate(args, job: _Job) -> int:
         print(json.dumps(_summary_record(sim, args, output, t_setup, status, error), indent=2))
     elif not args.quiet:
         _summary(sim, output, t_setup)
-    return status
+    seen = after_run(args, output, live)  # --view / --video: the page and the video of what was saved
+    return status or seen
 
 
 def _progress(frames, args):
@@ -301,4 +308,6 @@ def _world_copies(sim) -> list:
 
 def main(argv) -> int:
     """``usdsim run``'s entry: parse the run options, then :func:`_run`."""
-    return _run(run_parser().parse_args(argv))
+    parser = run_parser()
+    add_run_flags(parser)
+    return _run(parser.parse_args(argv))

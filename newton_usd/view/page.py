@@ -1,0 +1,266 @@
+"""A :class:`~newton_usd.view.scene.Scene` drawn with viser: the nodes (:class:`SceneNodes`, shared by the
+page and the live server) and the self-contained HTML page (:func:`write_page`).
+
+Parts that share a geometry are one batched mesh node (one instance per part, each in its colour), so
+a pile of 10,000 equal boxes is one node whose instance poses change each frame. The page is viser's
+scene serializer: the nodes, then each frame's poses after a sleep of one frame's duration; viser's
+embedded player plays it (play/pause, a time slider, the time in seconds, the speed), and a small
+overlay added here shows the frame number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from ..errors import UsdInputError
+from .scene import Scene
+
+COLLIDER_OPACITY = 0.35
+"""Opacity of colliders, drawn on request over the visuals."""
+
+
+class SceneNodes:
+    """The viser nodes of a scene: one batched mesh per shared geometry (visuals and colliders apart).
+
+    Args:
+        server: A ``viser.ViserServer``.
+        scene: The scene to draw.
+        colliders: Add the colliders too (translucent); they can be shown and hidden with :meth:`show`.
+        show_colliders: Whether the colliders start visible.
+        all_move: Update every node in :meth:`pose` (a live run: what moves is not known yet).
+    """
+
+    def __init__(
+        self, server, scene: Scene, colliders: bool = False, show_colliders: bool = False, all_move: bool = False
+    ):
+        self.server = server
+        self.scene = scene
+        self.groups = []  # (handle, part indices, collider, moves, world)
+        moving = np.ones(len(scene.parts), bool) if all_move else scene.moving()
+        by_key = {}
+        for i in scene.visible(colliders=colliders):
+            part = scene.parts[i]
+            by_key.setdefault((part.collider, part.world, part.geometry_key()), []).append(i)
+        for n, ((collider, world, _), members) in enumerate(by_key.items()):
+            first = scene.parts[members[0]]
+            idx = np.array(members)
+            colors = np.array([scene.parts[i].color for i in members], np.float64)
+            opacity = np.array([scene.parts[i].opacity for i in members], np.float32)
+            if collider:
+                opacity = opacity * COLLIDER_OPACITY
+            handle = server.scene.add_batched_meshes_simple(
+                f"/{'colliders' if collider else 'visuals'}/g{n}",
+                vertices=first.vertices,
+                faces=first.faces,
+                batched_wxyzs=scene.wxyz[0, idx],
+                batched_positions=scene.positions[0, idx],
+                batched_colors=(np.clip(colors, 0, 1) * 255).astype(np.uint8),
+                batched_opacities=opacity if np.any(opacity < 1) else None,
+                lod="off",
+                cast_shadow=False,
+                receive_shadow=False,
+                visible=not collider or show_colliders,
+            )
+            self.groups.append((handle, idx, collider, bool(np.any(moving[idx])), world))
+
+    def pose(self, frame: int) -> None:
+        """Set every moving node to the poses of ``frame``."""
+        with self.server.atomic():
+            for handle, idx, _, moves, _ in self.groups:
+                if moves:
+                    handle.batched_positions = self.scene.positions[frame, idx]
+                    handle.batched_wxyzs = self.scene.wxyz[frame, idx]
+
+    def show(self, colliders: bool, world: int | None = None) -> None:
+        """Show the colliders or not, and one world only (None: every world)."""
+        for handle, _, collider, _, w in self.groups:
+            handle.visible = (colliders or not collider) and (world is None or w == world)
+
+
+def camera(scene: Scene) -> dict:
+    """The initial camera of a scene, framed from its bounds: from the front (-Y), above, Z up.
+
+    Returns:
+        ``position`` and ``look_at`` (meters), ``fov`` (vertical, radians), ``near``, ``far``.
+    """
+    lo, hi = scene.bounds()
+    center = (lo + hi) / 2
+    extent = max(float(np.linalg.norm(hi - lo)), 0.5)
+    return {
+        "position": center + 1.2 * extent * np.array([0.0, -0.92, 0.4]),
+        "look_at": center,
+        "fov": float(np.radians(50.0)),
+        "near": max(extent * 1e-3, 1e-4),
+        "far": extent * 100.0,
+    }
+
+
+def set_camera(server, scene: Scene) -> None:
+    """Z up, plain lights, and the initial camera of :func:`camera`."""
+    server.scene.set_up_direction("+z")
+    # Plain lights, no environment map: displayColor is seen as authored (the map's reflections wash it out).
+    server.scene.configure_environment_map(hdri=None)
+    server.scene.configure_default_lights(enabled=True, cast_shadow=False)
+    server.scene.add_light_ambient("/lights/ambient", intensity=0.6)  # no face left black
+    cam = camera(scene)
+    server.initial_camera.up = (0.0, 0.0, 1.0)
+    server.initial_camera.look_at = tuple(float(c) for c in cam["look_at"])
+    server.initial_camera.position = tuple(float(c) for c in cam["position"])
+    server.initial_camera.fov = cam["fov"]
+    server.initial_camera.near = cam["near"]
+    server.initial_camera.far = cam["far"]
+
+
+def start_server(host: str = "127.0.0.1", port: int = 0):
+    """A quiet viser server (port 0: any free port)."""
+    import viser  # noqa: PLC0415  (0.3-0.5 s to import: only when a page is drawn)
+
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        return viser.ViserServer(host=host, port=port, verbose=False)
+
+
+def stop_server(server) -> None:
+    """Stop a viser server quietly (it prints "Server stopped" from its own thread while stopping)."""
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        server.stop()
+
+
+def check_writable(path) -> None:
+    """Raise :class:`UsdInputError` unless ``path`` can be written (its directory exists and is writable,
+    and it is not a directory)."""
+    path = os.path.abspath(str(path))
+    directory = os.path.dirname(path)
+    if os.path.isdir(path):
+        raise UsdInputError("cannot write the page: it is a directory", file=path)
+    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
+        raise UsdInputError(f"cannot write: {directory} is not a writable directory", file=path)
+
+
+def page_html(scene: Scene, colliders: bool = False) -> str:
+    """The self-contained HTML page playing ``scene``."""
+    server = start_server()
+    try:
+        set_camera(server, scene)
+        nodes = SceneNodes(server, scene, colliders=colliders, show_colliders=colliders)
+        serializer = server.get_scene_serializer()
+        seconds = scene.seconds()
+        for f in range(1, scene.frames):
+            serializer.insert_sleep(float(seconds[f] - seconds[f - 1]))
+            nodes.pose(f)
+        if scene.frames > 1:
+            serializer.insert_sleep(1.0 / scene.frame_rate())  # the last frame is shown for a frame's duration
+        with _zstd_level(ZSTD_LEVEL):
+            text = serializer.as_html()
+    finally:
+        stop_server(server)
+    return _with_overlay(text, scene)
+
+
+ZSTD_LEVEL = 3
+"""The page's compression level: viser uses 12, which takes 7 s for 1,000 bodies x 600 frames on 2 cores
+against 0.5 s at 3, for a page about 10% larger (see docs/viewing.md)."""
+
+
+@contextlib.contextmanager
+def _zstd_level(level: int):
+    """viser's serializer with zstd at ``level`` (viser fixes 12): its module's ``zstandard`` swapped for
+    one whose compressor takes our level, for the duration of one ``as_html``."""
+    from viser.infra import _infra  # noqa: PLC0415
+
+    real = _infra.zstandard
+
+    class _Zstd:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @staticmethod
+        def ZstdCompressor(level_=None, **kw):  # noqa: N802  (zstandard's name)
+            kw.pop("level", None)
+            return real.ZstdCompressor(level=level, **kw)
+
+    _infra.zstandard = _Zstd()
+    try:
+        yield
+    finally:
+        _infra.zstandard = real
+
+
+def write_page(scene: Scene, path, colliders: bool = False) -> int:
+    """Write the page of ``scene`` to ``path`` (atomically: a failure leaves nothing there). Returns its
+    size in bytes."""
+    check_writable(path)
+    text = page_html(scene, colliders=colliders)
+    with atomic_output(path, ".html") as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    return os.path.getsize(path)
+
+
+@contextlib.contextmanager
+def atomic_output(path, suffix: str):
+    """A temporary file beside ``path`` to write, moved to ``path`` when the block ends without an
+    exception, and removed when it raises (nothing half-written is left)."""
+    directory = os.path.dirname(os.path.abspath(str(path)))
+    fd, tmp = tempfile.mkstemp(prefix=".usdsim-", suffix=suffix, dir=directory)
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+_OVERLAY = """<script>
+(function () {
+  var info = %s;
+  function update() {
+    var box = document.getElementById("usdsim-frame");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "usdsim-frame";
+      box.style.cssText = "position:fixed;top:8px;left:8px;z-index:1000;padding:2px 8px;border-radius:4px;" +
+        "background:rgba(255,255,255,0.85);font:13px monospace;color:#222;pointer-events:none";
+      document.body.appendChild(box);
+    }
+    var t = 0;
+    var slider = document.querySelector("[role=slider]");
+    if (slider) t = parseFloat(slider.getAttribute("aria-valuenow")) || 0;
+    var frame = 0;  // the last recorded frame at or before t
+    while (frame + 1 < info.frames && info.seconds[frame + 1] <= t + 1e-6) frame++;
+    var code = info.codes[frame];
+    box.textContent = info.title + "  frame " + code + (info.frames > 1 ? " / " + info.end : "") +
+      "  " + (code / info.fps).toFixed(2) + " s" + (info.frames > 1 ? "" : "  (no time samples: the authored pose)");
+    box.dataset.frame = String(frame);
+  }
+  setInterval(update, 100);
+  window.addEventListener("load", update);
+})();
+</script>"""
+
+
+def _with_overlay(text: str, scene: Scene) -> str:
+    start = float(scene.times[0]) if scene.animated else 0.0
+    info = {
+        "title": html.escape(os.path.basename(scene.source)),
+        "fps": scene.fps,
+        "frames": scene.frames,
+        "start": start,
+        "end": float(scene.times[-1]) if scene.animated else start,
+        "seconds": [round(float(x), 6) for x in scene.seconds()],
+        "codes": [round(float(x), 6) for x in scene.times] if scene.animated else [0.0],
+    }
+    title = f"<title>{html.escape(os.path.basename(scene.source))} - usdsim view</title>"
+    script = _OVERLAY % json.dumps(info)
+    end = text.rindex("</body>")
+    text = text[:end] + script + text[end:]
+    if "<title>" in text:
+        s, e = text.index("<title>"), text.index("</title>") + len("</title>")
+        text = text[:s] + title + text[e:]
+    return text

@@ -1,0 +1,649 @@
+"""A composed USD recording as something to draw: triangle meshes, their colours, and a pose per frame.
+
+:func:`read_scene` opens any stage (a ``usdsim`` recording, plain time samples or value clips, or a
+stage with no animation at all) and returns a :class:`Scene`: one :class:`Part` per drawn gprim (per
+PointInstancer instance for prototypes), in SI units and Z up whatever the stage's ``upAxis`` and
+``metersPerUnit``, and the rigid pose of every part at every frame. It reads USD only, so it shows every
+engine's output alike.
+
+What is drawn is what the user authored to be seen: gprims whose purpose is ``default`` or ``render``,
+visible, in their ``primvars:displayColor`` / ``displayOpacity``. Guide and proxy gprims, and invisible
+gprims with a ``PhysicsCollisionAPI`` (collision-only shapes), are kept as *colliders*, drawn only on
+request. Instanceable prims are read through their instance proxies, PointInstancers instance by
+instance, and the copies ``usdsim --write-worlds all`` writes (``/World_world<k>``) carry their world index.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, Vt
+
+from ..core.quat import matrix_to_quat
+from ..errors import UsdInputError
+from .poses import code as _code
+from .poses import mover_of, world_matrices
+
+_DEFAULT_COLOR = (0.6, 0.6, 0.6)  # a gprim with no displayColor (Hydra's fallback grey, lighter)
+_WORLD_COPY = re.compile(r"_world(\d+)$")  # newton_usd.sync.world_copies names world k's copy <root>_world<k>
+_USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
+_SPHERE_SUBDIVISIONS = 3
+
+
+@dataclass
+class Part:
+    """One drawn piece of geometry: a gprim (or one colour of a multi-coloured mesh, or one instance of a
+    PointInstancer's prototype gprim).
+
+    Attributes:
+        path: The prim path (``/Instancer[i]/...`` for an instance).
+        vertices: (V, 3) float32 in the part's frame, meters (the gprim's scale baked in).
+        faces: (F, 3) int32 triangles.
+        color: RGB in [0, 1].
+        opacity: ``displayOpacity`` in [0, 1].
+        collider: True for guide/proxy gprims and invisible collision shapes (drawn on request).
+        world: The world index (0 unless the prim is in a ``--write-worlds all`` copy).
+    """
+
+    path: str
+    vertices: np.ndarray
+    faces: np.ndarray
+    color: tuple
+    opacity: float = 1.0
+    collider: bool = False
+    world: int = 0
+
+    def geometry_key(self) -> tuple:
+        """Parts with equal keys share one geometry (drawn as one batch)."""
+        return (self.vertices.shape, self.faces.shape, hash(self.vertices.tobytes()), hash(self.faces.tobytes()))
+
+
+@dataclass
+class Scene:
+    """What :func:`read_scene` found.
+
+    Attributes:
+        source: The stage's file.
+        parts: The drawn parts.
+        times: (T,) the time codes of the frames (one frame, the default time, for a stage without motion).
+        fps: Time codes per second (the stage's timeCodesPerSecond); frame f is at ``times[f] / fps`` s.
+        positions: (T, P, 3) float32 world position of each part's frame per frame, meters, Z up.
+        wxyz: (T, P, 4) float32 world orientation, (w, x, y, z).
+        animated: Whether any part moves (False: the authored pose).
+        up_axis: The stage's up axis (the scene is converted to Z up).
+        meters_per_unit: The stage's metersPerUnit (converted to meters).
+    """
+
+    source: str
+    parts: list
+    times: np.ndarray
+    fps: float
+    positions: np.ndarray
+    wxyz: np.ndarray
+    animated: bool
+    up_axis: str = "Z"
+    meters_per_unit: float = 1.0
+    reader: object = None
+    """A :class:`Reader` of more frames from the stage (set by :func:`read_scene`)."""
+
+    @property
+    def frames(self) -> int:
+        return len(self.times)
+
+    def seconds(self) -> np.ndarray:
+        """(T,) each frame's time in seconds from the first frame."""
+        return (self.times - self.times[0]) / self.fps if self.animated else np.zeros(self.frames)
+
+    def frame_rate(self) -> float:
+        """Recorded frames per second (the stage's rate over the step between recorded frames)."""
+        if self.frames < 2:
+            return self.fps
+        return self.fps / float(np.median(np.diff(self.times)))
+
+    @property
+    def worlds(self) -> list:
+        return sorted({p.world for p in self.parts})
+
+    def visible(self, colliders: bool = False) -> list:
+        """Indices of the parts drawn by default (and the colliders too if ``colliders``)."""
+        return [i for i, p in enumerate(self.parts) if colliders or not p.collider]
+
+    def moving(self) -> np.ndarray:
+        """(P,) whether each part moves during the recording."""
+        if self.frames < 2:
+            return np.zeros(len(self.parts), bool)
+        return np.any(np.abs(self.positions - self.positions[:1]).max(axis=2) > 1e-6, axis=0) | np.any(
+            np.abs(self.wxyz - self.wxyz[:1]).max(axis=2) > 1e-6, axis=0
+        )
+
+    def bounds(self, indices=None) -> tuple:
+        """(lower, upper) corners (meters) of the chosen parts (default: the moving ones, or all drawn ones
+        when none moves) over all frames."""
+        if indices is None:
+            drawn = self.visible()
+            moving = self.moving()
+            indices = [i for i in drawn if moving[i]] or drawn
+        lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+        moving = self.moving()
+        for i in indices:
+            v = self.parts[i].vertices
+            if not len(v):
+                continue
+            if moving[i]:  # a sphere around the part's frame, wherever it goes
+                radius = float(np.linalg.norm(v, axis=1).max())
+                lo = np.minimum(lo, self.positions[:, i].min(0) - radius)
+                hi = np.maximum(hi, self.positions[:, i].max(0) + radius)
+            else:
+                world = _rotate(self.wxyz[0, i], v.astype(np.float64)) + self.positions[0, i]
+                lo, hi = np.minimum(lo, world.min(0)), np.maximum(hi, world.max(0))
+        if not np.all(np.isfinite(lo)):
+            return np.zeros(3), np.zeros(3)
+        return lo, hi
+
+
+def _rotate(wxyz, v):
+    w, x, y, z = (float(c) for c in wxyz)
+    q = np.array([x, y, z])
+    t = 2.0 * np.cross(q, v)
+    return v + w * t + np.cross(q, t)
+
+
+def open_stage(path) -> Usd.Stage:
+    """Open ``path`` as a USD stage, or raise :class:`UsdInputError` naming the file (missing, not USD,
+    unreadable)."""
+    path = str(path)
+    if not os.path.exists(path):
+        raise UsdInputError("no such file", file=path)
+    if os.path.isdir(path):
+        raise UsdInputError("is a directory, not a USD stage", file=path)
+    if not path.lower().endswith(_USD_SUFFIXES):
+        raise UsdInputError(f"not a USD file (expected one of {', '.join(_USD_SUFFIXES)})", file=path)
+    try:
+        stage = Usd.Stage.Open(path)
+    except Tf.ErrorException as e:
+        reason = str(e).strip().splitlines()[-1].strip() if str(e).strip() else "unreadable"
+        raise UsdInputError(f"cannot be opened as a USD stage: {reason}", file=path) from None
+    if stage is None:
+        raise UsdInputError("cannot be opened as a USD stage", file=path)
+    return stage
+
+
+def read_scene(path_or_stage, frames: int | None = None) -> Scene:
+    """Read a stage's drawable gprims and their pose at each time code of its recording.
+
+    Args:
+        path_or_stage: A file path, or an open ``Usd.Stage``.
+        frames: Read at most this many frames (from the start).
+
+    Raises:
+        UsdInputError: The file is missing, not USD, or has a malformed gprim.
+    """
+    stage = path_or_stage if isinstance(path_or_stage, Usd.Stage) else open_stage(path_or_stage)
+    source = stage.GetRootLayer().identifier if isinstance(path_or_stage, Usd.Stage) else str(path_or_stage)
+    up = str(UsdGeom.GetStageUpAxis(stage))
+    mpu = float(UsdGeom.GetStageMetersPerUnit(stage)) or 1.0
+    to_si = _stage_to_si(up, mpu)
+    fps = stage.GetTimeCodesPerSecond() or 24.0
+
+    # Each part: its prim, its constant transform relative to an "anchor" prim, how to place the anchor.
+    parts, anchors = [], []  # anchors[i]: (prim, offset 4x4, instancer-instance index or -1)
+    it = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)))
+    cache = UsdGeom.XformCache(Usd.TimeCode.EarliestTime())
+    for prim in it:
+        if prim.IsA(UsdGeom.PointInstancer):
+            it.PruneChildren()
+            _read_instancer(stage, prim, cache, parts, anchors)
+            continue
+        if not prim.IsA(UsdGeom.Gprim):
+            continue
+        kind = _category(prim)
+        if kind is None:
+            continue
+        for part in _parts_of(prim, kind == "collider", _world_of(prim.GetPath())):
+            parts.append(part)
+            anchors.append((prim, None, -1))
+
+    times, animated = _frame_times(stage, anchors, frames)
+    positions = np.zeros((len(times), len(parts), 3), np.float32)
+    wxyz = np.zeros((len(times), len(parts), 4), np.float32)
+    if parts:
+        _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz)
+    scene = Scene(source, parts, times, fps, positions, wxyz, animated, up, mpu)
+    scene.reader = Reader(stage, anchors, to_si)
+    return scene
+
+
+class Reader:
+    """Reads more frames of a scene's stage (the live view of a run reads each batch as it is written)."""
+
+    def __init__(self, stage, anchors, to_si):
+        self.stage, self.anchors, self.to_si = stage, anchors, to_si
+
+    def poses(self, parts, times) -> tuple:
+        """(positions, wxyz) of ``parts`` at ``times``, their scale already baked."""
+        positions = np.zeros((len(times), len(parts), 3), np.float32)
+        wxyz = np.zeros((len(times), len(parts), 4), np.float32)
+        if parts:
+            _bake_and_pose(self.stage, parts, self.anchors, np.asarray(times, float), self.to_si, positions, wxyz,
+                           bake=False)  # fmt: skip
+        return positions, wxyz
+
+    def last_written(self, now: float) -> float | None:
+        """The latest time code <= ``now`` at which a moving prim has a time sample (None: none yet)."""
+        for prim, offset, _ in self.anchors:
+            mover = mover_of(prim) if offset is None else None
+            if mover is None:
+                continue
+            for op in UsdGeom.Xformable(mover).GetOrderedXformOps():
+                attr = op.GetAttr()
+                if attr.ValueMightBeTimeVarying():
+                    bracket = attr.GetBracketingTimeSamples(now)  # (lower, upper), or empty without samples
+                    return float(bracket[0]) if bracket else None
+        return None
+
+
+def _stage_to_si(up: str, mpu: float) -> np.ndarray:
+    """The row-vector 4x4 taking stage coordinates to meters, Z up (+90 degrees about X for a Y-up stage)."""
+    m = np.eye(4) * mpu
+    m[3, 3] = 1.0
+    if up == "Y":  # (x, y, z) -> (x, -z, y)
+        r = np.array([[1.0, 0, 0, 0], [0, 0, 1, 0], [0, -1, 0, 0], [0, 0, 0, 1]])
+        m = m @ r
+    return m
+
+
+def _category(prim) -> str | None:
+    """``"visual"``, ``"collider"`` or None (not drawn at all) for a gprim."""
+    img = UsdGeom.Imageable(prim)
+    purpose = img.ComputePurpose()
+    invisible = img.ComputeVisibility(Usd.TimeCode.EarliestTime()) == UsdGeom.Tokens.invisible
+    if purpose in (UsdGeom.Tokens.guide, UsdGeom.Tokens.proxy):
+        return "collider"
+    if invisible:
+        return "collider" if prim.HasAPI(UsdPhysics.CollisionAPI) else None
+    return "visual"
+
+
+def _world_of(path: Sdf.Path) -> int:
+    for prefix in path.GetPrefixes():
+        m = _WORLD_COPY.search(prefix.name)
+        if m:
+            return int(m.group(1))
+    return 0
+
+
+def _read_instancer(stage, prim, cache, parts, anchors) -> None:
+    """One part per instance per gprim of its prototype."""
+    inst = UsdGeom.PointInstancer(prim)
+    protos = inst.GetPrototypesRel().GetTargets()
+    indices = inst.GetProtoIndicesAttr().Get(Usd.TimeCode.EarliestTime())
+    if indices is None or not protos:
+        return
+    world = _world_of(prim.GetPath())
+    for i, proto_index in enumerate(indices):
+        if not 0 <= proto_index < len(protos):
+            raise UsdInputError(
+                f"protoIndices[{i}] is {proto_index}, but there are {len(protos)} prototypes", prim=str(prim.GetPath())
+            )
+        root = stage.GetPrimAtPath(protos[proto_index])
+        root_world_inv = cache.GetLocalToWorldTransform(root).GetInverse() if root else None
+        prototype = Usd.TraverseInstanceProxies(Usd.PrimIsActive & Usd.PrimIsLoaded)  # overs and classes too
+        for sub in Usd.PrimRange(root, prototype) if root else ():
+            if not sub.IsA(UsdGeom.Gprim):
+                continue
+            kind = _category(sub)
+            if kind is None:
+                continue
+            # The gprim relative to its prototype's root (without the root's own transform, as Hydra does).
+            offset = cache.GetLocalToWorldTransform(sub) * root_world_inv * cache.GetLocalTransformation(root)[0]
+            for part in _parts_of(sub, kind == "collider", world):
+                part.path = f"{prim.GetPath()}[{i}]{sub.GetPath().pathString[len(root.GetPath().pathString) :]}"
+                parts.append(part)
+                anchors.append((prim, np.array(offset), i))
+
+
+def _frame_times(stage, anchors, frames) -> tuple:
+    """The time codes to read, and whether anything moves."""
+    moving = False
+    seen = set()
+    sampled = None  # the time-varying ops of the first moving prim found
+    for prim, _, _ in anchors:
+        p = prim
+        while p and p.GetPath() != Sdf.Path.absoluteRootPath and p.GetPath() not in seen:
+            seen.add(p.GetPath())
+            xf = UsdGeom.Xformable(p)
+            if xf and xf.TransformMightBeTimeVarying():
+                moving = True
+                sampled = [op.GetAttr() for op in xf.GetOrderedXformOps() if op.GetAttr().ValueMightBeTimeVarying()]
+                break
+            if p.IsA(UsdGeom.PointInstancer) and _instancer_varies(p):
+                moving = True
+                break
+            p = p.GetParent()
+        if moving:
+            break
+    start, end = stage.GetStartTimeCode(), stage.GetEndTimeCode()
+    if moving and sampled and not stage.HasAuthoredTimeCodeRange():  # no range: the samples' own span
+        written = sampled[0].GetTimeSamples()
+        if len(written) >= 2:
+            start, end = float(written[0]), float(written[-1])
+            return _frame_times_in(sampled, np.arange(start, end + 0.5), frames), True
+    if not moving or not stage.HasAuthoredTimeCodeRange() or end < start:
+        return np.array([Usd.TimeCode.EarliestTime().GetValue() if moving else np.nan]), False
+    return _frame_times_in(sampled, np.arange(start, end + 0.5), frames), True
+
+
+def _frame_times_in(sampled, times, frames) -> np.ndarray:
+    if sampled:  # a recording of every n-th frame (usdsim --record-every n): its frames, not the ones between
+        written = np.array(sampled[0].GetTimeSamplesInInterval(Gf.Interval(times[0], times[-1])), float)
+        if 2 <= len(written) < len(times):
+            times = written
+    return times if frames is None else times[: max(1, frames)]
+
+
+def _instancer_varies(prim) -> bool:
+    inst = UsdGeom.PointInstancer(prim)
+    attrs = (inst.GetPositionsAttr(), inst.GetOrientationsAttr(), inst.GetOrientationsfAttr(), inst.GetScalesAttr())
+    return any(a and a.ValueMightBeTimeVarying() for a in attrs)
+
+
+def _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz, bake: bool = True) -> None:
+    """Fill positions/wxyz, and bake each part's scale (its frame-0 world matrix less the rigid part) into
+    its vertices."""
+    worlds = np.empty((len(times), len(parts), 4, 4))
+    cache = UsdGeom.XformCache(_code(times[0]))
+    movers, rows = {}, []  # mover path -> column; per gprim part: (row, column, relative matrix)
+    for j, (prim, offset, _) in enumerate(anchors):
+        if offset is not None:
+            continue
+        world0 = np.array(cache.GetLocalToWorldTransform(prim))
+        mover = mover_of(prim)
+        if mover is None:
+            worlds[:, j] = world0
+            continue
+        column = movers.setdefault(mover.GetPath(), (len(movers), mover))[0]
+        rel = world0 @ np.linalg.inv(np.array(cache.GetLocalToWorldTransform(mover)))
+        rows.append((j, column, rel))
+    if movers:
+        table = world_matrices([m for _, m in movers.values()], times)
+        for j, column, rel in rows:
+            worlds[:, j] = rel @ table[:, column]
+    instancers = {}  # instancer path -> per-frame (N, 4, 4) instance-to-world matrices
+    for f, t in enumerate(times):
+        for prim, offset, _ in anchors:
+            if offset is None or prim.GetPath() in instancers and instancers[prim.GetPath()][f] is not None:
+                continue
+            cache.SetTime(_code(t))
+            inst = UsdGeom.PointInstancer(prim)
+            code = _code(t)
+            xforms = inst.ComputeInstanceTransformsAtTime(code, code, UsdGeom.PointInstancer.ExcludeProtoXform)
+            world = np.array(cache.GetLocalToWorldTransform(prim))
+            per_frame = instancers.setdefault(prim.GetPath(), [None] * len(times))
+            per_frame[f] = np.array(Vt.Matrix4dArray(list(xforms))).reshape(-1, 4, 4) @ world
+    for j, (prim, offset, i) in enumerate(anchors):
+        if offset is not None:
+            worlds[:, j] = offset @ np.stack([m[i] for m in instancers[prim.GetPath()]])
+    worlds = worlds @ to_si
+    # Rigid part of each world matrix: the rows of the 3x3 normalized (scale removed), then made
+    # orthonormal; the remainder (scale, shear) of frame 0 is baked into the vertices.
+    lin = worlds[..., :3, :3]
+    rot = lin / np.linalg.norm(lin, axis=-1, keepdims=True)  # exact for a scale then a rotation (S R)
+    bad = np.abs(rot @ np.swapaxes(rot, -1, -2) - np.eye(3)).max(axis=(-1, -2)) > 1e-6
+    bad |= np.linalg.det(rot) < 0
+    if np.any(bad):  # shear, or a mirroring scale: the nearest proper rotation
+        u, _, vt = np.linalg.svd(lin[bad])
+        u[np.linalg.det(u @ vt) < 0, :, 2] *= -1
+        rot[bad] = u @ vt
+    positions[:] = worlds[..., 3, :3]
+    q = matrix_to_quat(np.swapaxes(rot, -1, -2))  # (x, y, z, w) of column-vector rotations
+    wxyz[..., 0] = q[..., 3]
+    wxyz[..., 1:] = q[..., :3]
+    if not bake:
+        return
+    baked = lin[0] @ np.swapaxes(rot[0], -1, -2)  # lin = baked @ rot (row vectors: v_world = v @ baked @ rot)
+    for j, part in enumerate(parts):
+        part.vertices = (part.vertices.astype(np.float64) @ baked[j]).astype(np.float32)
+
+
+# ---------------------------------------------------------------- geometry of one gprim
+
+
+def _parts_of(prim, collider: bool, world: int) -> list:
+    """The part(s) of a gprim: one, or one per colour of a mesh coloured per face or by subsets."""
+    gprim = UsdGeom.Gprim(prim)
+    path = str(prim.GetPath())
+    vertices, faces, face_colors = _geometry(prim, path)
+    opacity = _primvar(gprim.GetDisplayOpacityPrimvar())
+    opacity = float(np.clip(opacity[0], 0.0, 1.0)) if opacity is not None and len(opacity) else 1.0
+    colors = _primvar(gprim.GetDisplayColorPrimvar())
+    interp = gprim.GetDisplayColorPrimvar().GetInterpolation() if colors is not None else None
+    per_face = None
+    if colors is not None and len(colors) and face_colors is not None:
+        per_face = face_colors(np.asarray(colors, np.float64), interp)
+    if per_face is None:
+        color = tuple(float(c) for c in colors[0]) if colors is not None and len(colors) else _DEFAULT_COLOR
+        per_face_subsets = _subset_colors(prim, len(faces), face_colors)
+        if per_face_subsets is None:
+            return [Part(path, vertices, faces, color, opacity, collider, world)] if len(faces) else []
+        per_face = np.where(np.isnan(per_face_subsets), np.array(color), per_face_subsets)
+    out = []
+    keys = np.round(per_face * 255).astype(np.int64)
+    groups = np.unique(keys, axis=0)
+    for g in groups:
+        sel = np.all(keys == g, axis=1)
+        used = np.unique(faces[sel])
+        remap = np.full(len(vertices), -1, np.int64)
+        remap[used] = np.arange(len(used))
+        out.append(
+            Part(path, vertices[used], remap[faces[sel]].astype(np.int32), tuple(g / 255.0), opacity, collider, world)
+        )
+    return out
+
+
+def _primvar(pv):
+    if not pv or not pv.HasValue():
+        return None
+    value = pv.ComputeFlattened(Usd.TimeCode.EarliestTime())
+    return None if value is None else np.asarray(value)
+
+
+def _subset_colors(prim, n_faces: int, face_colors):
+    """Per-triangle colours from GeomSubsets (familyName any) that author their own displayColor, NaN
+    where none does; None when no subset does."""
+    if face_colors is None:
+        return None
+    subsets = UsdGeom.Subset.GetAllGeomSubsets(UsdGeom.Imageable(prim))
+    per_poly = None
+    for subset in subsets:
+        attr = subset.GetPrim().GetAttribute("primvars:displayColor")
+        value = attr.Get() if attr else None
+        if not value:
+            continue
+        if per_poly is None:
+            per_poly = np.full((face_colors.polygons, 3), np.nan)
+        idx = np.asarray(subset.GetIndicesAttr().Get() or [], np.int64)
+        idx = idx[(idx >= 0) & (idx < face_colors.polygons)]
+        per_poly[idx] = np.asarray(value[0], np.float64)
+    if per_poly is None:
+        return None
+    return per_poly[face_colors.triangle_polygon]
+
+
+class _MeshColors:
+    """Maps a mesh's displayColor (any interpolation) to its triangles."""
+
+    def __init__(self, counts, indices, tri_polygon, tri_corners, n_points):
+        self.counts = counts
+        self.indices = indices
+        self.polygons = len(counts)
+        self.triangle_polygon = tri_polygon
+        self.tri_corners = tri_corners  # (F, 3) face-vertex (corner) index of each triangle vertex
+        self.n_points = n_points
+
+    def __call__(self, colors, interp):
+        if len(colors) == 1 or interp == UsdGeom.Tokens.constant:
+            return None
+        if interp == UsdGeom.Tokens.uniform and len(colors) >= self.polygons:
+            return colors[self.triangle_polygon]
+        if interp in (UsdGeom.Tokens.vertex, UsdGeom.Tokens.varying) and len(colors) >= self.n_points:
+            return colors[self.indices[self.tri_corners]].mean(axis=1)
+        if interp == UsdGeom.Tokens.faceVarying and len(colors) >= len(self.indices):
+            return colors[self.tri_corners].mean(axis=1)
+        return None
+
+
+def _geometry(prim, path):
+    """(vertices, faces, per-face colour mapper or None) of a gprim in its own frame (stage units)."""
+    t = prim.GetTypeName()
+    if t == "Mesh":
+        return _mesh(prim, path)
+    params = tuple((name, _value(prim, name)) for name in _IMPLICIT.get(t, ()))
+    key = (t, params)
+    if key not in _implicit_cache:
+        if len(_implicit_cache) > 256:
+            _implicit_cache.clear()
+        _implicit_cache[key] = _implicit(t, dict(params), path)
+    vertices, faces = _implicit_cache[key]
+    return vertices.copy(), faces, None
+
+
+_IMPLICIT = {
+    "Cube": ("size",),
+    "Sphere": ("radius",),
+    "Capsule": ("radius", "height", "axis"),
+    "Cylinder": ("radius", "height", "axis"),
+    "Cone": ("radius", "height", "axis"),
+    "Plane": ("width", "length", "axis"),
+}
+_implicit_cache = {}  # (type, parameters) -> (vertices, faces): a pile of equal boxes is made once
+
+
+def _value(prim, name):
+    a = prim.GetAttribute(name)
+    v = a.Get(Usd.TimeCode.EarliestTime()) if a else None
+    return v if v is None or isinstance(v, str) else float(v)
+
+
+def _implicit(t, values, path):
+    """(vertices, faces) of an implicit gprim of type ``t`` with attribute ``values`` (None: fallback)."""
+    import trimesh.creation as tc  # noqa: PLC0415  (a dependency of viser)
+
+    def attr(name, default):
+        v = values.get(name)
+        return default if v is None else v
+
+    def axis_to(mesh, axis):  # trimesh makes its primitives along Z
+        if axis == "X":
+            mesh.apply_transform(trimesh_rotation(0, 1, 0))
+        elif axis == "Y":
+            mesh.apply_transform(trimesh_rotation(1, 0, 0, sign=-1))
+        return mesh
+
+    def check(value, name):
+        if not np.isfinite(value) or value < 0:
+            raise UsdInputError(f"must be a finite length >= 0, got {value}", prim=path, attribute=name)
+        return float(value)
+
+    if t == "Cube":
+        s = check(attr("size", 2.0), "size")
+        m = tc.box(extents=(s, s, s))
+        m.unmerge_vertices()  # flat faces: no normal shared across an edge
+    elif t == "Sphere":
+        m = tc.icosphere(_SPHERE_SUBDIVISIONS, radius=check(attr("radius", 1.0), "radius"))
+    elif t == "Capsule":
+        r, h = check(attr("radius", 0.5), "radius"), check(attr("height", 1.0), "height")
+        m = axis_to(tc.capsule(height=h, radius=r, count=[24, 12]), attr("axis", "Z"))
+    elif t == "Cylinder":
+        r, h = check(attr("radius", 1.0), "radius"), check(attr("height", 2.0), "height")
+        m = axis_to(tc.cylinder(radius=r, height=h, sections=32), attr("axis", "Z"))
+    elif t == "Cone":
+        r, h = check(attr("radius", 1.0), "radius"), check(attr("height", 2.0), "height")
+        m = tc.cone(radius=r, height=h, sections=32)
+        m.apply_translation((0, 0, -h / 2))  # USD's cone is centred on its axis; trimesh's base is at 0
+        m = axis_to(m, attr("axis", "Z"))
+    elif t == "Plane":
+        w, length = check(attr("width", 2.0), "width"), check(attr("length", 2.0), "length")
+        axis = attr("axis", "Z")
+        # A thin slab (two-sided to the eye, and never degenerate for a renderer that needs volume).
+        thin = 1e-3 * max(w, length, 1e-6)
+        dims = {"Z": (w, length, thin), "Y": (w, thin, length), "X": (thin, w, length)}[axis]
+        m = tc.box(extents=dims)
+        offset = {"Z": (0, 0, -thin / 2), "Y": (0, -thin / 2, 0), "X": (-thin / 2, 0, 0)}[axis]
+        m.apply_translation(offset)  # its top face on the plane
+        m.unmerge_vertices()
+    else:
+        return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int32)  # e.g. BasisCurves, Points
+    return np.asarray(m.vertices, np.float32), np.asarray(m.faces, np.int32)
+
+
+def trimesh_rotation(x, y, z, sign=1):
+    """A 4x4 (column-vector) rotation by 90 degrees times ``sign`` about the axis (x, y, z), taking Z to
+    the axis named: about Y, Z -> X; about X with sign -1, Z -> Y."""
+    import trimesh.transformations as tt  # noqa: PLC0415
+
+    return tt.rotation_matrix(sign * np.pi / 2, (x, y, z))
+
+
+def _mesh(prim, path):
+    mesh = UsdGeom.Mesh(prim)
+    t = Usd.TimeCode.EarliestTime()
+    points = mesh.GetPointsAttr().Get(t)
+    counts = mesh.GetFaceVertexCountsAttr().Get(t)
+    indices = mesh.GetFaceVertexIndicesAttr().Get(t)
+    if points is None or counts is None or indices is None or len(points) == 0:
+        return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int32), None
+    points = np.asarray(points, np.float32)
+    counts = np.asarray(counts, np.int64)
+    indices = np.asarray(indices, np.int64)
+    if counts.sum() != len(indices):
+        raise UsdInputError(
+            f"faceVertexCounts sum to {counts.sum()} but there are {len(indices)} faceVertexIndices",
+            prim=path,
+            attribute="faceVertexIndices",
+        )
+    if len(indices) and (indices.min() < 0 or indices.max() >= len(points)):
+        raise UsdInputError(
+            f"faceVertexIndices must be in [0, {len(points)}), got {indices.min()}..{indices.max()}",
+            prim=path,
+            attribute="faceVertexIndices",
+        )
+    # Fan-triangulate every polygon of 3 or more corners.
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    tri_poly, tri_corners = [], []
+    for k in range(3, int(counts.max(initial=0)) + 1):
+        polys = np.flatnonzero(counts == k)
+        if not len(polys):
+            continue
+        s = starts[polys]
+        for j in range(1, k - 1):
+            tri_corners.append(np.stack([s, s + j, s + j + 1], axis=1))
+            tri_poly.append(polys)
+    if not tri_corners:
+        return points, np.zeros((0, 3), np.int32), None
+    tri_corners = np.concatenate(tri_corners)
+    tri_poly = np.concatenate(tri_poly)
+    order = np.argsort(tri_poly, kind="stable")
+    tri_corners, tri_poly = tri_corners[order], tri_poly[order]
+    faces = indices[tri_corners]
+    if mesh.GetOrientationAttr().Get() == UsdGeom.Tokens.leftHanded:
+        faces = faces[:, ::-1]
+        tri_corners = tri_corners[:, ::-1]
+    colors = _MeshColors(counts, indices, tri_poly, tri_corners, len(points))
+    if not _smooth(mesh):  # faceted: each triangle its own corners, so that the viewer's normals are per face
+        return points[faces.reshape(-1)], np.arange(faces.size, dtype=np.int32).reshape(-1, 3), colors
+    return points, faces.astype(np.int32), colors
+
+
+def _smooth(mesh) -> bool:
+    """Whether a mesh is shaded smooth: its normals authored per vertex, or it is a subdivision surface
+    without normals (Catmull-Clark, USD's default scheme: smooth by definition)."""
+    for pv in (UsdGeom.PrimvarsAPI(mesh).GetPrimvar("normals"),):
+        if pv and pv.HasAuthoredValue():
+            return pv.GetInterpolation() in (UsdGeom.Tokens.vertex, UsdGeom.Tokens.varying)
+    normals = mesh.GetNormalsAttr()
+    if normals.HasAuthoredValue():
+        return mesh.GetNormalsInterpolation() in (UsdGeom.Tokens.vertex, UsdGeom.Tokens.varying)
+    return mesh.GetSubdivisionSchemeAttr().Get() != UsdGeom.Tokens.none

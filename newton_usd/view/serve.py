@@ -1,0 +1,160 @@
+"""``usdsim view --serve``: the scene served live by viser on 127.0.0.1, with a frame slider, play/pause,
+show/hide colliders, and a world picker when the recording holds several worlds (``--write-worlds all``).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import sys
+import threading
+import time
+
+import numpy as np
+
+from ..errors import UsdInputError
+from .page import SceneNodes, set_camera, start_server, stop_server
+from .scene import Scene, read_scene
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+
+
+def check_port(port: int) -> None:
+    """Raise :class:`UsdInputError` unless ``port`` can be listened on at 127.0.0.1 (viser would silently
+    move to the next free port; the user asked for this one)."""
+    if not 1 <= port <= 65535:
+        raise UsdInputError(f"--port must be 1 to 65535, got {port}")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError as e:
+            why = "is in use" if e.errno == errno.EADDRINUSE else f"cannot be used ({e.strerror})"
+            raise UsdInputError(f"port {port} {why} on {HOST}: choose another with --port") from None
+
+
+class LiveScene:
+    """A scene on a running viser server, with its controls.
+
+    Args:
+        server: A ``viser.ViserServer``.
+        scene: The scene.
+    """
+
+    def __init__(self, server, scene: Scene, live: bool = False):
+        self.server = server
+        self.scene = scene
+        set_camera(server, scene)
+        self.nodes = SceneNodes(server, scene, colliders=True, show_colliders=False, all_move=live)
+        gui = server.gui
+        self.status = gui.add_markdown("") if live else None
+        self.frame = gui.add_slider("frame", min=0, max=max(scene.frames - 1, 1), step=1, initial_value=0)
+        self.time = gui.add_text("time (s)", initial_value=self._time_text(0), disabled=True)
+        self.playing = gui.add_checkbox("play", initial_value=scene.frames > 1 and not live)
+        self.colliders = gui.add_checkbox("show colliders", initial_value=False)
+        worlds = scene.worlds
+        self.world = (
+            gui.add_dropdown("world", options=["all"] + [str(w) for w in worlds], initial_value="all")
+            if len(worlds) > 1
+            else None
+        )
+        self.frame.on_update(lambda _: self._goto(int(self.frame.value)))
+        self.colliders.on_update(lambda _: self._show())
+        if self.world is not None:
+            self.world.on_update(lambda _: self._show())
+
+    def _time_text(self, frame: int) -> str:
+        t = float(self.scene.times[frame])
+        t = 0.0 if np.isnan(t) else t
+        return f"{t / self.scene.fps:.3f} (frame {t:g})"
+
+    def _goto(self, frame: int) -> None:
+        frame = min(frame, self.scene.frames - 1)
+        self.nodes.pose(frame)
+        self.time.value = self._time_text(frame)
+
+    def _show(self) -> None:
+        world = None if self.world is None or self.world.value == "all" else int(self.world.value)
+        self.nodes.show(self.colliders.value, world)
+
+    def play(self, stop: threading.Event) -> None:
+        """Advance the frame at the recording's rate while ``play`` is ticked, until ``stop``."""
+        while not stop.wait(1.0 / self.scene.fps):
+            if self.playing.value and self.scene.frames > 1:
+                self.frame.value = (int(self.frame.value) + 1) % self.scene.frames
+
+
+def serve(scene: Scene, port: int) -> int:
+    """Serve ``scene`` on 127.0.0.1:``port`` until Ctrl-C. Returns 0."""
+    check_port(port)
+    server = start_server(HOST, port)
+    live = LiveScene(server, scene)
+    print(f"usdsim view: serving {scene.source} at http://{HOST}:{server.get_port()} (Ctrl-C stops)", flush=True)
+    stop = threading.Event()
+    try:
+        live.play(stop)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        stop_server(server)
+    print("usdsim view: stopped", file=sys.stderr)
+    return 0
+
+
+class LiveRun:
+    """``usdsim STAGE --view``: the run served while it simulates, each batch of frames shown once it is
+    written onto the stage (``usdsim`` writes 32 frames at a time), with the run's progress.
+
+    Args:
+        stage: The simulation's stage (its output layer receives the frames).
+        port: The port (None: 8080, or any free one when 8080 is taken).
+    """
+
+    POLL_SECONDS = 0.5
+
+    def __init__(self, stage, port: int | None = None):
+        self.scene = read_scene(stage, frames=1)
+        self.scene.animated = True
+        self.scene.times = self.scene.times[:1]
+        if port is None:
+            try:
+                check_port(DEFAULT_PORT)
+                port = DEFAULT_PORT
+            except UsdInputError:
+                port = 0
+        self.server = start_server(HOST, port)
+        self.view = LiveScene(self.server, self.scene, live=True)
+        self._polled = 0.0
+        self._shown = None  # the last time code shown
+        self._start = stage.GetStartTimeCode() if stage.HasAuthoredTimeCodeRange() else 0.0
+        url = f"http://{HOST}:{self.server.get_port()}"
+        print(f"usdsim: watching the run at {url} (the page is written at the end)", file=sys.stderr, flush=True)
+
+    def update(self, now: float, frame: int, frames: int, force: bool = False) -> None:
+        """Show the frames written up to time code ``now`` (at most every :attr:`POLL_SECONDS`)."""
+        if not force and time.monotonic() - self._polled < self.POLL_SECONDS:
+            return
+        self._polled = time.monotonic()
+        if self.view.status is not None:
+            self.view.status.content = f"simulating: frame {frame} of {frames}" if frame < frames else "done"
+        last = self.scene.reader.last_written(now)
+        if last is None or (self._shown is not None and last <= self._shown):
+            return
+        first = self._start if self._shown is None else self._shown + 1
+        times = np.arange(first, last + 0.5)
+        positions, wxyz = self.scene.reader.poses(self.scene.parts, times)
+        s = self.scene
+        if self._shown is None:  # the first frames replace the authored pose
+            s.times, s.positions, s.wxyz = times, positions, wxyz
+        else:
+            s.times = np.concatenate([s.times, times])
+            s.positions = np.concatenate([s.positions, positions])
+            s.wxyz = np.concatenate([s.wxyz, wxyz])
+        self._shown = float(last)
+        self.view.frame.max = max(s.frames - 1, 1)
+        if not self.view.playing.value:  # following the run: show its newest frame
+            self.view.frame.value = s.frames - 1
+
+    def close(self) -> None:
+        stop_server(self.server)

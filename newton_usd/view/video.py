@@ -1,0 +1,195 @@
+"""A :class:`~newton_usd.view.scene.Scene` rendered to an MP4 on the CPU: MuJoCo's offscreen renderer
+(EGL on Mesa's llvmpipe, or else OSMesa) and PyAV's H.264 encoder.
+
+The render-only MuJoCo model has one mocap body per part, holding one mesh geom (the part's triangles,
+in its displayColor and displayOpacity, colliding with nothing); each frame sets the mocap poses,
+runs ``mj_kinematics`` and renders. It renders a recording whichever engine made it. The GL context is
+made here (not through ``mujoco.Renderer``, whose platform is fixed by ``MUJOCO_GL`` when mujoco is
+first imported): ``MUJOCO_GL=egl`` or ``osmesa`` chooses, else EGL when it works, else OSMesa.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+import numpy as np
+
+from ..errors import NewtonUsdError, UsdInputError
+from .browser import EGL_PACKAGES, OSMESA_PACKAGE
+from .page import COLLIDER_OPACITY, atomic_output, camera
+from .scene import Scene
+
+NO_GL = (
+    f"no offscreen OpenGL for MuJoCo's renderer: install Debian's {' '.join(EGL_PACKAGES)} (EGL) or "
+    f"{OSMESA_PACKAGE} (OSMesa), e.g. apt-get install -y --no-install-recommends {' '.join(EGL_PACKAGES)}"
+)
+
+
+class NoGLError(NewtonUsdError):
+    """No offscreen GL is available (the message names the Debian packages that provide one)."""
+
+
+def parse_size(text: str) -> tuple:
+    """``"640x480"`` -> (640, 480); even numbers (H.264's 4:2:0), 16 to 8192."""
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", str(text))
+    if not m:
+        raise UsdInputError(f"--size must be WIDTHxHEIGHT, e.g. 640x480, got {text!r}")
+    w, h = int(m.group(1)), int(m.group(2))
+    if not (16 <= w <= 8192 and 16 <= h <= 8192) or w % 2 or h % 2:
+        raise UsdInputError(f"--size must be even numbers from 16 to 8192, got {w}x{h}")
+    return w, h
+
+
+def _platforms() -> list:
+    chosen = os.environ.get("MUJOCO_GL", "").lower().strip()
+    if chosen in ("egl", "osmesa"):
+        return [chosen]
+    return ["egl", "osmesa"]
+
+
+def _context(width: int, height: int):
+    """A current offscreen GL context of ``width`` x ``height`` (raises :class:`NoGLError`)."""
+    errors = []
+    for platform in _platforms():
+        try:
+            if platform == "egl":
+                from mujoco.egl import GLContext  # noqa: PLC0415
+            else:
+                from mujoco.osmesa import GLContext  # noqa: PLC0415
+            ctx = GLContext(width, height)
+            ctx.make_current()
+            return ctx
+        except Exception as e:  # noqa: BLE001  (ImportError, a GL error, an EGL/OSMesa library missing)
+            errors.append(f"{platform}: {e}")
+    raise NoGLError(NO_GL)
+
+
+def check_gl() -> None:
+    """Raise :class:`NoGLError` unless an offscreen GL context can be made here."""
+    ctx = _context(16, 16)
+    with contextlib.suppress(Exception):
+        ctx.free()
+
+
+def render_model(scene: Scene, size: tuple, colliders: bool = False):
+    """The render-only MjModel of ``scene``'s drawn parts and its part indices (one mocap body each)."""
+    import mujoco  # noqa: PLC0415
+
+    spec = mujoco.MjSpec()
+    spec.compiler.degree = False
+    vis = spec.visual
+    vis.global_.offwidth, vis.global_.offheight = size
+    vis.global_.fovy = float(np.degrees(camera(scene)["fov"]))
+    vis.quality.shadowsize = 0
+    vis.quality.offsamples = 0
+    vis.headlight.ambient = [0.45, 0.45, 0.45]
+    vis.headlight.diffuse = [0.55, 0.55, 0.55]
+    vis.headlight.specular = [0.05, 0.05, 0.05]
+    vis.map.znear = 0.001
+    vis.map.zfar = 1000.0
+    lo, hi = scene.bounds(scene.visible(colliders))
+    spec.stat.extent = max(float(np.linalg.norm(hi - lo)), 0.5)
+    spec.stat.center = (lo + hi) / 2
+    indices = scene.visible(colliders)
+    meshes = {}
+    for n, i in enumerate(indices):
+        part = scene.parts[i]
+        key = part.geometry_key()
+        if key not in meshes:
+            meshes[key] = f"m{len(meshes)}"
+            mesh = spec.add_mesh(name=meshes[key])
+            mesh.uservert = part.vertices.reshape(-1).astype(np.float64)
+            mesh.userface = part.faces.reshape(-1)
+            mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL  # a flat mesh has no volume
+        body = spec.worldbody.add_body(name=f"p{n}", mocap=True)
+        alpha = part.opacity * (COLLIDER_OPACITY if part.collider else 1.0)
+        body.add_geom(
+            type=mujoco.mjtGeom.mjGEOM_MESH,
+            meshname=meshes[key],
+            rgba=[*part.color, alpha],
+            contype=0,
+            conaffinity=0,
+            mass=0.0,
+        )
+    try:
+        model = spec.compile()
+    except ValueError as e:
+        raise UsdInputError(f"MuJoCo's renderer cannot draw this scene's meshes: {e}", file=scene.source) from None
+    return model, np.array(indices, np.int64)
+
+
+def video_frames(scene: Scene, fps: float | None) -> np.ndarray:
+    """The scene frame shown at each video frame: one per recorded frame (``fps`` None), or the recording
+    resampled to ``fps`` (the last recorded frame at or before each video frame's time)."""
+    if fps is None or not scene.animated:
+        return np.arange(scene.frames)
+    seconds = scene.seconds()
+    n = int(np.floor(seconds[-1] * fps + 1e-9)) + 1
+    return np.searchsorted(seconds, np.arange(n) / fps + 1e-9, side="right") - 1
+
+
+def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: bool = False):
+    """Yield the RGB frames (H, W, 3) uint8 of the recording."""
+    import mujoco  # noqa: PLC0415
+
+    width, height = size
+    ctx = _context(width, height)
+    try:
+        model, indices = render_model(scene, size, colliders)
+        data = mujoco.MjData(model)
+        con = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_100)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, con)
+        mjv_scene = mujoco.MjvScene(model, maxgeom=max(1000, 2 * len(indices)))
+        opt = mujoco.MjvOption()
+        cam = mujoco.MjvCamera()
+        c = camera(scene)
+        offset = c["position"] - c["look_at"]
+        cam.type = mujoco.mjtCamera.mjCAMERA_FREE
+        cam.lookat[:] = c["look_at"]
+        cam.distance = float(np.linalg.norm(offset))
+        cam.azimuth = float(np.degrees(np.arctan2(-offset[1], -offset[0])))
+        cam.elevation = float(np.degrees(np.arcsin(-offset[2] / np.linalg.norm(offset))))
+        viewport = mujoco.MjrRect(0, 0, width, height)
+        rgb = np.empty((height, width, 3), np.uint8)
+        for f in video_frames(scene, fps):
+            data.mocap_pos[:] = scene.positions[f, indices]
+            data.mocap_quat[:] = scene.wxyz[f, indices]
+            mujoco.mj_kinematics(model, data)
+            mujoco.mjv_updateScene(model, data, opt, None, cam, mujoco.mjtCatBit.mjCAT_ALL, mjv_scene)
+            mujoco.mjr_render(viewport, mjv_scene, con)
+            mujoco.mjr_readPixels(rgb, None, viewport, con)
+            yield rgb[::-1]
+        con.free()
+    finally:
+        with contextlib.suppress(Exception):
+            ctx.free()
+
+
+def write_video(scene: Scene, path, size=(640, 480), fps: float | None = None, colliders: bool = False) -> int:
+    """Render ``scene`` to the MP4 ``path`` (H.264; written to a temporary file and moved there, so that a
+    failure leaves nothing). Returns the number of frames."""
+    import av  # noqa: PLC0415
+
+    rate = fps or scene.frame_rate()
+    n = 0
+    with atomic_output(path, ".mp4") as tmp, av.open(tmp, mode="w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=_rate(rate))
+        stream.width, stream.height = size
+        stream.pix_fmt = "yuv420p"
+        stream.options = {"preset": "veryfast", "crf": "20"}
+        for rgb in render(scene, size, fps, colliders):
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+            for packet in stream.encode(frame):
+                container.mux(packet)
+            n += 1
+        for packet in stream.encode():
+            container.mux(packet)
+    return n
+
+
+def _rate(fps: float):
+    from fractions import Fraction  # noqa: PLC0415
+
+    return Fraction(fps).limit_denominator(1001)

@@ -1,0 +1,430 @@
+"""usdsim view / video without a browser: what is read from a stage, the page and the MP4 written, bad input.
+
+The recordings here are authored directly (time-sampled translate ops, as a recording is): the viewer
+reads USD only, whichever engine wrote it. The browser tests are in test_view_browser.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from pxr import Gf, Sdf, UsdGeom
+
+from newton_usd.cli import view as cli
+from newton_usd.view.browser import gl_available
+from newton_usd.view.scene import read_scene
+
+from stages import add_box, falling_cube, new_stage
+
+RED = (0.9, 0.1, 0.1)
+GREEN = (0.1, 0.75, 0.15)
+BLUE = (0.1, 0.25, 0.9)
+
+
+def colored_box(stage, path, color, pos, size=0.3, scale=None):
+    cube = add_box(stage, path, size, pos)
+    cube.CreateDisplayColorAttr([Gf.Vec3f(*color)])
+    if scale is not None:
+        cube.AddScaleOp().Set(Gf.Vec3f(*scale))
+    return cube
+
+
+def falling_box(path, frames=60, up="Z", meters_per_unit=1.0, top=2.0, bottom=0.15):
+    """A red box falling from ``top`` to ``bottom`` (meters) over ``frames`` frames, beside a static blue
+    box on a grey ground: a recording as usdsim writes one (translate time samples)."""
+    stage = new_stage(str(path), up=up, meters_per_unit=meters_per_unit)
+    k = 1.0 / meters_per_unit
+
+    def at(x, height):
+        return (x * k, height * k, 0.0) if up == "Y" else (x * k, 0.0, height * k)
+
+    ground = UsdGeom.Cube.Define(stage, "/Ground")
+    ground.CreateSizeAttr(1.0)
+    ground.AddTranslateOp().Set(Gf.Vec3d(*at(0, -0.05)))
+    ground.AddScaleOp().Set(Gf.Vec3f(*((3 * k, 0.1 * k, 3 * k) if up == "Y" else (3 * k, 3 * k, 0.1 * k))))
+    ground.CreateDisplayColorAttr([Gf.Vec3f(0.55, 0.55, 0.55)])
+    box = colored_box(stage, "/Falling", RED, at(-0.4, top), size=0.3 * k)
+    colored_box(stage, "/Resting", BLUE, at(0.4, 0.15), size=0.3 * k)
+    op = box.GetOrderedXformOps()[0]
+    for f in range(frames):
+        op.Set(Gf.Vec3d(*at(-0.4, top + (bottom - top) * (f / (frames - 1)) ** 2)), f)
+    stage.SetStartTimeCode(0)
+    stage.SetEndTimeCode(frames - 1)
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+def three_boxes(path, up="Z"):
+    """Red, green and blue boxes in a row along X, standing on nothing, no time samples."""
+    stage = new_stage(str(path), up=up)
+    for name, color, x in (("Red", RED, -0.6), ("Green", GREEN, 0.0), ("Blue", BLUE, 0.6)):
+        colored_box(stage, f"/{name}", color, (x, 0.2, 0) if up == "Y" else (x, 0, 0.2), size=0.35)
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+def tall_box(path, up):
+    """A box 1 m tall along the stage's up axis (0.25 m wide), red, on a grey ground."""
+    stage = new_stage(str(path), up=up)
+    scale = (0.25, 1.0, 0.25) if up == "Y" else (0.25, 0.25, 1.0)
+    colored_box(stage, "/Tall", RED, (0, 0.5, 0) if up == "Y" else (0, 0, 0.5), size=1.0, scale=scale)
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+# ---------------------------------------------------------------- reading the stage
+
+
+def test_scene_reads_colors_poses_and_units(tmp_path):
+    scene = read_scene(falling_box(tmp_path / "fall.usda", frames=30, up="Y", meters_per_unit=0.01))
+    assert scene.animated and scene.frames == 30 and scene.fps == 60
+    by_path = {p.path: i for i, p in enumerate(scene.parts)}
+    fall, rest = by_path["/Falling"], by_path["/Resting"]
+    np.testing.assert_allclose(scene.parts[fall].color, RED, atol=1e-6)
+    np.testing.assert_allclose(scene.parts[rest].color, BLUE, atol=1e-6)
+    # Y up and centimeters read as Z up and meters: the box falls along Z from 2 m to 0.15 m.
+    np.testing.assert_allclose(scene.positions[0, fall], (-0.4, 0, 2.0), atol=1e-5)
+    np.testing.assert_allclose(scene.positions[-1, fall], (-0.4, 0, 0.15), atol=1e-5)
+    np.testing.assert_allclose(np.ptp(scene.parts[fall].vertices, axis=0), (0.3, 0.3, 0.3), atol=1e-5)
+    # The ground's scale (3 x 0.1 x 3 in Y up) is baked into its vertices: 3 m wide, 0.1 m thick along Z.
+    lo, hi = scene.bounds([by_path["/Ground"]])
+    np.testing.assert_allclose(hi - lo, (3, 3, 0.1), atol=1e-5)
+    assert list(scene.moving()) == [i == fall for i in range(len(scene.parts))]
+
+
+def test_purpose_visibility_and_colliders(tmp_path):
+    stage = new_stage(str(tmp_path / "p.usda"))
+    colored_box(stage, "/Shown", RED, (0, 0, 1))
+    guide = colored_box(stage, "/Guide", GREEN, (1, 0, 1))
+    UsdGeom.Imageable(guide).CreatePurposeAttr(UsdGeom.Tokens.guide)
+    hidden = colored_box(stage, "/HiddenCollider", BLUE, (2, 0, 1))  # add_box applies CollisionAPI
+    UsdGeom.Imageable(hidden).MakeInvisible()
+    plain = UsdGeom.Sphere.Define(stage, "/HiddenVisual")
+    UsdGeom.Imageable(plain).MakeInvisible()
+    stage.GetRootLayer().Save()
+    scene = read_scene(str(tmp_path / "p.usda"))
+    kinds = {p.path: p.collider for p in scene.parts}
+    assert kinds == {"/Shown": False, "/Guide": True, "/HiddenCollider": True}
+    assert not scene.animated and scene.frames == 1
+
+
+def test_instancing_and_point_instancer(tmp_path):
+    stage = new_stage(str(tmp_path / "i.usda"))
+    stage.CreateClassPrim("/Proto")  # a class: not drawn itself, only where referenced
+    cube = UsdGeom.Cube.Define(stage, "/Proto/Cube")
+    cube.CreateSizeAttr(0.1)
+    cube.CreateDisplayColorAttr([Gf.Vec3f(*GREEN)])
+    for k in range(2):
+        ref = UsdGeom.Xform.Define(stage, f"/Ref{k}")
+        ref.AddTranslateOp().Set(Gf.Vec3d(k, 5, 0))
+        ref.GetPrim().GetReferences().AddInternalReference("/Proto")
+        ref.GetPrim().SetInstanceable(True)
+    inst = UsdGeom.PointInstancer.Define(stage, "/Instancer")
+    ball = UsdGeom.Sphere.Define(stage, "/Instancer/Protos/Ball")
+    ball.CreateRadiusAttr(0.05)
+    inst.CreatePrototypesRel().SetTargets([ball.GetPath()])
+    inst.CreateProtoIndicesAttr([0, 0, 0])
+    positions = inst.CreatePositionsAttr()
+    for f in range(3):
+        positions.Set([Gf.Vec3f(i, 0, 1 - 0.1 * f) for i in range(3)], f)
+    stage.SetStartTimeCode(0)
+    stage.SetEndTimeCode(2)
+    stage.GetRootLayer().Save()
+    scene = read_scene(str(tmp_path / "i.usda"))
+    paths = sorted(p.path for p in scene.parts)
+    assert paths == ["/Instancer[0]", "/Instancer[1]", "/Instancer[2]", "/Ref0/Cube", "/Ref1/Cube"]
+    i = [p.path for p in scene.parts].index("/Instancer[2]")
+    np.testing.assert_allclose(scene.positions[:, i], [(2, 0, 1), (2, 0, 0.9), (2, 0, 0.8)], atol=1e-6)
+    j = [p.path for p in scene.parts].index("/Ref1/Cube")
+    np.testing.assert_allclose(scene.positions[0, j], (1, 5, 0), atol=1e-6)
+
+
+def test_mesh_colored_per_face_is_split_by_color(tmp_path):
+    stage = new_stage(str(tmp_path / "m.usda"))
+    mesh = UsdGeom.Mesh.Define(stage, "/Quad")
+    mesh.CreatePointsAttr([(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (2, 0, 0), (2, 1, 0)])
+    mesh.CreateFaceVertexCountsAttr([4, 4])
+    mesh.CreateFaceVertexIndicesAttr([0, 1, 2, 3, 1, 4, 5, 2])
+    pv = mesh.CreateDisplayColorPrimvar(UsdGeom.Tokens.uniform)
+    pv.Set([Gf.Vec3f(*RED), Gf.Vec3f(*BLUE)])
+    stage.GetRootLayer().Save()
+    scene = read_scene(str(tmp_path / "m.usda"))
+    assert len(scene.parts) == 2 and all(len(p.faces) == 2 for p in scene.parts)
+    colors = sorted(scene.parts, key=lambda p: p.color[0])
+    np.testing.assert_allclose([colors[0].color, colors[1].color], [BLUE, RED], atol=1 / 255)
+    assert colors[1].vertices[:, 0].max() == 1.0 and colors[0].vertices[:, 0].min() == 1.0  # red left, blue right
+
+
+# ---------------------------------------------------------------- usdsim view (the page)
+
+
+def test_view_writes_a_self_contained_page(tmp_path, capsys):
+    stage = falling_box(tmp_path / "fall.usda", frames=20)
+    assert cli.main(["view", stage]) == 0
+    page = tmp_path / "fall.html"
+    text = page.read_text()
+    assert "__VISER_EMBED_DATA__" in text and "usdsim-frame" in text
+    assert "http://" not in text.split("__VISER_EMBED_DATA__")[0][-2000:]  # nothing fetched from a server
+    out = capsys.readouterr().out
+    assert "wrote" in out and "20 frames at 60 fps" in out
+
+
+def test_view_of_a_stage_without_time_samples_says_so(tmp_path, capsys):
+    assert cli.main(["view", three_boxes(tmp_path / "still.usda"), "-o", str(tmp_path / "p.html")]) == 0
+    assert "no time samples: the authored pose" in capsys.readouterr().out
+    assert (tmp_path / "p.html").exists()
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: str(d / "missing.usda"), "missing.usda: no such file"),
+        (lambda d: (d / "notes.txt").write_text("hello") and str(d / "notes.txt"), "not a USD file"),
+        (lambda d: (d / "bad.usda").write_text("#usda 1.0\n def Xform {") and str(d / "bad.usda"), "cannot be opened"),
+    ],
+)
+@pytest.mark.parametrize("command", ["view", "video"])
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, make, message, command):
+    stage = make(tmp_path)
+    before = set(os.listdir(tmp_path))
+    assert cli.main([command, stage]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert set(os.listdir(tmp_path)) == before
+
+
+@pytest.mark.parametrize("command", ["view", "video"])
+def test_unwritable_output_is_exit_2(tmp_path, capsys, command):
+    stage = falling_box(tmp_path / "fall.usda", frames=5)
+    target = str(tmp_path / "no_such_dir" / "out.html")
+    assert cli.main([command, stage, "-o", target]) == 2
+    err = capsys.readouterr().err
+    assert "not a writable directory" in err and len(err.strip().splitlines()) == 1
+    assert not os.path.exists(os.path.dirname(target))
+
+
+def test_nothing_visible_says_so(tmp_path, capsys):
+    stage = new_stage(str(tmp_path / "empty.usda"))
+    hidden = colored_box(stage, "/Hidden", RED, (0, 0, 1))
+    UsdGeom.Imageable(hidden).CreatePurposeAttr(UsdGeom.Tokens.guide)
+    stage.GetRootLayer().Save()
+    assert cli.main(["view", str(tmp_path / "empty.usda")]) == 2
+    err = capsys.readouterr().err
+    assert "nothing visible" in err and "--colliders" in err
+    assert not (tmp_path / "empty.html").exists()
+    assert cli.main(["view", str(tmp_path / "empty.usda"), "--colliders"]) == 0
+
+
+def test_view_port_in_use_is_exit_2(tmp_path, capsys):
+    import socket  # noqa: PLC0415
+
+    stage = falling_box(tmp_path / "fall.usda", frames=5)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert cli.main(["view", stage, "--serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"port {port} is in use" in err and len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- usdsim video
+
+needs_gl = pytest.mark.skipif(
+    gl_available() is None, reason="no offscreen GL (python -m newton_usd.view.browser setup installs it)"
+)
+
+
+def _decode(path):
+    import av  # noqa: PLC0415
+
+    with av.open(str(path)) as c:
+        return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+
+
+def _hue(rgb):
+    import colorsys  # noqa: PLC0415
+
+    return colorsys.rgb_to_hsv(*(np.asarray(rgb, float) / 255.0))
+
+
+def _red_rows(image):
+    r, g, b = (image[..., k].astype(int) for k in range(3))
+    mask = (r > 120) & (r > 2 * g) & (r > 2 * b)
+    return np.nonzero(mask)
+
+
+@needs_gl
+def test_video_frames_colors_and_motion(tmp_path, capsys):
+    stage = falling_box(tmp_path / "fall.usda", frames=30)
+    out = tmp_path / "fall.mp4"
+    assert cli.main(["video", stage, "-o", str(out), "--size", "320x240"]) == 0
+    frames = _decode(out)
+    assert len(frames) == 30 and frames[0].shape == (240, 320, 3)
+    first, last = _red_rows(frames[0]), _red_rows(frames[-1])
+    assert len(first[0]) > 50 and len(last[0]) > 50, "the red box is seen in the first and the last frame"
+    # The colour under the box is red (its displayColor), and it is lower in the image at the end.
+    y, x = int(np.median(first[0])), int(np.median(first[1]))
+    h, s, _ = _hue(frames[0][y, x])
+    assert (h < 0.05 or h > 0.95) and s > 0.5
+    assert np.median(last[0]) > np.median(first[0]) + 30
+    # The resting blue box stays put, and is blue.
+    b = frames[-1].astype(int)
+    blue = np.nonzero((b[..., 2] > 120) & (b[..., 2] > 1.5 * b[..., 0]))
+    assert len(blue[0]) > 50
+
+
+@needs_gl
+def test_video_fps_resamples(tmp_path):
+    stage = falling_box(tmp_path / "fall.usda", frames=61)  # one second at 60 fps
+    out = tmp_path / "slow.mp4"
+    assert cli.main(["video", stage, "-o", str(out), "--size", "160x120", "--fps", "15"]) == 0
+    assert len(_decode(out)) == 16
+
+
+def test_video_without_gl_names_the_package(tmp_path, capsys, monkeypatch):
+    from newton_usd.view import video  # noqa: PLC0415
+
+    def no_gl(width, height):
+        raise video.NoGLError(video.NO_GL)
+
+    monkeypatch.setattr(video, "_context", no_gl)
+    stage = falling_box(tmp_path / "fall.usda", frames=5)
+    assert cli.main(["video", stage]) == 2
+    err = capsys.readouterr().err
+    assert "libegl-mesa0" in err and "libosmesa6" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "fall.mp4").exists()
+
+
+def test_value_clips_recording_is_read(tmp_path):
+    """A recording written as value clips (as usdsim writes long runs) reads as its time samples."""
+    clip = Sdf.Layer.CreateNew(str(tmp_path / "clip.usda"))
+    stage_clip = new_stage(None)
+    del stage_clip
+    from pxr import Usd  # noqa: PLC0415
+
+    c = Usd.Stage.Open(clip)
+    cube = UsdGeom.Xform.Define(c, "/Box")
+    op = cube.AddTranslateOp()
+    for f in range(10):
+        op.Set(Gf.Vec3d(0, 0, 1 - 0.1 * f), f)
+    clip.Save()
+    main = new_stage(str(tmp_path / "main.usda"))
+    box = UsdGeom.Cube.Define(main, "/Box")
+    box.CreateSizeAttr(0.2)
+    box.AddTranslateOp()
+    model = Usd.ClipsAPI(box.GetPrim())
+    model.SetClipAssetPaths([Sdf.AssetPath("./clip.usda")])
+    model.SetClipPrimPath("/Box")
+    model.SetClipActive([(0, 0)])
+    model.SetClipTimes([(0, 0), (9, 9)])
+    main.SetStartTimeCode(0)
+    main.SetEndTimeCode(9)
+    main.GetRootLayer().Save()
+    scene = read_scene(str(tmp_path / "main.usda"))
+    assert scene.animated and scene.frames == 10
+    np.testing.assert_allclose(scene.positions[:, 0, 2], 1 - 0.1 * np.arange(10), atol=1e-6)
+
+
+# ---------------------------------------------------------------- live: usdsim view --serve, usdsim STAGE --view
+
+
+def test_live_run_shows_frames_as_they_are_written(tmp_path):
+    import urllib.request  # noqa: PLC0415
+
+    from pxr import Usd  # noqa: PLC0415
+
+    from newton_usd.view.serve import LiveRun  # noqa: PLC0415
+
+    stage = Usd.Stage.Open(falling_box(tmp_path / "fall.usda", frames=2))
+    op = UsdGeom.Xformable(stage.GetPrimAtPath("/Falling")).GetOrderedXformOps()[0]
+    op.GetAttr().Clear()  # the run has not written anything yet
+    live = LiveRun(stage, port=0)
+    try:
+        port = live.server.get_port()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as r:
+            assert r.status == 200 and b"<html" in r.read().lower()
+        live.update(0, 0, 40, force=True)
+        assert live.scene.frames == 1
+        for f in range(20):  # the run writes 20 frames
+            op.Set(Gf.Vec3d(-0.4, 0, 2.0 - 0.05 * f), f)
+        live.update(19, 20, 40, force=True)
+        assert live.scene.frames == 20 and live.view.frame.max == 19 and live.view.frame.value == 19
+        i = [p.path for p in live.scene.parts].index("/Falling")
+        np.testing.assert_allclose(live.scene.positions[-1, i], (-0.4, 0, 2.0 - 0.05 * 19), atol=1e-6)
+        for f in range(20, 30):
+            op.Set(Gf.Vec3d(-0.4, 0, 2.0 - 0.05 * f), f)
+        live.update(29, 30, 40, force=True)
+        assert live.scene.frames == 30 and "frame 30 of 40" in live.view.status.content
+    finally:
+        live.close()
+
+
+def test_usdsim_run_view_writes_the_page(tmp_path, capsys):
+    from newton_usd.cli import main  # noqa: PLC0415
+
+    stage = str(tmp_path / "cube.usda")
+    falling_cube(stage).Save()
+    assert main([stage, "-n", "10", "--view", "-q"]) == 0
+    err = capsys.readouterr()
+    assert (tmp_path / "cube.sim.html").exists(), err
+    assert "watching the run at http://127.0.0.1:" in err.err
+
+
+def test_recording_of_every_nth_frame_plays_its_frames(tmp_path):
+    """usdsim --record-every 3 writes frames 0, 3, ..., and the last: those are the frames shown, each
+    at its own time."""
+    path = falling_box(tmp_path / "fall.usda", frames=30)
+    from pxr import Usd  # noqa: PLC0415
+
+    stage = Usd.Stage.Open(path)
+    attr = UsdGeom.Xformable(stage.GetPrimAtPath("/Falling")).GetOrderedXformOps()[0].GetAttr()
+    for f in range(30):
+        if f % 3 and f != 29:
+            attr.ClearAtTime(f)
+    stage.Save()
+    scene = read_scene(path)
+    written = [*range(0, 30, 3), 29]
+    assert list(scene.times) == written
+    np.testing.assert_allclose(scene.seconds()[-1], 29 / 60)
+    assert scene.frame_rate() == 20.0
+    from newton_usd.view.video import video_frames  # noqa: PLC0415
+
+    assert list(video_frames(scene, None)) == list(range(len(written)))
+    shown = video_frames(scene, 60.0)  # back to 60 fps: each recorded frame held until the next
+    assert len(shown) == 30 and list(shown[:7]) == [0, 0, 0, 1, 1, 1, 2] and shown[-1] == len(written) - 1
+
+
+def test_mesh_shading_follows_its_normals(tmp_path):
+    """A polygonal mesh (subdivisionScheme none, no normals) is faceted: no corner shared between faces,
+    so the viewer's normals are per face; with vertex normals it is smooth (corners shared)."""
+    stage = new_stage(str(tmp_path / "n.usda"))
+    for name, scheme, normals in (("Faceted", "none", None), ("Smooth", "none", "vertex"), ("Subdiv", None, None)):
+        mesh = UsdGeom.Mesh.Define(stage, f"/{name}")
+        mesh.CreatePointsAttr([(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0.5, 0.5, 1)])
+        mesh.CreateFaceVertexCountsAttr([3, 3, 3, 3])
+        mesh.CreateFaceVertexIndicesAttr([0, 1, 4, 1, 2, 4, 2, 3, 4, 3, 0, 4])
+        if scheme:
+            mesh.CreateSubdivisionSchemeAttr(scheme)
+        if normals:
+            mesh.CreateNormalsAttr([(0, 0, 1)] * 5)
+            mesh.SetNormalsInterpolation(normals)
+    stage.GetRootLayer().Save()
+    scene = read_scene(str(tmp_path / "n.usda"))
+    corners = {p.path: len(p.vertices) for p in scene.parts}
+    assert corners == {"/Faceted": 12, "/Smooth": 5, "/Subdiv": 5}
+
+
+def test_time_samples_without_a_time_range_are_played(tmp_path):
+    path = falling_box(tmp_path / "fall.usda", frames=12)
+    from pxr import Usd  # noqa: PLC0415
+
+    stage = Usd.Stage.Open(path)
+    stage.GetRootLayer().ClearStartTimeCode()
+    stage.GetRootLayer().ClearEndTimeCode()
+    stage.Save()
+    scene = read_scene(path)
+    assert not Usd.Stage.Open(path).HasAuthoredTimeCodeRange()
+    assert scene.animated and list(scene.times) == list(range(12))

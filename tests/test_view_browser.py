@@ -1,0 +1,156 @@
+"""The page of ``usdsim view`` in a real browser: Debian's chromium-headless-shell driven by playwright
+(WebGL on SwiftShader, the CPU). Skipped, saying why, where the browser is not installed
+(``python -m newton_usd.view.browser setup`` installs it as root).
+
+One browser serves every test (SwiftShader is slow: a modest viewport, one page load per stage).
+"""
+
+from __future__ import annotations
+
+import colorsys
+import io
+
+import numpy as np
+import pytest
+from test_view import BLUE, GREEN, RED, falling_box, tall_box, three_boxes
+
+from newton_usd.cli import view as cli
+from newton_usd.view.browser import browser_missing, launch
+from newton_usd.view.page import camera
+from newton_usd.view.scene import read_scene
+
+pytestmark = pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing()))
+
+VIEWPORT = {"width": 640, "height": 420}
+LOAD_TIMEOUT_MS = 180_000
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    with sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+class Loaded:
+    """A page loaded in the browser, its console errors, and screenshots of its canvas."""
+
+    def __init__(self, browser, path):
+        self.page = browser.new_page(viewport=VIEWPORT)
+        self.errors = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(f"file://{path}")
+        self.page.wait_for_selector("canvas", timeout=LOAD_TIMEOUT_MS)
+        self.page.wait_for_selector("#usdsim-frame", timeout=LOAD_TIMEOUT_MS)
+        self.canvas = self.page.locator("canvas").first
+
+    def shot(self) -> np.ndarray:
+        from PIL import Image  # noqa: PLC0415  (a dependency of viser)
+
+        self.page.wait_for_timeout(1500)  # a few SwiftShader frames
+        return np.asarray(Image.open(io.BytesIO(self.canvas.screenshot(timeout=LOAD_TIMEOUT_MS))).convert("RGB"))
+
+    def frame(self) -> int:
+        return int(self.page.locator("#usdsim-frame").get_attribute("data-frame"))
+
+    def pause_and_seek(self, fraction: float) -> None:
+        """Pause the player (its first button) and click its time slider at ``fraction`` of its length."""
+        slider = self.page.locator("[role=slider]").first.locator("xpath=..")
+        if not hasattr(self, "_paused"):
+            bar = slider.locator("xpath=ancestor::div[.//button][1]")
+            bar.locator("button").first.click()
+            self._paused = True
+        box = slider.bounding_box()
+        self.page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
+        self.page.wait_for_timeout(500)
+
+    def close(self):
+        self.page.close()
+
+
+def project(scene, point, width, height) -> tuple:
+    """Pixel (x, y) of a world point (meters, Z up) seen by the page's initial camera (three.js's
+    perspective: vertical field of view, square pixels)."""
+    c = camera(scene)
+    eye, target = np.asarray(c["position"], float), np.asarray(c["look_at"], float)
+    forward = (target - eye) / np.linalg.norm(target - eye)
+    right = np.cross(forward, (0, 0, 1.0))
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    d = np.asarray(point, float) - eye
+    x, y, z = d @ right, d @ up, d @ forward
+    f = 1.0 / np.tan(c["fov"] / 2)
+    ndc_x, ndc_y = f * x / z / (width / height), f * y / z
+    return (ndc_x + 1) / 2 * width, (1 - ndc_y) / 2 * height
+
+
+def hue_of(pixels) -> tuple:
+    r, g, b = np.median(pixels.reshape(-1, 3), axis=0) / 255.0
+    return colorsys.rgb_to_hsv(r, g, b)
+
+
+def same_hue(pixels, rgb) -> bool:
+    h, s, _ = hue_of(pixels)
+    want = colorsys.rgb_to_hsv(*rgb)[0]
+    return s > 0.35 and min(abs(h - want), 1 - abs(h - want)) < 0.07
+
+
+def red_centroid(image) -> tuple:
+    r, g, b = (image[..., k].astype(int) for k in range(3))
+    ys, xs = np.nonzero((r > 100) & (r > 2 * g) & (r > 2 * b) & (np.abs(g - b) < 40))  # red, not orange
+    assert len(ys) > 30, "the red box is on screen"
+    spread = [float(np.subtract(*np.percentile(v, [98, 2]))) + 1 for v in (xs, ys)]  # not a stray pixel's
+    return float(np.median(xs)), float(np.median(ys)), tuple(spread)
+
+
+def test_colors_where_the_bodies_are_no_console_error(browser, tmp_path):
+    stage = three_boxes(tmp_path / "rgb.usda")
+    assert cli.main(["view", stage, "-o", str(tmp_path / "rgb.html")]) == 0
+    scene = read_scene(stage)
+    page = Loaded(browser, tmp_path / "rgb.html")
+    try:
+        image = page.shot()
+        h, w = image.shape[:2]
+        assert "no time samples" in page.page.locator("#usdsim-frame").text_content()
+        for part, rgb in zip(sorted(scene.parts, key=lambda p: p.path), (BLUE, GREEN, RED), strict=True):
+            i = scene.parts.index(part)
+            x, y = project(scene, scene.positions[0, i], w, h)
+            window = image[int(y) - 4 : int(y) + 5, int(x) - 4 : int(x) + 5]
+            assert same_hue(window, rgb), f"{part.path} at ({x:.0f}, {y:.0f}) is {hue_of(window)}, not {rgb}"
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_falling_box_frames_differ_and_the_slider_moves_it(browser, tmp_path):
+    stage = falling_box(tmp_path / "fall.usda", frames=60)
+    assert cli.main(["view", stage]) == 0
+    page = Loaded(browser, tmp_path / "fall.html")
+    try:
+        page.pause_and_seek(0.02)
+        early, early_frame = page.shot(), page.frame()
+        page.pause_and_seek(0.97)
+        late, late_frame = page.shot(), page.frame()
+        assert early_frame < 10 and late_frame > 50, (early_frame, late_frame)
+        assert np.abs(early.astype(int) - late.astype(int)).sum() > 0
+        (_, y0, _), (_, y1, _) = red_centroid(early), red_centroid(late)
+        assert y1 > y0 + 40, f"the box is lower later: y {y0:.0f} -> {y1:.0f}"
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("up", ["Y", "Z"])
+def test_y_up_and_z_up_stand_upright(browser, tmp_path, up):
+    stage = tall_box(tmp_path / f"tall_{up}.usda", up)
+    assert cli.main(["view", stage]) == 0
+    page = Loaded(browser, tmp_path / f"tall_{up}.html")
+    try:
+        _, _, (width, height) = red_centroid(page.shot())
+        assert height > 2 * width, f"the 1 m tall box stands up: {width:.0f} x {height:.0f} pixels"
+    finally:
+        page.close()
