@@ -1,4 +1,4 @@
-"""``usdsim``: simulate a USD stage headless and write the motion to an output stage.
+"""``usdsim``: simulate a USD stage headless and write the motion to an output stage::
 
     usdsim STAGE [-o OUT | --flatten | --in-place] [-n FRAMES | --duration S] [--fps F] [--dt S | --substeps N]
                  [--device cpu|cuda] [--solver mujoco|xpbd|featherstone|semi_implicit|kamino]

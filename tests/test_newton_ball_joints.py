@@ -75,7 +75,7 @@ def test_a_ball_joint_torque_acts_about_its_child_frame_axis(solver, cone, devic
     joints, so the reference is computed here). Newton's XPBD (which reads a ball joint's torque in the world
     frame, the others in the parent joint frame) turns the body about the same axis, 1.47 times as fast: its own
     dynamics, not the exchange's (a revolute joint's torque, with no frame to convert, does the same there: see
-    docs/README.md)."""
+    docs/solvers.md)."""
     steps, dt = 100, 1.0e-3
     turn = np.array([[math.cos(1.0), -math.sin(1.0), 0.0], [math.sin(1.0), math.cos(1.0), 0.0], [0.0, 0.0, 1.0]])
     r = np.array(COM)
