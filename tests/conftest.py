@@ -125,7 +125,24 @@ def has_cuda() -> bool:
         return False
 
 
+# The test files that take minutes (compiling Newton's or MuJoCo-Warp's kernels on the CPU, starting Ray or Kit,
+# building the docs, many usdsim processes), longest first: they start first, so that under pytest-xdist (a file per
+# worker) no worker is left with a long file when the others are done.
+LONG_FILES = (
+    "test_newton_solvers.py",
+    "test_warp_backend.py",
+    "test_cone_limit.py",
+    "test_cli.py",
+    "test_batch.py",
+    "test_newton_ball_joints.py",
+    "test_docs.py",
+    "test_kit.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
+    first = {name: rank for rank, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: the others keep their order
     if has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
