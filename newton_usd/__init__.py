@@ -16,6 +16,7 @@ register_schemas()
 from .errors import NewtonUsdError, SimulationError, UsdInputError  # noqa: E402
 
 __version__ = "0.1.0"
+"""The package's version (as in pyproject.toml)."""
 
 __all__ = [
     "Contacts",

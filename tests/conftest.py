@@ -84,6 +84,40 @@ class UsdsimProcess:
         return self.proc.returncode, "".join(self._out), "".join(self.lines)
 
 
+def _compile_one_at_a_time():
+    """Under pytest-xdist, a Warp module is compiled by one test process while the others wait for it.
+
+    With an empty kernel cache, two workers that reach the same module (Newton's solvers, MuJoCo-Warp, our own
+    kernels) would each compile it, on a machine whose cores they already share. Warp checks its cache before
+    compiling (``Module._compile`` returns at once when the module's binary is there), so holding a lock file
+    per module directory around that check and the compile makes the second worker load the first one's binary.
+    Warp's own file handling stays as it is (it writes into a private directory and renames it into place).
+    Without xdist, or on a Warp without ``Module._compile``, nothing changes.
+    """
+    import fcntl  # noqa: PLC0415
+
+    from warp._src import context  # noqa: PLC0415
+
+    compile_module = getattr(context.Module, "_compile", None)
+    if compile_module is None or getattr(compile_module, "_one_at_a_time", False):
+        return
+
+    def _compile(self, device=None, output_dir=None, *args, **kwargs):
+        if output_dir is None:
+            return compile_module(self, device, output_dir, *args, **kwargs)
+        os.makedirs(os.path.dirname(os.path.normpath(output_dir)), exist_ok=True)
+        with open(os.path.normpath(output_dir) + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return compile_module(self, device, output_dir, *args, **kwargs)
+
+    _compile._one_at_a_time = True
+    context.Module._compile = _compile
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _compile_one_at_a_time()
+
+
 def has_cuda() -> bool:
     try:
         return wp.get_cuda_device_count() > 0
@@ -91,7 +125,24 @@ def has_cuda() -> bool:
         return False
 
 
+# The test files that take minutes (compiling Newton's or MuJoCo-Warp's kernels on the CPU, starting Ray or Kit,
+# building the docs, many usdsim processes), longest first: they start first, so that under pytest-xdist (a file per
+# worker) no worker is left with a long file when the others are done.
+LONG_FILES = (
+    "test_newton_solvers.py",
+    "test_warp_backend.py",
+    "test_cone_limit.py",
+    "test_cli.py",
+    "test_batch.py",
+    "test_newton_ball_joints.py",
+    "test_docs.py",
+    "test_kit.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
+    first = {name: rank for rank, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: the others keep their order
     if has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")

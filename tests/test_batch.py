@@ -127,6 +127,7 @@ def _hanging_pendulum(tmp_path):
     return path
 
 
+@pytest.mark.soak
 def test_failed_and_hung_runs_get_their_rows_and_the_others_finish(tmp_path):
     garbage = tmp_path / "broken.usda"
     garbage.write_text("#usda 1.0\ndef Xform (\n")
@@ -228,6 +229,7 @@ def ray_cluster():
     ray.shutdown()
 
 
+@pytest.mark.soak
 def test_ray_sweep_gives_the_same_table(ray_cluster, local_sweep, tmp_path):
     _, local = local_sweep
     result = run_sweep(_sweep(), tmp_path / "ray", ray="auto")
@@ -235,6 +237,7 @@ def test_ray_sweep_gives_the_same_table(ray_cluster, local_sweep, tmp_path):
     assert _table(result.rows) == _table(local.rows)
 
 
+@pytest.mark.soak
 def test_killing_a_ray_worker_loses_no_run(ray_cluster, tmp_path):
     step = "/World/PhysicsScene.mjc:option:timestep"
     # One run of 1e-5 s steps (about 20,000 steps, seconds): long enough to find its worker and kill it.
@@ -293,6 +296,7 @@ def test_equal_random_draws_are_runs_of_their_own_and_a_repeated_grid_value_runs
     assert len({j.run_dir for j in jobs}) == 6
 
 
+@pytest.mark.soak
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the run's process in /proc")
 def test_ctrl_c_kills_the_runs_going_on_and_keeps_the_finished_rows(tmp_path):
     import subprocess  # noqa: PLC0415

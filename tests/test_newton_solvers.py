@@ -22,7 +22,8 @@ from newton_usd.core.quat import quat_rotate
 from stages import add_box, add_ground, new_stage, pendulum
 
 SAMPLE_PENDULUM = str(Path(__file__).resolve().parent.parent / "sample_stages" / "pendulum.usda")
-KAMINO = pytest.param("kamino", marks=pytest.mark.slow)  # (its kernels take minutes to compile on the CPU)
+# Kamino on Warp's CPU device: minutes a case (a third of the suite's time), so soak: .ci/run's second step
+KAMINO = pytest.param("kamino", marks=[pytest.mark.slow, pytest.mark.soak])
 NEWTON = ("xpbd", "featherstone", KAMINO)
 """Solvers every behaviour below holds for (at the default step, 1/480 s)."""
 UNJOINTED = (*NEWTON, "semi_implicit")

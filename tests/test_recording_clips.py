@@ -379,6 +379,7 @@ def test_usdsim_streams_long_recordings_to_clips(tmp_path):
     assert r.returncode == 2 and "--clip-frames must be >= 0" in r.stderr
 
 
+@pytest.mark.soak  # a 10-million-frame run streamed to clips until Ctrl-C
 def test_usdsim_blow_up_and_ctrl_c_save_the_clips_so_far(tmp_path):
     import signal
 

@@ -1,4 +1,4 @@
-"""``usdsim``: simulate a USD stage headless and write the motion to an output stage.
+"""``usdsim``: simulate a USD stage headless and write the motion to an output stage::
 
     usdsim STAGE [-o OUT | --flatten | --in-place] [-n FRAMES | --duration S] [--fps F] [--dt S | --substeps N]
                  [--device cpu|cuda] [--solver mujoco|xpbd|featherstone|semi_implicit|kamino]
@@ -58,6 +58,8 @@ A new subcommand is a new module here and one line in this table. The module is 
 
 
 def main(argv=None) -> int:
+    """Run ``usdsim`` with ``argv`` (default: the process's arguments) and return its exit status: 0, 1 (a bug of
+    ours, one line), 2 (bad input), 3 (the simulation blew up) or 130 (interrupted)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)

@@ -141,7 +141,6 @@ def _elevation(m, i):
     return m.hfield_data[m.hfield_adr[i] : m.hfield_adr[i] + n] * m.hfield_size[i][2]
 
 
-# kind -> [(field, value of element i of m, reference kind or None)]
 FIELDS = {
     "body": [
         ("parent", _attr("body_parentid"), "body"),
@@ -240,6 +239,8 @@ FIELDS = {
         ("elevation", _elevation, None),
     ],
 }
+"""The fields compared, by element kind: ``kind -> [(field, value of element i of an MjModel m, the kind of element
+the value refers to or None)]``."""
 
 OPTIONS = (
     "timestep", "gravity", "wind", "magnetic", "density", "viscosity", "impratio", "o_margin", "o_solref",
@@ -247,6 +248,7 @@ OPTIONS = (
     "ls_iterations", "ls_tolerance", "noslip_iterations", "noslip_tolerance", "ccd_iterations", "ccd_tolerance",
     "disableflags", "enableflags",
 )  # fmt: skip
+"""The ``MjModel.opt`` fields compared (``o_*``: the contact override's)."""
 
 
 def _values(v) -> list:

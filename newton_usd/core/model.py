@@ -76,51 +76,52 @@ class Model:
     """Static description of what is simulated. Made by :meth:`ModelBuilder.finalize`.
 
     Attributes (arrays are ``wp.array`` on :attr:`device`; counts are ints):
-        body_count, shape_count, joint_count, joint_coord_count, joint_dof_count, articulation_count.
-        body_q, body_qd: initial body poses and velocities (copied into each new State).
-        body_com, body_mass, body_inv_mass, body_inertia, body_inv_inertia: mass properties; COM in
-            the body frame, inertia about the COM in body-frame axes.
-        num_worlds: how many identical, independent worlds the model holds (see
-            :meth:`ModelBuilder.replicate`); every per-element array holds world 0's elements, then
-            world 1's, and so on (:meth:`world_ranges`, :meth:`world_view`).
-        body_world: world index of each body. body_label: list of prim paths. body_kinematic: bodies
-            whose pose is prescribed by ``State.body_q`` (see :meth:`ModelBuilder.add_body`).
-        shape_body (-1: static, attached to the world), shape_type (:class:`GeoType`),
-        shape_transform (shape frame in its body frame), shape_scale (size parameters),
-        shape_source (list: a :class:`Mesh` or None), shape_material_mu, shape_material_restitution,
-        shape_material_mu_torsional, shape_material_mu_rolling (m), shape_margin, shape_gap (m),
-        shape_collision_enabled, shape_world, shape_label.
-        joint_type (:class:`JointType`), joint_parent (-1: world), joint_child, joint_X_p (joint
-            frame in the parent body frame), joint_X_c (joint frame in the child body frame),
-            joint_q_start, joint_qd_start (length joint_count + 1), joint_q, joint_qd (initial),
-            joint_axis, joint_limit_lower, joint_limit_upper, joint_limited, joint_target_ke,
-            joint_target_kd, joint_target_mode, joint_drive_acceleration (gains are accelerations, scaled
-            by the DOF's effective inertia), joint_effort_limit, joint_armature, joint_friction (per DOF),
-            joint_articulation (-1: none), joint_world, joint_label.
-        equality_count, equality_type (0 connect, 1 weld, 2 joint), equality_body1, equality_body2 (-1:
-            world), equality_anchor, equality_anchor2 (numpy; NaN: derived from the initial pose),
-            equality_relpose (numpy; NaN: the initial one), equality_joint1, equality_joint2 (-1: none),
-            equality_polycoef (numpy, 5 per row), equality_active, equality_label: equality constraints
-            (:meth:`ModelBuilder.add_equality`, :meth:`ModelBuilder.add_equality_joint`).
-        keyframe_label, keyframe_time, keyframe_joint_q, keyframe_joint_qd (numpy float64, one full row
-            per keyframe): named states to reset to (:meth:`ModelBuilder.add_keyframe`).
-        distance_count, distance_body0, distance_body1 (-1: world), distance_anchor0, distance_anchor1 (in
-            each body's frame), distance_min, distance_max (m; -1: no bound), distance_label: distance
-            constraints (:meth:`ModelBuilder.add_distance_constraint`; UsdPhysics distance joints).
-        body_collision_filter_pairs: list of body pairs (b1 < b2) that do not collide.
-        body_shape_collision_filter_pairs: list of (body, static shape) pairs: the body's colliders do not
-            collide with that static collider (it still collides with the rest, the ground with the body).
-        element_names: label -> the source's name of the element, where it is not the label's leaf (a
-            prim's authored displayName, an MJCF element's whole name); see :func:`element_name`.
-        site_count, site_body (-1: world), site_transform (in the body frame), site_type, site_size,
-            site_label: sites, frames that actuators, tendons and sensors attach to.
-        articulation_start (first joint of each articulation, plus the joint count),
-            articulation_label.
-        gravity: ``wp.vec3`` in m/s^2.
-        mujoco: namespace for MuJoCo-only values (filled by importers; read by SolverMuJoCo):
-            ``option`` and ``flag`` dicts (``mjc:option:*``, ``mjc:flag:*`` by MuJoCo name) and per-element
-            float64 arrays with NaN where unset (``dof_damping``, ``geom_solref``, ...).
-        source: where the model came from (e.g. a USD file path), for messages.
+
+    - body_count, shape_count, joint_count, joint_coord_count, joint_dof_count, articulation_count.
+    - body_q, body_qd: initial body poses and velocities (copied into each new State).
+    - body_com, body_mass, body_inv_mass, body_inertia, body_inv_inertia: mass properties; COM in
+      the body frame, inertia about the COM in body-frame axes.
+    - num_worlds: how many identical, independent worlds the model holds (see
+      :meth:`ModelBuilder.replicate`); every per-element array holds world 0's elements, then
+      world 1's, and so on (:meth:`world_ranges`, :meth:`world_view`).
+    - body_world: world index of each body. body_label: list of prim paths. body_kinematic: bodies
+      whose pose is prescribed by ``State.body_q`` (see :meth:`ModelBuilder.add_body`).
+    - shape_body (-1: static, attached to the world), shape_type (:class:`GeoType`),
+      shape_transform (shape frame in its body frame), shape_scale (size parameters),
+      shape_source (list: a :class:`Mesh` or None), shape_material_mu, shape_material_restitution,
+      shape_material_mu_torsional, shape_material_mu_rolling (m), shape_margin, shape_gap (m),
+      shape_collision_enabled, shape_world, shape_label.
+    - joint_type (:class:`JointType`), joint_parent (-1: world), joint_child, joint_X_p (joint
+      frame in the parent body frame), joint_X_c (joint frame in the child body frame),
+      joint_q_start, joint_qd_start (length joint_count + 1), joint_q, joint_qd (initial),
+      joint_axis, joint_limit_lower, joint_limit_upper, joint_limited, joint_target_ke,
+      joint_target_kd, joint_target_mode, joint_drive_acceleration (gains are accelerations, scaled
+      by the DOF's effective inertia), joint_effort_limit, joint_armature, joint_friction (per DOF),
+      joint_articulation (-1: none), joint_world, joint_label.
+    - equality_count, equality_type (0 connect, 1 weld, 2 joint), equality_body1, equality_body2 (-1:
+      world), equality_anchor, equality_anchor2 (numpy; NaN: derived from the initial pose),
+      equality_relpose (numpy; NaN: the initial one), equality_joint1, equality_joint2 (-1: none),
+      equality_polycoef (numpy, 5 per row), equality_active, equality_label: equality constraints
+      (:meth:`ModelBuilder.add_equality`, :meth:`ModelBuilder.add_equality_joint`).
+    - keyframe_label, keyframe_time, keyframe_joint_q, keyframe_joint_qd (numpy float64, one full row
+      per keyframe): named states to reset to (:meth:`ModelBuilder.add_keyframe`).
+    - distance_count, distance_body0, distance_body1 (-1: world), distance_anchor0, distance_anchor1 (in
+      each body's frame), distance_min, distance_max (m; -1: no bound), distance_label: distance
+      constraints (:meth:`ModelBuilder.add_distance_constraint`; UsdPhysics distance joints).
+    - body_collision_filter_pairs: list of body pairs (b1 < b2) that do not collide.
+    - body_shape_collision_filter_pairs: list of (body, static shape) pairs: the body's colliders do not
+      collide with that static collider (it still collides with the rest, the ground with the body).
+    - element_names: label -> the source's name of the element, where it is not the label's leaf (a
+      prim's authored displayName, an MJCF element's whole name); see :func:`element_name`.
+    - site_count, site_body (-1: world), site_transform (in the body frame), site_type, site_size,
+      site_label: sites, frames that actuators, tendons and sensors attach to.
+    - articulation_start (first joint of each articulation, plus the joint count),
+      articulation_label.
+    - gravity: ``wp.vec3`` in m/s^2.
+    - mujoco: namespace for MuJoCo-only values (filled by importers; read by SolverMuJoCo):
+      ``option`` and ``flag`` dicts (``mjc:option:*``, ``mjc:flag:*`` by MuJoCo name) and per-element
+      float64 arrays with NaN where unset (``dof_damping``, ``geom_solref``, ...).
+    - source: where the model came from (e.g. a USD file path), for messages.
     """
 
     def __init__(self, device=None):

@@ -8,7 +8,7 @@ contiguous view of all the warnings' memory). Every step ends with
 MuJoCo's position and velocity stages at the new state, so the derived fields are those of the new
 state, and the next step starts from them: a step costs one ``mj_step``.
 
-``snapshot_parts`` are the ``(num_worlds, n)`` views a copy of the state is made of (:mod:`.exchange`), and
+``snapshot_parts`` are the ``(num_worlds, n)`` views a copy of the state is made of (:mod:`~.mujoco.exchange`), and
 ``columns`` where qpos, qvel, mocap_pos and mocap_quat lie in them: ``(part, columns)``.
 """
 

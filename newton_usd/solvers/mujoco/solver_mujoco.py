@@ -1,11 +1,11 @@
 """SolverMuJoCo: steps a Model with C MuJoCo (``backend="cpu"``) or MuJoCo-Warp (``backend="warp"``).
 
-Both backends compile the same ``mujoco.MjSpec`` (see :mod:`.spec`). Every step pushes the model
+Both backends compile the same ``mujoco.MjSpec`` (see :mod:`~.mujoco.spec`). Every step pushes the model
 coordinates of ``state_in`` (skipped when the engine holds them: ``state_in`` is the state this solver
 wrote last, unchanged, so the engine keeps its own double-precision state), the drive controls and joint
 forces (when they changed), steps the engine once, and gives ``state_out`` the new joint coordinates and
 body poses and velocities. The warp backend writes them at once; the cpu backend leaves ``state_out``
-pending and writes an array when it is read (see :mod:`.exchange`), so that a step costs what MuJoCo's
+pending and writes an array when it is read (see :mod:`~.mujoco.exchange`), so that a step costs what MuJoCo's
 does plus a few microseconds.
 """
 
@@ -72,7 +72,7 @@ class SolverMuJoCo(SolverBase):
     ``body_qd`` are converted from MuJoCo's values when read (arrays someone holds are written at every
     step), and a pending State stepped from again goes back into MuJoCo exactly, with nothing pushed when
     MuJoCo still holds it. What a user reads is as if every step wrote the four arrays; arrays edited in
-    place are pushed, as before (see :mod:`.exchange`). A pending State keeps its solver alive.
+    place are pushed, as before (see :mod:`~.mujoco.exchange`). A pending State keeps its solver alive.
     """
 
     def __init__(

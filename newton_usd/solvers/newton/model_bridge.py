@@ -13,7 +13,7 @@ collision groups (their contype/conaffinity bits). What Newton's rigid solvers d
 Newton's ball joints have no limits, its D6 joints limit each of their angles: a cone-limited spherical joint
 becomes a D6 with three angular axes, the two swing axes across the cone's axis limited to the cone angle and
 the twist about it free (UsdPhysics; MuJoCo's ball range, which bounds the whole rotation, limits all three).
-Its coordinates are then Newton's intrinsic Euler angles where ours are a quaternion (see :mod:`.exchange`).
+Its coordinates are then Newton's intrinsic Euler angles where ours are a quaternion (see :mod:`~.newton.exchange`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Newton's Warp solvers (XPBD, Featherstone, semi-implicit Euler, Kamino) behind our solver interface.
 
 Each is one :class:`SolverNewton` subclass that names Newton's solver and the options it takes. The model is
-bridged once (:mod:`.model_bridge`); every step aliases our State and Control into Newton's (:mod:`.exchange`),
+bridged once (:mod:`.model_bridge`); every step aliases our State and Control into Newton's (:mod:`~.newton.exchange`),
 runs Newton's collision pipeline and Newton's solver on the device: no host round trip.
 """
 
@@ -77,10 +77,11 @@ class SolverNewton(SolverBase):
     writes_joint_state = True
     """False where Newton's solver reads and writes only body states (XPBD, semi_implicit): joint states are
     computed from them by ``newton.eval_ik`` when first read (the output State is left pending, see
-    :mod:`.exchange`)."""
+    :mod:`~.newton.exchange`)."""
     ball_torque_in_world = False
     """True where Newton's solver reads a ball joint's ``joint_f`` as a torque in the world frame (XPBD), not in the
-    parent joint frame (featherstone, semi_implicit, kamino): the exchange converts ours into it (:mod:`.exchange`)."""
+    parent joint frame (featherstone, semi_implicit, kamino): the exchange converts ours into it
+    (:mod:`~.newton.exchange`)."""
     beta = False
 
     def __init__(
