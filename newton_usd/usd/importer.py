@@ -1,15 +1,17 @@
 """UsdPhysics stage to ModelBuilder: :func:`add_usd`, the story of an import, told in order.
 
 USD's own parser (``UsdPhysics.LoadUsdPhysicsFromRange``) reads the standard schemas into descriptors
-(:mod:`~newton_usd.usd.descriptors`); one traversal finds the prims it does not read (:mod:`~newton_usd.usd.scan`). Then, each in the
-module named for it: the scene's gravity and settings (:mod:`~newton_usd.usd.scenes`), rigid bodies (:mod:`~newton_usd.usd.bodies`),
-colliders (:mod:`~newton_usd.usd.colliders`), PointInstancer instances (:mod:`~newton_usd.usd.instancers`), mass properties with the
-UsdPhysics precedence (:mod:`~newton_usd.usd.mass`), joints oriented into trees rooted at the world and loop closures
-(:mod:`~newton_usd.usd.articulations`, one joint: :mod:`~newton_usd.usd.joints`, its axes, limits and drives: :mod:`~newton_usd.usd.joint_axes`),
-initial joint states (:mod:`~newton_usd.usd.joint_states`), sites (:mod:`~newton_usd.usd.sites`), visual geoms (:mod:`~newton_usd.usd.gprims`),
-MuJoCo actuators, tendons and contact pairs (:mod:`~newton_usd.usd.mjc_elements`), equalities (:mod:`~newton_usd.usd.equalities`),
-keyframes (:mod:`~newton_usd.usd.keyframes`), collision filters (:mod:`~newton_usd.usd.collision_filters`), and environments replicated
-as worlds (:mod:`~newton_usd.usd.envs`). Units and the up axis are converted once, where a value is read.
+(:mod:`~newton_usd.usd.descriptors`); one traversal finds the prims it does not read (:mod:`~newton_usd.usd.scan`).
+Then, each in the module named for it: the scene's gravity and settings (:mod:`~newton_usd.usd.scenes`), rigid
+bodies (:mod:`~newton_usd.usd.bodies`), colliders (:mod:`~newton_usd.usd.colliders`), PointInstancer instances
+(:mod:`~newton_usd.usd.instancers`), mass properties with the UsdPhysics precedence (:mod:`~newton_usd.usd.mass`),
+joints oriented into trees rooted at the world and loop closures (:mod:`~newton_usd.usd.articulations`, one joint:
+:mod:`~newton_usd.usd.joints`, its axes, limits and drives: :mod:`~newton_usd.usd.joint_axes`), initial joint states
+(:mod:`~newton_usd.usd.joint_states`), sites (:mod:`~newton_usd.usd.sites`), visual geoms
+(:mod:`~newton_usd.usd.gprims`), MuJoCo actuators, tendons and contact pairs (:mod:`~newton_usd.usd.mjc_elements`),
+equalities (:mod:`~newton_usd.usd.equalities`), keyframes (:mod:`~newton_usd.usd.keyframes`), collision filters
+(:mod:`~newton_usd.usd.collision_filters`), and environments replicated as worlds (:mod:`~newton_usd.usd.envs`).
+Units and the up axis are converted once, where a value is read.
 """
 
 from __future__ import annotations

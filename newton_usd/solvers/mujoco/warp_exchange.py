@@ -1,16 +1,16 @@
-"""The warp backend's exchange on the device: a Model's State/Control arrays <-> mujoco_warp ``Data``, as Warp
-kernels (no host round trip, and capturable in a CUDA graph).
+"""The warp backend's exchange on the device: a Model's State/Control arrays <-> mujoco_warp ``Data``, as Warp kernels
+(no host round trip, and capturable in a CUDA graph).
 
-The conventions are :mod:`~newton_usd.solvers.mujoco.convert`'s (see its docstring), from the same :class:`~newton_usd.solvers.mujoco.convert.CoordinateMap` index
-tables, uploaded once: scalar joints (revolute, prismatic, each D6 axis) copied with their DOF's ref; free joints
-with MuJoCo's (w, x, y, z) quaternion and body-frame angular velocity; ball joints conjugated by the child joint
-frame rotation (relative to the initial rotation where MuJoCo's body is placed at it); ``body_q`` from ``xpos`` and
-``xquat``; ``body_qd`` from ``cvel`` (at the subtree COM) moved to the body COM. Controls: drive actuators
-``ke * (target_pos + ref) + kd * target_vel``, MjcActuator controls, ``joint_f`` of scalar DOFs into
-``qfrc_applied``; kinematic (mocap) bodies from ``body_q``.
+The conventions are :mod:`~newton_usd.solvers.mujoco.convert`'s (see its docstring), from the same
+:class:`~newton_usd.solvers.mujoco.convert.CoordinateMap` index tables, uploaded once: scalar joints (revolute,
+prismatic, each D6 axis) copied with their DOF's ref; free joints with MuJoCo's (w, x, y, z) quaternion and
+body-frame angular velocity; ball joints conjugated by the child joint frame rotation (relative to the initial
+rotation where MuJoCo's body is placed at it); ``body_q`` from ``xpos`` and ``xquat``; ``body_qd`` from ``cvel`` (at
+the subtree COM) moved to the body COM. Controls: drive actuators ``ke * (target_pos + ref) + kd * target_vel``,
+MjcActuator controls, ``joint_f`` of scalar DOFs into ``qfrc_applied``; kinematic (mocap) bodies from ``body_q``.
 
-Model arrays are flat, world after world; MuJoCo-Warp's are ``(nworld, ...)``. MuJoCo-Warp stores its quaternions
-in MuJoCo's order in ``wp.quat`` slots: ``q[0]`` is w.
+Model arrays are flat, world after world; MuJoCo-Warp's are ``(nworld, ...)``. MuJoCo-Warp stores its quaternions in
+MuJoCo's order in ``wp.quat`` slots: ``q[0]`` is w.
 """
 
 from __future__ import annotations
@@ -285,14 +285,16 @@ def _push_mocap(
 
 
 def _indices(index) -> np.ndarray:
-    """An index table of :class:`~newton_usd.solvers.mujoco.convert.CoordinateMap` (a slice where consecutive) as an int array."""
+    """An index table of :class:`~newton_usd.solvers.mujoco.convert.CoordinateMap` (a slice where consecutive) as an
+    int array."""
     if isinstance(index, slice):
         return np.arange(index.start, index.stop)
     return np.asarray(index)
 
 
 class DeviceExchange:
-    """The index tables of a :class:`~newton_usd.solvers.mujoco.convert.CoordinateMap` on ``device`` and the kernels that use them.
+    """The index tables of a :class:`~newton_usd.solvers.mujoco.convert.CoordinateMap` on ``device`` and the kernels
+    that use them.
 
     ``moved`` (one int32) is set to 1 by :meth:`push_state` (``compare=True``) and :meth:`push_mocap` when they
     changed MuJoCo's state; the caller zeroes it (:meth:`begin`) and may branch on it on the device
