@@ -169,6 +169,9 @@ def test_view_writes_a_self_contained_page(tmp_path, capsys):
     assert "http://" not in text.split("__VISER_EMBED_DATA__")[0][-2000:]  # nothing fetched from a server
     out = capsys.readouterr().out
     assert "wrote" in out and "20 frames at 60 fps" in out
+    umask = os.umask(0)
+    os.umask(umask)
+    assert page.stat().st_mode & 0o777 == 0o666 & ~umask  # a file like any other (to copy and serve), not 0600
 
 
 def test_view_of_a_stage_without_time_samples_says_so(tmp_path, capsys):

@@ -210,6 +210,9 @@ def atomic_output(path, suffix: str):
     os.close(fd)
     try:
         yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # (mkstemp makes it 0600: the page is to be copied and served, like any file)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
