@@ -69,19 +69,17 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
     used = set()
     tree_parent = {}
 
-    def walk(root, component=None):
-        """Breadth first from ``root`` (the world: only into the bodies of ``component``)."""
+    def walk(root, from_world=None):
+        """Breadth first from ``root`` (the world: through the joints ``from_world`` only, one tree's)."""
         queue = deque([root])
         visited.add(root)
         while queue:
             parent = queue.popleft()
-            for i in edges[parent]:
+            for i in from_world if parent == -1 and from_world is not None else edges[parent]:
                 if i in used:
                     continue
                 path, d, jt, b0, b1 = valid[i]
                 child = b1 if b0 == parent else b0
-                if parent == -1 and component is not None and child not in component:
-                    continue
                 used.add(i)
                 if child in visited and tree_parent.get(child) != parent:
                     loops.append((path, d, jt, b0, b1))  # it closes a cycle of joints
@@ -114,8 +112,8 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
 
     # One connected group of bodies after another from the world, so that each tree's joints are contiguous
     # (Newton's articulations need it; two fixed-base chains walked together would interleave theirs).
-    for component in _components(edges, valid):
-        walk(-1, component)
+    for from_world in _world_joints_by_tree(edges, valid):
+        walk(-1, from_world)
     roots = {
         result.body_index[str(rp)]
         for _, d in descs.get(OT.Articulation, [])
@@ -140,17 +138,18 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
         add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx)
 
 
-def _components(edges, valid) -> list:
-    """The groups of bodies connected by joints between bodies (the world not counted), each as a set, in
-    the order of their joints to the world; groups not jointed to the world are left out."""
-    seen, out = set(), []
+def _world_joints_by_tree(edges, valid) -> list:
+    """The joints to the world grouped by the group of bodies (connected by joints between bodies) each holds,
+    groups in the order of their first joint to the world, joints in ``edges[-1]``'s order."""
+    group_of, out = {}, []
     for i in edges[-1]:
         _, _, _, b0, b1 = valid[i]
         b = b1 if b0 == -1 else b0
-        if b not in seen:
-            group = _component(b, edges, valid)
-            seen |= group
-            out.append(group)
+        if b not in group_of:
+            out.append([])
+            for member in _component(b, edges, valid):
+                group_of[member] = len(out) - 1
+        out[group_of[b]].append(i)
     return out
 
 
