@@ -14,7 +14,6 @@ import contextlib
 import html
 import json
 import os
-import tempfile
 
 import numpy as np
 
@@ -205,14 +204,12 @@ def write_page(scene: Scene, path, colliders: bool = False) -> int:
 def atomic_output(path, suffix: str):
     """A temporary file beside ``path`` to write, moved to ``path`` when the block ends without an
     exception, and removed when it raises (nothing half-written is left)."""
-    directory = os.path.dirname(os.path.abspath(str(path)))
-    fd, tmp = tempfile.mkstemp(prefix=".usdsim-", suffix=suffix, dir=directory)
-    os.close(fd)
+    folder, name = os.path.split(os.path.abspath(str(path)))
+    # (a name of this process's beside it, as the project's other atomic writes: the writer creates the file, so
+    # it gets the umask's mode, not mkstemp's 0600, and can be copied and served like any file)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp{suffix}")
     try:
         yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # (mkstemp makes it 0600: the page is to be copied and served, like any file)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
