@@ -546,8 +546,7 @@ class Simulation:
         """
         if self.watcher is not None and self.watcher.pending:
             self.apply_edits()
-        if self.frame == 0 and self.sync.frames_written == 0 and self.write:
-            self._write()
+        self._write_start()
         n = self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))
         t0 = time.perf_counter()
         as_frame = self._as_frame(n)
@@ -575,13 +574,22 @@ class Simulation:
         self.wall_seconds += time.perf_counter() - t0
         if body_q is not None:
             self._check_bounds(body_q)
-        if self.write and (last or self.frame % max(1, self.record_every) == 0):
+        if self._records_frame(last):
             self._write(body_q)
         if self.scenes:
             with self._own_writes():
                 for other in self.scenes:
                     other.record_every, other.write = self.record_every, self.write
                     other.step_frame(last, until=self.sim_seconds)
+
+    def _write_start(self) -> None:
+        """Before the first frame: the starting poses written as frame 0 (once)."""
+        if self.frame == 0 and self.sync.frames_written == 0 and self.write:
+            self._write()
+
+    def _records_frame(self, last: bool) -> bool:
+        """Whether the frame just simulated is written: every :attr:`record_every`-th, and the ``last``."""
+        return self.write and (last or self.frame % max(1, self.record_every) == 0)
 
     def _as_frame(self, n: int) -> bool:
         """Whether ``n`` steps run as one frame function (:meth:`SolverNewton.simulate_frame`): a Newton solver,
@@ -749,8 +757,7 @@ class Simulation:
 
     def _queue_frame(self, last: bool) -> tuple:
         """Queue a frame's steps and its readback (no wait); (readback slot, frame, time code, written, start)."""
-        if self.frame == 0 and self.sync.frames_written == 0 and self.write:
-            self._write()
+        self._write_start()
         t0 = time.perf_counter()
         try:
             self._simulate_frame(self.substeps)
@@ -758,7 +765,7 @@ class Simulation:
             raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
         self.frame += 1
         self.sim_seconds = self.steps * self.dt
-        write = self.write and (last or self.frame % max(1, self.record_every) == 0)
+        write = self._records_frame(last)
         rows = self.sync.body_count if write else 0
         if self._readback is None or self._readback.rows < rows or self._readback.device != self.model.device:
             self._readback = PoseReadback(self.model.device, self.sync.body_count)
