@@ -431,3 +431,160 @@ def test_time_samples_without_a_time_range_are_played(tmp_path):
     scene = read_scene(path)
     assert not Usd.Stage.Open(path).HasAuthoredTimeCodeRange()
     assert scene.animated and list(scene.times) == list(range(12))
+
+
+# ---------------------------------------------------------------- reading poses fast, and exactly
+
+
+def _sampled_body(stage, path, frames, ops):
+    """A 0.2 m cube at ``path`` moving through ``frames`` with time-sampled ``ops`` (op names, in order)."""
+    cube = UsdGeom.Cube.Define(stage, path)
+    cube.CreateSizeAttr(0.2)
+    add = {
+        "translate": cube.AddTranslateOp,
+        "orient": lambda: cube.AddOrientOp(UsdGeom.XformOp.PrecisionDouble),
+        "rotateXYZ": cube.AddRotateXYZOp,
+    }
+    added = [add[name]() for name in ops]
+    for f in frames:
+        s = f / 10.0
+        for name, op in zip(ops, added, strict=True):
+            if name == "translate":
+                op.Set(Gf.Vec3d(0.3 * s, 1.0 - 0.2 * s * s, 0.5 + 0.1 * s), f)
+            elif name == "orient":
+                q = Gf.Rotation(Gf.Vec3d(0.3, 1.0, 0.2).GetNormalized(), 40.0 * s).GetQuat()
+                op.Set(Gf.Quatd(q.GetReal(), q.GetImaginary()), f)
+            elif name == "rotateXYZ":
+                op.Set(Gf.Vec3f(30.0 * s, -20.0 * s, 45.0 * s), f)
+    return cube
+
+
+def _poses_stage(tmp_path):
+    """A Y-up centimetre stage whose bodies need every way of reading poses (see the test below)."""
+    from pxr import Usd  # noqa: PLC0415
+
+    from newton_usd.sync.clips import ClipStream  # noqa: PLC0415
+
+    frames = range(12)
+    sub = new_stage(str(tmp_path / "retimed.usda"), up="Y", meters_per_unit=0.01)
+    _sampled_body(sub, "/World/Retimed", frames, ["translate", "orient"])
+    sub.GetRootLayer().Save()
+    stage = new_stage(str(tmp_path / "src.usda"), up="Y", meters_per_unit=0.01)
+    UsdGeom.Xform.Define(stage, "/World")
+    body = UsdGeom.Xform.Define(stage, "/World/Body")  # a body whose gprim is a child, moved and scaled
+    translate, orient = body.AddTranslateOp(), body.AddOrientOp(UsdGeom.XformOp.PrecisionDouble)
+    for f in frames:
+        translate.Set(Gf.Vec3d(-0.2, 0.04 * f, 0.1), f)
+        orient.Set(Gf.Quatd(Gf.Rotation(Gf.Vec3d(0, 1, 0), 3.0 * f).GetQuat()), f)
+    colored_box(stage, "/World/Body/Geom", RED, (0.1, 0.0, 0.05), size=0.2, scale=(1.0, 2.0, 0.5))
+    _sampled_body(stage, "/World/Euler", frames, ["translate", "rotateXYZ"])  # rotateXYZ: matrices
+    _sampled_body(stage, "/World/OrientFirst", frames, ["orient", "translate"])  # another op order
+    _sampled_body(stage, "/World/Sparse", frames[::3], ["translate", "orient"])  # frames between samples
+    skew = UsdGeom.Xform.Define(stage, "/World/Skewed")  # under a non-uniform, rotated parent: matrices
+    skew.AddRotateZOp().Set(30.0)
+    skew.AddScaleOp().Set(Gf.Vec3f(2.0, 1.0, 1.0))
+    _sampled_body(stage, "/World/Skewed/Body", frames, ["translate", "orient"])
+    carrier = UsdGeom.Xform.Define(stage, "/World/Carrier")  # a moving parent: the XformCache
+    carrier_op = carrier.AddTranslateOp()
+    for f in frames:
+        carrier_op.Set(Gf.Vec3d(0.0, 0.0, 0.05 * f), f)
+    _sampled_body(stage, "/World/Carrier/Rider", frames, ["translate", "orient"])
+    inverse = UsdGeom.Cube.Define(stage, "/World/Inverse")  # spun about a pivot: an inverse op
+    inverse.AddTranslateOp(opSuffix="pivot").Set(Gf.Vec3d(0.1, 0.2, 0.3))
+    spin = inverse.AddOrientOp(UsdGeom.XformOp.PrecisionDouble, opSuffix="spin")
+    for f in frames:
+        spin.Set(Gf.Quatd(Gf.Rotation(Gf.Vec3d(1, 0, 0), 15.0 * f).GetQuat()), f)
+    inverse.AddTranslateOp(opSuffix="pivot", isInverseOp=True)
+    colored_box(stage, "/World/Static", BLUE, (0.0, -0.1, 0.0))
+    stage.GetRootLayer().subLayerPaths.append("./retimed.usda")
+    stage.GetRootLayer().subLayerOffsets[0] = Sdf.LayerOffset(offset=2.0)  # retimed: stage t = layer t + 2
+    stage.SetStartTimeCode(0)
+    stage.SetEndTimeCode(11)
+    stage.GetRootLayer().Save()
+
+    # A body recorded as value clips, as usdsim writes a long run (newton_usd.sync.clips).
+    out_path = str(tmp_path / "src.sim.usda")
+    layer = Sdf.Layer.CreateAnonymous("output.usda")
+    stream = ClipStream(layer, out_path, frames_per_clip=4, time_codes_per_second=60)
+    spec = Sdf.CreatePrimInLayer(layer, "/World/Clipped")
+    spec.specifier = Sdf.SpecifierDef
+    spec.typeName = "Cube"
+    Sdf.AttributeSpec(spec, "size", Sdf.ValueTypeNames.Double).default = 20.0
+    translate = Sdf.AttributeSpec(spec, "xformOp:translate", Sdf.ValueTypeNames.Double3)
+    orient = Sdf.AttributeSpec(spec, "xformOp:orient", Sdf.ValueTypeNames.Quatf)
+    order = Sdf.AttributeSpec(spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray, variability=Sdf.VariabilityUniform)
+    order.default = ["xformOp:translate", "xformOp:orient"]
+    for f in frames:
+        layer.SetTimeSample(translate.path, f, Gf.Vec3d(10.0 * f, 50.0, -5.0 * f))
+        layer.SetTimeSample(orient.path, f, Gf.Quatf(Gf.Rotation(Gf.Vec3d(0, 0, 1), 20.0 * f).GetQuat()))
+        stream.frame_written(f)
+    stream.close_chunk()
+    out = Sdf.Layer.CreateNew(out_path)
+    out.TransferContent(layer)
+    out.subLayerPaths = ["./src.usda"]
+    for key in ("upAxis", "metersPerUnit"):  # stamped as usdsim stamps its output
+        out.pseudoRoot.SetInfo(key, stage.GetRootLayer().pseudoRoot.GetInfo(key))
+    out.timeCodesPerSecond = out.framesPerSecond = 60
+    out.startTimeCode, out.endTimeCode = 0, 11
+    stream.write_output(out)
+    out.Save()
+    stream.saved()
+    assert len(stream.clips) >= 2
+    return Usd.Stage.Open(out_path)
+
+
+def test_fast_pose_reading_matches_the_xform_cache(tmp_path):
+    """Poses read from the layers' time samples in one call per attribute, composed as rigid motions or
+    matrices, equal USD's own (UsdGeom.XformCache, frame by frame) for every way a stage can hold them:
+    plain samples, a retimed sublayer, samples between frames, value clips as usdsim writes them, other op
+    orders (rotateXYZ, orient before translate, an inverse op), scaled and moving parents, a Y-up stage in
+    centimetres."""
+    from newton_usd.view.poses import part_poses  # noqa: PLC0415
+    from newton_usd.view.scene import _stage_to_si  # noqa: PLC0415
+
+    stage = _poses_stage(tmp_path)
+    names = ["Body/Geom", "Euler", "OrientFirst", "Sparse", "Skewed/Body", "Carrier/Rider", "Inverse", "Static",
+             "Retimed", "Clipped"]  # fmt: skip
+    prims = [stage.GetPrimAtPath(f"/World/{n}") for n in names]
+    assert all(prims)
+    times = np.arange(12.0)
+    to_si = _stage_to_si("Y", 0.01)
+    fast = part_poses(prims, times, to_si)
+    slow = part_poses(prims, times, to_si, xform_cache=True)
+    assert fast.how == {
+        "/World/Body": "rigid layer",
+        "/World/Euler": "matrix layer",
+        "/World/OrientFirst": "rigid layer",
+        "/World/Sparse": "rigid resolved",  # frames between samples: USD interpolates
+        "/World/Skewed/Body": "matrix layer",  # a non-uniform scale above a rotation
+        "/World/Carrier/Rider": "xformcache",  # a moving parent
+        "/World/Inverse": "rigid layer",
+        "/World/Retimed": "rigid resolved",  # a layer offset
+        "/World/Clipped": "rigid resolved",  # value clips
+    }
+    assert set(slow.how.values()) == {"xformcache"}
+    np.testing.assert_allclose(fast.positions, slow.positions, atol=2e-6)
+    dots = np.abs(np.sum(fast.wxyz.astype(np.float64) * slow.wxyz, axis=-1))
+    np.testing.assert_allclose(dots, 1.0, atol=2e-6)
+    np.testing.assert_allclose(fast.baked, slow.baked, atol=1e-9)
+    # What is drawn: each corner of each cube where USD puts it (the baked scale, then the pose).
+    from pxr import Usd  # noqa: PLC0415
+
+    from newton_usd.core.quat import quat_rotate  # noqa: PLC0415
+
+    corners = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
+    cache = UsdGeom.XformCache()
+    for f in (0, 5, 11):
+        cache.SetTime(Usd.TimeCode(f))
+        for j, prim in enumerate(prims):
+            if j == names.index("Skewed/Body"):
+                continue  # a sheared part is drawn with its first frame's shear: not exact later
+            world = np.array(cache.GetLocalToWorldTransform(prim)) @ to_si
+            want = np.c_[corners, np.ones(8)] @ world
+            q = fast.wxyz[f, j].astype(np.float64)
+            got = quat_rotate(np.r_[q[1:], q[0]], corners @ fast.baked[j]) + fast.positions[f, j]
+            np.testing.assert_allclose(got, want[:, :3], atol=2e-6, err_msg=f"{names[j]} at frame {f}")
+    # read_scene takes the same path: the clipped body falls where the XformCache says.
+    scene = read_scene(stage)
+    k = [p.path for p in scene.parts].index("/World/Clipped")
+    np.testing.assert_allclose(scene.positions[:, k], slow.positions[:, names.index("Clipped")], atol=2e-6)

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, Vt
 
-from ..core.quat import matrix_to_quat
 from ..errors import UsdInputError
 from .poses import code as _code
-from .poses import mover_of, world_matrices
+from .poses import decompose, mover_of, part_poses
 
 _DEFAULT_COLOR = (0.6, 0.6, 0.6)  # a gprim with no displayColor (Hydra's fallback grey, lighter)
 _WORLD_COPY = re.compile(r"_world(\d+)$")  # newton_usd.sync.world_copies names world k's copy <root>_world<k>
@@ -339,7 +338,8 @@ def _frame_times(stage, anchors, frames) -> tuple:
 def _frame_times_in(sampled, times, frames) -> np.ndarray:
     if sampled:  # a recording of every n-th frame (usdsim --record-every n): its frames, not the ones between
         written = np.array(sampled[0].GetTimeSamplesInInterval(Gf.Interval(times[0], times[-1])), float)
-        if 2 <= len(written) < len(times):
+        # (from the first to the last frame, as usdsim records: not a prim sampled over part of the range)
+        if 2 <= len(written) < len(times) and written[0] == times[0] and written[-1] == times[-1]:
             times = written
     return times if frames is None else times[: max(1, frames)]
 
@@ -353,59 +353,42 @@ def _instancer_varies(prim) -> bool:
 def _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz, bake: bool = True) -> None:
     """Fill positions/wxyz, and bake each part's scale (its frame-0 world matrix less the rigid part) into
     its vertices."""
-    worlds = np.empty((len(times), len(parts), 4, 4))
-    cache = UsdGeom.XformCache(_code(times[0]))
-    movers, rows = {}, []  # mover path -> column; per gprim part: (row, column, relative matrix)
-    for j, (prim, offset, _) in enumerate(anchors):
-        if offset is not None:
-            continue
-        world0 = np.array(cache.GetLocalToWorldTransform(prim))
-        mover = mover_of(prim)
-        if mover is None:
-            worlds[:, j] = world0
-            continue
-        column = movers.setdefault(mover.GetPath(), (len(movers), mover))[0]
-        rel = world0 @ np.linalg.inv(np.array(cache.GetLocalToWorldTransform(mover)))
-        rows.append((j, column, rel))
-    if movers:
-        table = world_matrices([m for _, m in movers.values()], times)
-        for j, column, rel in rows:
-            worlds[:, j] = rel @ table[:, column]
-    instancers = {}  # instancer path -> per-frame (N, 4, 4) instance-to-world matrices
-    for f, t in enumerate(times):
-        for prim, offset, _ in anchors:
-            if offset is None or prim.GetPath() in instancers and instancers[prim.GetPath()][f] is not None:
-                continue
-            cache.SetTime(_code(t))
-            inst = UsdGeom.PointInstancer(prim)
-            code = _code(t)
-            xforms = inst.ComputeInstanceTransformsAtTime(code, code, UsdGeom.PointInstancer.ExcludeProtoXform)
-            world = np.array(cache.GetLocalToWorldTransform(prim))
-            per_frame = instancers.setdefault(prim.GetPath(), [None] * len(times))
-            per_frame[f] = np.array(Vt.Matrix4dArray(list(xforms))).reshape(-1, 4, 4) @ world
-    for j, (prim, offset, i) in enumerate(anchors):
-        if offset is not None:
-            worlds[:, j] = offset @ np.stack([m[i] for m in instancers[prim.GetPath()]])
-    worlds = worlds @ to_si
-    # Rigid part of each world matrix: the rows of the 3x3 normalized (scale removed), then made
-    # orthonormal; the remainder (scale, shear) of frame 0 is baked into the vertices.
-    lin = worlds[..., :3, :3]
-    rot = lin / np.linalg.norm(lin, axis=-1, keepdims=True)  # exact for a scale then a rotation (S R)
-    bad = np.abs(rot @ np.swapaxes(rot, -1, -2) - np.eye(3)).max(axis=(-1, -2)) > 1e-6
-    bad |= np.linalg.det(rot) < 0
-    if np.any(bad):  # shear, or a mirroring scale: the nearest proper rotation
-        u, _, vt = np.linalg.svd(lin[bad])
-        u[np.linalg.det(u @ vt) < 0, :, 2] *= -1
-        rot[bad] = u @ vt
-    positions[:] = worlds[..., 3, :3]
-    q = matrix_to_quat(np.swapaxes(rot, -1, -2))  # (x, y, z, w) of column-vector rotations
-    wxyz[..., 0] = q[..., 3]
-    wxyz[..., 1:] = q[..., :3]
+    baked = np.empty((len(parts), 3, 3))
+    gprims = [j for j, (_, offset, _) in enumerate(anchors) if offset is None]
+    if gprims:
+        poses = part_poses([anchors[j][0] for j in gprims], times, to_si)
+        positions[:, gprims], wxyz[:, gprims], baked[gprims] = poses.positions, poses.wxyz, poses.baked
+    instanced = [j for j, (_, offset, _) in enumerate(anchors) if offset is not None]
+    if instanced:
+        worlds = _instance_worlds(anchors, instanced, times) @ to_si
+        positions[:, instanced], wxyz[:, instanced], baked[instanced] = decompose(worlds)
     if not bake:
         return
-    baked = lin[0] @ np.swapaxes(rot[0], -1, -2)  # lin = baked @ rot (row vectors: v_world = v @ baked @ rot)
     for j, part in enumerate(parts):
         part.vertices = (part.vertices.astype(np.float64) @ baked[j]).astype(np.float32)
+
+
+def _instance_worlds(anchors, instanced, times) -> np.ndarray:
+    """(T, len(instanced), 4, 4) world matrices of the instanced parts (each its instance's transform,
+    its offset in the prototype), per frame."""
+    cache = UsdGeom.XformCache(_code(times[0]))
+    per_instancer = {}  # instancer path -> (T, instances, 4, 4)
+    worlds = np.empty((len(times), len(instanced), 4, 4))
+    for k, j in enumerate(instanced):
+        prim, offset, i = anchors[j]
+        path = prim.GetPath()
+        if path not in per_instancer:
+            inst = UsdGeom.PointInstancer(prim)
+            frames = []
+            for t in times:
+                code = _code(t)
+                cache.SetTime(code)
+                xforms = inst.ComputeInstanceTransformsAtTime(code, code, UsdGeom.PointInstancer.ExcludeProtoXform)
+                world = np.array(cache.GetLocalToWorldTransform(prim))
+                frames.append(np.array(Vt.Matrix4dArray(list(xforms))).reshape(-1, 4, 4) @ world)
+            per_instancer[path] = np.stack(frames)
+        worlds[:, k] = offset @ per_instancer[path][:, i]
+    return worlds
 
 
 # ---------------------------------------------------------------- geometry of one gprim
