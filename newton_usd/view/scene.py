@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, Vt
@@ -87,6 +87,7 @@ class Scene:
     meters_per_unit: float = 1.0
     reader: object = None
     """A :class:`Reader` of more frames from the stage (set by :func:`read_scene`)."""
+    _moving: tuple = field(default=(None, None), repr=False, compare=False)  # (arrays' key, moving())
 
     @property
     def frames(self) -> int:
@@ -112,30 +113,34 @@ class Scene:
 
     def moving(self) -> np.ndarray:
         """(P,) whether each part moves during the recording."""
-        if self.frames < 2:
-            return np.zeros(len(self.parts), bool)
-        return np.any(np.abs(self.positions - self.positions[:1]).max(axis=2) > 1e-6, axis=0) | np.any(
-            np.abs(self.wxyz - self.wxyz[:1]).max(axis=2) > 1e-6, axis=0
-        )
+        key = (id(self.positions), id(self.wxyz), self.positions.shape)
+        if self._moving[0] != key:  # once per recording (the live view's grows)
+            if self.frames < 2:
+                moves = np.zeros(len(self.parts), bool)
+            else:
+                moves = (np.ptp(self.positions, axis=0).max(axis=1) > 1e-6) | (
+                    np.ptp(self.wxyz, axis=0).max(axis=1) > 1e-6
+                )
+            self._moving = (key, moves)
+        return self._moving[1]
 
     def bounds(self, indices=None) -> tuple:
         """(lower, upper) corners (meters) of the chosen parts (default: the moving ones, or all drawn ones
         when none moves) over all frames."""
+        moving = self.moving()
         if indices is None:
             drawn = self.visible()
-            moving = self.moving()
             indices = [i for i in drawn if moving[i]] or drawn
+        indices = [i for i in indices if len(self.parts[i].vertices)]
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
-        moving = self.moving()
+        movers = [i for i in indices if moving[i]]
+        if movers:  # a sphere around each part's frame, wherever it goes
+            radius = np.array([np.linalg.norm(self.parts[i].vertices, axis=1).max() for i in movers])[:, None]
+            lo = np.minimum(lo, (self.positions[:, movers].min(axis=0) - radius).min(axis=0))
+            hi = np.maximum(hi, (self.positions[:, movers].max(axis=0) + radius).max(axis=0))
         for i in indices:
-            v = self.parts[i].vertices
-            if not len(v):
-                continue
-            if moving[i]:  # a sphere around the part's frame, wherever it goes
-                radius = float(np.linalg.norm(v, axis=1).max())
-                lo = np.minimum(lo, self.positions[:, i].min(0) - radius)
-                hi = np.maximum(hi, self.positions[:, i].max(0) + radius)
-            else:
+            if not moving[i]:
+                v = self.parts[i].vertices
                 world = _rotate(self.wxyz[0, i], v.astype(np.float64)) + self.positions[0, i]
                 lo, hi = np.minimum(lo, world.min(0)), np.maximum(hi, world.max(0))
         if not np.all(np.isfinite(lo)):
