@@ -31,10 +31,11 @@ def colored_box(stage, path, color, pos, size=0.3, scale=None):
     return cube
 
 
-def falling_box(path, frames=60, up="Z", meters_per_unit=1.0, top=2.0, bottom=0.15):
-    """A red box falling from ``top`` to ``bottom`` (meters) over ``frames`` frames, beside a static blue
-    box on a grey ground: a recording as usdsim writes one (translate time samples)."""
-    stage = new_stage(str(path), up=up, meters_per_unit=meters_per_unit)
+def falling_box(path, frames=60, up="Z", meters_per_unit=1.0, top=2.0, bottom=0.15, start=0, fps=60):
+    """A red box falling from ``top`` to ``bottom`` (meters) over ``frames`` frames from time code ``start``
+    (``fps`` time codes per second), beside a static blue box on a grey ground: a recording as usdsim writes
+    one (translate time samples)."""
+    stage = new_stage(str(path), up=up, meters_per_unit=meters_per_unit, fps=fps)
     k = 1.0 / meters_per_unit
 
     def at(x, height):
@@ -49,9 +50,9 @@ def falling_box(path, frames=60, up="Z", meters_per_unit=1.0, top=2.0, bottom=0.
     colored_box(stage, "/Resting", BLUE, at(0.4, 0.15), size=0.3 * k)
     op = box.GetOrderedXformOps()[0]
     for f in range(frames):
-        op.Set(Gf.Vec3d(*at(-0.4, top + (bottom - top) * (f / (frames - 1)) ** 2)), f)
-    stage.SetStartTimeCode(0)
-    stage.SetEndTimeCode(frames - 1)
+        op.Set(Gf.Vec3d(*at(-0.4, top + (bottom - top) * (f / (frames - 1)) ** 2)), start + f)
+    stage.SetStartTimeCode(start)
+    stage.SetEndTimeCode(start + frames - 1)
     stage.GetRootLayer().Save()
     return str(path)
 

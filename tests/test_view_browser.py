@@ -68,6 +68,18 @@ class Loaded:
         self.page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
         self.page.wait_for_timeout(500)
 
+    def check_time(self, start: float, fps: float) -> None:
+        """The frame and time in the corner are those of the frame the player shows at its clock (the time
+        slider's value, seconds from the first recorded frame), and viser's time box is that clock."""
+        clock = float(self.page.locator("[role=slider]").first.get_attribute("aria-valuenow"))
+        frame = self.frame()
+        text = self.page.locator("#usdsim-frame").text_content()
+        seconds = frame / fps  # (a recording of every frame)
+        assert f"frame {start + frame:g} / " in text and f"  {seconds:.2f} s" in text, (text, frame)
+        assert seconds <= clock + 1e-3 and clock < seconds + 1 / fps + 1e-3, (text, clock)
+        box = float(self.page.locator("input").first.input_value())  # viser rounds its clock to 0.1 s
+        assert abs(box - clock) <= 0.05 + 1e-3, (box, clock)
+
     def close(self):
         self.page.close()
 
@@ -127,18 +139,24 @@ def test_colors_where_the_bodies_are_no_console_error(browser, tmp_path):
 
 
 def test_falling_box_frames_differ_and_the_slider_moves_it(browser, tmp_path):
-    stage = falling_box(tmp_path / "fall.usda", frames=60)
+    # From time code 10 at 30 time codes per second: the player's clock starts at the first frame.
+    stage = falling_box(tmp_path / "fall.usda", frames=60, start=10, fps=30)
     assert cli.main(["view", stage]) == 0
     page = Loaded(browser, tmp_path / "fall.html")
     try:
         page.pause_and_seek(0.02)
         early, early_frame = page.shot(), page.frame()
+        page.check_time(start=10, fps=30)
         page.pause_and_seek(0.97)
         late, late_frame = page.shot(), page.frame()
+        page.check_time(start=10, fps=30)
         assert early_frame < 10 and late_frame > 50, (early_frame, late_frame)
         assert np.abs(early.astype(int) - late.astype(int)).sum() > 0
         (_, y0, _), (_, y1, _) = red_centroid(early), red_centroid(late)
         assert y1 > y0 + 40, f"the box is lower later: y {y0:.0f} -> {y1:.0f}"
+        for fraction in (0.31, 0.62):  # mid-frame clocks, where a rounded or shifted time shows
+            page.pause_and_seek(fraction)
+            page.check_time(start=10, fps=30)
         assert page.errors == []
     finally:
         page.close()

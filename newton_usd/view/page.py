@@ -220,8 +220,8 @@ def atomic_output(path, suffix: str):
 _OVERLAY = """<script>
 (function () {
   var info = %s;
+  var box = null, shown = null;
   function update() {
-    var box = document.getElementById("usdsim-frame");
     if (!box) {
       box = document.createElement("div");
       box.id = "usdsim-frame";
@@ -229,18 +229,25 @@ _OVERLAY = """<script>
         "background:rgba(255,255,255,0.85);font:13px monospace;color:#222;pointer-events:none";
       document.body.appendChild(box);
     }
+    // The player's clock (seconds from the first recorded frame: the time slider's value); it shows a
+    // frame from that frame's time until the next one's.
     var t = 0;
     var slider = document.querySelector("[role=slider]");
     if (slider) t = parseFloat(slider.getAttribute("aria-valuenow")) || 0;
     var frame = 0;  // the last recorded frame at or before t
     while (frame + 1 < info.frames && info.seconds[frame + 1] <= t + 1e-6) frame++;
-    var code = info.codes[frame];
-    box.textContent = info.title + "  frame " + code + (info.frames > 1 ? " / " + info.end : "") +
-      "  " + (code / info.fps).toFixed(2) + " s" + (info.frames > 1 ? "" : "  (no time samples: the authored pose)");
-    box.dataset.frame = String(frame);
+    if (frame !== shown) {
+      shown = frame;
+      box.textContent = info.title + "  frame " + info.codes[frame] + (info.frames > 1 ? " / " + info.end : "") +
+        "  " + info.seconds[frame].toFixed(2) + " s" +
+        (info.frames > 1 ? "" : "  (no time samples: the authored pose)");
+      box.dataset.frame = String(frame);
+      box.dataset.seconds = String(info.seconds[frame]);
+    }
+    window.requestAnimationFrame(update);  // every painted frame: never behind the picture
   }
-  setInterval(update, 100);
-  window.addEventListener("load", update);
+  if (document.readyState === "loading") window.addEventListener("DOMContentLoaded", update);
+  else update();
 })();
 </script>"""
 
@@ -249,9 +256,7 @@ def _with_overlay(text: str, scene: Scene) -> str:
     start = float(scene.times[0]) if scene.animated else 0.0
     info = {
         "title": html.escape(os.path.basename(scene.source)),
-        "fps": scene.fps,
         "frames": scene.frames,
-        "start": start,
         "end": float(scene.times[-1]) if scene.animated else start,
         "seconds": [round(float(x), 6) for x in scene.seconds()],
         "codes": [round(float(x), 6) for x in scene.times] if scene.animated else [0.0],
