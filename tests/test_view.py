@@ -31,10 +31,11 @@ def colored_box(stage, path, color, pos, size=0.3, scale=None):
     return cube
 
 
-def falling_box(path, frames=60, up="Z", meters_per_unit=1.0, top=2.0, bottom=0.15, start=0, fps=60):
+def falling_box(path, frames=60, up="Z", meters_per_unit=1.0, top=2.0, bottom=0.15, start=0, fps=60, hidden=()):
     """A red box falling from ``top`` to ``bottom`` (meters) over ``frames`` frames from time code ``start``
     (``fps`` time codes per second), beside a static blue box on a grey ground: a recording as usdsim writes
-    one (translate time samples)."""
+    one (translate time samples). The red box is invisible on the frames ``hidden`` (time-sampled
+    ``visibility``)."""
     stage = new_stage(str(path), up=up, meters_per_unit=meters_per_unit, fps=fps)
     k = 1.0 / meters_per_unit
 
@@ -51,6 +52,10 @@ def falling_box(path, frames=60, up="Z", meters_per_unit=1.0, top=2.0, bottom=0.
     op = box.GetOrderedXformOps()[0]
     for f in range(frames):
         op.Set(Gf.Vec3d(*at(-0.4, top + (bottom - top) * (f / (frames - 1)) ** 2)), start + f)
+        if hidden:
+            box.CreateVisibilityAttr().Set(
+                UsdGeom.Tokens.invisible if f in hidden else UsdGeom.Tokens.inherited, start + f
+            )
     stage.SetStartTimeCode(start)
     stage.SetEndTimeCode(start + frames - 1)
     stage.GetRootLayer().Save()
@@ -79,7 +84,8 @@ def tall_box(path, up):
 
 
 def test_scene_reads_colors_poses_and_units(tmp_path):
-    scene = read_scene(falling_box(tmp_path / "fall.usda", frames=30, up="Y", meters_per_unit=0.01))
+    stage = falling_box(tmp_path / "fall.usda", frames=30, up="Y", meters_per_unit=0.01, hidden=(0, 1, 2))
+    scene = read_scene(stage)
     assert scene.animated and scene.frames == 30 and scene.fps == 60
     by_path = {p.path: i for i, p in enumerate(scene.parts)}
     fall, rest = by_path["/Falling"], by_path["/Resting"]
@@ -93,6 +99,8 @@ def test_scene_reads_colors_poses_and_units(tmp_path):
     lo, hi = scene.bounds([by_path["/Ground"]])
     np.testing.assert_allclose(hi - lo, (3, 3, 0.1), atol=1e-5)
     assert list(scene.moving()) == [i == fall for i in range(len(scene.parts))]
+    # Invisible on its first three frames (time-sampled visibility): drawn, shown from frame 3 on.
+    assert list(scene.shown[:, fall]) == [f >= 3 for f in range(30)] and scene.shown[:, rest].all()
 
 
 def test_purpose_visibility_and_colliders(tmp_path):
@@ -262,11 +270,13 @@ def _red_rows(image):
 
 @needs_gl
 def test_video_frames_colors_and_motion(tmp_path, capsys):
-    stage = falling_box(tmp_path / "fall.usda", frames=30)
+    stage = falling_box(tmp_path / "fall.usda", frames=30, hidden=range(10, 14))
     out = tmp_path / "fall.mp4"
     assert cli.main(["video", stage, "-o", str(out), "--size", "320x240"]) == 0
     frames = _decode(out)
     assert len(frames) == 30 and frames[0].shape == (240, 320, 3)
+    # Invisible on frames 10 to 13 (its visibility is time-sampled), seen before and after.
+    assert [len(_red_rows(frames[f])[0]) > 50 for f in (9, 10, 13, 14)] == [True, False, False, True]
     first, last = _red_rows(frames[0]), _red_rows(frames[-1])
     assert len(first[0]) > 50 and len(last[0]) > 50, "the red box is seen in the first and the last frame"
     # The colour under the box is red (its displayColor), and it is lower in the image at the end.

@@ -111,10 +111,17 @@ def same_hue(pixels, rgb) -> bool:
     return s > 0.35 and min(abs(h - want), 1 - abs(h - want)) < 0.07
 
 
-def red_centroid(image) -> tuple:
+def red_pixels(image) -> tuple:
+    """(ys, xs) of the red pixels (red, not orange), or an empty tuple where there are hardly any."""
     r, g, b = (image[..., k].astype(int) for k in range(3))
-    ys, xs = np.nonzero((r > 100) & (r > 2 * g) & (r > 2 * b) & (np.abs(g - b) < 40))  # red, not orange
-    assert len(ys) > 30, "the red box is on screen"
+    ys, xs = np.nonzero((r > 100) & (r > 2 * g) & (r > 2 * b) & (np.abs(g - b) < 40))
+    return (ys, xs) if len(ys) > 30 else ()
+
+
+def red_centroid(image) -> tuple:
+    found = red_pixels(image)
+    assert found, "the red box is on screen"
+    ys, xs = found
     spread = [float(np.subtract(*np.percentile(v, [98, 2]))) + 1 for v in (xs, ys)]  # not a stray pixel's
     return float(np.median(xs)), float(np.median(ys)), tuple(spread)
 
@@ -140,7 +147,8 @@ def test_colors_where_the_bodies_are_no_console_error(browser, tmp_path):
 
 def test_falling_box_frames_differ_and_the_slider_moves_it(browser, tmp_path):
     # From time code 10 at 30 time codes per second: the player's clock starts at the first frame.
-    stage = falling_box(tmp_path / "fall.usda", frames=60, start=10, fps=30)
+    # Invisible from frame 27 to 33 (time-sampled visibility).
+    stage = falling_box(tmp_path / "fall.usda", frames=60, start=10, fps=30, hidden=range(27, 34))
     assert cli.main(["view", stage]) == 0
     page = Loaded(browser, tmp_path / "fall.html")
     try:
@@ -157,6 +165,8 @@ def test_falling_box_frames_differ_and_the_slider_moves_it(browser, tmp_path):
         for fraction in (0.31, 0.62):  # mid-frame clocks, where a rounded or shifted time shows
             page.pause_and_seek(fraction)
             page.check_time(start=10, fps=30)
+        page.pause_and_seek(0.5)
+        assert 27 <= page.frame() <= 33 and not red_pixels(page.shot()), "invisible on that frame"
         assert page.errors == []
     finally:
         page.close()

@@ -61,6 +61,7 @@ class SceneNodes:
                 batched_positions=scene.positions[0, idx],
                 batched_colors=(np.clip(colors, 0, 1) * 255).astype(np.uint8),
                 batched_opacities=opacity if np.any(opacity < 1) else None,
+                batched_scales=self._scales(0, idx),
                 lod="off",
                 cast_shadow=False,
                 receive_shadow=False,
@@ -68,13 +69,24 @@ class SceneNodes:
             )
             self.groups.append((handle, idx, collider, bool(np.any(moving[idx])), world))
 
-    def pose(self, frame: int) -> None:
-        """Set every moving node to the poses of ``frame``."""
+    def _scales(self, frame: int, idx):
+        """Each instance's scale at ``frame``: 0 where the part is invisible then (None: all visible)."""
+        shown = self.scene.shown_at(frame, idx)
+        return None if shown is None or shown.all() else shown.astype(np.float32)
+
+    def pose(self, frame: int, previous: int | None = None) -> None:
+        """Set every moving node to the poses of ``frame`` (and the visibility of its parts, where it
+        changed since frame ``previous``)."""
         with self.server.atomic():
             for handle, idx, _, moves, _ in self.groups:
                 if moves:
                     handle.batched_positions = self.scene.positions[frame, idx]
                     handle.batched_wxyzs = self.scene.wxyz[frame, idx]
+                shown = self.scene.shown_at(frame, idx)
+                if shown is not None and not (
+                    previous is not None and np.array_equal(shown, self.scene.shown_at(previous, idx))
+                ):
+                    handle.batched_scales = shown.astype(np.float32)
 
     def show(self, colliders: bool, world: int | None = None) -> None:
         """Show the colliders or not, and one world only (None: every world)."""
@@ -151,7 +163,7 @@ def page_html(scene: Scene, colliders: bool = False) -> str:
         seconds = scene.seconds()
         for f in range(1, scene.frames):
             serializer.insert_sleep(float(seconds[f] - seconds[f - 1]))
-            nodes.pose(f)
+            nodes.pose(f, previous=f - 1)
         if scene.frames > 1:
             serializer.insert_sleep(1.0 / scene.frame_rate())  # the last frame is shown for a frame's duration
         with _zstd_level(ZSTD_LEVEL):

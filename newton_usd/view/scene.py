@@ -87,11 +87,20 @@ class Scene:
     meters_per_unit: float = 1.0
     reader: object = None
     """A :class:`Reader` of more frames from the stage (set by :func:`read_scene`)."""
+    shown: np.ndarray | None = None
+    """(T, P) whether each part is visible at each frame, where a visibility varies in time (None: the
+    drawn parts are visible throughout)."""
     _moving: tuple = field(default=(None, None), repr=False, compare=False)  # (arrays' key, moving())
 
     @property
     def frames(self) -> int:
         return len(self.times)
+
+    def shown_at(self, frame: int, indices) -> np.ndarray | None:
+        """Whether the parts ``indices`` are visible at ``frame`` (None: all are, whatever the frame)."""
+        if self.shown is None or frame >= len(self.shown):
+            return None
+        return self.shown[frame, indices]
 
     def seconds(self) -> np.ndarray:
         """(T,) each frame's time in seconds from the first frame."""
@@ -217,7 +226,36 @@ def read_scene(path_or_stage, frames: int | None = None) -> Scene:
         _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz)
     scene = Scene(source, parts, times, fps, positions, wxyz, animated, up, mpu)
     scene.reader = Reader(stage, anchors, to_si)
+    scene.shown = _visibility(anchors, times) if animated else None
     return scene
+
+
+def _visibility(anchors, times) -> np.ndarray | None:
+    """(T, P) each gprim part's computed visibility at each frame, where some prim's ``visibility`` (its
+    own or an ancestor's) varies in time; None where none does."""
+    shown = None
+    per_prim = {}
+    for j, (prim, offset, _) in enumerate(anchors):
+        if offset is not None or not _visibility_varies(prim):
+            continue
+        path = prim.GetPath()
+        if path not in per_prim:
+            img = UsdGeom.Imageable(prim)
+            per_prim[path] = np.array([img.ComputeVisibility(_code(t)) != UsdGeom.Tokens.invisible for t in times])
+        if shown is None:
+            shown = np.ones((len(times), len(anchors)), bool)
+        shown[:, j] = per_prim[path]
+    return shown
+
+
+def _visibility_varies(prim) -> bool:
+    p = prim
+    while p and p.GetPath() != Sdf.Path.absoluteRootPath:
+        img = UsdGeom.Imageable(p)
+        if img and img.GetVisibilityAttr().ValueMightBeTimeVarying():
+            return True
+        p = p.GetParent()
+    return False
 
 
 class Reader:
@@ -263,10 +301,11 @@ def _category(prim) -> str | None:
     """``"visual"``, ``"collider"`` or None (not drawn at all) for a gprim."""
     img = UsdGeom.Imageable(prim)
     purpose = img.ComputePurpose()
+    # (a visibility that varies in time is drawn, shown on the frames where it is visible: Scene.shown)
     invisible = img.ComputeVisibility(Usd.TimeCode.EarliestTime()) == UsdGeom.Tokens.invisible
     if purpose in (UsdGeom.Tokens.guide, UsdGeom.Tokens.proxy):
         return "collider"
-    if invisible:
+    if invisible and not _visibility_varies(prim):
         return "collider" if prim.HasAPI(UsdPhysics.CollisionAPI) else None
     return "visual"
 

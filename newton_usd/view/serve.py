@@ -115,6 +115,7 @@ class LiveRun:
 
     def __init__(self, stage, port: int | None = None):
         self.scene = read_scene(stage, frames=1)
+        self.scene.shown = None  # (a visibility that varies in time is not followed live)
         self.scene.animated = True
         self.scene.times = self.scene.times[:1]
         if port is None:

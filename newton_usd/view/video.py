@@ -153,9 +153,14 @@ def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: b
         cam.elevation = float(np.degrees(np.arcsin(-offset[2] / np.linalg.norm(offset))))
         viewport = mujoco.MjrRect(0, 0, width, height)
         rgb = np.empty((height, width, 3), np.uint8)
+        geoms = model.body_geomadr[1:]  # part indices[n] is body n + 1, its one geom
+        alpha = model.geom_rgba[geoms, 3].copy()
         for f in video_frames(scene, fps):
             data.mocap_pos[:] = scene.positions[f, indices]
             data.mocap_quat[:] = scene.wxyz[f, indices]
+            shown = scene.shown_at(f, indices)
+            if shown is not None:  # an invisible part: transparent (MuJoCo does not draw a geom of alpha 0)
+                model.geom_rgba[geoms, 3] = np.where(shown, alpha, 0.0)
             mujoco.mj_kinematics(model, data)
             mujoco.mjv_updateScene(model, data, opt, None, cam, mujoco.mjtCatBit.mjCAT_ALL, mjv_scene)
             mujoco.mjr_render(viewport, mjv_scene, con)
