@@ -412,8 +412,10 @@ def test_recording_of_every_nth_frame_plays_its_frames(tmp_path):
 
 
 def test_mesh_shading_follows_its_normals(tmp_path):
-    """A polygonal mesh (subdivisionScheme none, no normals) is faceted: no corner shared between faces,
-    so the viewer's normals are per face; with vertex normals it is smooth (corners shared)."""
+    """The viewers compute normals from the faces around each vertex, so a mesh's normals decide which
+    corners share a vertex: a polygonal mesh (subdivisionScheme none) without normals is faceted (no corner
+    shared), one with vertex normals or a subdivision surface smooth; faceVarying and uniform normals share
+    a point's corners where their normals agree."""
     stage = new_stage(str(tmp_path / "n.usda"))
     for name, scheme, normals in (("Faceted", "none", None), ("Smooth", "none", "vertex"), ("Subdiv", None, None)):
         mesh = UsdGeom.Mesh.Define(stage, f"/{name}")
@@ -425,10 +427,25 @@ def test_mesh_shading_follows_its_normals(tmp_path):
         if normals:
             mesh.CreateNormalsAttr([(0, 0, 1)] * 5)
             mesh.SetNormalsInterpolation(normals)
+    # faceVarying normals: the apex's shared by the four faces (smooth there), each face its own at its two
+    # base corners (sharp edges): 1 + 4 x 2 drawn vertices. Uniform: one normal per face, all sharp.
+    tilted = [(0.6, 0.0, 0.8), (0.0, 0.6, 0.8), (-0.6, 0.0, 0.8), (0.0, -0.6, 0.8)]  # one per face
+    for name, interp, values in (
+        ("Mixed", UsdGeom.Tokens.faceVarying, [n for t in tilted for n in (t, t, (0, 0, 1))]),
+        ("Uniform", UsdGeom.Tokens.uniform, tilted),
+    ):
+        mesh = UsdGeom.Mesh.Define(stage, f"/{name}")
+        mesh.CreatePointsAttr([(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0.5, 0.5, 1)])
+        mesh.CreateFaceVertexCountsAttr([3, 3, 3, 3])
+        mesh.CreateFaceVertexIndicesAttr([0, 1, 4, 1, 2, 4, 2, 3, 4, 3, 0, 4])
+        UsdGeom.PrimvarsAPI(mesh).CreatePrimvar("normals", Sdf.ValueTypeNames.Normal3fArray, interp).Set(values)
     stage.GetRootLayer().Save()
     scene = read_scene(str(tmp_path / "n.usda"))
     corners = {p.path: len(p.vertices) for p in scene.parts}
-    assert corners == {"/Faceted": 12, "/Smooth": 5, "/Subdiv": 5}
+    assert corners == {"/Faceted": 12, "/Smooth": 5, "/Subdiv": 5, "/Mixed": 9, "/Uniform": 12}
+    mixed = next(p for p in scene.parts if p.path == "/Mixed")
+    apex = np.flatnonzero(np.all(np.isclose(mixed.vertices, (0.5, 0.5, 1)), axis=1))
+    assert len(apex) == 1 and np.sum(mixed.faces == apex[0]) == 4, "the four faces share the apex"
 
 
 def test_time_samples_without_a_time_range_are_played(tmp_path):

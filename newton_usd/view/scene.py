@@ -659,18 +659,39 @@ def _mesh(prim, path):
         faces = faces[:, ::-1]
         tri_corners = tri_corners[:, ::-1]
     colors = _MeshColors(counts, indices, tri_poly, tri_corners, len(points))
-    if not _smooth(mesh):  # faceted: each triangle its own corners, so that the viewer's normals are per face
+    normals = _corner_normals(mesh, tri_corners, tri_poly, indices, len(counts), len(points))
+    if normals is not None:
+        # The viewers compute their normals from the faces around each vertex (viser even for glTF meshes,
+        # MuJoCo's renderer too): the authored normals decide which corners share a vertex, one per point
+        # and normal, so that an edge whose faces' normals differ there is sharp and one they share smooth.
+        key = np.concatenate([faces.reshape(-1, 1), np.round(normals.reshape(-1, 3) * 1e4)], axis=1)
+        corners, shared = np.unique(key, axis=0, return_inverse=True)
+        return points[corners[:, 0].astype(np.int64)], shared.reshape(-1, 3).astype(np.int32), colors
+    if mesh.GetSubdivisionSchemeAttr().Get() == UsdGeom.Tokens.none:
+        # A polygonal mesh without normals is faceted: each triangle its own corners (normals per face).
         return points[faces.reshape(-1)], np.arange(faces.size, dtype=np.int32).reshape(-1, 3), colors
-    return points, faces.astype(np.int32), colors
+    return points, faces.astype(np.int32), colors  # a subdivision surface (USD's default): smooth
 
 
-def _smooth(mesh) -> bool:
-    """Whether a mesh is shaded smooth: its normals authored per vertex, or it is a subdivision surface
-    without normals (Catmull-Clark, USD's default scheme: smooth by definition)."""
-    for pv in (UsdGeom.PrimvarsAPI(mesh).GetPrimvar("normals"),):
-        if pv and pv.HasAuthoredValue():
-            return pv.GetInterpolation() in (UsdGeom.Tokens.vertex, UsdGeom.Tokens.varying)
-    normals = mesh.GetNormalsAttr()
-    if normals.HasAuthoredValue():
-        return mesh.GetNormalsInterpolation() in (UsdGeom.Tokens.vertex, UsdGeom.Tokens.varying)
-    return mesh.GetSubdivisionSchemeAttr().Get() != UsdGeom.Tokens.none
+def _corner_normals(mesh, tri_corners, tri_poly, indices, polygons: int, n_points: int) -> np.ndarray | None:
+    """(F, 3, 3) the authored normal at each triangle corner (``primvars:normals`` over ``normals``, any
+    interpolation), or None where none is authored (or too few for its interpolation)."""
+    pv = UsdGeom.PrimvarsAPI(mesh).GetPrimvar("normals")
+    if pv and pv.HasAuthoredValue():
+        value, interp = pv.ComputeFlattened(Usd.TimeCode.EarliestTime()), pv.GetInterpolation()
+    elif mesh.GetNormalsAttr().HasAuthoredValue():
+        value, interp = mesh.GetNormalsAttr().Get(Usd.TimeCode.EarliestTime()), mesh.GetNormalsInterpolation()
+    else:
+        return None
+    normals = np.asarray(value if value is not None else [], np.float64).reshape(-1, 3)
+    length = np.linalg.norm(normals, axis=1, keepdims=True)
+    normals = normals / np.where(length > 0, length, 1.0)
+    if interp in (UsdGeom.Tokens.vertex, UsdGeom.Tokens.varying) and len(normals) >= n_points:
+        return normals[indices[tri_corners]]
+    if interp == UsdGeom.Tokens.faceVarying and len(normals) >= len(indices):
+        return normals[tri_corners]
+    if interp == UsdGeom.Tokens.uniform and len(normals) >= polygons:
+        return np.repeat(normals[tri_poly][:, None], 3, axis=1)
+    if interp == UsdGeom.Tokens.constant and len(normals):
+        return np.broadcast_to(normals[0], tri_corners.shape + (3,))
+    return None
