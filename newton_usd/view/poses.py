@@ -102,8 +102,9 @@ def part_poses(prims, times, to_si, xform_cache: bool = False) -> Poses:
     if static:
         _fill(out, static, (worlds0[static] @ to_si)[None])
     movers = [m for m, _ in groups.values()]
-    # Each part relative to its mover (constant: the mover is the nearest prim that moves).
-    inv_movers = np.linalg.inv(_matrices(cache, movers)) if movers else np.zeros((0, 4, 4))
+    # Each part relative to its mover (constant: the mover is the nearest prim that moves; pinv: a mover
+    # scaled to nothing on the first frame).
+    inv_movers = np.linalg.pinv(_matrices(cache, movers)) if movers else np.zeros((0, 4, 4))
     rigid, matrix, through_cache = [], [], []
     for k, (mover, idx) in enumerate(groups.values()):
         entry = (mover, idx, worlds0[idx] @ inv_movers[k])
