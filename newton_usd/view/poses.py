@@ -93,21 +93,19 @@ def part_poses(prims, times, to_si, xform_cache: bool = False) -> Poses:
     if not n_p:
         return out
     cache = UsdGeom.XformCache(code(times[0]))
-    worlds0 = _matrices(cache, prims)
     groups = {}  # mover path (None: static) -> (mover, part indices)
     for j, prim in enumerate(prims):
         mover = mover_of(prim)
         groups.setdefault(mover.GetPath() if mover else None, (mover, []))[1].append(j)
     static = groups.pop(None, (None, []))[1]
     if static:
-        _fill(out, static, (worlds0[static] @ to_si)[None])
-    movers = [m for m, _ in groups.values()]
-    # Each part relative to its mover (constant: the mover is the nearest prim that moves; pinv: a mover
-    # scaled to nothing on the first frame).
-    inv_movers = np.linalg.pinv(_matrices(cache, movers)) if movers else np.zeros((0, 4, 4))
+        _fill(out, static, (_matrices(cache, [prims[j] for j in static]) @ to_si)[None])
     rigid, matrix, through_cache = [], [], []
-    for k, (mover, idx) in enumerate(groups.values()):
-        entry = (mover, idx, worlds0[idx] @ inv_movers[k])
+    for mover, idx in groups.values():
+        # Each part relative to its mover (constant: the mover is the nearest prim that moves), the product
+        # of the local transforms between them: exact (the identity for the mover itself), not a world
+        # matrix times an inverse, whose rounding would reach every frame's pose (and the page's size).
+        entry = (mover, idx, np.array([_relative(cache, prims[j], mover) for j in idx]))
         form = None if xform_cache or np.isnan(times[0]) else _mover_form(mover, times, cache)
         if form is None:
             through_cache.append(entry)
@@ -134,6 +132,14 @@ def part_poses(prims, times, to_si, xform_cache: bool = False) -> Poses:
             out.how[str(mover.GetPath())] = "xformcache"
             _fill(out, idx, rels[None] @ worlds[:, k, None] @ to_si)
     return out
+
+
+def _relative(cache, prim, ancestor) -> np.ndarray:
+    """The row-vector transform of ``prim`` in ``ancestor``'s frame."""
+    if prim == ancestor:
+        return np.eye(4)
+    matrix, _ = cache.ComputeRelativeTransform(prim, ancestor)
+    return np.array(matrix)
 
 
 def _matrices(cache, prims) -> np.ndarray:
@@ -211,6 +217,7 @@ def _fill_rigid(out: Poses, rigid, to_si) -> None:
         out.positions[s : s + _CHUNK, idx] = np.einsum("tpj,pjk->tpk", p, q_lin) + q_origin
         world = quat_multiply(quat_multiply(q_q, q), q_k)  # rot(K) first, then q(t), then R_Q
         world *= np.where(world[..., 3:] < 0.0, -1.0, 1.0)
+        world += 0.0  # -0.0 to 0.0: the same value the same bytes (the page compresses repeats)
         out.wxyz[s : s + _CHUNK, idx] = np.concatenate([world[..., 3:], world[..., :3]], axis=-1)
 
 
