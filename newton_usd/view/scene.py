@@ -7,7 +7,9 @@ PointInstancer instance for prototypes), in SI units and Z up whatever the stage
 engine's output alike.
 
 What is drawn is what the user authored to be seen: gprims whose purpose is ``default`` or ``render``,
-visible, in their ``primvars:displayColor`` / ``displayOpacity``. Guide and proxy gprims, and invisible
+visible (on the frames where they are, for a time-sampled ``visibility``: :attr:`Scene.shown`), in their
+``primvars:displayColor`` / ``displayOpacity``; a mesh's authored normals decide which of its corners share
+a vertex (sharp or smooth edges). Guide and proxy gprims, and invisible
 gprims with a ``PhysicsCollisionAPI`` (collision-only shapes), are kept as *colliders*, drawn only on
 request. Instanceable prims are read through their instance proxies, PointInstancers instance by
 instance, and the copies ``usdsim --write-worlds all`` writes (``/World_world<k>``) carry their world index.

@@ -64,9 +64,10 @@ class LiveScene:
             self.world.on_update(lambda _: self._show())
 
     def _time_text(self, frame: int) -> str:
+        """The frame's time from the first frame (as the page shows it) and its time code."""
         t = float(self.scene.times[frame])
         t = 0.0 if np.isnan(t) else t
-        return f"{t / self.scene.fps:.3f} (frame {t:g})"
+        return f"{float(self.scene.seconds()[frame]):.3f} (frame {t:g})"
 
     def _goto(self, frame: int) -> None:
         frame = min(frame, self.scene.frames - 1)
