@@ -153,9 +153,9 @@ def decompose(worlds) -> tuple:
     there is shear or mirroring), and the rest of the first frame's (scale, shear), to bake."""
     lin = worlds[..., :3, :3]
     rot = _rotation_of(lin)
-    q = matrix_to_quat(np.swapaxes(rot, -1, -2))  # (x, y, z, w) of the column-vector rotations, w >= 0
+    q = matrix_to_quat(np.swapaxes(rot, -1, -2)) + 0.0  # (x, y, z, w) column-vector rotations, w >= 0; no -0.0
     baked = lin[0] @ np.swapaxes(rot[0], -1, -2)  # lin = baked @ rot (row vectors: v_world = v @ baked @ rot)
-    return worlds[..., 3, :3], np.concatenate([q[..., 3:], q[..., :3]], axis=-1), baked
+    return worlds[..., 3, :3] + 0.0, np.concatenate([q[..., 3:], q[..., :3]], axis=-1), baked
 
 
 def _rotation_of(lin) -> np.ndarray:
@@ -214,7 +214,7 @@ def _fill_rigid(out: Poses, rigid, to_si) -> None:
     for s in range(0, out.positions.shape[0], _CHUNK):
         q = motion_q[s : s + _CHUNK, mover]
         p = quat_rotate(q, k_origin) + motion_p[s : s + _CHUNK, mover]
-        out.positions[s : s + _CHUNK, idx] = np.einsum("tpj,pjk->tpk", p, q_lin) + q_origin
+        out.positions[s : s + _CHUNK, idx] = np.einsum("tpj,pjk->tpk", p, q_lin) + q_origin + 0.0
         world = quat_multiply(quat_multiply(q_q, q), q_k)  # rot(K) first, then q(t), then R_Q
         world *= np.where(world[..., 3:] < 0.0, -1.0, 1.0)
         world += 0.0  # -0.0 to 0.0: the same value the same bytes (the page compresses repeats)
