@@ -23,9 +23,6 @@ MAX_LINES = 700
 """A module longer than this holds several jobs, unless it is on :data:`LONG_MODULES`."""
 
 LONG_MODULES = {
-    # The Simulation loop with its recording and its live edits: being changed by another engineer this session
-    # (issue 34 agreed it is cut next session, into the loop, the recording and the edits).
-    "newton_usd/sim.py": "to be cut next session (loop / recording / live edits)",
     # SolverMuJoCo (model build, state exchange, stepping on C MuJoCo and MuJoCo-Warp): being changed by another
     # engineer this session; cut next session.
     "newton_usd/solvers/mujoco/solver_mujoco.py": "to be cut next session (setup / stepping / exchange)",
