@@ -1,4 +1,4 @@
-"""The cpu backend: C MuJoCo stepping one MjData or a ``mujoco.batch.Batch`` (:mod:`.engine`), and its warnings
+"""The cpu backend: C MuJoCo stepping one MjData or a ``mujoco.batch.Batch`` (:mod:`~.mujoco.engine`), and its warnings
 (a state gone NaN, Inf or huge; a full arena) reported as a blow-up."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ class CpuBackend:
     """:class:`~newton_usd.solvers.mujoco.SolverMuJoCo` on C MuJoCo (``backend="cpu"``)."""
 
     def _init_cpu(self, qpos, qvel):
-        """C MuJoCo (see :mod:`.engine`): one world steps one MjData; several worlds (and RK4, which needs
+        """C MuJoCo (see :mod:`~.mujoco.engine`): one world steps one MjData; several worlds (and RK4, which needs
         ``mj_step``) a persistent ``mujoco.batch.Batch`` (``mj_batch``: one MjData per world, stepped on a C
         thread pool). Each step ends with the position and velocity stages computed at the new state, so
         body poses are those of the new coordinates (the next step starts from them at no extra cost)."""

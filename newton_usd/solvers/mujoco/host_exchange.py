@@ -1,7 +1,7 @@
 """The solver's exchange through numpy on the host: model arrays as per-world numpy views (cached), MuJoCo's
 ``qpos``/``qvel``/``ctrl``/``qfrc_applied`` from a State and a Control, kinematic (mocap) poses, and MuJoCo's
-state written into a State at once. The cpu backend's pending states (:mod:`.exchange`) and the warp backend's
-host path build on it; the warp backend's device path is :mod:`.warp_exchange`."""
+state written into a State at once. The cpu backend's pending states (:mod:`~.mujoco.exchange`) and the warp backend's
+host path build on it; the warp backend's device path is :mod:`~.mujoco.warp_exchange`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The warp backend: MuJoCo-Warp on the model's Warp device; a step exchanges through Warp kernels
-(:mod:`.warp_exchange`) and is captured in a CUDA graph where it can, or through numpy on the host."""
+(:mod:`~.mujoco.warp_exchange`) and is captured in a CUDA graph where it can, or through numpy on the host."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ class WarpBackend:
         self._pull(w.qpos.numpy(), w.qvel.numpy(), body, state_out)
 
     def _on_device(self, state_in, state_out, control) -> bool:
-        """Whether a step can exchange with MuJoCo-Warp in Warp kernels (:mod:`.warp_exchange`): the arrays it
+        """Whether a step can exchange with MuJoCo-Warp in Warp kernels (:mod:`~.mujoco.warp_exchange`): the arrays it
         reads and writes are on the solver's device, and no drive is an acceleration drive."""
         if self._dev is None or self._has_accel:
             return False
