@@ -22,15 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 MAX_LINES = 700
 """A module longer than this holds several jobs, unless it is on :data:`LONG_MODULES`."""
 
-LONG_MODULES = {
-    # The Simulation loop with its recording and its live edits: being changed by another engineer this session
-    # (issue 34 agreed it is cut next session, into the loop, the recording and the edits).
-    "newton_usd/sim.py": "to be cut next session (loop / recording / live edits)",
-    # SolverMuJoCo (model build, state exchange, stepping on C MuJoCo and MuJoCo-Warp): being changed by another
-    # engineer this session; cut next session.
-    "newton_usd/solvers/mujoco/solver_mujoco.py": "to be cut next session (setup / stepping / exchange)",
-}
-"""Modules allowed over :data:`MAX_LINES`, path -> why. Keep it short: each entry is a debt with a reason."""
+LONG_MODULES: dict = {}
+"""Modules allowed over :data:`MAX_LINES`, path -> the one job that needs the length (a module with several jobs is
+cut by job instead). Empty since issue 34 cut ``sim.py`` and ``solvers/mujoco/solver_mujoco.py``."""
 
 ALLOWED_EDGES = {
     # ModelBuilder.add_usd / add_mjcf: thin entry points that import their importer when called (see

@@ -2,7 +2,7 @@
 
 This module holds the ``add_*`` methods, element family by element family (bodies, shapes, joints,
 constraints, sites, MuJoCo-only values). The builder's other jobs live beside it, each called by a thin
-method here: replicating into worlds (:mod:`.worlds`), joint coordinates from body poses and back
+method here: replicating into worlds (:mod:`~newton_usd.core.worlds`), joint coordinates from body poses and back
 (:mod:`.joint_coords`), and turning the lists into a Model (:mod:`.finalize`). The records the methods take
 (Mesh, Heightfield, JointAxis, Keyframe) are in :mod:`.elements`.
 """

@@ -1,0 +1,48 @@
+"""Blow-up detection: a body whose pose is NaN or infinite, or that is too far or too fast, stops the run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import SimulationError
+
+MAX_DISTANCE = 1e6
+"""m: a body farther than this from the origin stops the run (SimulationError; usdsim exits 3)."""
+MAX_SPEED = 1e4
+"""m/s: a body whose center of mass moves faster than this stops the run (SimulationError; usdsim exits 3)."""
+
+
+class BlowUpCheck:
+    """:class:`~newton_usd.sim.Simulation`'s check of a sane state after each frame (on the host, or on the
+    device as a frame function's last kernel)."""
+
+    def _check_on_device(self, state) -> None:
+        """The frame function's last kernel: :meth:`_check_bounds`'s test on the device, one flag read back."""
+        self._bounds.launch(state, self.max_distance, self.max_speed)
+
+    def _check_bounds(self, body_q, frame=None) -> None:
+        """Stop (SimulationError naming the body and frame) when a body's pose is NaN or infinite, it is
+        farther than :attr:`max_distance` from the origin or faster than :attr:`max_speed`: a simulation that
+        blew up, caught here rather than left to MuJoCo's own check (which fires near 1e10 only)."""
+        problem, rows = None, None
+        bad = ~np.isfinite(body_q).all(axis=1)
+        if bad.any():
+            problem, rows = "body pose became NaN or infinite", bad
+        else:
+            dist2 = np.einsum("ij,ij->i", body_q[:, :3], body_q[:, :3])
+            rows = dist2 > self.max_distance**2
+            if rows.any():
+                d = math.sqrt(float(dist2[int(np.argmax(rows))]))
+                problem = f"body is {d:.3g} m from the origin, beyond max_distance {self.max_distance:g} m"
+            else:
+                v = self.state.body_qd.numpy()[:, :3]
+                speed2 = np.einsum("ij,ij->i", v, v)
+                rows = ~(speed2 <= self.max_speed**2)  # (NaN too)
+                if rows.any():
+                    speed = math.sqrt(float(speed2[int(np.argmax(rows))]))
+                    problem = f"body moves at {speed:.3g} m/s, beyond max_speed {self.max_speed:g} m/s"
+        if problem is not None:
+            label = self.model.body_label[int(np.argmax(rows))]
+            raise SimulationError(f"{problem} (the simulation blew up)", frame=frame or self.frame, label=label)

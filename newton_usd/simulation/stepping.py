@@ -1,0 +1,134 @@
+"""The stepping loop: one frame's physics steps (kinematic bodies moved between them, or one frame function),
+and :meth:`~Stepping.run`, frame after frame."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from pxr import Gf, Sdf, UsdGeom
+
+from ..core.quat import gf_to_xyzw
+from ..errors import SimulationError
+from ..solvers.newton.frame import BoundsCheck
+from .clock import DEFAULT_FRAMES
+
+
+def kinematic_bodies(stage, model) -> list:
+    """``[(rows in body_q of every world, prim)]`` of the kinematic bodies (welded mocap bodies)."""
+    kinematic = np.nonzero(model.body_kinematic.numpy())[0]
+    if not len(kinematic):
+        return []
+    out = {}
+    for b in kinematic:
+        label = model.body_label[b]
+        prim = stage.GetPrimAtPath(label) if Sdf.Path.IsValidPathString(label) else None
+        if prim:
+            out.setdefault(label, ([], prim))[0].append(int(b))
+    return [(np.array(rows), prim) for rows, prim in out.values()]
+
+
+class Stepping:
+    """:class:`~newton_usd.sim.Simulation`'s frames: the time, the steps of one frame and the run."""
+
+    @property
+    def time_code(self) -> float:
+        """The time code of the current frame: the simulated time in frames since the start."""
+        return self.start_time + round(self.sim_seconds * self.fps, 6)
+
+    def default_frames(self) -> int:
+        """The stage's authored frame range, or 120 frames when it has none."""
+        if self.stage.HasAuthoredTimeCodeRange():
+            n = int(round(self.stage.GetEndTimeCode() - self.stage.GetStartTimeCode()))
+            if n > 0:
+                return n
+        return DEFAULT_FRAMES
+
+    def step_frame(self, last: bool = True, until: float | None = None) -> None:
+        """Simulate one frame (``substeps`` physics steps) and write the poses onto the prims; then the
+        other scenes' frames (:attr:`scenes`).
+
+        Edits made on the stage since the last frame are applied first (see :meth:`apply_edits`).
+        With :attr:`record_every` > 1 only every n-th frame is written, and the frame with ``last``.
+        ``until`` (seconds of simulated time): take the steps that end closest to it instead of
+        ``substeps`` (another scene's frame: it keeps to the first scene's clock).
+        """
+        if self.watcher is not None and self.watcher.pending:
+            self.apply_edits()
+        self._write_start()
+        n = self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))
+        t0 = time.perf_counter()
+        as_frame = self._as_frame(n)
+        try:
+            if as_frame:  # one frame function (a CUDA graph where the device allows), the bounds checked in it
+                self._simulate_frame(n)
+            for _ in range(0 if as_frame else n):
+                if self._kinematic:
+                    self._move_kinematic(self.start_time + (self.steps + 1) * self.dt * self.fps)
+                self.solver.step(self.state, self._next, self.control, None, self.dt)
+                self.state, self._next = self._next, self.state
+                self.steps += 1
+                if self.first_step_seconds is None:
+                    self.first_step_seconds = time.perf_counter() - t0
+        except SimulationError as e:
+            raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
+        self.frame += 1
+        self.sim_seconds = self.steps * self.dt
+        if as_frame:
+            body_q = self.state.body_q.numpy() if self._bounds.tripped() else None  # (waits for the frame)
+            if self.first_step_seconds is None:
+                self.first_step_seconds = time.perf_counter() - t0
+        else:
+            body_q = self.state.body_q.numpy()
+        self.wall_seconds += time.perf_counter() - t0
+        if body_q is not None:
+            self._check_bounds(body_q)
+        if self._records_frame(last):
+            self._write(body_q)
+        if self.scenes:
+            with self._own_writes():
+                for other in self.scenes:
+                    other.record_every, other.write = self.record_every, self.write
+                    other.step_frame(last, until=self.sim_seconds)
+
+    def _as_frame(self, n: int) -> bool:
+        """Whether ``n`` steps run as one frame function (:meth:`SolverNewton.simulate_frame`): a Newton solver,
+        no kinematic body (their poses are read from the stage between the steps)."""
+        if n < 1 or self._kinematic or not hasattr(self.solver, "simulate_frame"):
+            return False
+        if self._bounds is None or self._bounds.flag.device != self.model.device:
+            self._bounds = BoundsCheck(self.model.device)
+        return True
+
+    def _simulate_frame(self, n: int) -> None:
+        """``n`` steps as the solver's frame function (see :meth:`_as_frame`), the bounds checked on the device."""
+        self.solver.simulate_frame(
+            self.state, self._next, self.control, self.dt, n,
+            after=self._check_on_device, after_key=(self.max_distance, self.max_speed),
+        )  # fmt: skip
+        self.steps += n
+
+    def _move_kinematic(self, time_code: float) -> None:
+        """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""
+        cache = UsdGeom.XformCache(time_code)
+        frame = self.imported.frame
+        body_q = self.state.body_q.numpy()
+        for rows, prim in self._kinematic:
+            xf = Gf.Transform(cache.GetLocalToWorldTransform(prim))
+            pos, rot = frame.world_pose_to_sim(
+                np.array(xf.GetTranslation(), dtype=np.float64), gf_to_xyzw(xf.GetRotation().GetQuat())
+            )
+            body_q[rows] = np.concatenate([pos, rot])
+        if not self.model.device.is_cpu:  # numpy() was a copy
+            self.state.body_q.assign(body_q)
+
+    def run(self, frames: int | None = None, progress=None) -> None:
+        """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each."""
+        n = self.default_frames() if frames is None else int(frames)
+        if self._pipelines():
+            self._run_pipelined(n, progress)
+            return
+        for i in range(n):
+            self.step_frame(last=i == n - 1)
+            if progress is not None:
+                progress(1)
