@@ -194,3 +194,38 @@ def test_compare_leaves_out_the_margin_of_a_joint_without_a_limit(tmp_path):
     c = compare(str(xml), str(usda))
     assert not [(d.name, d.field) for d in c.differences if d.field == "margin"]
     assert c.counts["joint"][0] == 2
+
+
+def _hinge_with_joint_values(path):
+    """A driven hinge authoring a drive force limit, joint friction, armature and passive damping."""
+    stage = new_stage(path)
+    _bob(stage)
+    joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.5))
+    joint.CreateAxisAttr("Y")
+    drive = UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "angular")
+    drive.CreateStiffnessAttr(10.0)
+    drive.CreateMaxForceAttr(5.0)
+    for name in ("newton:friction", "newton:damping", "newton:armature"):
+        joint.GetPrim().CreateAttribute(name, Sdf.ValueTypeNames.Float).Set(0.1)
+    stage.Save()
+
+
+@pytest.mark.parametrize(
+    ("solver", "dropped", "kept"),
+    [
+        ("xpbd", ("physics:maxForce", "newton:friction", "newton:armature", "newton:damping"), ()),
+        ("featherstone", ("physics:maxForce", "newton:friction", "newton:damping"), ("newton:armature",)),
+        ("kamino", ("newton:damping",), ("physics:maxForce", "newton:friction", "newton:armature")),
+    ],
+)
+def test_check_solver_names_the_joint_values_a_newton_solver_drops(tmp_path, capsys, solver, dropped, kept):
+    _hinge_with_joint_values(tmp_path / "hinge.usda")
+    assert main(["check", str(tmp_path / "hinge.usda"), "--solver", solver]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if f"not simulated by the {solver} solver" in line]
+    for attribute in dropped:
+        assert any(attribute in line and line.endswith(": /Hinge") for line in lines), (attribute, out)
+    for attribute in kept:
+        assert not any(attribute in line for line in lines), (attribute, out)

@@ -409,9 +409,6 @@ class SolverXPBD(SolverNewton):
 
     def _report(self, model):
         diag = Diagnostics()
-        for name, what in (("joint_armature", "armature"), ("joint_friction", "joint friction")):
-            for d in np.nonzero(getattr(model, name).numpy() > 0.0)[0]:
-                diag.add(f"{what} is not simulated by the xpbd solver", _dof_joint_label(model, d))
         restitution = model.shape_material_restitution.numpy()
         if not self.options.get("enable_restitution") and (restitution > 0).any():
             for s in np.nonzero(restitution > 0)[0]:
@@ -423,12 +420,6 @@ class SolverXPBD(SolverNewton):
             for p in paths:
                 self.diagnostics.add(kind, p)
         diag.emit(model.source)
-
-
-def _dof_joint_label(model, dof) -> str:
-    start = model.joint_qd_start.numpy()
-    j = int(np.searchsorted(start, dof, side="right") - 1)
-    return model.joint_label[j]
 
 
 class SolverFeatherstone(SolverNewton):
