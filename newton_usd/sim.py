@@ -19,6 +19,7 @@ from .diagnostics import Diagnostics
 from .errors import NewtonUsdError, SimulationError
 from .solvers import SOLVERS
 from .solvers.newton.frame import BoundsCheck
+from .solvers.stability import auto_substeps, step_advice
 from .sync import JointStateSync, StageSync
 from .sync.clips import DEFAULT_CLIP_FRAMES, ClipStream, remove_clips
 from .sync.instancer_sync import instance_of
@@ -393,7 +394,7 @@ class Simulation:
             backend: solver backend (for "mujoco": "auto", "cpu" or "warp").
             fps: frames per second (default: the stage's timeCodesPerSecond).
             substeps: physics steps per frame (default: the stage's time step, else enough for a step
-                of at most 1/480 s).
+                of at most 1/480 s); "auto": more where the solver estimates a shorter step stable.
             record: write one time sample per frame (else overwrite the default pose).
             joint_states: also write joint positions and velocities onto the joint prims
                 (PhysicsJointStateAPI attributes ``state:<axis>:physics:position``/``velocity``).
@@ -492,7 +493,9 @@ class Simulation:
         fps = frame_rate(stage, imported, fps)
         if fps <= 0:
             raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")
+        auto, substeps = substeps == "auto", None if substeps == "auto" else substeps
         substeps, step = physics_steps(fps, dt or settings.get("timestep"), substeps or settings.get("substeps"))
+        substeps, step = auto_substeps(solver_obj, fps, substeps, step) if auto else (substeps, step)
         if substeps > MAX_SUBSTEPS:  # e.g. a time step of 1e-30 s: one frame would never end
             source = imported.scene.get("timestep")
             where = f"{source.prim}.{source.attribute}: " if source is not None and source.attribute and not dt else ""
@@ -635,7 +638,8 @@ class Simulation:
                     problem = f"body moves at {speed:.3g} m/s, beyond max_speed {self.max_speed:g} m/s"
         if problem is not None:
             label = self.model.body_label[int(np.argmax(rows))]
-            raise SimulationError(f"{problem} (the simulation blew up)", frame=frame or self.frame, label=label)
+            advice = step_advice(self.solver, self.dt, self.fps)  # (a step the solver estimates stable, if it has one)
+            raise SimulationError(f"{problem} (the simulation blew up){advice}", frame=frame or self.frame, label=label)
 
     def _move_kinematic(self, time_code: float) -> None:
         """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""

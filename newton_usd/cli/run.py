@@ -25,7 +25,7 @@ def _run(args) -> int:
         ("--record-every", args.record_every, 1),
         ("--clip-frames", args.clip_frames, 0),
     ):
-        if value is not None and value < least:
+        if value is not None and value != "auto" and value < least:
             return fail(f"{name} must be >= {least}, got {value}", args)
     for name, value in (
         ("--duration", args.duration),

@@ -22,6 +22,7 @@ from ..solver import SolverBase
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
 from .frame import FrameCapture
 from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
+from .stable_step import featherstone_stable_dt
 from .support import UNLIMITED
 
 logger = logging.getLogger("newton_usd")
@@ -85,6 +86,10 @@ class SolverNewton(SolverBase):
     parent joint frame (featherstone, semi_implicit, kamino): the exchange converts ours into it
     (:mod:`~.newton.exchange`)."""
     beta = False
+    stable_dt = math.inf
+    """s: the longest step estimated stable on this model (inf: no estimate; see :meth:`step_diagnostics`)."""
+    _stable_dt_joint = -1
+    _said_dt = None
 
     def __init__(
         self,
@@ -178,7 +183,15 @@ class SolverNewton(SolverBase):
             )
         return super().from_scene(model, settings, **asked)
 
+    def stable_step(self) -> float:
+        return self.stable_dt
+
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
+        if dt > self.stable_dt and dt != self._said_dt:  # (said once per step size, before the first such step)
+            self._said_dt = dt
+            diag = Diagnostics()
+            self.step_diagnostics(dt, diag)
+            diag.emit(self.model.source)
         if state_in is state_out:
             if self._scratch is None:
                 self._scratch = self.model.state()
@@ -464,6 +477,22 @@ class SolverFeatherstone(SolverNewton):
     newton_class = newton.solvers.SolverFeatherstone
     OPTIONS = {"newton.angular_damping": "angular_damping"}
 
+    def __init__(self, model, **options):
+        super().__init__(model, **options)
+        self.stable_dt, self._stable_dt_joint = featherstone_stable_dt(self.newton_model, self.newton_model.state())
+        """s: the longest step at which the joints' drives, springs and limit springs stay stable, estimated at the
+        start (inf without them; :func:`.stable_step.featherstone_stable_dt`)."""
+
+    def step_diagnostics(self, dt: float, diagnostics) -> None:
+        """Steps longer than :attr:`stable_dt` risk blowing up: said with the joint that sets it."""
+        if dt > self.stable_dt:
+            diagnostics.add(
+                f"the featherstone solver integrates joint drives, springs and limit springs explicitly: estimated "
+                f"stable at steps up to {self.stable_dt:.3g} s on this model, not {dt:.3g} s: it may blow up "
+                "(usdsim --substeps auto, or a smaller --dt)",
+                self.model.joint_label[self._stable_dt_joint],
+            )
+
     def _eager_reason(self, requires_grad: bool, options: dict):
         interval = options.get("update_mass_matrix_interval", 1)
         if interval != 1:  # (counted on the host each step: a graph would replay the capture's choice)
@@ -490,15 +519,6 @@ class SolverSemiImplicit(SolverNewton):
         ke, kd = self.newton_solver.joint_attach_ke, self.newton_solver.joint_attach_kd
         self.stable_dt, self._stable_dt_joint = penalty_joint_stable_dt(self.newton_model, ke, kd)
         """s: the longest step at which the penalty joints stay stable (inf without joints)."""
-        self._said_dt = None
-
-    def step(self, state_in, state_out, control, contacts, dt: float) -> None:
-        if dt > self.stable_dt and dt != self._said_dt:
-            self._said_dt = dt
-            diag = Diagnostics()
-            self.step_diagnostics(dt, diag)
-            diag.emit(self.model.source)
-        super().step(state_in, state_out, control, contacts, dt)
 
     def step_diagnostics(self, dt: float, diagnostics) -> None:
         """Steps longer than :attr:`stable_dt` risk blowing up: said with the joint that sets it."""
