@@ -257,3 +257,26 @@ def test_featherstone_names_a_stable_step_and_substeps_auto_takes_it(tmp_path, c
     assert main([str(tmp_path / "hinge.usda"), "--solver", "featherstone", "-n", "3", "--substeps", "auto"]) == 0
     out = tmp_path / "hinge.sim.usda"
     assert np.isfinite(positions(out, "/Bob", [3])).all()
+
+
+def test_a_body_flung_out_of_the_scene_stops_the_run(tmp_path, capsys):
+    """Two boxes authored one inside the other: XPBD pushes them apart at hundreds of m/s, every number finite
+    (below max_speed): a blow-up, named with the body and the frame. A body thrown by its authored velocity, falling
+    with no ground beneath it, goes as far and is not."""
+    stage = new_stage(tmp_path / "overlap.usda", fps=24)
+    add_box(stage, "/A", 1.0, (0, 0, 0))
+    add_box(stage, "/B", 1.0, (0.05, 0, 0))
+    stage.Save()
+    assert usdsim(tmp_path / "overlap.usda", "--solver", "xpbd", "-n", 60) == 3
+    err = capsys.readouterr().err
+    said = re.search(r"frame (\d+): /[AB]: body was flung ([0-9.e+]+) m from its start in ([0-9.e-]+) s, beyond the "
+                     r"([0-9.e+]+) m that free fall from rest", err)  # fmt: skip
+    assert said, err
+    assert int(said.group(1)) < 10 and float(said.group(2)) > float(said.group(4)), err
+    stage = new_stage(tmp_path / "thrown.usda", fps=24)
+    add_box(stage, "/Thrown", 0.2, (0, 0, 1))
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Thrown")).CreateVelocityAttr(Gf.Vec3f(50, 0, 0))
+    stage.Save()
+    assert usdsim(tmp_path / "thrown.usda", "--solver", "xpbd", "-n", 60) == 0
+    moved = positions(tmp_path / "thrown.sim.usda", "/Thrown", [60])[0] - np.array([0, 0, 1])
+    assert moved[0] > 120 and moved[2] < -30  # 50 m/s for 2.5 s, and free fall
