@@ -3,7 +3,7 @@
 A solver that blows up softly (XPBD pushing apart what it cannot hold, a constraint it drops) can throw a body
 tens of meters in a second at speeds below :data:`~newton_usd.sim.MAX_SPEED`: nothing is NaN, and the run would
 end at exit 0. :class:`RunawayCheck` bounds how far each body may have moved from its start after ``t`` seconds
-by what the stage itself can do, and names the first body beyond it:
+by what the stage itself can do, and names the first body beyond it::
 
     bound(t) = extent + MARGIN + (v0 + v_drive) t + |g| t^2 / 2
 
