@@ -55,12 +55,24 @@ def explain_rows(imports, prims=(), models=None) -> list[tuple[str, str, str, st
         found = [((path, name, format_value(r.value), units.get(name, ""), r.source)) for (path, name), r in
                  imported.resolver.provenance.items()]  # fmt: skip
         if models is not None:
-            found += physics_rows(imported, models[k])
+            found = _chosen_iterations(found, models[k]) + physics_rows(imported, models[k])
         for row in found:
             if roots and not any(Sdf.Path(row[0]).HasPrefix(root) for root in roots):
                 continue
             rows[row] = None
     return sorted(rows, key=lambda row: row[:2])
+
+
+def _chosen_iterations(rows, model) -> list:
+    """``rows`` with the scene's unset ``newton.iterations`` given as the xpbd solver chooses it for ``model``
+    (:func:`~newton_usd.solvers.newton.solver_newton.xpbd_iterations`), where it chooses."""
+    from .solvers.newton.solver_newton import LIMIT_ITERATIONS_REASON, xpbd_iterations  # noqa: PLC0415
+
+    out = []
+    for row in rows:
+        chosen = xpbd_iterations(model) if row[1] == "newton.iterations" and row[2] == format_value(None) else None
+        out.append(row if chosen is None else (row[0], row[1], format_value(chosen), row[3], LIMIT_ITERATIONS_REASON))
+    return out
 
 
 # ---- what UsdPhysics authors, as the simulation uses it (read from the finalized Model)

@@ -12,6 +12,16 @@ import argparse
 DEFAULT_CLIP_FRAMES = 1000  # newton_usd.sync.clips.DEFAULT_CLIP_FRAMES (not imported: --help stays instant)
 
 
+def substeps_arg(text: str):
+    """``--substeps``: a whole number, or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number or auto, got {text!r}") from None
+
+
 def run_parser() -> argparse.ArgumentParser:
     """``usdsim run``'s argument parser: the options of one simulation run."""
     p = argparse.ArgumentParser(
@@ -48,8 +58,9 @@ def run_parser() -> argparse.ArgumentParser:
     step = p.add_mutually_exclusive_group()
     step.add_argument(
         "--substeps",
-        type=int,
-        help="physics steps per frame (default: the stage's time step, else one of at most 1/480 s)",
+        type=substeps_arg,
+        help="physics steps per frame (default: the stage's time step, else one of at most 1/480 s); auto: as many "
+        "more as the solver's step estimated stable asks (featherstone, semi_implicit), else the default",
     )
     step.add_argument("--dt", type=float, help="physics time step in seconds (default: the stage's)")
     worlds = p.add_mutually_exclusive_group()

@@ -25,6 +25,7 @@ from .simulation.recording import Recording, attach_output_layer, default_output
 from .simulation.stepping import Stepping, kinematic_bodies
 from .simulation.worlds import WorldCopying, written_labels
 from .solvers import SOLVERS
+from .solvers.stability import auto_substeps
 from .sync import JointStateSync, StageSync
 from .sync.clips import DEFAULT_CLIP_FRAMES
 from .sync.live_edits import StageWatcher
@@ -229,7 +230,7 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
             backend: solver backend (for "mujoco": "auto", "cpu" or "warp").
             fps: frames per second (default: the stage's timeCodesPerSecond).
             substeps: physics steps per frame (default: the stage's time step, else enough for a step
-                of at most 1/480 s).
+                of at most 1/480 s); "auto": more where the solver estimates a shorter step stable.
             record: write one time sample per frame (else overwrite the default pose).
             joint_states: also write joint positions and velocities onto the joint prims
                 (PhysicsJointStateAPI attributes ``state:<axis>:physics:position``/``velocity``).
@@ -328,7 +329,9 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
         fps = frame_rate(stage, imported, fps)
         if fps <= 0:
             raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")
+        auto, substeps = substeps == "auto", None if substeps == "auto" else substeps
         substeps, step = physics_steps(fps, dt or settings.get("timestep"), substeps or settings.get("substeps"))
+        substeps, step = auto_substeps(solver_obj, fps, substeps, step) if auto else (substeps, step)
         if substeps > MAX_SUBSTEPS:  # e.g. a time step of 1e-30 s: one frame would never end
             source = imported.scene.get("timestep")
             where = f"{source.prim}.{source.attribute}: " if source is not None and source.attribute and not dt else ""

@@ -4,6 +4,7 @@ UsdPhysics runs so under every engine (issue 33). Each test writes a small stage
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -194,3 +195,88 @@ def test_compare_leaves_out_the_margin_of_a_joint_without_a_limit(tmp_path):
     c = compare(str(xml), str(usda))
     assert not [(d.name, d.field) for d in c.differences if d.field == "margin"]
     assert c.counts["joint"][0] == 2
+
+
+def _hinge_with_joint_values(path):
+    """A driven hinge authoring a drive force limit, joint friction, armature and passive damping."""
+    stage = new_stage(path)
+    _bob(stage)
+    joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.5))
+    joint.CreateAxisAttr("Y")
+    drive = UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "angular")
+    drive.CreateStiffnessAttr(10.0)
+    drive.CreateMaxForceAttr(5.0)
+    for name in ("newton:friction", "newton:damping", "newton:armature"):
+        joint.GetPrim().CreateAttribute(name, Sdf.ValueTypeNames.Float).Set(0.1)
+    stage.Save()
+
+
+@pytest.mark.parametrize(
+    ("solver", "dropped", "kept"),
+    [
+        ("xpbd", ("physics:maxForce", "newton:friction", "newton:armature", "newton:damping"), ()),
+        ("featherstone", ("physics:maxForce", "newton:friction", "newton:damping"), ("newton:armature",)),
+        ("kamino", ("newton:damping",), ("physics:maxForce", "newton:friction", "newton:armature")),
+    ],
+)
+def test_check_solver_names_the_joint_values_a_newton_solver_drops(tmp_path, capsys, solver, dropped, kept):
+    _hinge_with_joint_values(tmp_path / "hinge.usda")
+    assert main(["check", str(tmp_path / "hinge.usda"), "--solver", solver]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if f"not simulated by the {solver} solver" in line]
+    for attribute in dropped:
+        assert any(attribute in line and line.endswith(": /Hinge") for line in lines), (attribute, out)
+    for attribute in kept:
+        assert not any(attribute in line for line in lines), (attribute, out)
+
+
+def _damped_hinge(path):
+    """A 1 kg bob swinging on a hinge whose drive damps it hard (35 N*m*s/deg: 2e3 per rad against 0.254 kg*m^2
+    about the hinge): Featherstone integrates the drive explicitly, stable at steps below 2.5e-4 s only."""
+    stage = new_stage(path)
+    _bob(stage, velocity=(0, 60.0, 0))
+    joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.5))
+    joint.CreateAxisAttr("Y")
+    UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "angular").CreateDampingAttr(35.0)
+    stage.Save()
+
+
+def test_featherstone_names_a_stable_step_and_substeps_auto_takes_it(tmp_path, capsys):
+    _damped_hinge(tmp_path / "hinge.usda")
+    assert main([str(tmp_path / "hinge.usda"), "--solver", "featherstone", "-n", "3"]) == 3
+    err = capsys.readouterr().err
+    said = re.search(r"frame 1: /Bob: .*blew up\); the featherstone solver estimates steps up to ([0-9.e-]+) s stable "
+                     r"on this model, not 0.00208 s: --substeps (\d+) at 60 frames per second", err)  # fmt: skip
+    assert said, err
+    stable, substeps = float(said.group(1)), int(said.group(2))
+    assert 5e-5 < stable < 2.5e-4 and abs(substeps - 1 / 60 / stable) < 2, (stable, substeps)
+    assert main([str(tmp_path / "hinge.usda"), "--solver", "featherstone", "-n", "3", "--substeps", "auto"]) == 0
+    out = tmp_path / "hinge.sim.usda"
+    assert np.isfinite(positions(out, "/Bob", [3])).all()
+
+
+def test_a_body_flung_out_of_the_scene_stops_the_run(tmp_path, capsys):
+    """Two boxes authored one inside the other: XPBD pushes them apart at hundreds of m/s, every number finite
+    (below max_speed): a blow-up, named with the body and the frame. A body thrown by its authored velocity, falling
+    with no ground beneath it, goes as far and is not."""
+    stage = new_stage(tmp_path / "overlap.usda", fps=24)
+    add_box(stage, "/A", 1.0, (0, 0, 0))
+    add_box(stage, "/B", 1.0, (0.05, 0, 0))
+    stage.Save()
+    assert usdsim(tmp_path / "overlap.usda", "--solver", "xpbd", "-n", 60) == 3
+    err = capsys.readouterr().err
+    said = re.search(r"frame (\d+): /[AB]: body was flung ([0-9.e+]+) m from its start in ([0-9.e-]+) s, beyond the "
+                     r"([0-9.e+]+) m that free fall from rest", err)  # fmt: skip
+    assert said, err
+    assert int(said.group(1)) < 10 and float(said.group(2)) > float(said.group(4)), err
+    stage = new_stage(tmp_path / "thrown.usda", fps=24)
+    add_box(stage, "/Thrown", 0.2, (0, 0, 1))
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Thrown")).CreateVelocityAttr(Gf.Vec3f(50, 0, 0))
+    stage.Save()
+    assert usdsim(tmp_path / "thrown.usda", "--solver", "xpbd", "-n", 60) == 0
+    moved = positions(tmp_path / "thrown.sim.usda", "/Thrown", [60])[0] - np.array([0, 0, 1])
+    assert moved[0] > 120 and moved[2] < -30  # 50 m/s for 2.5 s, and free fall

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..errors import SimulationError
+from ..solvers.stability import step_advice
 
 MAX_DISTANCE = 1e6
 """m: a body farther than this from the origin stops the run (SimulationError; usdsim exits 3)."""
@@ -45,4 +46,5 @@ class BlowUpCheck:
                     problem = f"body moves at {speed:.3g} m/s, beyond max_speed {self.max_speed:g} m/s"
         if problem is not None:
             label = self.model.body_label[int(np.argmax(rows))]
-            raise SimulationError(f"{problem} (the simulation blew up)", frame=frame or self.frame, label=label)
+            advice = step_advice(self.solver, self.dt, self.fps)  # (a step the solver estimates stable, if it has one)
+            raise SimulationError(f"{problem} (the simulation blew up){advice}", frame=frame or self.frame, label=label)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core.model import element_name
@@ -68,6 +70,11 @@ class SolverBase:
         """``state``'s joint coordinates or velocities were written (a view, a reset): make the rest of the state
         follow them where the solver steps body states. The default does nothing: solvers that step joint
         coordinates, or detect edits themselves (SolverMuJoCo), need no word."""
+
+    def stable_step(self) -> float:
+        """s: the longest step estimated stable on this model (where the solver integrates stiff forces
+        explicitly); inf where it has no such bound. The default: inf."""
+        return math.inf
 
     def step_diagnostics(self, dt: float, diagnostics) -> None:
         """Add to ``diagnostics`` (:class:`~newton_usd.diagnostics.Diagnostics`) what steps of ``dt`` s risk on this

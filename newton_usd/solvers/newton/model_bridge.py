@@ -28,6 +28,7 @@ import warp as wp
 
 from ...core.types import DriveMode, GeoType, JointType
 from ...errors import NewtonUsdError
+from .support import UNLIMITED, report_unsupported
 
 _GEO = {
     GeoType.PLANE: newton.GeoType.PLANE,
@@ -40,9 +41,6 @@ _GEO = {
     GeoType.CYLINDER: newton.GeoType.CYLINDER,
 }
 """Our shape kinds -> Newton's (the numbering differs; the size parameters agree)."""
-
-UNLIMITED = 1.0e10
-"""Our limits and effort limits at or beyond this are off (the builder's open range)."""
 
 CONE_LIMIT_FREQUENCY = 200.0
 """rad/s: a cone limit's natural frequency, critically damped, where the scene sets no limit stiffness (penalty
@@ -114,8 +112,8 @@ def bridge_model(
     limits = limits or JointLimitSettings()
     a = _host_arrays(model)
     nb = newton.ModelBuilder(gravity=tuple(float(g) for g in model.gravity))
-    _report_unsupported(model, a, diagnostics, solver_name)
     cones = _cone_joints(model, a, diagnostics, solver_name)
+    report_unsupported(model, a, diagnostics, solver_name, cones)
     cone_first_axis = np.full(model.joint_count, -1, dtype=np.int32)
     for j, (first, _) in cones.items():
         cone_first_axis[j] = first
@@ -594,33 +592,3 @@ def _filter_collisions(nb, model, a, shape_map) -> None:
                 pairs.add((int(shape_map[s]), int(shape_map[o])))
     for s1, s2 in pairs:
         nb.add_shape_collision_filter_pair(min(s1, s2), max(s1, s2))
-
-
-def _report_unsupported(model, a, diagnostics, solver_name) -> None:
-    """What the Newton rigid-body solvers do not simulate, once per kind with the prims."""
-    mj = model.mujoco
-    for label in _labels(mj, "actuator"):
-        diagnostics.add(f"MuJoCo actuators (MjcActuator) are not simulated by the {solver_name} solver", label)
-    for label in _labels(mj, "tendon"):
-        diagnostics.add(f"tendons are not simulated by the {solver_name} solver", label)
-    for label in _labels(mj, "tendon_equality"):
-        diagnostics.add(f"tendon equalities are not simulated by the {solver_name} solver", label)
-    kinds = {0: "connect", 1: "weld", 2: "joint"}
-    types = model.equality_type.numpy() if model.equality_count else ()
-    for i, t in enumerate(types):
-        kind = kinds.get(int(t), str(int(t)))
-        diagnostics.add(
-            f"{kind} equality constraints (and mimic joints) are not simulated by the {solver_name} solver",
-            model.equality_label[i],
-        )
-    for label in model.distance_label:
-        diagnostics.add(f"distance joints are not simulated by the {solver_name} solver", label)
-    if solver_name != "xpbd" and solver_name != "kamino":
-        for s in np.nonzero(a["shape_material_restitution"] > 0.0)[0]:
-            diagnostics.add(f"restitution is not simulated by the {solver_name} solver (xpbd and kamino do)",
-                            model.shape_label[s])  # fmt: skip
-
-
-def _labels(ns, name) -> list:
-    """The prim paths of a MuJoCo-only element list of the model (``model.mujoco.<name>``)."""
-    return [entry.get("path", f"{name} {i}") for i, entry in enumerate(getattr(ns, name, None) or [])]
