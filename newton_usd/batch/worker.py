@@ -18,7 +18,10 @@ import sys
 import time
 import traceback
 
+from ..cli.common import forward_only_kernels
 from .resume import write_result
+
+forward_only_kernels()  # a run never differentiates; set before PRELOAD's modules import Warp's kernels
 
 LOG_FILE = "usdsim.log"
 TASK_FILE = "task.json"

@@ -36,7 +36,7 @@ import os
 import sys
 
 from ..run_options import DEFAULT_CLIP_FRAMES
-from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_SIMULATION, WRITE_BATCH
+from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_SIMULATION, WRITE_BATCH, forward_only_kernels
 
 __all__ = ["COMMANDS", "DEFAULT_CLIP_FRAMES", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_SIMULATION",
            "WRITE_BATCH", "main"]  # fmt: skip
@@ -81,5 +81,7 @@ def _main(argv) -> int:
     command = argv[0] if argv and argv[0] in COMMANDS else "run"
     if argv and argv[0] == command:
         argv = argv[1:]
+    if not {"-h", "--help"} & set(argv):  # (--help stays instant: no Warp import)
+        forward_only_kernels()
     module, function = COMMANDS[command].split(":")
     return getattr(importlib.import_module(f".{module}", __name__), function)(argv)

@@ -12,6 +12,20 @@ EXIT_INTERRUPTED = 130
 WRITE_BATCH = 32  # recorded frames written onto the stage together (Simulation.write_batch)
 
 
+def forward_only_kernels() -> None:
+    """usdsim never differentiates, so Warp compiles the kernels it runs (ours, Newton's) without their adjoints:
+    about 40% less compile time on an empty kernel cache (Newton's XPBD path on the CPU: 95 s instead of 165 s).
+
+    Warp reads ``config.enable_backward`` when a kernel module is created (imported), so this runs before any
+    is; a process that imported Warp itself (a notebook calling :func:`newton_usd.cli.main`, the tests) keeps
+    its own choice. MuJoCo-Warp's modules already compile forward only."""
+    if "warp" in sys.modules:
+        return
+    import warp as wp  # noqa: PLC0415
+
+    wp.config.enable_backward = False
+
+
 def init_warp(verbose: bool) -> None:
     """Initialize Warp without its banner; without --verbose, also without the native CUDA driver
     warning that every run on a machine without a GPU would otherwise print."""
