@@ -7,12 +7,18 @@ import time
 
 import pytest
 from pxr import Sdf, Usd, UsdGeom
+from usdsim_fork import run_usdsim
 
 from conftest import SAMPLE_STAGES, SAMPLES, UsdsimProcess, _default_sigint, has_cuda, usdsim_command
 
 
-# The console script of the environment running the tests (not whatever `usdsim` is first on PATH).
 def usdsim(*args):
+    """``usdsim ARGS``, a process of its own forked from a preloaded server (tests/usdsim_fork.py)."""
+    return run_usdsim(args)
+
+
+# The console script of the environment running the tests (not whatever `usdsim` is first on PATH).
+def console_script(*args):
     return subprocess.run(usdsim_command() + [str(a) for a in args], capture_output=True, text=True, timeout=600)
 
 
@@ -45,7 +51,7 @@ def test_usdsim_writes_time_sampled_motion_and_leaves_the_source_alone(name, tmp
 def test_output_path_and_run_subcommand(tmp_path):
     out = tmp_path / "sub" / "result.usda"
     os.makedirs(out.parent)
-    r = usdsim("run", SAMPLES / "pendulum.usda", "-o", out, "-n", "5", "--quiet")
+    r = console_script("run", SAMPLES / "pendulum.usda", "-o", out, "-n", "5", "--quiet")  # (the installed one)
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""
     stage = Usd.Stage.Open(str(out))
@@ -409,14 +415,14 @@ def test_an_unexpected_exception_is_one_line_unless_debugging(tmp_path, monkeypa
         "def boom(*a, **k):\n    raise ZeroDivisionError('planted')\n"
         "m.add_usd = boom\n"
     )
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # (read by a fresh interpreter: the console script)
     monkeypatch.delenv("NEWTON_USD_DEBUG", raising=False)
-    r = usdsim(src, "-n", "2")
+    r = console_script(src, "-n", "2")
     assert r.returncode == 1
     assert r.stderr.strip().splitlines()[-1].startswith("usdsim: internal error: ZeroDivisionError: planted")
     assert "Traceback" not in r.stderr
     monkeypatch.setenv("NEWTON_USD_DEBUG", "1")
-    r = usdsim(src, "-n", "2")
+    r = console_script(src, "-n", "2")
     assert r.returncode == 1 and "Traceback" in r.stderr and "planted" in r.stderr
 
 

@@ -10,7 +10,9 @@ import sys
 import threading
 import time
 
+from ..errors import UsdInputError
 from ..run_options import DEFAULT_CLIP_FRAMES, run_parser
+from ..usd.files import check_stage_file
 from .common import EXIT_INTERRUPTED, EXIT_SIMULATION, WRITE_BATCH, count, fail, init_warp, listed
 from .view import add_run_flags, after_run, check_run_flags, live_view
 
@@ -46,6 +48,10 @@ def _run(args) -> int:
 
     if problem := check_run_flags(args):  # --view / --video
         return fail(problem, args)
+    try:  # a wrong path said at once, before the imports of USD's plugins, Warp and Newton (seconds)
+        check_stage_file(args.stage)
+    except UsdInputError as e:
+        return fail(str(e), args)
     return interruptible(lambda job: _simulate(args, job))
 
 

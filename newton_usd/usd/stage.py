@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 
@@ -11,6 +10,7 @@ from pxr import Tf, Usd, UsdGeom, UsdPhysics
 
 from ..core.quat import multiply4, quat_multiply, quat_rotate, rotate3
 from ..errors import UsdInputError
+from .files import check_stage_file
 
 
 def open_stage(source) -> tuple[Usd.Stage, str]:
@@ -22,17 +22,7 @@ def open_stage(source) -> tuple[Usd.Stage, str]:
     if isinstance(source, Usd.Stage):
         layer = source.GetRootLayer()
         return source, layer.realPath or layer.identifier
-    path = os.fspath(source)
-    if not os.path.exists(path):
-        raise UsdInputError("no such file", file=path)
-    if os.path.isdir(path):
-        raise UsdInputError("is a directory, not a USD file", file=path)
-    if path.lower().endswith((".xml", ".mjcf")):
-        raise UsdInputError(
-            "an MJCF file, not a USD stage: convert it first with `usdsim convert MODEL.xml -o MODEL.usda` "
-            "(or load it from Python with ModelBuilder.add_mjcf)",
-            file=path,
-        )
+    path = check_stage_file(source)
     try:
         stage = Usd.Stage.Open(path, Usd.Stage.LoadAll)
     except Tf.ErrorException as e:
