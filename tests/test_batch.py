@@ -202,7 +202,7 @@ def test_usdsim_batch_command_line(tmp_path, capsys):
     assert read_csv(tmp_path / "b4" / "runs.csv")[0]["error"] == "--substeps must be >= 1, got 0"
     err = capsys.readouterr().err
     assert "usdsim: error: --vary wants PRIM.ATTR=V1,V2" in err and "Traceback" not in err
-    assert "argument --substeps: invalid int value: 'x'" in err
+    assert "argument --substeps: must be a whole number or auto, got 'x'" in err
 
 
 def test_sweep_file_with_random_samples(tmp_path):
