@@ -1,7 +1,7 @@
 """``usdsim ARGS`` for the tests, each run in a process forked from a server that has imported what a run needs.
 
-A fresh ``usdsim`` spends seconds importing USD's plugins, Warp and Newton before it reads its first argument; the
-tests run it about fifty times. Here each run is a process of its own as before (its exit status, its stdout and
+A fresh ``usdsim`` spends seconds importing USD's plugins, Warp and Newton before it opens the stage; the
+tests run it dozens of times. Here each run is a process of its own as before (its exit status, its stdout and
 stderr, nothing shared with the test or another run), forked from multiprocessing's forkserver preloaded with
 the modules a run imports: the server ``usdsim batch`` uses for the same reason (``newton_usd.batch.worker.PRELOAD``).
 The tests that are about the console script itself (Ctrl-C, the installed entry point) still start it.
