@@ -9,14 +9,12 @@ The tests that are about the console script itself (Ctrl-C, the installed entry 
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 import traceback
-import types
 
 
 def _usdsim(argv, cwd, env, out_path, err_path):  # (in the forked process)
@@ -43,20 +41,10 @@ def _usdsim(argv, cwd, env, out_path, err_path):  # (in the forked process)
     os._exit(code)
 
 
-@contextlib.contextmanager
-def _main_module_hidden():
-    # The forkserver would import pytest's __main__ again in each child: it needs nothing of it.
-    main = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = main
-
-
 def run_usdsim(argv, timeout=600.0) -> subprocess.CompletedProcess:
     """``usdsim argv`` in the current directory and environment: a ``CompletedProcess`` with its exit status,
     stdout and stderr (``subprocess.TimeoutExpired`` after ``timeout`` seconds, the run killed)."""
+    from newton_usd.batch.launch import _main_module_hidden  # noqa: PLC0415  (pytest's __main__ left out)
     from newton_usd.batch.worker import PRELOAD  # noqa: PLC0415
 
     argv = [str(a) for a in argv]
