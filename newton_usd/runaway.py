@@ -67,16 +67,18 @@ class RunawayCheck:
         """:meth:`check` ``sim``'s state after its frame (every frame on the CPU, every :data:`CUDA_EVERY`-th and
         ``last_frame`` on CUDA)."""
         if self.enabled and (sim.model.device.is_cpu or sim.frame % CUDA_EVERY == 0 or sim.frame >= last_frame):
-            self.check(sim.state.body_q.numpy(), sim.sim_seconds, sim.frame, step_advice(sim.solver, sim.dt, sim.fps))
+            self.check(
+                sim.state.body_q.numpy(), sim.sim_seconds, sim.frame, lambda: step_advice(sim.solver, sim.dt, sim.fps)
+            )
 
     def bound(self, seconds: float) -> float:
         """m: the farthest a body may be from its start after ``seconds`` of simulated time."""
         return self.extent + MARGIN + self.speed * seconds + 0.5 * self.gravity * seconds * seconds
 
-    def check(self, body_q, seconds: float, frame: int, advice: str = "") -> None:
+    def check(self, body_q, seconds: float, frame: int, advice=None) -> None:
         """Raise :class:`~newton_usd.errors.SimulationError` naming the body farthest beyond :meth:`bound` after
-        ``seconds``, at ``frame`` (``advice``: appended, e.g. a stable step); nothing where every body is within it
-        (or the model is not checked)."""
+        ``seconds``, at ``frame`` (``advice()``: appended, e.g. a stable step; asked only when raising); nothing
+        where every body is within it (or the model is not checked)."""
         if not self.enabled:
             return
         moved = np.linalg.norm(np.asarray(body_q, dtype=np.float64)[:, :3] - self.start, axis=1)
@@ -85,6 +87,7 @@ class RunawayCheck:
             return
         b = int(np.argmax(moved))
         fall = 0.5 * self.gravity * seconds * seconds
+        advice = advice() if advice is not None else ""
         raise SimulationError(
             f"body was flung {moved[b]:.3g} m from its start in {seconds:.3g} s, beyond the {bound:.3g} m that free "
             f"fall from rest ({fall:.3g} m), the scene's extent ({self.extent:.3g} m), its authored velocities and "
