@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pxr import Sdf, Usd, UsdGeom, Vt
 
-from ..core.quat import matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate
+from ..core.quat import matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, quat_to_matrix
 
 _T = UsdGeom.XformOp
 _RIGID_OPS = {_T.TypeTranslate, _T.TypeOrient}
@@ -402,10 +402,5 @@ def _axis_rotation(axis: str, angles) -> np.ndarray:
 
 
 def _row_rotation(q) -> np.ndarray:
-    """(T, 3, 3) row-vector rotation matrices of unit quaternions (x, y, z, w)."""
-    x, y, z, w = (q[..., k] for k in range(4))
-    m = np.empty(q.shape[:-1] + (3, 3))
-    m[..., 0, :] = np.stack([1 - 2 * (y * y + z * z), 2 * (x * y + z * w), 2 * (x * z - y * w)], axis=-1)
-    m[..., 1, :] = np.stack([2 * (x * y - z * w), 1 - 2 * (x * x + z * z), 2 * (y * z + x * w)], axis=-1)
-    m[..., 2, :] = np.stack([2 * (x * z + y * w), 2 * (y * z - x * w), 1 - 2 * (x * x + y * y)], axis=-1)
-    return m
+    """(T, 3, 3) row-vector rotation matrices of unit quaternions (x, y, z, w): :func:`quat_to_matrix`'s, transposed."""
+    return np.swapaxes(quat_to_matrix(q), -1, -2)
