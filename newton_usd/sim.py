@@ -371,6 +371,7 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
             capture.invalidate("reset")
         self.frame = self.steps = 0
         self.sim_seconds = self.wall_seconds = self.sync_seconds = 0.0
+        self.restart_flung_check()
         with self._own_writes():
             if self.joint_sync is not None:
                 self.joint_sync.restore()

@@ -12,6 +12,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdPhysics
 from test_newton_solvers import _bob, contact_stiffness, joint_positions, positions, rotations, three_link_chain, usdsim
 
 from newton_usd.cli import main
+from newton_usd.errors import SimulationError
 
 from stages import add_box, add_ground, falling_cube, new_stage
 
@@ -280,3 +281,34 @@ def test_a_body_flung_out_of_the_scene_stops_the_run(tmp_path, capsys):
     assert usdsim(tmp_path / "thrown.usda", "--solver", "xpbd", "-n", 60) == 0
     moved = positions(tmp_path / "thrown.sim.usda", "/Thrown", [60])[0] - np.array([0, 0, 1])
     assert moved[0] > 120 and moved[2] < -30  # 50 m/s for 2.5 s, and free fall
+
+
+def test_simulation_from_python_stops_a_flung_body_and_measures_again_from_a_view_write(tmp_path):
+    """``Simulation.run`` from Python gets the same flung check as usdsim (the two overlapping boxes); a view that
+    throws a body by hand, mid-run, starts the check again from there: a body thrown at 60 m/s is not flung."""
+    from newton_usd.selection import RigidBodyView  # noqa: PLC0415
+    from newton_usd.sim import Simulation  # noqa: PLC0415
+
+    stage = new_stage(tmp_path / "overlap.usda", fps=24)
+    add_box(stage, "/A", 1.0, (0, 0, 0))
+    add_box(stage, "/B", 1.0, (0.05, 0, 0))
+    stage.Save()
+    sim = Simulation.open(str(tmp_path / "overlap.usda"), solver="xpbd", device="cpu")
+    with pytest.raises(SimulationError) as raised:
+        sim.run(60)
+    assert raised.value.label in ("/A", "/B") and raised.value.frame < 10 and "flung" in str(raised.value)
+    sim.reset()
+    sim.check_flung = False
+    sim.run(20)  # (asked not to check: the boxes fly apart, and the run goes on)
+    sim.close()
+
+    stage = new_stage(tmp_path / "thrown.usda", fps=24)
+    add_box(stage, "/Thrown", 0.2, (0, 0, 1))
+    stage.Save()
+    sim = Simulation.open(str(tmp_path / "thrown.usda"), solver="xpbd", device="cpu")
+    sim.run(5)  # (the check starts from the box at rest)
+    RigidBodyView(sim, "/Thrown").set_velocities(np.array([[60.0, 0, 0, 0, 0, 0]], dtype=np.float32))
+    sim.run(40)
+    x = sim.state.body_q.numpy()[0, 0]
+    assert x > 90, x  # 60 m/s for 1.67 s: farther than free fall, the extent and 10 m allow from the first start
+    sim.close()

@@ -183,12 +183,8 @@ def _simulate(args, job: _Job) -> int:
         print(note, file=sys.stderr, flush=True)
     status, error = 0, None
     live = live_view(args, sim)  # usdsim STAGE --view: the run served as it goes
-    from ..runaway import RunawayCheck  # noqa: PLC0415
-
-    runaway = RunawayCheck.of(sim)  # (a body flung out of the scene: a blow-up with finite numbers)
 
     def progress(n):
-        runaway.check_run(sim, frames)
         if bar is not None:
             bar.update(n)
         if live is not None:

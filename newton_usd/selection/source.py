@@ -52,6 +52,12 @@ class ViewSource:
     def solver(self):
         return self.sim.solver if self.sim is not None else self._pieces["solver"]
 
+    def state_moved(self) -> None:
+        """A view wrote positions or velocities into the State: a Simulation measures how far bodies are flung
+        from there (:meth:`~newton_usd.sim.Simulation.restart_flung_check`)."""
+        if self.sim is not None and hasattr(self.sim, "restart_flung_check"):
+            self.sim.restart_flung_check()
+
     def push_parameters(self, names) -> None:
         """Hand the model values ``names`` (edited in place) to the solver: :meth:`SolverBase.update_parameters`,
         and where the solver cannot take some without a rebuild, a new solver of the same kind (a Simulation's;

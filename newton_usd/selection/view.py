@@ -222,12 +222,15 @@ class View:
         self._joint_states_written(array)
 
     def _joint_states_written(self, array) -> None:
-        """After a write into the State's joint coordinates or velocities: the solver makes the body states
-        follow where it steps those (Newton's XPBD, semi-implicit, Kamino: ``joint_states_written``)."""
+        """After a write into the State: the solver makes the body states follow where it steps joint coordinates
+        or velocities (Newton's XPBD, semi-implicit, Kamino: ``joint_states_written``), and a Simulation measures
+        how far bodies are flung from the state written."""
         state, solver = self._source.state, self._source.solver
         arrays = getattr(state, "__dict__", {})
         if solver is not None and any(array is arrays.get(name) for name in ("joint_q", "joint_qd")):
             solver.joint_states_written(state)
+        if any(array is arrays.get(name) for name in ("joint_q", "joint_qd", "body_q", "body_qd")):
+            self._source.state_moved()
 
     def _row_indices(self, indices, n_values):
         """``(rows, value rows)`` as Warp int32 arrays on the device."""

@@ -4,6 +4,7 @@
 - :mod:`~newton_usd.simulation.clock`: frames per second and physics steps per frame.
 - :mod:`~newton_usd.simulation.stepping`: a frame's physics steps, the run frame after frame, kinematic bodies.
 - :mod:`~newton_usd.simulation.bounds`: a simulation that blew up (NaN, too far, too fast) stops the run.
+- :mod:`~newton_usd.simulation.runaway`: a body flung out of the scene (every number finite) stops it too.
 - :mod:`~newton_usd.simulation.pipelined`: the run with the stage write behind the device's steps.
 - :mod:`~newton_usd.simulation.recording`: the frames written onto the output layer, value clips, save.
 - :mod:`~newton_usd.simulation.edits`: edits made on the stage while it runs, applied to the running model.

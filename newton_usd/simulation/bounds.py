@@ -1,4 +1,5 @@
-"""Blow-up detection: a body whose pose is NaN or infinite, or that is too far or too fast, stops the run."""
+"""Blow-up detection: a body whose pose is NaN or infinite, too far or too fast, or flung out of the scene
+(:mod:`~newton_usd.simulation.runaway`) stops the run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..solvers.stability import step_advice
+from .runaway import RunawayCheck
 
 MAX_DISTANCE = 1e6
 """m: a body farther than this from the origin stops the run (SimulationError; usdsim exits 3)."""
@@ -17,7 +19,31 @@ MAX_SPEED = 1e4
 
 class BlowUpCheck:
     """:class:`~newton_usd.sim.Simulation`'s check of a sane state after each frame (on the host, or on the
-    device as a frame function's last kernel)."""
+    device as a frame function's last kernel), and of a body flung out of the scene (:attr:`check_flung`)."""
+
+    check_flung = True
+    """Stop a run whose body is flung out of the scene (:class:`~newton_usd.simulation.runaway.RunawayCheck`):
+    farther from where it was at the start than free fall, its velocities and drives and the scene allow."""
+
+    _runaway = None  # the RunawayCheck of the run now (None: made from the state at the next frame's start)
+
+    def restart_flung_check(self) -> None:
+        """Measure how far bodies are flung from the state of the next frame's start: the state was moved by hand
+        (:meth:`reset`, a rebuild, a view's write of positions or velocities)."""
+        self._runaway = None
+
+    def _start_flung_check(self) -> None:
+        """At a frame's start: the flung check's start (the state now), where the run has none yet."""
+        if self._runaway is None and self.check_flung:
+            self._runaway = RunawayCheck.of(self)
+
+    def _check_flung(self, last: bool) -> None:
+        """After a frame: stop (SimulationError naming the body and frame) where a body was flung out of the scene;
+        every frame on the CPU, every 10th and the last on CUDA."""
+        check = self._runaway
+        if check is not None and self.check_flung and check.due(self.model.device, self.frame, last):
+            advice = lambda: step_advice(self.solver, self.dt, self.fps)  # noqa: E731
+            check.check(self.state.body_q.numpy(), self.sim_seconds, self.frame, advice)
 
     def _check_on_device(self, state) -> None:
         """The frame function's last kernel: :meth:`_check_bounds`'s test on the device, one flag read back."""

@@ -98,6 +98,9 @@ class LiveEdits:
             result = other._apply(edits)
             if result == "rebuilt" or (result == "values" and applied is None):
                 applied = result
+        for one in (self, *self.scenes):
+            if applied is not None:  # (new drives, gravity or bodies: how far a body may go is measured anew)
+                one.restart_flung_check()
         if self.scenes and edits.resynced:
             self._check_scenes()
         return applied

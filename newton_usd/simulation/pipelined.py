@@ -35,6 +35,7 @@ class PipelinedRun:
                 else:
                     pending, previous = self._queue_frame(last), pending
                     self._finish_frame(previous)
+                    self._check_flung(last)  # (frame k+1's state, before it is written)
                     if self.first_step_seconds is None:  # (the first frame: waited for, timed)
                         pending = self._finish_frame(pending)
                 if progress is not None:
@@ -49,6 +50,7 @@ class PipelinedRun:
     def _queue_frame(self, last: bool) -> tuple:
         """Queue a frame's steps and its readback (no wait); (readback slot, frame, time code, written, start)."""
         self._write_start()
+        self._start_flung_check()
         t0 = time.perf_counter()
         try:
             self._simulate_frame(self.substeps)

@@ -56,6 +56,7 @@ class Stepping:
         if self.watcher is not None and self.watcher.pending:
             self.apply_edits()
         self._write_start()
+        self._start_flung_check()
         n = self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))
         t0 = time.perf_counter()
         as_frame = self._as_frame(n)
@@ -83,6 +84,7 @@ class Stepping:
         self.wall_seconds += time.perf_counter() - t0
         if body_q is not None:
             self._check_bounds(body_q)
+        self._check_flung(last)
         if self._records_frame(last):
             self._write(body_q)
         if self.scenes:

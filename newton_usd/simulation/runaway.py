@@ -1,0 +1,150 @@
+"""A body flung out of the scene: the blow-up that leaves every number finite.
+
+A solver that blows up softly (XPBD pushing apart what it cannot hold, a constraint it drops) can throw a body
+tens of meters in a second at speeds below :data:`~newton_usd.simulation.bounds.MAX_SPEED`: nothing is NaN, and
+the run would end at exit 0. :class:`RunawayCheck` bounds how far each body may have moved from its start after
+``t`` seconds by what the stage itself can do, and names the first body beyond it::
+
+    bound(t) = extent + MARGIN + (v0 + v_drive) t + |g| t^2 / 2
+
+``extent``: the diagonal of the box around the bodies' starting positions (of the widest world, where there are
+several), plus :data:`BODY_SIZE` (a body can swing or roll across the scene); ``v0``: the fastest start (a body's
+linear velocity, or its joints' linear velocities, and angular ones times the extent: what the stage authors, or a
+view wrote); ``v_drive``: the fastest drive target velocity (linear, and angular times the extent), and the
+farthest linear drive target is added to the extent; ``|g| t^2 / 2``: free fall from rest. A body in free fall
+from rest stays within it by ``extent + MARGIN``; a body flung at 40 m/s leaves it within a second. Kinematic
+bodies move as their prims' animation says, which this cannot bound: a model with one is not checked.
+
+:class:`~newton_usd.simulation.bounds.BlowUpCheck` runs it after every frame of a
+:class:`~newton_usd.sim.Simulation` (every :data:`CUDA_EVERY`-th on CUDA), from the state at the start of the run,
+and again from the state of the moment after :meth:`~newton_usd.sim.Simulation.reset`, a rebuild or a view's write
+of positions or velocities.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.types import JointType
+from ..errors import SimulationError
+
+MARGIN = 10.0
+"""m: how far beyond what the stage can do a body must be to be called flung (docs/stages_compat.md)."""
+
+BODY_SIZE = 2.0
+"""m: added to the extent of the bodies' starting positions (their own size, where they start together)."""
+
+CUDA_EVERY = 10
+"""On CUDA, every this many frames (and the last) are checked: a check reads the poses back, which waits for the
+device (on the CPU they are read in place, every frame)."""
+
+
+class RunawayCheck:
+    """The bound of each body's displacement from its start of a model's run (see the module).
+
+    Args:
+        model: the finalized Model (its drives, gravity, kinematic bodies).
+        body_q, body_qd: the bodies' starting poses and velocities (numpy, ``(n, 7)`` and ``(n, 6)``).
+    """
+
+    def __init__(self, model, body_q, body_qd, joint_qd=None, start_seconds: float = 0.0):
+        start = np.asarray(body_q, dtype=np.float64)[:, :3]
+        self.labels = model.body_label
+        self.start = start
+        self.start_seconds = float(start_seconds)
+        self.enabled = model.body_count > 0 and not np.asarray(model.body_kinematic.numpy(), dtype=bool).any()
+        world = np.maximum(model.body_world.numpy(), 0) if len(start) else np.zeros(0, dtype=int)
+        low = np.full((int(world.max(initial=0)) + 1, 3), np.inf)
+        high = np.full_like(low, -np.inf)
+        np.minimum.at(low, world, start)
+        np.maximum.at(high, world, start)
+        span = np.linalg.norm(np.where(np.isfinite(high - low), high - low, 0.0), axis=1)
+        extent = float(np.max(span, initial=0.0)) + BODY_SIZE  # (the widest world's: copies side by side do not add)
+        qd = np.asarray(body_qd, dtype=np.float64)
+        v0 = float(np.max(np.linalg.norm(qd[:, :3], axis=1) + np.linalg.norm(qd[:, 3:], axis=1) * extent, initial=0))
+        linear = _linear_dofs(model)
+        if joint_qd is not None and len(linear):  # (a world's joints all moving one body: the fastest it can go)
+            jqd = np.abs(np.nan_to_num(np.asarray(joint_qd, dtype=np.float64), posinf=0.0, neginf=0.0))
+            speed = np.where(linear, jqd, jqd * extent)
+            world = _dof_world(model)
+            v0 = max(v0, float(np.max(np.bincount(world, weights=speed, minlength=1))))
+        reach, v_drive = _drive_reach(model, linear, extent)
+        self.extent = extent + reach
+        self.speed = v0 + v_drive
+        self.gravity = float(np.linalg.norm([float(g) for g in model.gravity]))
+
+    @classmethod
+    def of(cls, sim) -> RunawayCheck:
+        """The check of a :class:`~newton_usd.sim.Simulation`'s run from its state now."""
+        state = sim.state
+        joint_qd = state.joint_qd.numpy() if getattr(state, "joint_qd", None) is not None else None
+        return cls(sim.model, state.body_q.numpy(), state.body_qd.numpy(), joint_qd, sim.sim_seconds)
+
+    def due(self, device, frame: int, last: bool) -> bool:
+        """Whether the frame is checked: every frame on the CPU (the poses are read in place), every
+        :data:`CUDA_EVERY`-th and the ``last`` on CUDA (a check reads the poses back: it waits for the device)."""
+        return self.enabled and (device.is_cpu or frame % CUDA_EVERY == 0 or last)
+
+    def bound(self, seconds: float) -> float:
+        """m: the farthest a body may be from its start after ``seconds`` of simulated time."""
+        return self.extent + MARGIN + self.speed * seconds + 0.5 * self.gravity * seconds * seconds
+
+    def check(self, body_q, sim_seconds: float, frame: int, advice=None) -> None:
+        """Raise :class:`~newton_usd.errors.SimulationError` naming the body farthest beyond :meth:`bound` at
+        ``sim_seconds`` of simulated time, at ``frame`` (``advice()``: appended, e.g. a stable step; asked only
+        when raising); nothing where every body is within it (or the model is not checked)."""
+        if not self.enabled:
+            return
+        seconds = sim_seconds - self.start_seconds
+        moved = np.linalg.norm(np.asarray(body_q, dtype=np.float64)[:, :3] - self.start, axis=1)
+        bound = self.bound(seconds)
+        if not (moved > bound).any():
+            return
+        b = int(np.argmax(moved))
+        fall = 0.5 * self.gravity * seconds * seconds
+        advice = advice() if advice is not None else ""
+        raise SimulationError(
+            f"body was flung {moved[b]:.3g} m from its start in {seconds:.3g} s, beyond the {bound:.3g} m that free "
+            f"fall from rest ({fall:.3g} m), the scene's extent ({self.extent:.3g} m), its authored velocities and "
+            f"drives ({self.speed:.3g} m/s) and {MARGIN:g} m allow (the simulation blew up){advice}",
+            frame=frame,
+            label=self.labels[b],
+        )
+
+
+def _linear_dofs(model) -> np.ndarray:
+    """Which of ``model``'s DOFs are linear (m, m/s); the others are angular (rad, rad/s)."""
+    linear = np.zeros(model.joint_dof_count, dtype=bool)
+    if not model.joint_dof_count:
+        return linear
+    qd_start = model.joint_qd_start.numpy()
+    dim = model.joint_dof_dim.numpy().reshape(-1, 2)
+    for j, t in enumerate(model.joint_type.numpy()):
+        d0 = int(qd_start[j])
+        if int(t) == int(JointType.PRISMATIC):
+            linear[d0] = True
+        elif int(t) in (int(JointType.D6), int(JointType.FREE)):
+            linear[d0 : d0 + int(dim[j][0])] = True
+    return linear
+
+
+def _dof_world(model) -> np.ndarray:
+    """The world of each of ``model``'s DOFs (0 for the global ones, world -1)."""
+    qd_start = model.joint_qd_start.numpy()
+    counts = np.diff(qd_start[: model.joint_count + 1])
+    return np.repeat(np.maximum(model.joint_world.numpy(), 0), counts)
+
+
+def _drive_reach(model, linear: np.ndarray, extent: float) -> tuple[float, float]:
+    """(m, m/s): the farthest linear drive target, and the fastest drive target velocity (angular ones times
+    ``extent``), of ``model``'s joints (``linear``: :func:`_linear_dofs`)."""
+    if not model.joint_dof_count:
+        return 0.0, 0.0
+    driven = (model.joint_target_ke.numpy() != 0.0) | (model.joint_target_kd.numpy() != 0.0)
+    pos = np.abs(np.nan_to_num(model.joint_target_pos.numpy().astype(np.float64), posinf=0.0, neginf=0.0))
+    vel = np.abs(np.nan_to_num(model.joint_target_vel.numpy().astype(np.float64), posinf=0.0, neginf=0.0))
+    reach = float(np.max(pos[driven & linear], initial=0.0))
+    speed = float(np.max(np.where(linear, vel, vel * extent)[driven], initial=0.0))
+    return reach, speed if math.isfinite(speed) else 0.0
