@@ -1,4 +1,4 @@
-"""A frame of a Newton solver as one function (newton_usd.solvers.newton.frame): on Warp's CPU device it runs
+"""A frame of a Newton solver as one function (newton_usd.solvers.frame): on Warp's CPU device it runs
 eagerly and equals its single steps; on CUDA (``gpu``-marked cases) it is one captured graph, replayed, giving the
 states the eager steps give (to float round-off), and captured again when what it baked in changes. Warp records and
 replays launches on its CPU device too (``FrameCapture.cpu_graphs``): the captured path is tested without a GPU."""
@@ -11,7 +11,7 @@ import warp as wp
 from pxr import Gf, UsdGeom, UsdPhysics
 
 from newton_usd import Simulation
-from newton_usd.solvers.newton.frame import FrameCapture
+from newton_usd.solvers.frame import FrameCapture
 
 from stages import add_box, add_ground, pendulum
 

@@ -228,3 +228,65 @@ def test_captured_steps_replay_what_eager_steps_do(conditional, monkeypatch):
     eager, _, _ = run(False)
     assert_same_runs(replayed, eager, atol=0.0)
     assert np.abs(eager[-1]["joint_q"] - eager[19]["joint_q"]).max() > 1e-3
+
+
+@pytest.mark.parametrize("substeps", [3, 4])
+@pytest.mark.parametrize("conditional", [True, False], ids=["conditional step1", "no conditional node"])
+def test_a_frame_of_k_steps_is_k_steps_captured_once_and_replayed(substeps, conditional, monkeypatch):
+    # simulate_frame pushes once, steps k times and pulls once (the kinematics once, at the end, where the steps are
+    # one phase); with Warp's CPU graphs it is captured at its second frame and replayed after. Edits of the state
+    # and controls between frames reach MuJoCo; update_parameters drops the graph and the next frames capture again.
+    from newton_usd.core.types import DriveMode
+
+    def edit(frame, model, state, control):
+        if frame == 3:
+            q = state.joint_q.numpy()
+            q[7:11] = (0.0, np.sin(0.2), 0.0, np.cos(0.2))
+            state.joint_q.assign(q)
+        if frame == 4:
+            control.mujoco.ctrl.assign(np.array([1.5, -0.5], dtype=np.float32))
+
+    def change_gains(model, solver):
+        ke = model.joint_target_ke.numpy()
+        ke[dof] = 60.0
+        model.joint_target_ke.assign(ke)
+        assert model.joint_target_mode.numpy()[dof] == int(DriveMode.POSITION)
+        assert solver.update_parameters(model, {"joint_target_ke"}) == set()
+
+    frames = 9
+    model, dof = mixed_model()
+    solver = SolverMuJoCo(model, backend="warp")
+    assert solver.simulates_frames
+    solver.frame_capture.cpu_graphs = True
+    s0, s1, control = model.state(), model.state(), model.control()
+    if not conditional:
+        monkeypatch.setattr(wp, "capture_if", _no_conditional_step1)
+    framed = []
+    for frame in range(frames):
+        edit(frame, model, s0, control)
+        if frame == 6:
+            captured = solver.frame_capture.captures
+            change_gains(model, solver)
+            assert not solver.frame_capture.captured
+        solver.simulate_frame(s0, s1, control, 0.002, substeps)
+        framed.append({n: getattr(s0, n).numpy().copy() for n in ("joint_q", "joint_qd", "body_q", "body_qd")})
+    monkeypatch.undo()
+    assert solver._conditional_step1 == conditional
+    assert captured == 1 and solver.frame_capture.captures == 2 and solver.frame_capture.replays >= 5
+    assert solver.frame_capture.invalidations >= 1
+
+    model, dof = mixed_model()
+    solver = SolverMuJoCo(model, backend="warp")
+    solver._conditional_step1 = conditional
+    s0, s1, control = model.state(), model.state(), model.control()
+    stepped = []
+    for frame in range(frames):
+        edit(frame, model, s0, control)
+        if frame == 6:
+            change_gains(model, solver)
+        for _ in range(substeps):
+            solver.step(s0, s1, control, None, 0.002)
+            s0, s1 = s1, s0
+        stepped.append({n: getattr(s0, n).numpy().copy() for n in ("joint_q", "joint_qd", "body_q", "body_qd")})
+    assert_same_runs(framed, stepped, atol=1e-6)
+    assert np.abs(stepped[-1]["joint_q"] - stepped[5]["joint_q"]).max() > 1e-3

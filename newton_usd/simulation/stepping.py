@@ -10,7 +10,7 @@ from pxr import Gf, Sdf, UsdGeom
 
 from ..core.quat import gf_to_xyzw
 from ..errors import SimulationError
-from ..solvers.newton.frame import BoundsCheck
+from ..solvers.frame import BoundsCheck
 from .clock import DEFAULT_FRAMES
 
 
@@ -94,9 +94,10 @@ class Stepping:
                     other.step_frame(last, until=self.sim_seconds)
 
     def _as_frame(self, n: int) -> bool:
-        """Whether ``n`` steps run as one frame function (:meth:`SolverNewton.simulate_frame`): a Newton solver,
-        no kinematic body (their poses are read from the stage between the steps)."""
-        if n < 1 or self._kinematic or not hasattr(self.solver, "simulate_frame"):
+        """Whether ``n`` steps run as one frame function (``solver.simulate_frame``): a Newton solver or MuJoCo-Warp
+        exchanging on the device (``solver.simulates_frames``), no kinematic body (their poses are read from the
+        stage between the steps)."""
+        if n < 1 or self._kinematic or not getattr(self.solver, "simulates_frames", False):
             return False
         if self._bounds is None or self._bounds.flag.device != self.model.device:
             self._bounds = BoundsCheck(self.model.device)

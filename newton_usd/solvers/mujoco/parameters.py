@@ -116,7 +116,7 @@ class Parameters:
             with wp.ScopedDevice(self.device):
                 self._put_warp_model()
             self._warp_stale = True
-            self._graphs.clear()
+            self._drop_graphs("the model's parameters changed")
 
     def _set_timestep(self, dt: float):
         if dt == self._dt:
@@ -129,4 +129,4 @@ class Parameters:
         elif self.mjw_model is not None:
             self.mjw_model.opt.timestep.fill_(dt)
             self._warp_stale = True  # (constraint references depend on the timestep)
-            self._graphs.clear()
+            self._drop_graphs("a new time step")

@@ -9,6 +9,7 @@ import mujoco
 import numpy as np
 import warp as wp
 
+from ..frame import FrameCapture
 from .exchange import discard_pending
 from .warp_exchange import DeviceExchange
 
@@ -32,6 +33,7 @@ class WarpBackend:
         if njmax is None:
             njmax = max(128, 6 * nconmax + 2 * m.njnt + 6 * m.neq)
         self.nconmax, self.njmax = nconmax, njmax  # (per world)
+        self.frame_capture = FrameCapture(self.device, "SolverMuJoCo's warp backend")
         with wp.ScopedDevice(self.device):
             self._put_warp_model()
             self.mjw_data = mjw.put_data(m, self._data, nworld=self.num_worlds, nconmax=nconmax, njmax=njmax)
@@ -61,7 +63,67 @@ class WarpBackend:
                 values = values.astype(np.float32)
             dtype = getattr(self.mjw_model, name).dtype
             setattr(self.mjw_model, name, wp.array(values, dtype=dtype, device=self.device))
-            self._graphs.clear()  # (a new array: captured steps read the old one)
+            self._drop_graphs(f"the MuJoCo-Warp model's {name} replaced")  # (captured steps read the old one)
+
+    def _drop_graphs(self, reason: str) -> None:
+        """Forget the captured steps and frames: the MuJoCo-Warp model's arrays (or a value baked in) changed."""
+        self._graphs.clear()
+        capture = getattr(self, "frame_capture", None)
+        if capture is not None:
+            capture.invalidate(reason)
+
+    @property
+    def simulates_frames(self) -> bool:
+        """Whether a frame's steps run as one function (:meth:`simulate_frame`): the warp backend exchanging on the
+        device (no acceleration drive: their gains are scaled on the host)."""
+        return self._engine is None and self._dev is not None and not self._has_accel
+
+    def simulate_frame(self, state_0, state_1, control, dt: float, substeps: int, after=None, after_key=()) -> None:
+        """``substeps`` steps of ``dt`` from ``state_0``, the result left in ``state_0`` (``state_1`` is not used),
+        then ``after(state_0)`` (kernels only, e.g. a bounds check; ``after_key``: what it bakes in).
+
+        The frame pushes the state and controls once, takes ``substeps`` MuJoCo-Warp steps (the kinematics of the
+        new state once, at the end, where the steps are one phase) and pulls the state once: ``substeps`` single
+        :meth:`step` calls compute the same. On CUDA it is one graph, captured once per (state, control, dt,
+        substeps) and replayed (:attr:`frame_capture`); a model change drops it. A frame after the state was
+        written by another path (a keyframe, the host exchange) or the model changed runs eagerly."""
+        if substeps < 1:
+            return
+        if dt != self._dt:
+            self._set_timestep(float(dt))
+        if not self._on_device(state_0, state_0, control) or getattr(state_0, "_pending", None) is not None:
+            a, b = state_0, state_1  # (the host exchange: single steps)
+            for _ in range(substeps):
+                self.step(a, b, control, None, dt)
+                a, b = b, a
+            if a is not state_0:
+                for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+                    wp.copy(getattr(state_0, name), getattr(a, name))
+            if after is not None:
+                after(state_0)
+            return
+        last = self._dev_last
+        steady = last is not None and last[0] is state_0 and last[1] is state_0.joint_q
+        steady = steady and last[2] is state_0.joint_qd and not self._warp_stale
+
+        def frame():
+            self._exchange_and_advance(state_0, state_0, control, steady, substeps)
+            if after is not None:
+                after(state_0)
+
+        with wp.ScopedDevice(self.device):
+            if steady:
+                arrays = [state_0.joint_q, state_0.joint_qd, state_0.body_q, state_0.body_qd]
+                if control is not None:
+                    arrays += [getattr(control, n) for n in self._CONTROLS]
+                    arrays.append(getattr(getattr(control, "mujoco", None), "ctrl", None))
+                key = (tuple(id(a) for a in arrays), float(dt), int(substeps), after_key)
+                self.frame_capture.run(key, frame, retry=self._one_phase_instead)
+            else:
+                frame()  # (pushes every world and computes the position stage again: never captured)
+                self.frame_capture.eager_frames += 1
+        self._dev_last = (state_0, state_0.joint_q, state_0.joint_qd)
+        self._last_out = None
 
     def _step_warp(self, state_in, state_out, control):
         discard_pending(state_out)
@@ -134,7 +196,24 @@ class WarpBackend:
         self._dev_last = (state_out, state_out.joint_q, state_out.joint_qd)
         self._last_out = None  # (what the numpy path compares with)
 
+    def _one_phase_instead(self, error) -> bool:
+        """A capture failed (``error``): where it had the two phases' conditional ``step1``, capture one phase
+        instead (True: try again), as :meth:`_graph_step` does."""
+        if not (self._two_phase and self._conditional_step1):
+            return False
+        self._conditional_step1 = False
+        logger.info(
+            "SolverMuJoCo: the warp backend's frames are captured in one phase (MuJoCo-Warp's step, then the "
+            "kinematics of the new state): its conditional step1 could not be (%s)", error,
+        )  # fmt: skip
+        return True
+
     def _device_step(self, state_in, state_out, control, compare):
+        self._exchange_and_advance(state_in, state_out, control, compare, 1)
+
+    def _exchange_and_advance(self, state_in, state_out, control, compare: bool, steps: int) -> None:
+        """Push ``state_in`` (every world, or with ``compare`` the worlds edited since the last pull) and the
+        controls, take ``steps`` steps, pull into ``state_out``: kernel launches only, capturable."""
         x, d = self._dev, self.mjw_data
         x.begin()
         x.push_state(state_in.joint_q, state_in.joint_qd, d, compare)
@@ -146,7 +225,8 @@ class WarpBackend:
             x.push_controls(control, d)
         if self._two_phase and self._conditional_step1 and not self._warp_stale:
             wp.capture_if(x.moved, on_true=self._mjw.step1, m=self.mjw_model, d=d)
-        self._advance_warp()
+        for i in range(steps):
+            self._advance_warp(kinematics=i == steps - 1)
         x.pull(d, state_out)
 
     def _graph_step(self, state_in, state_out, control):
@@ -183,6 +263,7 @@ class WarpBackend:
             logger.warning("SolverMuJoCo: no CUDA graph for the warp backend's step (%s); stepping without", error)
             self._graphs[key] = (None, arrays)
             self._use_graphs = False
+            self.frame_capture.never_capture(f"the step could not be captured ({error})")
             self._device_step(state_in, state_out, control, True)
             return
         self._graphs[key] = (graph, arrays)
@@ -197,14 +278,15 @@ class WarpBackend:
             return None, e
         return capture.graph, None
 
-    def _advance_warp(self):
+    def _advance_warp(self, kinematics: bool = True):
         """One mujoco_warp step, after which the body fields (``xpos``, ``xquat``, ``cvel``, ``subtree_com``,
         ...) are those of the new state. As the cpu backend's DataEngine: ``step2`` then ``step1`` (the same
         computations as ``step``, the position and velocity stages done at the end of the step rather than at
         the start of the next), with a ``step1`` first when the state or the model was written since
         (``_warp_stale``). RK4 (``step2`` integrates with Euler) and sleeping (``step`` wakes and updates the
         sleeping trees first) take ``step`` and then the kinematics at the new state, and so does a step captured in
-        a CUDA graph where the two phases' conditional ``step1`` cannot be (``_conditional_step1``)."""
+        a CUDA graph where the two phases' conditional ``step1`` cannot be (``_conditional_step1``); without
+        ``kinematics`` (a step followed by another) they leave them to the next ``step``, which computes them first."""
         mjw, m, d = self._mjw, self.mjw_model, self.mjw_data
         if self._two_phase and self._conditional_step1:
             if self._warp_stale:
@@ -213,7 +295,8 @@ class WarpBackend:
             mjw.step1(m, d)
         else:
             mjw.step(m, d)
-            mjw.kinematics(m, d)
-            mjw.com_pos(m, d)
-            mjw.com_vel(m, d)
+            if kinematics:
+                mjw.kinematics(m, d)
+                mjw.com_pos(m, d)
+                mjw.com_vel(m, d)
         self._warp_stale = False

@@ -18,9 +18,9 @@ from ...core.quat import quat_rotate
 from ...core.types import JointType
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
+from ..frame import FrameCapture
 from ..solver import SolverBase
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
-from .frame import FrameCapture
 from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 from .stable_step import featherstone_stable_dt
 from .support import UNLIMITED
@@ -206,6 +206,9 @@ class SolverNewton(SolverBase):
         else:
             self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt, observables=self.contact_forces)
         self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
+
+    simulates_frames = True
+    """A frame's steps run as one function (:meth:`simulate_frame`), captured on CUDA."""
 
     def simulate_frame(self, state_0, state_1, control, dt: float, substeps: int, after=None, after_key=()) -> None:
         """``substeps`` steps of ``dt`` from ``state_0``, the result left in ``state_0`` (``state_1`` is scratch;

@@ -1,8 +1,9 @@
 """A frame (every physics step of it) as one function: eager on the CPU, one CUDA graph on a GPU.
 
-On CUDA a step of a Newton solver is hundreds of kernel launches from Python, and a small scene waits on the
-host. :class:`FrameCapture` runs a *frame function* (kernel launches and device copies only: no host read, no
-allocation whose size changes) eagerly where it cannot be captured, and on a CUDA device with memory pools:
+Used by the Newton solvers (:meth:`SolverNewton.simulate_frame`) and MuJoCo-Warp (the warp backend's
+``simulate_frame``). On CUDA a step of a Newton solver is hundreds of kernel launches from Python, and a small scene
+waits on the host. :class:`FrameCapture` runs a *frame function* (kernel launches and device copies only: no host
+read, no allocation whose size changes) eagerly where it cannot be captured, and on a CUDA device with memory pools:
 
 1. the first frame of a key eagerly (the warm-up: modules load, the solver allocates its buffers);
 2. the second captured into a graph (``wp.ScopedCapture``), then launched (``wp.capture_launch``);
@@ -75,7 +76,7 @@ class FrameCapture:
         self._key = None
         self._graph = None
 
-    def run(self, key, frame, restore=None) -> None:
+    def run(self, key, frame, restore=None, retry=None) -> None:
         """Run ``frame()`` once: eagerly, or as the graph captured for ``key``.
 
         Args:
@@ -83,6 +84,8 @@ class FrameCapture:
             frame: the frame function (kernel launches and device copies only).
             restore: called before the eager rerun when a capture fails (undoes what the captured call changed on
                 the host side, e.g. which arrays hold pending values).
+            retry: called with the exception when a capture fails; True: the frame function was changed to avoid
+                it (after ``restore``), capture it again once.
         """
         if self._key is not None and key != self._key:
             self.invalidate("the frame's arrays, time step or substeps changed")
@@ -95,20 +98,32 @@ class FrameCapture:
             self.eager_frames += 1
             self._key = key
             return
-        try:
-            with wp.ScopedCapture(device=self.device, force_module_load=False) as capture:
-                frame()
-        except Exception as e:  # noqa: BLE001  (any failure: the frame still runs, eagerly)
-            self.never_capture(f"the capture failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+        graph, error = self._capture(frame)
+        if graph is None and retry is not None and retry(error):
+            if restore is not None:
+                restore()
+            graph, error = self._capture(frame)
+        if graph is None:  # (any failure: the frame still runs, eagerly)
+            why = str(error).splitlines()[0] if str(error) else ""
+            self.never_capture(f"the capture failed ({type(error).__name__}: {why})")
             if restore is not None:
                 restore()
             frame()
             self.eager_frames += 1
             return
-        self._graph = capture.graph
+        self._graph = graph
         self.captures += 1
         wp.capture_launch(self._graph)
         self.replays += 1
+
+    def _capture(self, frame):
+        """(the graph of ``frame()``, None), or (None, the exception where the capture failed)."""
+        try:
+            with wp.ScopedCapture(device=self.device, force_module_load=False) as capture:
+                frame()
+        except Exception as e:  # noqa: BLE001
+            return None, e
+        return capture.graph, None
 
 
 @wp.kernel
