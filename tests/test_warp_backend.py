@@ -290,3 +290,26 @@ def test_a_frame_of_k_steps_is_k_steps_captured_once_and_replayed(substeps, cond
         stepped.append({n: getattr(s0, n).numpy().copy() for n in ("joint_q", "joint_qd", "body_q", "body_qd")})
     assert_same_runs(framed, stepped, atol=1e-6)
     assert np.abs(stepped[-1]["joint_q"] - stepped[5]["joint_q"]).max() > 1e-3
+
+
+def test_simulation_runs_the_warp_backend_frame_by_frame_function(samples, monkeypatch):
+    # Simulation.run takes the warp backend's frame function (one graph a frame on CUDA): the poses it writes are
+    # those of the same run stepped a step at a time.
+    from newton_usd.sim import Simulation
+
+    def run(frames_as_function):
+        if not frames_as_function:
+            monkeypatch.setattr(SolverMuJoCo, "simulates_frames", False)
+        sim = Simulation.open(str(samples / "boxes_on_ground.usda"), backend="warp", device="cpu", live=False)
+        start = sim.state.body_q.numpy().copy()
+        sim.run(12)
+        monkeypatch.undo()
+        q = sim.state.body_q.numpy().copy()
+        eager = sim.solver.frame_capture.eager_frames
+        sim.close()
+        return q, eager, start
+
+    (framed, frames, start), (stepped, none, _) = run(True), run(False)
+    assert frames == 12 and none == 0
+    np.testing.assert_allclose(framed, stepped, atol=1e-6)
+    assert (framed[:, 2] < start[:, 2] - 0.1).all()  # (the boxes fell)
