@@ -77,6 +77,7 @@ class PipelinedRun:
         if self.first_step_seconds is None:
             self.first_step_seconds = time.perf_counter() - started
         if tripped:  # (the message from the state now: the frames after keep a blown-up body's state blown up)
+            self._bounds.clear()
             self._check_bounds(self.state.body_q.numpy(), frame=frame)
             raise SimulationError(
                 "a body's pose became NaN or infinite, or it went beyond max_distance or max_speed "

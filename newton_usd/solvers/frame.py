@@ -150,14 +150,20 @@ def _bounds_kernel(
 
 class BoundsCheck:
     """A device-side check of every body against a distance and a speed (and for NaN/Inf), for the end of a frame
-    function: it writes one flag on the device, read on the host after the frame (4 bytes, not the poses)."""
+    function: it writes one flag on the device, read on the host after the frame (4 bytes, not the poses).
+
+    The flag is set by the kernel and cleared on the host where it was found set (:meth:`tripped`, :meth:`clear`),
+    not before every check: a frame's graph has no node for it (a small scene's frame is a few dozen nodes)."""
 
     def __init__(self, device):
         self.flag = wp.zeros(1, dtype=wp.int32, device=device)
 
+    def clear(self) -> None:
+        """After a tripped check was reported: the next checks start from a clear flag."""
+        self.flag.zero_()
+
     def launch(self, state, max_distance: float, max_speed: float) -> None:
         arrays = state.__dict__  # (the arrays themselves: an attribute read may convert pending joint states)
-        self.flag.zero_()
         wp.launch(
             _bounds_kernel,
             dim=arrays["body_q"].shape[0],
@@ -166,5 +172,8 @@ class BoundsCheck:
         )
 
     def tripped(self) -> bool:
-        """Whether the last check found a body out of bounds (reads the flag: waits for the frame)."""
-        return bool(self.flag.numpy()[0])
+        """Whether the last check found a body out of bounds (reads the flag: waits for the frame; clears it)."""
+        if not self.flag.numpy()[0]:
+            return False
+        self.clear()
+        return True
