@@ -12,6 +12,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdPhysics
 from test_newton_solvers import _bob, contact_stiffness, joint_positions, positions, rotations, three_link_chain, usdsim
 
 from newton_usd.cli import main
+from newton_usd.usd.collision_filters import INERT_GROUPS
 
 from stages import add_box, add_ground, falling_cube, new_stage
 
@@ -139,6 +140,30 @@ def test_check_names_limit_values_authored_without_their_limit_api(tmp_path, cap
     assert "every authored value is used" not in out
     assert "limit:rotX:physics:low (no effect: PhysicsLimitAPI:rotX is not applied) (1 prim: /D6)" in out
     assert "transX" not in out
+
+
+def test_check_names_collision_groups_that_filter_nothing(tmp_path, capsys):
+    """Kamino's cartpole puts its rail, cart and pole each in a PhysicsCollisionGroup and filters none of them:
+    by UsdPhysics every group collides with every other, so the cart's box, authored around the static rail,
+    collides with it (as in Newton's and PhysX's importers). The user is told that the groups do nothing."""
+    stage = new_stage(tmp_path / "groups.usda")
+    rail = UsdGeom.Cube.Define(stage, "/Rail")
+    rail.CreateSizeAttr(0.03)
+    UsdPhysics.CollisionAPI.Apply(rail.GetPrim())
+    add_box(stage, "/Cart", 0.2, (0, 0, 0))
+    groups = {}
+    for name, member in (("RailGroup", "/Rail"), ("CartGroup", "/Cart")):
+        groups[name] = UsdPhysics.CollisionGroup.Define(stage, f"/Groups/{name}")
+        groups[name].GetCollidersCollectionAPI().GetIncludesRel().SetTargets([Sdf.Path(member)])
+    stage.Save()
+    assert main(["check", str(tmp_path / "groups.usda")]) == 0
+    out = capsys.readouterr().out
+    said = [line.split(f"{INERT_GROUPS}: ")[1] for line in out.splitlines() if INERT_GROUPS in line]
+    assert said and sorted(said[0].split(", ")) == ["/Groups/CartGroup", "/Groups/RailGroup"], out
+    groups["CartGroup"].CreateFilteredGroupsRel().SetTargets([Sdf.Path("/Groups/RailGroup")])  # now they filter
+    stage.Save()
+    assert main(["check", str(tmp_path / "groups.usda")]) == 0
+    assert INERT_GROUPS not in capsys.readouterr().out
 
 
 def test_batch_resume_hash_changes_with_the_newton_usd_version(monkeypatch):

@@ -11,6 +11,12 @@ from .scenes import JOINT_OBJECT_TYPES
 
 MAX_COLLISION_GROUPS = 31
 """Collision groups become contype/conaffinity bits (bit 0: shapes in no group)."""
+INERT_GROUPS = (
+    "collision groups that filter nothing (no filteredGroups of theirs or naming them): by UsdPhysics their "
+    "colliders collide with every collider"
+)
+"""The diagnostic of a PhysicsCollisionGroup that changes no collision (Newton's kamino cartpole groups its rail,
+cart and pole so: its cart's box, authored around the static rail, collides with it)."""
 
 
 def import_collision_filters(builder, stage, descs, result):
@@ -82,6 +88,9 @@ def import_collision_filters(builder, stage, descs, result):
         for other in (set(keys) - listed) if invert else listed:
             filtered_with[k].add(other)
             filtered_with[other].add(k)
+    for path, _ in groups:  # by UsdPhysics, such a group's colliders collide with every collider, as if in none
+        if not filtered_with[key_of[str(path)]]:
+            diag.add(INERT_GROUPS, path)
     affinity = {k: all_bits & ~sum(bit[o] for o in filtered_with[k]) for k in keys}
     for obj_type in SHAPE_TYPES:
         for path, d in descs.get(obj_type, []):
