@@ -24,7 +24,8 @@ def _inspect_parser(command: str) -> argparse.ArgumentParser:
         p = argparse.ArgumentParser(
             prog="usdsim check",
             description="Import the stage and build the solver's model without simulating; list what is ignored "
-            "or approximated and the authored newton/mjc/physx attributes the runtime does not use.",
+            "or approximated, the colliders that start more than 1 cm in each other, and the authored "
+            "newton/mjc/physx attributes the runtime does not use.",
         )
         p.add_argument("stage", help="the USD stage")
         p.add_argument(
