@@ -416,6 +416,33 @@ def unused_attributes(imports) -> dict[str, list[str]]:
     return dict(sorted(out.items()))
 
 
+START_OVERLAP = 0.01
+"""m: colliders that start deeper than this in each other are listed by ``usdsim check`` (:func:`start_overlaps`):
+their contacts push them apart at once, which a stiff solver turns into a blow-up."""
+
+
+def start_overlaps(model, solver=None) -> list[tuple[str, str, float]]:
+    """``(collider, collider, m)``: the pairs of colliders that start more than :data:`START_OVERLAP` deep in each
+    other, deepest first, as MuJoCo's collision detection finds them at ``model``'s initial state (with the stage's
+    filters: joints, filtered pairs, collision groups). ``solver``: ``model``'s C MuJoCo solver where there is one
+    (else one is built)."""
+    from .solvers.mujoco import SolverMuJoCo  # noqa: PLC0415
+
+    if not isinstance(solver, SolverMuJoCo) or solver.backend != "cpu":
+        solver = SolverMuJoCo(model, backend="cpu")
+    contacts = model.contacts(max(1024, 8 * model.shape_count))
+    solver.update_contacts(contacts)  # (at the state the solver holds: the initial one, before any step)
+    n = contacts.rigid_contact_count
+    depth = contacts.rigid_contact_depth.numpy()[:n]
+    shapes = zip(contacts.rigid_contact_shape0.numpy()[:n], contacts.rigid_contact_shape1.numpy()[:n], strict=True)
+    deepest = {}
+    for (a, b), d in zip(shapes, depth, strict=True):
+        if d > START_OVERLAP and min(a, b) >= 0:
+            key = (model.shape_label[a], model.shape_label[b])
+            deepest[key] = max(deepest.get(key, 0.0), float(d))
+    return sorted(((a, b, d) for (a, b), d in deepest.items()), key=lambda row: -row[2])
+
+
 def table(rows, headers) -> str:
     """A plain text table with aligned columns."""
     widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=False)]

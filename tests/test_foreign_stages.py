@@ -13,6 +13,7 @@ from test_newton_solvers import _bob, contact_stiffness, joint_positions, positi
 
 from newton_usd.cli import main
 from newton_usd.errors import SimulationError
+from newton_usd.usd.collision_filters import INERT_GROUPS
 
 from stages import add_box, add_ground, falling_cube, new_stage
 
@@ -140,6 +141,50 @@ def test_check_names_limit_values_authored_without_their_limit_api(tmp_path, cap
     assert "every authored value is used" not in out
     assert "limit:rotX:physics:low (no effect: PhysicsLimitAPI:rotX is not applied) (1 prim: /D6)" in out
     assert "transX" not in out
+
+
+def test_check_names_collision_groups_that_filter_nothing(tmp_path, capsys):
+    """Kamino's cartpole puts its rail, cart and pole each in a PhysicsCollisionGroup and filters none of them:
+    by UsdPhysics every group collides with every other, so the cart's box, authored around the static rail,
+    collides with it (as in Newton's and PhysX's importers). The user is told that the groups do nothing."""
+    stage = new_stage(tmp_path / "groups.usda")
+    rail = UsdGeom.Cube.Define(stage, "/Rail")
+    rail.CreateSizeAttr(0.03)
+    UsdPhysics.CollisionAPI.Apply(rail.GetPrim())
+    add_box(stage, "/Cart", 0.2, (0, 0, 0))
+    groups = {}
+    for name, member in (("RailGroup", "/Rail"), ("CartGroup", "/Cart")):
+        groups[name] = UsdPhysics.CollisionGroup.Define(stage, f"/Groups/{name}")
+        groups[name].GetCollidersCollectionAPI().GetIncludesRel().SetTargets([Sdf.Path(member)])
+    stage.Save()
+    assert main(["check", str(tmp_path / "groups.usda")]) == 0
+    out = capsys.readouterr().out
+    said = [line.split(f"{INERT_GROUPS}: ")[1] for line in out.splitlines() if INERT_GROUPS in line]
+    assert said and sorted(said[0].split(", ")) == ["/Groups/CartGroup", "/Groups/RailGroup"], out
+    overlap = re.search(r"  - (/Rail and /Cart|/Cart and /Rail): ([0-9.]+) m", out)
+    assert overlap and float(overlap.group(2)) == pytest.approx(0.115, abs=0.005), out  # 0.1 + 0.015
+    groups["CartGroup"].CreateFilteredGroupsRel().SetTargets([Sdf.Path("/Groups/RailGroup")])  # now they filter
+    stage.Save()
+    assert main(["check", str(tmp_path / "groups.usda")]) == 0
+    out = capsys.readouterr().out
+    assert INERT_GROUPS not in out and "in each other" not in out, out
+
+
+def test_check_lists_colliders_that_start_in_each_other(tmp_path, capsys):
+    """Newton's humanoid_mjc starts its feet 1.29 m below its floor: usdsim check names such pairs, deepest
+    first; a box resting on the ground, or sunk less than 1 cm, is not one."""
+    stage = new_stage(tmp_path / "sunk.usda")
+    add_ground(stage)
+    add_box(stage, "/Sunk", 0.2, (0, 0, -0.05))  # its bottom 0.15 m below the ground
+    add_box(stage, "/Deeper", 0.2, (2, 0, -0.2))  # 0.3 m
+    add_box(stage, "/Resting", 0.2, (4, 0, 0.1))
+    add_box(stage, "/Settled", 0.2, (6, 0, 0.095))  # 5 mm
+    stage.Save()
+    assert main(["check", str(tmp_path / "sunk.usda")]) == 0
+    out = capsys.readouterr().out
+    said = re.findall(r"  - /Ground and (/\w+): ([0-9.]+) m", out)
+    assert "colliders that start more than 1 cm in each other (2 pairs" in out, out
+    assert [(name, round(float(depth), 2)) for name, depth in said] == [("/Deeper", 0.3), ("/Sunk", 0.15)], out
 
 
 def test_batch_resume_hash_changes_with_the_newton_usd_version(monkeypatch):
@@ -274,6 +319,8 @@ def test_a_body_flung_out_of_the_scene_stops_the_run(tmp_path, capsys):
                      r"([0-9.e+]+) m that free fall from rest", err)  # fmt: skip
     assert said, err
     assert int(said.group(1)) < 10 and float(said.group(2)) > float(said.group(4)), err
+    start = re.search(r"; at the start, colliders (/A and /B|/B and /A) are ([0-9.]+) m in each other, which", err)
+    assert start and float(start.group(2)) == pytest.approx(0.95, abs=0.01), err  # what set them flying
     stage = new_stage(tmp_path / "thrown.usda", fps=24)
     add_box(stage, "/Thrown", 0.2, (0, 0, 1))
     UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Thrown")).CreateVelocityAttr(Gf.Vec3f(50, 0, 0))

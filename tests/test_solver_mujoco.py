@@ -464,6 +464,25 @@ def test_collision_groups_filter_each_other():
     assert state.body_q.numpy()[0][2] == pytest.approx(0.1, abs=0.003)  # the lower box still rests
 
 
+def test_an_inverted_collision_group_collides_with_its_filtered_groups_only_not_with_colliders_in_none():
+    """invertFilteredGroups: "the filter will disable collisions against all colliders except for those in the
+    selected filter groups" (UsdPhysics), colliders in no group among them: the lower box, inverted against the
+    upper box's group, passes through the ungrouped ground; the upper box, in a plain group, lands on it."""
+    from pxr import Sdf, UsdPhysics
+
+    stage = stacked_boxes()
+    lower = UsdPhysics.CollisionGroup.Define(stage, "/Groups/Lower")
+    upper = UsdPhysics.CollisionGroup.Define(stage, "/Groups/Upper")
+    lower.GetCollidersCollectionAPI().GetIncludesRel().SetTargets([Sdf.Path("/Lower")])
+    upper.GetCollidersCollectionAPI().GetIncludesRel().SetTargets([Sdf.Path("/Upper")])
+    lower.CreateFilteredGroupsRel().SetTargets([Sdf.Path("/Groups/Upper")])
+    lower.CreateInvertFilteredGroupsAttr(True)
+    _, state, _, _ = simulate(stage, 0.6)
+    z_lower, z_upper = state.body_q.numpy()[0][2], state.body_q.numpy()[1][2]
+    assert z_lower < -0.5  # through the ground
+    assert z_upper == pytest.approx(0.1, abs=0.003)  # on the ground
+
+
 def test_spherical_cone_limit_bounds_the_swing():
     from pxr import Gf, Sdf, UsdPhysics
 

@@ -7,7 +7,8 @@
                  [--clip-frames K] [--set PRIM.ATTR=VALUE ...] [--benchmark] [--format human|json] [-q]
                  [--max-distance M] [--max-speed V] [--mujoco-memory MIB]
     usdsim explain STAGE [PRIM ...]     each resolved and UsdPhysics value (SI) and where it came from
-    usdsim check STAGE [--solver NAME]  what is ignored or approximated, and authored values not used
+    usdsim check STAGE [--solver NAME]  what is ignored or approximated, colliders that start in each other,
+                                        and authored values not used
     usdsim convert MODEL.xml [-o OUT]   an MJCF model to a USD asset (UsdPhysics + mjc:* schemas)
                  [--fix-base source|fixed|floating] [--no-scene] [--no-self-collision]
                  [--collision-from-visuals convexHull|convexDecomposition|boundingSphere|boundingCube]

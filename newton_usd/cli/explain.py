@@ -24,7 +24,8 @@ def _inspect_parser(command: str) -> argparse.ArgumentParser:
         p = argparse.ArgumentParser(
             prog="usdsim check",
             description="Import the stage and build the solver's model without simulating; list what is ignored "
-            "or approximated and the authored newton/mjc/physx attributes the runtime does not use.",
+            "or approximated, the colliders that start more than 1 cm in each other, and the authored "
+            "newton/mjc/physx attributes the runtime does not use.",
         )
         p.add_argument("stage", help="the USD stage")
         p.add_argument(
@@ -95,12 +96,33 @@ def _inspect(command: str, args) -> int:
     for kind, paths in kinds:
         more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
         print(f"  - {kind}: {', '.join(paths[:5])}{more}")
+    for solver in solvers:
+        _print_start_overlaps(inspect, solver, NewtonUsdError)
     unused = inspect.unused_attributes(imports)
     print(f"\nauthored but not used ({len(unused)} attributes):" if unused else "\nevery authored value is used")
     for name, paths in unused.items():
         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
         print(f"  - {name} ({len(paths)} prim{'s' if len(paths) > 1 else ''}: {', '.join(paths[:3])}{more})")
     return 0
+
+
+def _print_start_overlaps(inspect, solver, errors) -> None:
+    """``usdsim check``'s colliders that start in each other (:func:`~newton_usd.inspect.start_overlaps`) in one
+    scene's model, or why they could not be looked for (C MuJoCo cannot build the model)."""
+    try:
+        overlaps = inspect.start_overlaps(solver.model, solver)
+    except (errors, ValueError) as e:
+        print(f"\ncolliders in each other at the start: not looked for (C MuJoCo cannot build the model: {e})")
+        return
+    if overlaps:
+        print(
+            f"\ncolliders that start more than {inspect.START_OVERLAP * 100:g} cm in each other "
+            f"({count(len(overlaps), 'pair')}, deepest first; contacts push them apart at once):"
+        )
+    for a, b, depth in overlaps[:5]:
+        print(f"  - {a} and {b}: {depth:.3g} m")
+    if len(overlaps) > 5:
+        print(f"  - and {len(overlaps) - 5} more")
 
 
 def _model_counts(solver) -> str:

@@ -195,8 +195,8 @@ def _simulate(args, job: _Job) -> int:
     try:
         sim.run(frames, progress=progress)
     except SimulationError as e:
-        status, error = EXIT_SIMULATION, str(e)
-        print(f"usdsim: {args.stage}: {e}", file=sys.stderr)
+        status, error = EXIT_SIMULATION, f"{e}{_start_overlaps(sim)}"
+        print(f"usdsim: {args.stage}: {error}", file=sys.stderr)
     except NewtonUsdError as e:  # writing a clip of a streamed recording failed
         return fail(str(e), args)
     except KeyboardInterrupt:
@@ -218,6 +218,26 @@ def _simulate(args, job: _Job) -> int:
         _summary(sim, output, t_setup)
     seen = after_run(args, output, live)  # --view / --video: the page and the video of what was saved
     return status or seen
+
+
+def _start_overlaps(sim) -> str:
+    """What a blow-up's message adds where colliders start in each other (their contacts push them apart at once):
+    the deepest pair of :func:`~newton_usd.inspect.start_overlaps`, found by a C MuJoCo solver of its own on each
+    model of the run, at the model's initial state (the run's solver holds the blown-up one); '' where none does, or
+    C MuJoCo cannot build a model."""
+    from .. import inspect  # noqa: PLC0415
+
+    pairs = []
+    for model in {id(s.model): s.model for s in (sim, *sim.scenes)}.values():
+        try:
+            pairs += inspect.start_overlaps(model)
+        except Exception as e:  # noqa: BLE001 (a hint, on any device: it must not hide the blow-up it adds to)
+            logging.getLogger(__name__).debug("start overlaps not looked for: %s", e)
+    if not pairs:
+        return ""
+    a, b, depth = max(pairs, key=lambda row: row[2])
+    more = f" (and {count(len(pairs) - 1, 'more pair')}: usdsim check lists them)" if len(pairs) > 1 else ""
+    return f"; at the start, colliders {a} and {b} are {depth:.3g} m in each other{more}, which contacts push apart"
 
 
 def _progress(frames, args):

@@ -11,6 +11,12 @@ from .scenes import JOINT_OBJECT_TYPES
 
 MAX_COLLISION_GROUPS = 31
 """Collision groups become contype/conaffinity bits (bit 0: shapes in no group)."""
+INERT_GROUPS = (
+    "collision groups that filter nothing (no filteredGroups of theirs or naming them): by UsdPhysics their "
+    "colliders collide with every collider"
+)
+"""The diagnostic of a PhysicsCollisionGroup that changes no collision (Newton's kamino cartpole groups its rail,
+cart and pole so: its cart's box, authored around the static rail, collides with it)."""
 
 
 def import_collision_filters(builder, stage, descs, result):
@@ -72,17 +78,26 @@ def import_collision_filters(builder, stage, descs, result):
         return
     bit = {k: 1 << (i + 1) for i, k in enumerate(keys)}
     all_bits = (1 << (len(keys) + 1)) - 1
-    # Filtering is symmetric: A filtering B keeps B's colliders off A's too.
+    # Filtering is symmetric: A filtering B keeps B's colliders off A's too. An inverted group collides with the
+    # groups it lists only: "all colliders except for those in the selected filter groups" are filtered, those in
+    # no group (bit 0) among them.
     filtered_with = {k: set() for k in keys}
+    named, inverted = set(), set()
     for path, d in groups:
         k = key_of[str(path)]
         listed = {key_of[str(g)] for g in d.filteredGroups if str(g) in key_of}
+        named |= listed
         # Read from the prim: USD 26.11's parser reports invertFilteredGroups as true when unauthored.
-        invert = bool(UsdPhysics.CollisionGroup(stage.GetPrimAtPath(path)).GetInvertFilteredGroupsAttr().Get())
-        for other in (set(keys) - listed) if invert else listed:
+        if UsdPhysics.CollisionGroup(stage.GetPrimAtPath(path)).GetInvertFilteredGroupsAttr().Get():
+            inverted.add(k)
+        for other in (set(keys) - listed) if k in inverted else listed:
             filtered_with[k].add(other)
             filtered_with[other].add(k)
-    affinity = {k: all_bits & ~sum(bit[o] for o in filtered_with[k]) for k in keys}
+    for path, _ in groups:  # by UsdPhysics, such a group's colliders collide with every collider, as if in none
+        k = key_of[str(path)]
+        if not filtered_with[k] and k not in named and k not in inverted:
+            diag.add(INERT_GROUPS, path)
+    affinity = {k: all_bits & ~sum(bit[o] for o in filtered_with[k]) & ~(1 if k in inverted else 0) for k in keys}
     for obj_type in SHAPE_TYPES:
         for path, d in descs.get(obj_type, []):
             idx = result.shape_index.get(str(path))
