@@ -15,7 +15,7 @@ from newton_usd.solvers.frame import FrameCapture
 
 from stages import add_box, add_ground, pendulum
 
-KAMINO = pytest.param("kamino", marks=[pytest.mark.slow, pytest.mark.soak])  # (its kernels: minutes to compile on the CPU)
+KAMINO = pytest.param("kamino", marks=[pytest.mark.slow, pytest.mark.soak])  # (its kernels: minutes to compile on CPU)
 FPS = 600.0  # (short steps: semi_implicit's penalty hinge holds at them for the few frames these tests run)
 TOLERANCE = {"cpu": 1e-5, "cuda": 1e-4}
 """Largest difference of two runs of the same steps: float round-off; on CUDA the solvers' atomic sums also add
