@@ -279,3 +279,39 @@ def test_joint_states_are_converted_when_read_and_agree_with_converting_every_st
     qd, body_qd = final.joint_qd.numpy(), final.body_qd.numpy()
     assert not np.allclose(qd[:3], body_qd[0, :3], atol=1e-3)
     np.testing.assert_allclose(qd[3:6], body_qd[0, 3:], rtol=1e-5, atol=1e-6)
+
+
+def test_featherstone_reads_position_targets_of_newtons_length_on_a_floating_chain_without_drives():
+    """Two floating boxes joined by an undriven, limited revolute joint (kamino's joint test stages): Newton's
+    Featherstone reads every joint's position target at its coordinate index (times a zero gain), so the Control it
+    gets holds one per coordinate (8: the free root's 7 and the hinge's 1), not ours, one per DOF (7): a read past
+    the end of ours was garbage times zero, NaN at the first frame in about half the runs."""
+    from pxr import Gf, UsdPhysics
+
+    from newton_usd.solvers.newton import SolverFeatherstone
+    from stages import add_box, new_stage
+
+    stage = new_stage()
+    add_box(stage, "/A", 0.1, (0, 0, 1))
+    add_box(stage, "/B", 0.1, (0.2, 0, 1))
+    hinge = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+    hinge.CreateBody0Rel().SetTargets(["/A"])
+    hinge.CreateBody1Rel().SetTargets(["/B"])
+    hinge.CreateAxisAttr("Y")
+    hinge.CreateLocalPos0Attr(Gf.Vec3f(0.1, 0, 0))
+    hinge.CreateLocalPos1Attr(Gf.Vec3f(-0.1, 0, 0))
+    hinge.CreateLowerLimitAttr(-90.0)
+    hinge.CreateUpperLimitAttr(90.0)
+    b = ModelBuilder()
+    b.add_usd(stage)
+    model = b.finalize("cpu")
+    solver = SolverFeatherstone(model)
+    nm = solver.newton_model
+    assert (nm.joint_coord_count, nm.joint_dof_count) == (8, 7)
+    s0, s1, control = model.state(), model.state(), model.control()
+    _, _, newton_control = solver.exchange.inputs(s0, s1, control)
+    assert newton_control.joint_target_q.shape[0] == nm.joint_coord_count
+    for _ in range(20):
+        solver.step(s0, s1, control, None, 1.0 / 480.0)
+        s0, s1 = s1, s0
+    assert np.isfinite(s0.body_q.numpy()).all()

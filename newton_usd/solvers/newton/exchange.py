@@ -34,7 +34,7 @@ import numpy as np
 import warp as wp
 from newton.math import quat_decompose
 
-from ...core.types import DriveMode, JointType
+from ...core.types import JointType
 
 
 @wp.func
@@ -327,9 +327,10 @@ class StateExchange:
         types = newton_model.joint_type.numpy()
         per_dof = np.nonzero((types != int(JointType.FREE)) & (types != int(JointType.BALL)))[0].astype(np.int32)
         self._coord_targets = None  # Newton's per-coordinate position targets, where they differ from ours
-        position_modes = (int(DriveMode.POSITION), int(DriveMode.POSITION_VELOCITY))
-        position_driven = np.isin(model.joint_target_mode.numpy(), position_modes)
-        if newton_model.joint_coord_count != newton_model.joint_dof_count and position_driven.any():
+        if newton_model.joint_coord_count != newton_model.joint_dof_count:
+            # (also where no DOF is position-driven: Featherstone reads every joint's target at its coordinate
+            # index, times a zero gain; ours, one per DOF, is shorter: a read past its end, garbage times zero,
+            # NaN where the garbage was NaN or infinite)
             self._coord_targets = wp.clone(newton_model.joint_target_q)
             self._per_dof_joints = wp.array(per_dof, dtype=wp.int32, device=device)
 
@@ -379,7 +380,7 @@ class StateExchange:
                 theirs.joint_qd = qd
             self._out = out
         if control is not None:
-            if self._coord_targets is None:  # (also where no DOF has a position drive: no target is read)
+            if self._coord_targets is None:  # (one coordinate a DOF: the same array)
                 nc.joint_target_q = control.joint_target_pos
             else:
                 nc.joint_target_q = self._coord_targets
