@@ -146,6 +146,7 @@ def cell(result: dict | None) -> str:
     if result is None:
         return "not run"
     code, error = result["exit_code"], (result["error"] or "").replace("|", "/")
+    error = error.replace(f"{result['stage']}: ", "").replace(result["stage"], "the stage")  # (said by the row)
     if code == 0:
         moved = result["moved"]
         return "runs" if moved is None else f"runs ({moved:.2f} m)"

@@ -12,7 +12,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdPhysics, UsdShade
 
 from newton_usd import NewtonUsdError, Simulation
 
-from stages import add_box, add_ground, add_tetrahedron, new_stage
+from stages import add_box, add_ground, add_hinge, add_tetrahedron, new_stage
 
 PRIMS = ("/PhysicsScene", "/Ground", "/Robot", "/Robot/Base", "/Robot/Arm", "/Robot/Hinge", "/Robot/Slider",
          "/Robot/Tip", "/Ball", "/Tet", "/Material", "/Robot/Fixed")  # fmt: skip
@@ -81,14 +81,7 @@ def base_stage():
     add_box(stage, "/Robot/Base", size=0.3, pos=(0, 0, 1), mass=2.0)
     add_box(stage, "/Robot/Arm", size=0.2, pos=(0.4, 0, 1))
     add_box(stage, "/Robot/Tip", size=0.1, pos=(0.7, 0, 1))
-    hinge = UsdPhysics.RevoluteJoint.Define(stage, "/Robot/Hinge")
-    hinge.CreateBody0Rel().SetTargets(["/Robot/Base"])
-    hinge.CreateBody1Rel().SetTargets(["/Robot/Arm"])
-    hinge.CreateAxisAttr("Y")
-    hinge.CreateLocalPos0Attr(Gf.Vec3f(0.2, 0, 0))
-    hinge.CreateLocalPos1Attr(Gf.Vec3f(-0.2, 0, 0))
-    hinge.CreateLowerLimitAttr(-45.0)
-    hinge.CreateUpperLimitAttr(45.0)
+    hinge = add_hinge(stage, "/Robot/Hinge", "/Robot/Base", "/Robot/Arm", (0.2, 0, 0), (-0.2, 0, 0), limits=(-45, 45))
     drive = UsdPhysics.DriveAPI.Apply(hinge.GetPrim(), "angular")
     drive.CreateStiffnessAttr(10.0)
     drive.CreateDampingAttr(1.0)

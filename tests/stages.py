@@ -37,6 +37,21 @@ def add_box(stage, path, size=0.2, pos=(0, 0, 1), mass=None, rotate_xyz=None):
     return cube
 
 
+def add_hinge(stage, path, body0, body1, local0, local1, axis="Y", limits=None):
+    """A revolute joint from ``body0`` to ``body1`` at their local points ``local0`` / ``local1`` (limits in
+    degrees: ``(lower, upper)``)."""
+    hinge = UsdPhysics.RevoluteJoint.Define(stage, path)
+    hinge.CreateBody0Rel().SetTargets([body0])
+    hinge.CreateBody1Rel().SetTargets([body1])
+    hinge.CreateAxisAttr(axis)
+    hinge.CreateLocalPos0Attr(Gf.Vec3f(*local0))
+    hinge.CreateLocalPos1Attr(Gf.Vec3f(*local1))
+    if limits is not None:
+        hinge.CreateLowerLimitAttr(float(limits[0]))
+        hinge.CreateUpperLimitAttr(float(limits[1]))
+    return hinge
+
+
 def add_tetrahedron(stage, path, edge=1.0, pos=(0, 0, 1), points=None):
     """A rigid body whose collider is a mesh tetrahedron (convex hull) of ``edge``, or of ``points``."""
     mesh = UsdGeom.Mesh.Define(stage, path)

@@ -286,22 +286,14 @@ def test_featherstone_reads_position_targets_of_newtons_length_on_a_floating_cha
     Featherstone reads every joint's position target at its coordinate index (times a zero gain), so the Control it
     gets holds one per coordinate (8: the free root's 7 and the hinge's 1), not ours, one per DOF (7): a read past
     the end of ours was garbage times zero, NaN at the first frame in about half the runs."""
-    from pxr import Gf, UsdPhysics
-
     from newton_usd.solvers.newton import SolverFeatherstone
-    from stages import add_box, new_stage
+
+    from stages import add_box, add_hinge, new_stage
 
     stage = new_stage()
     add_box(stage, "/A", 0.1, (0, 0, 1))
     add_box(stage, "/B", 0.1, (0.2, 0, 1))
-    hinge = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
-    hinge.CreateBody0Rel().SetTargets(["/A"])
-    hinge.CreateBody1Rel().SetTargets(["/B"])
-    hinge.CreateAxisAttr("Y")
-    hinge.CreateLocalPos0Attr(Gf.Vec3f(0.1, 0, 0))
-    hinge.CreateLocalPos1Attr(Gf.Vec3f(-0.1, 0, 0))
-    hinge.CreateLowerLimitAttr(-90.0)
-    hinge.CreateUpperLimitAttr(90.0)
+    add_hinge(stage, "/Hinge", "/A", "/B", (0.1, 0, 0), (-0.1, 0, 0), limits=(-90, 90))
     b = ModelBuilder()
     b.add_usd(stage)
     model = b.finalize("cpu")

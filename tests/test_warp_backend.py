@@ -181,6 +181,16 @@ def _no_conditional_step1(*args, on_true=None, **kwargs):
     return _CAPTURE_IF(*args, on_true=on_true, **kwargs)
 
 
+def edit_state_and_controls(state, control, tilt: bool, actuate: bool):
+    """The mixed model's edits between steps: its free body tilted (``tilt``), its MjcActuators driven (``actuate``)."""
+    if tilt:
+        q = state.joint_q.numpy()
+        q[7:11] = (0.0, np.sin(0.2), 0.0, np.cos(0.2))
+        state.joint_q.assign(q)
+    if actuate:
+        control.mujoco.ctrl.assign(np.array([1.5, -0.5], dtype=np.float32))
+
+
 @pytest.mark.parametrize("conditional", [True, False], ids=["conditional step1", "no conditional node"])
 def test_captured_steps_replay_what_eager_steps_do(conditional, monkeypatch):
     # The CUDA graph path, run on Warp's CPU device (Warp captures there too): the second step with the same
@@ -190,12 +200,7 @@ def test_captured_steps_replay_what_eager_steps_do(conditional, monkeypatch):
     from newton_usd.core.types import DriveMode
 
     def edit(i, model, state, control):
-        if i == 12:
-            q = state.joint_q.numpy()
-            q[7:11] = (0.0, np.sin(0.2), 0.0, np.cos(0.2))
-            state.joint_q.assign(q)
-        if i == 16:
-            control.mujoco.ctrl.assign(np.array([1.5, -0.5], dtype=np.float32))
+        edit_state_and_controls(state, control, tilt=i == 12, actuate=i == 16)
 
     def run(graphs):
         model, dof = mixed_model()
@@ -239,12 +244,7 @@ def test_a_frame_of_k_steps_is_k_steps_captured_once_and_replayed(substeps, cond
     from newton_usd.core.types import DriveMode
 
     def edit(frame, model, state, control):
-        if frame == 3:
-            q = state.joint_q.numpy()
-            q[7:11] = (0.0, np.sin(0.2), 0.0, np.cos(0.2))
-            state.joint_q.assign(q)
-        if frame == 4:
-            control.mujoco.ctrl.assign(np.array([1.5, -0.5], dtype=np.float32))
+        edit_state_and_controls(state, control, tilt=frame == 3, actuate=frame == 4)
 
     def change_gains(model, solver):
         ke = model.joint_target_ke.numpy()
