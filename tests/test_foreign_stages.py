@@ -280,3 +280,48 @@ def test_a_body_flung_out_of_the_scene_stops_the_run(tmp_path, capsys):
     assert usdsim(tmp_path / "thrown.usda", "--solver", "xpbd", "-n", 60) == 0
     moved = positions(tmp_path / "thrown.sim.usda", "/Thrown", [60])[0] - np.array([0, 0, 1])
     assert moved[0] > 120 and moved[2] < -30  # 50 m/s for 2.5 s, and free fall
+
+
+def _folded_chain(path, self_collisions=None, attribute="physxArticulation:enabledSelfCollisions"):
+    """A floating articulation of three boxes hinged about Y, A-B-C, C folded back onto A's top (0.03 m into it):
+    A and C are not jointed to each other, so only the articulation's self-collision setting (``attribute`` on its
+    root, A; None: unauthored) keeps them apart. No ground: the chain falls."""
+    stage = new_stage(path)
+    root = add_box(stage, "/Robot/A", 0.2, (0, 0, 1)).GetPrim()
+    UsdPhysics.ArticulationRootAPI.Apply(root)
+    if self_collisions is not None:
+        root.CreateAttribute(attribute, Sdf.ValueTypeNames.Bool).Set(self_collisions)
+    add_box(stage, "/Robot/B", 0.2, (0.3, 0, 1))
+    add_box(stage, "/Robot/C", 0.1, (0, 0, 1.12))
+    _hinge(stage, "/Robot/AB", "/Robot/A", "/Robot/B", (0.15, 0, 0), (-0.15, 0, 0), Gf.Quatf(1), Gf.Quatf(1))
+    _hinge(stage, "/Robot/BC", "/Robot/B", "/Robot/C", (0, 0, 0.12), (0.3, 0, 0), Gf.Quatf(1), Gf.Quatf(1))
+    stage.Save()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_articulation_with_self_collisions_off_lets_its_links_overlap(tmp_path, engine):
+    """PhysX's ``physxArticulation:enabledSelfCollisions = 0`` (Newton's ant stages author it; so does
+    ``newton:selfCollisionEnabled``): no two bodies of the articulation collide, jointed or not. Unauthored, the
+    folded link is pushed off the one it overlaps."""
+    moved = {}
+    for case, value in (("off", False), ("default", None)):
+        _folded_chain(tmp_path / f"{case}.usda", value)
+        assert usdsim(tmp_path / f"{case}.usda", "--solver", engine, "-n", 10) == 0
+        out = tmp_path / f"{case}.sim.usda"
+        gap = positions(out, "/Robot/C", [10])[0, 2] - positions(out, "/Robot/A", [10])[0, 2]
+        moved[case] = gap - 0.12
+    assert abs(moved["off"]) < 1e-3, moved
+    assert moved["default"] > 0.01, moved
+
+
+def test_newton_self_collision_attribute_filters_the_articulation(tmp_path):
+    from newton_usd import ModelBuilder  # noqa: PLC0415
+
+    for value, filtered in ((False, True), (True, False)):
+        _folded_chain(tmp_path / "chain.usda", value, attribute="newton:selfCollisionEnabled")
+        builder = ModelBuilder()
+        builder.add_usd(str(tmp_path / "chain.usda"))
+        labels = builder.body_label
+        pairs = {(labels[a], labels[b]) for a, b in builder.body_collision_filter_pairs}
+        assert (("/Robot/A", "/Robot/C") in pairs) is filtered, pairs
+
