@@ -325,3 +325,33 @@ def test_newton_self_collision_attribute_filters_the_articulation(tmp_path):
         pairs = {(labels[a], labels[b]) for a, b in builder.body_collision_filter_pairs}
         assert (("/Robot/A", "/Robot/C") in pairs) is filtered, pairs
 
+
+def _two_armed_robot(path):
+    """A floating hub (its ArticulationRootAPI on the body) with two arms of two boxes each, hinged about Y and
+    out along X, the boxes of different sizes; the bodies authored hub, left arm, right arm, the joints hub-first
+    (a breadth-first walk meets the bodies in another order). No collisions: the robot falls as one piece."""
+    stage = new_stage(path)
+    sizes = {"Hub": 0.3, "L1": 0.2, "L2": 0.1, "R1": 0.15, "R2": 0.25}
+    xs = {"Hub": 0.0, "L1": -0.4, "L2": -0.8, "R1": 0.4, "R2": 0.8}
+    for name in ("Hub", "L1", "L2", "R1", "R2"):
+        box = add_box(stage, f"/Robot/{name}", sizes[name], (xs[name], 0, 1))
+        UsdPhysics.CollisionAPI(box.GetPrim()).CreateCollisionEnabledAttr(False)
+    UsdPhysics.ArticulationRootAPI.Apply(stage.GetPrimAtPath("/Robot/Hub"))
+    for parent, child in (("Hub", "L1"), ("Hub", "R1"), ("L1", "L2"), ("R1", "R2")):
+        half = 0.5 * (xs[child] - xs[parent])
+        _hinge(stage, f"/Robot/{parent}{child}", f"/Robot/{parent}", f"/Robot/{child}", (half, 0, 0), (-half, 0, 0),
+               Gf.Quatf(1), Gf.Quatf(1))  # fmt: skip
+    stage.Save()
+
+
+def test_featherstone_robot_whose_joints_meet_its_bodies_out_of_order_falls_as_one(tmp_path):
+    """Newton's Featherstone takes joint j's link inertia from body j: the importer orders the joints by their child
+    bodies (the bodies here are authored parent first), else the arms' inertias are swapped in the mass matrix and
+    the falling robot flails."""
+    _two_armed_robot(tmp_path / "robot.usda")
+    assert usdsim(tmp_path / "robot.usda", "--solver", "featherstone", "-n", 30) == 0
+    out = tmp_path / "robot.sim.usda"
+    hub = positions(out, "/Robot/Hub", [30])[0]
+    assert abs(hub[2] - (1 - 0.5 * 9.81 * 0.5**2)) < 0.01, hub
+    for name, x in (("L1", -0.4), ("L2", -0.8), ("R1", 0.4), ("R2", 0.8)):
+        np.testing.assert_allclose(positions(out, f"/Robot/{name}", [30])[0] - hub, (x, 0, 0), atol=1e-3, err_msg=name)
