@@ -355,3 +355,19 @@ def test_featherstone_robot_whose_joints_meet_its_bodies_out_of_order_falls_as_o
     assert abs(hub[2] - (1 - 0.5 * 9.81 * 0.5**2)) < 0.01, hub
     for name, x in (("L1", -0.4), ("L2", -0.8), ("R1", 0.4), ("R2", 0.8)):
         np.testing.assert_allclose(positions(out, f"/Robot/{name}", [30])[0] - hub, (x, 0, 0), atol=1e-3, err_msg=name)
+
+
+def test_check_featherstone_names_joints_whose_bodies_come_before_their_parents(tmp_path, capsys):
+    """A floating pair whose articulation root is authored after the body it holds: joint 1 moves body 0, which
+    Newton's Featherstone mass matrix does not allow for; ``usdsim check`` says so before a run."""
+    stage = new_stage(tmp_path / "late_root.usda")
+    add_box(stage, "/Robot/A", 0.2, (0, 0, 1))
+    UsdPhysics.ArticulationRootAPI.Apply(add_box(stage, "/Robot/B", 0.2, (0.3, 0, 1)).GetPrim())
+    _hinge(stage, "/Robot/AB", "/Robot/A", "/Robot/B", (0.15, 0, 0), (-0.15, 0, 0), Gf.Quatf(1), Gf.Quatf(1))
+    stage.Save()
+    main(["check", str(tmp_path / "late_root.usda"), "--solver", "featherstone"])
+    out = capsys.readouterr().out
+    said = [line for line in out.splitlines() if "takes joint j's link inertia from body j" in line]
+    assert any("/Robot/AB" in line for line in said), out
+    main(["check", str(tmp_path / "late_root.usda"), "--solver", "xpbd"])
+    assert "link inertia" not in capsys.readouterr().out
