@@ -371,3 +371,21 @@ def test_check_featherstone_names_joints_whose_bodies_come_before_their_parents(
     assert any("/Robot/AB" in line for line in said), out
     main(["check", str(tmp_path / "late_root.usda"), "--solver", "xpbd"])
     assert "link inertia" not in capsys.readouterr().out
+
+
+def test_featherstone_names_the_step_a_light_body_on_its_contacts_needs(tmp_path, caplog):
+    """A 0.2 kg, 0.1 m box resting on the ground: Newton's default penalty contact (ke 2.5e3 N/m, kd 100 N*s/m)
+    against so little inertia at its corners bounces it off the ground at 1/480 s. The featherstone solver's stable
+    step counts the contacts (no joint pulls on anything here): said before the run, taken by ``--substeps auto``."""
+    stage = new_stage(tmp_path / "light.usda")
+    add_ground(stage)
+    add_box(stage, "/Box", 0.1, (0, 0, 0.05), mass=0.2)
+    stage.Save()
+    assert usdsim(tmp_path / "light.usda", "--solver", "featherstone", "-n", 20) == 0
+    said = re.search(r"integrates penalty contacts \(of this body\) explicitly: estimated stable at steps up to "
+                     r"([0-9.e-]+) s on this model, not 0.00208 s.*/Box", caplog.text)  # fmt: skip
+    assert said
+    assert 1e-4 < float(said.group(1)) < 1e-3
+    assert positions(tmp_path / "light.sim.usda", "/Box", [20])[0, 2] > 0.1  # bounced off
+    assert usdsim(tmp_path / "light.usda", "--solver", "featherstone", "-n", 20, "--substeps", "auto") == 0
+    assert abs(positions(tmp_path / "light.sim.usda", "/Box", [20])[0, 2] - 0.05) < 0.002  # at rest
