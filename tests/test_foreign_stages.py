@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 from test_newton_solvers import _bob, contact_stiffness, joint_positions, positions, rotations, three_link_chain, usdsim
 
 from newton_usd.cli import main
@@ -217,7 +217,7 @@ def _hinge_with_joint_values(path):
     ("solver", "dropped", "kept"),
     [
         ("xpbd", ("physics:maxForce", "newton:friction", "newton:armature", "newton:damping"), ()),
-        ("featherstone", ("physics:maxForce", "newton:friction", "newton:damping"), ("newton:armature",)),
+        ("featherstone", ("physics:maxForce", "newton:friction"), ("newton:armature", "newton:damping")),
         ("kamino", ("newton:damping",), ("physics:maxForce", "newton:friction", "newton:armature")),
     ],
 )
@@ -389,3 +389,32 @@ def test_featherstone_names_the_step_a_light_body_on_its_contacts_needs(tmp_path
     assert positions(tmp_path / "light.sim.usda", "/Box", [20])[0, 2] > 0.1  # bounced off
     assert usdsim(tmp_path / "light.usda", "--solver", "featherstone", "-n", 20, "--substeps", "auto") == 0
     assert abs(positions(tmp_path / "light.sim.usda", "/Box", [20])[0, 2] - 0.05) < 0.002  # at rest
+
+
+@pytest.mark.parametrize("solver", ["featherstone", "semi_implicit"])
+def test_passive_joint_damping_and_spring_reach_newtons_solvers(tmp_path, solver):
+    """A hinged bob swung at 60 deg/s on a joint with MuJoCo's passive spring (20 N*m/rad toward 30 deg) and damping
+    (2 N*m*s/rad): Featherstone and semi-implicit Euler move it as MuJoCo does; without them it swings freely."""
+    for case, values in (("passive", True), ("free", False)):
+        stage = new_stage(tmp_path / f"{case}.usda")
+        scene = stage.GetPrimAtPath("/PhysicsScene")
+        scene.CreateAttribute("mjc:option:integrator", Sdf.ValueTypeNames.Token).Set("implicitfast")
+        _bob(stage, velocity=(0, 60.0, 0))
+        joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+        joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+        joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.5))
+        joint.CreateAxisAttr("Y")
+        if values:
+            for name, value in (("mjc:stiffness", 20.0), ("mjc:springref", 30.0), ("mjc:damping", 2.0)):
+                joint.GetPrim().CreateAttribute(name, Sdf.ValueTypeNames.Double).Set(value)
+        stage.Save()
+    ends = {}
+    for case in ("passive", "free"):
+        for engine in ("mujoco", solver):
+            step = ("--dt", "1e-4") if engine == "semi_implicit" else ()
+            assert usdsim(tmp_path / f"{case}.usda", "--solver", engine, "-n", 30, *step) == 0
+            out = Usd.Stage.Open(str(tmp_path / f"{case}.sim.usda"))
+            bob = UsdGeom.Xformable(out.GetPrimAtPath("/Bob")).ComputeLocalToWorldTransform(30)
+            ends[case, engine] = np.array(bob.Transform(Gf.Vec3d(0, 0, -0.5)))  # its center of mass
+    assert np.linalg.norm(ends["passive", solver] - ends["passive", "mujoco"]) < 0.01, ends
+    assert np.linalg.norm(ends["free", solver] - ends["passive", solver]) > 0.05, ends

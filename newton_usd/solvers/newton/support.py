@@ -44,16 +44,26 @@ _PER_DOF = (
     (
         "passive joint damping",
         "newton:damping, mjc:damping",
-        ("xpbd", "featherstone", "semi_implicit", "kamino"),
+        ("xpbd", "kamino"),
         "the bridge does not carry it into Newton's model",
         lambda a, mj: _mujoco_positive(mj, "dof_damping", len(a["joint_armature"])),
     ),
     (
         "joint springs",
         "mjc:stiffness, mjc:springref",
-        ("xpbd", "featherstone", "semi_implicit", "kamino"),
+        ("xpbd", "kamino"),
         "the bridge does not carry them into Newton's model",
         lambda a, mj: _mujoco_positive(mj, "dof_stiffness", len(a["joint_armature"])),
+    ),
+    (
+        "joint springs on spherical joints",
+        "mjc:stiffness",
+        ("featherstone", "semi_implicit"),
+        "Newton's springs pull on a joint's coordinates, a ball joint's are a quaternion",
+        lambda a, mj: (
+            _mujoco_positive(mj, "dof_stiffness", len(a["joint_armature"]))
+            & (np.repeat(a["joint_type"], np.diff(a["joint_qd_start"])) == int(JointType.BALL))
+        ),
     ),
 )
 """Per-DOF values a Newton solver drops."""
