@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 from test_newton_solvers import _bob, contact_stiffness, joint_positions, positions, rotations, three_link_chain, usdsim
 
 from newton_usd.cli import main
@@ -263,7 +263,7 @@ def _hinge_with_joint_values(path):
     ("solver", "dropped", "kept"),
     [
         ("xpbd", ("physics:maxForce", "newton:friction", "newton:armature", "newton:damping"), ()),
-        ("featherstone", ("physics:maxForce", "newton:friction", "newton:damping"), ("newton:armature",)),
+        ("featherstone", ("physics:maxForce", "newton:friction"), ("newton:armature", "newton:damping")),
         ("kamino", ("newton:damping",), ("physics:maxForce", "newton:friction", "newton:armature")),
     ],
 )
@@ -359,3 +359,141 @@ def test_simulation_from_python_stops_a_flung_body_and_measures_again_from_a_vie
     x = sim.state.body_q.numpy()[0, 0]
     assert x > 90, x  # 60 m/s for 1.67 s: farther than free fall, the extent and 10 m allow from the first start
     sim.close()
+
+
+def _folded_chain(path, self_collisions=None, attribute="physxArticulation:enabledSelfCollisions"):
+    """A floating articulation of three boxes hinged about Y, A-B-C, C folded back onto A's top (0.03 m into it):
+    A and C are not jointed to each other, so only the articulation's self-collision setting (``attribute`` on its
+    root, A; None: unauthored) keeps them apart. No ground: the chain falls."""
+    stage = new_stage(path)
+    root = add_box(stage, "/Robot/A", 0.2, (0, 0, 1)).GetPrim()
+    UsdPhysics.ArticulationRootAPI.Apply(root)
+    if self_collisions is not None:
+        root.CreateAttribute(attribute, Sdf.ValueTypeNames.Bool).Set(self_collisions)
+    add_box(stage, "/Robot/B", 0.2, (0.3, 0, 1))
+    add_box(stage, "/Robot/C", 0.1, (0, 0, 1.12))
+    _hinge(stage, "/Robot/AB", "/Robot/A", "/Robot/B", (0.15, 0, 0), (-0.15, 0, 0), Gf.Quatf(1), Gf.Quatf(1))
+    _hinge(stage, "/Robot/BC", "/Robot/B", "/Robot/C", (0, 0, 0.12), (0.3, 0, 0), Gf.Quatf(1), Gf.Quatf(1))
+    stage.Save()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_articulation_with_self_collisions_off_lets_its_links_overlap(tmp_path, engine):
+    """PhysX's ``physxArticulation:enabledSelfCollisions = 0`` (Newton's ant stages author it; so does
+    ``newton:selfCollisionEnabled``): no two bodies of the articulation collide, jointed or not. Unauthored, the
+    folded link is pushed off the one it overlaps."""
+    moved = {}
+    for case, value in (("off", False), ("default", None)):
+        _folded_chain(tmp_path / f"{case}.usda", value)
+        assert usdsim(tmp_path / f"{case}.usda", "--solver", engine, "-n", 10) == 0
+        out = tmp_path / f"{case}.sim.usda"
+        gap = positions(out, "/Robot/C", [10])[0, 2] - positions(out, "/Robot/A", [10])[0, 2]
+        moved[case] = gap - 0.12
+    assert abs(moved["off"]) < 1e-3, moved
+    assert moved["default"] > 0.01, moved
+
+
+def test_newton_self_collision_attribute_filters_the_articulation(tmp_path):
+    from newton_usd import ModelBuilder  # noqa: PLC0415
+
+    for value, filtered in ((False, True), (True, False)):
+        _folded_chain(tmp_path / "chain.usda", value, attribute="newton:selfCollisionEnabled")
+        builder = ModelBuilder()
+        builder.add_usd(str(tmp_path / "chain.usda"))
+        labels = builder.body_label
+        pairs = {(labels[a], labels[b]) for a, b in builder.body_collision_filter_pairs}
+        assert (("/Robot/A", "/Robot/C") in pairs) is filtered, pairs
+
+
+def _two_armed_robot(path):
+    """A floating hub (its ArticulationRootAPI on the body) with two arms of two boxes each, hinged about Y and
+    out along X, the boxes of different sizes; the bodies authored hub, left arm, right arm, the joints hub-first
+    (a breadth-first walk meets the bodies in another order). No collisions: the robot falls as one piece."""
+    stage = new_stage(path)
+    sizes = {"Hub": 0.3, "L1": 0.2, "L2": 0.1, "R1": 0.15, "R2": 0.25}
+    xs = {"Hub": 0.0, "L1": -0.4, "L2": -0.8, "R1": 0.4, "R2": 0.8}
+    for name in ("Hub", "L1", "L2", "R1", "R2"):
+        box = add_box(stage, f"/Robot/{name}", sizes[name], (xs[name], 0, 1))
+        UsdPhysics.CollisionAPI(box.GetPrim()).CreateCollisionEnabledAttr(False)
+    UsdPhysics.ArticulationRootAPI.Apply(stage.GetPrimAtPath("/Robot/Hub"))
+    for parent, child in (("Hub", "L1"), ("Hub", "R1"), ("L1", "L2"), ("R1", "R2")):
+        half = 0.5 * (xs[child] - xs[parent])
+        _hinge(stage, f"/Robot/{parent}{child}", f"/Robot/{parent}", f"/Robot/{child}", (half, 0, 0), (-half, 0, 0),
+               Gf.Quatf(1), Gf.Quatf(1))  # fmt: skip
+    stage.Save()
+
+
+def test_featherstone_robot_whose_joints_meet_its_bodies_out_of_order_falls_as_one(tmp_path):
+    """Newton's Featherstone takes joint j's link inertia from body j: the importer orders the joints by their child
+    bodies (the bodies here are authored parent first), else the arms' inertias are swapped in the mass matrix and
+    the falling robot flails."""
+    _two_armed_robot(tmp_path / "robot.usda")
+    assert usdsim(tmp_path / "robot.usda", "--solver", "featherstone", "-n", 30) == 0
+    out = tmp_path / "robot.sim.usda"
+    hub = positions(out, "/Robot/Hub", [30])[0]
+    assert abs(hub[2] - (1 - 0.5 * 9.81 * 0.5**2)) < 0.01, hub
+    for name, x in (("L1", -0.4), ("L2", -0.8), ("R1", 0.4), ("R2", 0.8)):
+        np.testing.assert_allclose(positions(out, f"/Robot/{name}", [30])[0] - hub, (x, 0, 0), atol=1e-3, err_msg=name)
+
+
+def test_check_featherstone_names_joints_whose_bodies_come_before_their_parents(tmp_path, capsys):
+    """A floating pair whose articulation root is authored after the body it holds: joint 1 moves body 0, which
+    Newton's Featherstone mass matrix does not allow for; ``usdsim check`` says so before a run."""
+    stage = new_stage(tmp_path / "late_root.usda")
+    add_box(stage, "/Robot/A", 0.2, (0, 0, 1))
+    UsdPhysics.ArticulationRootAPI.Apply(add_box(stage, "/Robot/B", 0.2, (0.3, 0, 1)).GetPrim())
+    _hinge(stage, "/Robot/AB", "/Robot/A", "/Robot/B", (0.15, 0, 0), (-0.15, 0, 0), Gf.Quatf(1), Gf.Quatf(1))
+    stage.Save()
+    main(["check", str(tmp_path / "late_root.usda"), "--solver", "featherstone"])
+    out = capsys.readouterr().out
+    said = [line for line in out.splitlines() if "takes joint j's link inertia from body j" in line]
+    assert any("/Robot/AB" in line for line in said), out
+    main(["check", str(tmp_path / "late_root.usda"), "--solver", "xpbd"])
+    assert "link inertia" not in capsys.readouterr().out
+
+
+def test_featherstone_names_the_step_a_light_body_on_its_contacts_needs(tmp_path, caplog):
+    """A 0.2 kg, 0.1 m box resting on the ground: Newton's default penalty contact (ke 2.5e3 N/m, kd 100 N*s/m)
+    against so little inertia at its corners bounces it off the ground at 1/480 s. The featherstone solver's stable
+    step counts the contacts (no joint pulls on anything here): said before the run, taken by ``--substeps auto``."""
+    stage = new_stage(tmp_path / "light.usda")
+    add_ground(stage)
+    add_box(stage, "/Box", 0.1, (0, 0, 0.05), mass=0.2)
+    stage.Save()
+    assert usdsim(tmp_path / "light.usda", "--solver", "featherstone", "-n", 20) == 0
+    said = re.search(r"integrates penalty contacts \(of this body\) explicitly: estimated stable at steps up to "
+                     r"([0-9.e-]+) s on this model, not 0.00208 s.*/Box", caplog.text)  # fmt: skip
+    assert said
+    assert 1e-4 < float(said.group(1)) < 1e-3
+    assert positions(tmp_path / "light.sim.usda", "/Box", [20])[0, 2] > 0.1  # bounced off
+    assert usdsim(tmp_path / "light.usda", "--solver", "featherstone", "-n", 20, "--substeps", "auto") == 0
+    assert abs(positions(tmp_path / "light.sim.usda", "/Box", [20])[0, 2] - 0.05) < 0.002  # at rest
+
+
+@pytest.mark.parametrize("solver", ["featherstone", "semi_implicit"])
+def test_passive_joint_damping_and_spring_reach_newtons_solvers(tmp_path, solver):
+    """A hinged bob swung at 60 deg/s on a joint with MuJoCo's passive spring (20 N*m/rad toward 30 deg) and damping
+    (2 N*m*s/rad): Featherstone and semi-implicit Euler move it as MuJoCo does; without them it swings freely."""
+    for case, values in (("passive", True), ("free", False)):
+        stage = new_stage(tmp_path / f"{case}.usda")
+        scene = stage.GetPrimAtPath("/PhysicsScene")
+        scene.CreateAttribute("mjc:option:integrator", Sdf.ValueTypeNames.Token).Set("implicitfast")
+        _bob(stage, velocity=(0, 60.0, 0))
+        joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+        joint.CreateBody1Rel().SetTargets([Sdf.Path("/Bob")])
+        joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1.5))
+        joint.CreateAxisAttr("Y")
+        if values:
+            for name, value in (("mjc:stiffness", 20.0), ("mjc:springref", 30.0), ("mjc:damping", 2.0)):
+                joint.GetPrim().CreateAttribute(name, Sdf.ValueTypeNames.Double).Set(value)
+        stage.Save()
+    ends = {}
+    for case in ("passive", "free"):
+        for engine in ("mujoco", solver):
+            step = ("--dt", "1e-4") if engine == "semi_implicit" else ()
+            assert usdsim(tmp_path / f"{case}.usda", "--solver", engine, "-n", 15, *step) == 0
+            out = Usd.Stage.Open(str(tmp_path / f"{case}.sim.usda"))
+            bob = UsdGeom.Xformable(out.GetPrimAtPath("/Bob")).ComputeLocalToWorldTransform(15)
+            ends[case, engine] = np.array(bob.Transform(Gf.Vec3d(0, 0, -0.5)))  # its center of mass
+    assert np.linalg.norm(ends["passive", solver] - ends["passive", "mujoco"]) < 0.01, ends
+    assert np.linalg.norm(ends["free", solver] - ends["passive", solver]) > 0.05, ends

@@ -6,6 +6,7 @@ equality constraints.
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from functools import partial
 
 import numpy as np
 
@@ -68,6 +69,7 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
     visited = set()
     used = set()
     tree_parent = {}
+    adds = []  # (child body, the call adding its joint), in the walks' order: see _in_body_order
 
     def walk(root, from_world=None):
         """Breadth first from ``root`` (the world: through the joints ``from_world`` only, one tree's)."""
@@ -92,21 +94,9 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
                 stacked = child in visited  # another joint between the same two bodies
                 visited.add(child)
                 tree_parent[child] = parent
-                add_joint(
-                    builder,
-                    path,
-                    d,
-                    jt,
-                    b0,
-                    b1,
-                    reverse=(b0 != parent),
-                    frame=frame,
-                    result=result,
-                    articulation_of=articulation_of,
-                    art_index=art_index,
-                    stage=stage,
-                    ctx=ctx,
-                )
+                adds.append((child, partial(add_joint, builder, path, d, jt, b0, b1, reverse=(b0 != parent),
+                                            frame=frame, result=result, articulation_of=articulation_of,
+                                            art_index=art_index, stage=stage, ctx=ctx)))  # fmt: skip
                 if not stacked:
                     queue.append(child)
 
@@ -126,16 +116,44 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
             root = _pick_root(b, edges, valid, moving) if moving else None
             if root is None or root not in moving:
                 root = _pick_root(b, edges, valid, roots)
-            label = builder.body_label[root]
-            if label in kinematic:  # moved by the stage's (animated) transform: see Simulation
-                j = builder.add_joint_fixed(-1, root, builder.body_q[root], None, label=label)
-            else:
-                j = builder.add_joint_free(root, label=label)
-            result.joint_index.setdefault(label, j)
+            adds.append((root, partial(_add_root_joint, builder, root, kinematic, result)))
             tree_parent[root] = -1
             walk(root)
+    for _, add in _in_body_order(adds, tree_parent):
+        add()
     for path, d, jt, b0, b1 in loops:
         add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx)
+
+
+def _add_root_joint(builder, root, kinematic, result) -> None:
+    """A floating tree's root: a free joint (a kinematic root, moved by the stage's animated transform, is
+    welded: see Simulation)."""
+    label = builder.body_label[root]
+    if label in kinematic:
+        j = builder.add_joint_fixed(-1, root, builder.body_q[root], None, label=label)
+    else:
+        j = builder.add_joint_free(root, label=label)
+    result.joint_index.setdefault(label, j)
+
+
+def _in_body_order(adds, tree_parent) -> list:
+    """The joints to add, ``adds`` ((child body, add) in the walks' order), sorted by their child bodies where
+    that order still adds every parent's joint before its children's: then joint j moves body j, as Newton's
+    Featherstone solver assumes (its mass matrix takes joint j's link inertia from body j; Newton's USD importer
+    orders bodies so, ``bodies_follow_joint_ordering``). Where a body precedes its parent (a tree rooted at a later
+    body), the walks' order is kept."""
+    if not all(tree_parent.get(c, -1) < c for c, _ in adds):
+        return adds
+    ordered = sorted(adds, key=lambda a: a[0])  # (stable: stacked joints on one body keep their order)
+
+    def tree(b):
+        while tree_parent.get(b, -1) >= 0:
+            b = tree_parent[b]
+        return b
+
+    runs = [tree(c) for c, _ in ordered]
+    starts = [r for i, r in enumerate(runs) if i == 0 or r != runs[i - 1]]
+    return ordered if len(starts) == len(set(starts)) else adds  # (each tree's joints stay contiguous)
 
 
 def _world_joints_by_tree(edges, valid) -> list:

@@ -1,11 +1,13 @@
-"""What must not collide: FilteredPairsAPI pairs, joints with ``physics:collisionEnabled = false`` and
-CollisionGroups (as MuJoCo contype/conaffinity bits).
+"""What must not collide: FilteredPairsAPI pairs, joints with ``physics:collisionEnabled = false``, the bodies of
+an articulation whose self collisions are off (``newton:selfCollisionEnabled``,
+``physxArticulation:enabledSelfCollisions``) and CollisionGroups (as MuJoCo contype/conaffinity bits).
 """
 
 from __future__ import annotations
 
 from pxr import UsdPhysics
 
+from . import properties as props
 from .descriptors import OT, SHAPE_TYPES
 from .scenes import JOINT_OBJECT_TYPES
 
@@ -21,7 +23,8 @@ cart and pole so: its cart's box, authored around the static rail, collides with
 
 def import_collision_filters(builder, stage, descs, result):
     """What must not collide: FilteredPairsAPI on bodies and colliders (body pairs; a body and a static
-    collider: a body-shape pair), joints with collisionEnabled = false (their bodies), and CollisionGroups
+    collider: a body-shape pair), joints with collisionEnabled = false (their bodies), every pair of bodies of an
+    articulation whose root turns its self collisions off (:func:`_articulation_pairs`), and CollisionGroups
     with their filteredGroups (as contype/conaffinity bits in ``model.mujoco.geom_contype``/``geom_conaffinity``)."""
     diag = result.diagnostics
     body_of_path = result.body_index
@@ -61,9 +64,29 @@ def import_collision_filters(builder, stage, descs, result):
             a, b = body_for(body0) if not body0.isEmpty else -1, body_for(body1) if not body1.isEmpty else -1
             if a is not None and b is not None and a != b and min(a, b) >= 0:
                 pairs.add((min(a, b), max(a, b)))
+    pairs |= _articulation_pairs(stage, descs, result, body_for)
     builder.body_collision_filter_pairs.extend(sorted(pairs))
     builder.body_shape_collision_filter_pairs.extend(sorted(static_pairs))
 
+    _collision_groups(builder, stage, descs, result)
+
+
+def _articulation_pairs(stage, descs, result, body_for) -> set:
+    """The body pairs of each articulation whose root prim (ArticulationRootAPI) authors its self collisions off,
+    as Newton's and PhysX's importers filter them (UsdPhysics has no such attribute; MuJoCo, which collides no
+    parent with its child anyway, gets them as excludes)."""
+    pairs = set()
+    for path, d in descs.get(OT.Articulation, []):
+        if result.resolver.resolve(stage.GetPrimAtPath(path), props.ARTICULATION_SELF_COLLISION, path=path).value:
+            continue
+        bodies = sorted({b for b in (body_for(p) for p in d.articulatedBodies) if b is not None and b >= 0})
+        pairs.update((a, b) for i, a in enumerate(bodies) for b in bodies[i + 1 :])
+    return pairs
+
+
+def _collision_groups(builder, stage, descs, result) -> None:
+    """CollisionGroups with their filteredGroups, as contype/conaffinity bits."""
+    diag = result.diagnostics
     groups = descs.get(OT.CollisionGroup, [])
     if not groups:
         return

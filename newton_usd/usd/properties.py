@@ -432,6 +432,14 @@ HEIGHTFIELD_PROPERTIES = (HEIGHTFIELD_ROWS, HEIGHTFIELD_COLUMNS, HEIGHTFIELD_ELE
 BODY_GRAVCOMP = Property("gravcomp", (C("mjc", "mjc:body:gravcomp", _float),), default=0.0)
 """Gravity compensation (0..1 of the body's weight), as mujoco-usd-converter writes it (no schema)."""
 
+# ---------------------------------------------------------------- articulations (on the ArticulationRootAPI prim)
+ARTICULATION_SELF_COLLISION = Property(
+    "self_collision",
+    (C("newton", "newton:selfCollisionEnabled", _bool), C("physx", "physxArticulation:enabledSelfCollisions", _bool)),
+    default=True,
+)
+"""Whether the bodies of an articulation collide with each other (false: every pair of them is filtered)."""
+
 # ---------------------------------------------------------------- loop closures (MjcEquality*API on a joint prim)
 EQ_TORQUESCALE = Property("torquescale", (C("mjc", "mjc:torqueScale", _float),), default=1.0)
 

@@ -120,7 +120,7 @@ def bridge_model(
     shape_map = np.full(model.shape_count, -1, dtype=np.int64)
     _add_shapes(nb, model, a, np.nonzero(a["shape_world"] < 0)[0], contact, diagnostics, shape_map)  # (the ground)
     _add_bodies(nb, model, a)
-    dof_order = _add_joints(nb, model, a, limits, diagnostics, cones)
+    dof_order = _add_joints(nb, model, a, limits, diagnostics, cones, passive=solver_name in PASSIVE_SOLVERS)
     for w in range(model.num_worlds):
         nb.begin_world(label=f"world_{w}")
         _add_shapes(nb, model, a, np.nonzero(a["shape_world"] == w)[0], contact, diagnostics, shape_map)
@@ -323,7 +323,34 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
     return nb.add_shape(body=body, type=_GEO[gt], xform=xform, cfg=cfg, scale=tuple(scale.tolist()), label=label)
 
 
-def _add_joints(nb, model, a, limits, diagnostics, cones) -> np.ndarray:
+PASSIVE_SOLVERS = ("featherstone", "semi_implicit")
+"""Newton's solvers whose joint forces include a joint's passive damping (``joint_damping``) and spring
+(``joint_stiffness`` toward ``joint_rest_q``): the bridge carries ours (``newton:damping``, ``mjc:damping``,
+``mjc:stiffness``, ``mjc:springref``) into them; the others get none (XPBD reads none, Kamino is not checked)."""
+
+
+def _passive(model, a, types, passive: bool) -> tuple:
+    """Per DOF, in our order: passive damping and stiffness and the spring's rest position (MuJoCo's springref)
+    where ``passive``, else zeros. A free joint gets none, a ball joint no spring (Newton's springs pull on a
+    joint's coordinates, a ball joint's are a quaternion)."""
+    n = len(a["joint_armature"])
+    if not passive or n == 0:
+        return np.zeros(n), np.zeros(n), np.zeros(n)
+
+    def per_dof(name):
+        values = getattr(model.mujoco, name, None)
+        if values is None:
+            return np.zeros(n)
+        return np.nan_to_num(np.asarray(values, dtype=np.float64).reshape(n, -1)[:, 0], nan=0.0)
+
+    dof_type = np.repeat(types, np.diff(a["joint_qd_start"]))
+    damping, stiffness = per_dof("dof_damping"), per_dof("dof_stiffness")
+    damping[dof_type == int(JointType.FREE)] = 0.0
+    stiffness[(dof_type == int(JointType.FREE)) | (dof_type == int(JointType.BALL))] = 0.0
+    return damping, stiffness, per_dof("dof_springref")
+
+
+def _add_joints(nb, model, a, limits, diagnostics, cones, passive: bool = False) -> np.ndarray:
     """Every joint with its DOFs (axes, limits, drives, armature, friction) at once, as ``add_joint`` one by one
     (with ``collision_filter_parent=False``) would add them: the per-joint, per-DOF and per-coordinate values
     are assigned as arrays (Newton's builder keeps them so after its ``replicate``), the rest as lists.
@@ -395,8 +422,11 @@ def _add_joints(nb, model, a, limits, diagnostics, cones) -> np.ndarray:
     rest_authored = np.zeros(n_coord, dtype=bool)
     quaternion = (types == int(JointType.FREE)) | (types == int(JointType.BALL))
     simple = ~quaternion & (types != int(JointType.FIXED))
+    damping, stiffness, springref = _passive(model, a, ours_t, passive)
     for j in np.nonzero(simple)[0]:
         target_q[nq_start[j] : nq_start[j + 1]] = target_dof[qd_start[j] : qd_start[j + 1]]
+        rest_q[nq_start[j] : nq_start[j + 1]] = springref[qd_start[j] : qd_start[j + 1]]
+        rest_authored[nq_start[j] : nq_start[j + 1]] = stiffness[qd_start[j] : qd_start[j + 1]] != 0.0
     for j in np.nonzero(quaternion)[0]:
         q0, d0, n_lin = int(nq_start[j]), int(qd_start[j]), int(dim[j, 0])
         target_q[q0 : q0 + n_lin] = target_dof[d0 : d0 + n_lin]
@@ -436,8 +466,8 @@ def _add_joints(nb, model, a, limits, diagnostics, cones) -> np.ndarray:
     nb.joint_target_qd = a["joint_target_vel"][order].astype(f32)
     nb.joint_target_mode = mode[order]
     nb.joint_target_ke, nb.joint_target_kd = ke[order].astype(f32), kd[order].astype(f32)
-    nb.joint_stiffness = np.full(n_dof, default.stiffness, dtype=f32)
-    nb.joint_damping = np.full(n_dof, default.damping, dtype=f32)
+    nb.joint_stiffness = (stiffness[order] + default.stiffness).astype(f32)
+    nb.joint_damping = (damping[order] + default.damping).astype(f32)
     nb.joint_limit_ke, nb.joint_limit_kd = limit_ke[order].astype(f32), limit_kd[order].astype(f32)
     nb.joint_armature = a["joint_armature"][order].astype(f32)
     nb.joint_effort_limit = effort[order].astype(f32)

@@ -482,18 +482,23 @@ class SolverFeatherstone(SolverNewton):
 
     def __init__(self, model, **options):
         super().__init__(model, **options)
-        self.stable_dt, self._stable_dt_joint = featherstone_stable_dt(self.newton_model, self.newton_model.state())
-        """s: the longest step at which the joints' drives, springs and limit springs stay stable, estimated at the
-        start (inf without them; :func:`.stable_step.featherstone_stable_dt`)."""
+        self._stable = featherstone_stable_dt(self.newton_model, self.newton_model.state())
+        self.stable_dt = self._stable.dt
+        """s: the longest step at which the joints' drives, springs and limit springs and the penalty contacts stay
+        stable, estimated at the start (inf without them; :func:`.stable_step.featherstone_stable_dt`)."""
 
     def step_diagnostics(self, dt: float, diagnostics) -> None:
-        """Steps longer than :attr:`stable_dt` risk blowing up: said with the joint that sets it."""
+        """Steps longer than :attr:`stable_dt` risk blowing up: said with the joint or the body that sets it."""
         if dt > self.stable_dt:
+            if self._stable.body >= 0:
+                what, prim = "penalty contacts (of this body)", self.model.body_label[self._stable.body]
+            else:
+                what, prim = "joint drives, springs and limit springs", self.model.joint_label[self._stable.joint]
             diagnostics.add(
-                f"the featherstone solver integrates joint drives, springs and limit springs explicitly: estimated "
-                f"stable at steps up to {self.stable_dt:.3g} s on this model, not {dt:.3g} s: it may blow up "
-                "(usdsim --substeps auto, or a smaller --dt)",
-                self.model.joint_label[self._stable_dt_joint],
+                f"the featherstone solver integrates {what} explicitly: estimated stable at steps up to "
+                f"{self.stable_dt:.3g} s on this model, not {dt:.3g} s: it may blow up (usdsim --substeps auto, or a "
+                "smaller --dt)",
+                prim,
             )
 
     def _eager_reason(self, requires_grad: bool, options: dict):

@@ -44,16 +44,26 @@ _PER_DOF = (
     (
         "passive joint damping",
         "newton:damping, mjc:damping",
-        ("xpbd", "featherstone", "semi_implicit", "kamino"),
+        ("xpbd", "kamino"),
         "the bridge does not carry it into Newton's model",
         lambda a, mj: _mujoco_positive(mj, "dof_damping", len(a["joint_armature"])),
     ),
     (
         "joint springs",
         "mjc:stiffness, mjc:springref",
-        ("xpbd", "featherstone", "semi_implicit", "kamino"),
+        ("xpbd", "kamino"),
         "the bridge does not carry them into Newton's model",
         lambda a, mj: _mujoco_positive(mj, "dof_stiffness", len(a["joint_armature"])),
+    ),
+    (
+        "joint springs on spherical joints",
+        "mjc:stiffness",
+        ("featherstone", "semi_implicit"),
+        "Newton's springs pull on a joint's coordinates, a ball joint's are a quaternion",
+        lambda a, mj: (
+            _mujoco_positive(mj, "dof_stiffness", len(a["joint_armature"]))
+            & (np.repeat(a["joint_type"], np.diff(a["joint_qd_start"])) == int(JointType.BALL))
+        ),
     ),
 )
 """Per-DOF values a Newton solver drops."""
@@ -105,6 +115,8 @@ def report_unsupported(model, a, diagnostics, solver_name: str, cones) -> None:
         for j in sorted(set(dof_joint[np.nonzero(where(a, mj))[0]].tolist())):
             diagnostics.add(f"{what} ({attributes}): not simulated by the {solver_name} solver, {effect}",
                             model.joint_label[j])  # fmt: skip
+    if solver_name == "featherstone":
+        _bodies_out_of_joint_order(model, a, diagnostics)
     if solver_name in _PENALTY_SOLVERS:
         driven = _driven(a)
         for j in np.nonzero(a["joint_type"] == int(JointType.BALL))[0]:
@@ -115,6 +127,20 @@ def report_unsupported(model, a, diagnostics, solver_name: str, cones) -> None:
                     f"by the {solver_name} solver: the joint swings freely",
                     model.joint_label[j],
                 )
+
+
+def _bodies_out_of_joint_order(model, a, diagnostics) -> None:
+    """Newton's Featherstone assembles an articulation's mass matrix from the inertia of body j for its joint j
+    (Newton's importers order bodies so): where a joint's child is another body (a tree whose bodies come before
+    their parents, or several joints stacked on one body), its links' inertias are mixed up. Said per joint."""
+    child = a["joint_child"]
+    for j in np.nonzero(child != np.arange(len(child)))[0]:
+        diagnostics.add(
+            "joints whose child body is not the body of the same index (bodies authored before their parents, or "
+            "joints stacked on one body) are simulated wrong by the featherstone solver: Newton's Featherstone "
+            "takes joint j's link inertia from body j (xpbd or mujoco simulate them)",
+            model.joint_label[j],
+        )
 
 
 def _labels(ns, name) -> list:
