@@ -41,7 +41,8 @@ def add_hinge(stage, path, body0, body1, local0, local1, axis="Y", limits=None):
     """A revolute joint from ``body0`` to ``body1`` at their local points ``local0`` / ``local1`` (limits in
     degrees: ``(lower, upper)``)."""
     hinge = UsdPhysics.RevoluteJoint.Define(stage, path)
-    hinge.CreateBody0Rel().SetTargets([body0])
+    if body0 is not None:  # (None: to the world)
+        hinge.CreateBody0Rel().SetTargets([body0])
     hinge.CreateBody1Rel().SetTargets([body1])
     hinge.CreateAxisAttr(axis)
     hinge.CreateLocalPos0Attr(Gf.Vec3f(*local0))

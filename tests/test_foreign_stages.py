@@ -497,3 +497,35 @@ def test_passive_joint_damping_and_spring_reach_newtons_solvers(tmp_path, solver
             ends[case, engine] = np.array(bob.Transform(Gf.Vec3d(0, 0, -0.5)))  # its center of mass
     assert np.linalg.norm(ends["passive", solver] - ends["passive", "mujoco"]) < 0.01, ends
     assert np.linalg.norm(ends["free", solver] - ends["passive", solver]) > 0.05, ends
+
+
+def test_a_jointed_body_beyond_its_chains_reach_is_joints_come_apart():
+    """A fixed-base chain bounds its bodies tighter than free fall: the world hinge at (0, 0, 2), link A's origin
+    0.5 m from it, B's origin 0.25 m from the A-B hinge, 0.75 m from A's hinge along A: B reaches 1.0 m, A 0.5 m. B 4 m
+    from its start (beyond 2.5 x 1.0 + 1 m) is a chain come apart (XPBD's flung arms of PhysX's test stages, 11-13 m at
+    exit 0 before); 3 m is not (what soft joints may stretch)."""
+    from newton_usd.core import ModelBuilder
+    from newton_usd.simulation.runaway import RunawayCheck, chain_reach
+
+    from stages import add_hinge
+
+    stage = new_stage()
+    add_box(stage, "/A", 0.2, (0.5, 0, 2))
+    add_box(stage, "/B", 0.2, (1.0, 0, 2))
+    add_hinge(stage, "/HingeA", None, "/A", (0, 0, 2), (-0.5, 0, 0))
+    add_hinge(stage, "/HingeB", "/A", "/B", (0.25, 0, 0), (-0.25, 0, 0))
+    b = ModelBuilder()
+    b.add_usd(stage)
+    model = b.finalize("cpu")
+    a_, b_ = model.body_label.index("/A"), model.body_label.index("/B")
+    reach = chain_reach(model)
+    assert reach[a_] == pytest.approx(0.5, abs=1e-5) and reach[b_] == pytest.approx(1.0, abs=1e-5)
+    start = model.body_q.numpy().copy()
+    check = RunawayCheck(model, start, model.body_qd.numpy())
+    moved = start.copy()
+    moved[b_, 2] -= 3.0
+    check.check(moved, 0.1, 6)  # (within 2.5 x 1.0 + 1 m: no error)
+    moved[b_, 2] -= 1.0
+    with pytest.raises(SimulationError, match=r"within 1 m of their anchor on the world: the joints came apart") as e:
+        check.check(moved, 0.1, 6)
+    assert e.value.label == "/B" and e.value.frame == 6

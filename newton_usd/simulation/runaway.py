@@ -15,6 +15,12 @@ farthest linear drive target is added to the extent; ``|g| t^2 / 2``: free fall 
 from rest stays within it by ``extent + MARGIN``; a body flung at 40 m/s leaves it within a second. Kinematic
 bodies move as their prims' animation says, which this cannot bound: a model with one is not checked.
 
+A body held to the world by a chain of joints (a fixed-base arm) is bounded tighter: its origin stays within the
+chain's *reach* of the chain's anchor on the world (the lengths of its links, anchor to anchor, and the travel of
+its limited linear DOFs), so it cannot move more than twice that from its start; beyond
+``REACH_FACTOR * reach + REACH_MARGIN`` its joints came apart. A chain with a free joint or an unlimited linear DOF
+has no reach.
+
 :class:`~newton_usd.simulation.bounds.BlowUpCheck` runs it after every frame of a
 :class:`~newton_usd.sim.Simulation` (every :data:`CUDA_EVERY`-th on CUDA), from the state at the start of the run,
 and again from the state of the moment after :meth:`~newton_usd.sim.Simulation.reset`, a rebuild or a view's write
@@ -35,6 +41,13 @@ MARGIN = 10.0
 
 BODY_SIZE = 2.0
 """m: added to the extent of the bodies' starting positions (their own size, where they start together)."""
+
+REACH_FACTOR = 2.5
+"""How many times its chain's reach a jointed body may move from its start (2: across the sphere it can reach; the
+rest for soft joints that stretch)."""
+
+REACH_MARGIN = 1.0
+"""m: added to ``REACH_FACTOR * reach`` (see the module)."""
 
 CUDA_EVERY = 10
 """On CUDA, every this many frames (and the last) are checked: a check reads the poses back, which waits for the
@@ -74,6 +87,7 @@ class RunawayCheck:
         self.extent = extent + reach
         self.speed = v0 + v_drive
         self.gravity = float(np.linalg.norm([float(g) for g in model.gravity]))
+        self.reach = chain_reach(model, linear)
 
     @classmethod
     def of(cls, sim) -> RunawayCheck:
@@ -99,6 +113,16 @@ class RunawayCheck:
             return
         seconds = sim_seconds - self.start_seconds
         moved = np.linalg.norm(np.asarray(body_q, dtype=np.float64)[:, :3] - self.start, axis=1)
+        held = moved > REACH_FACTOR * self.reach + REACH_MARGIN  # (False where the reach is inf)
+        if held.any():
+            b = int(np.argmax(np.where(held, moved - REACH_FACTOR * self.reach, -np.inf)))
+            raise SimulationError(
+                f"body moved {moved[b]:.3g} m from its start in {seconds:.3g} s, but its joints hold it within "
+                f"{self.reach[b]:.3g} m of their anchor on the world: the joints came apart (the simulation blew "
+                f"up){advice() if advice is not None else ''}",
+                frame=frame,
+                label=self.labels[b],
+            )
         bound = self.bound(seconds)
         if not (moved > bound).any():
             return
@@ -128,6 +152,50 @@ def _linear_dofs(model) -> np.ndarray:
         elif int(t) in (int(JointType.D6), int(JointType.FREE)):
             linear[d0 : d0 + int(dim[j][0])] = True
     return linear
+
+
+def chain_reach(model, linear: np.ndarray | None = None) -> np.ndarray:
+    """m, per body: how far its origin can be from the anchor on the world of its chain of joints (each joint's
+    child-side anchor to the body origin, anchor to anchor along the chain, plus the travel of limited linear DOFs);
+    inf where the chain has a free joint or an unlimited linear DOF, or no joint holds the body. A body that is the
+    child of several joints (a loop) is measured along the first."""
+    reach = np.full(model.body_count, np.inf)
+    if not model.joint_count or not model.body_count:
+        return reach
+    linear = _linear_dofs(model) if linear is None else linear
+    parent, child = model.joint_parent.numpy(), model.joint_child.numpy()
+    types = model.joint_type.numpy()
+    x_p = np.asarray(model.joint_X_p.numpy(), dtype=np.float64)[:, :3]
+    x_c = np.asarray(model.joint_X_c.numpy(), dtype=np.float64)[:, :3]
+    qd_start = model.joint_qd_start.numpy()
+    lower = np.asarray(model.joint_limit_lower.numpy(), dtype=np.float64)
+    upper = np.asarray(model.joint_limit_upper.numpy(), dtype=np.float64)
+    joint_of = {}
+    for j in range(model.joint_count):
+        joint_of.setdefault(int(child[j]), j)
+    travel = np.zeros(model.joint_count)
+    for j in range(model.joint_count):
+        dofs = np.arange(qd_start[j], qd_start[j + 1])
+        span = (upper[dofs] - lower[dofs])[linear[dofs]]
+        if int(types[j]) == int(JointType.FREE) or not np.all(np.isfinite(span) & (span < 1e6)):
+            travel[j] = np.inf
+        else:
+            travel[j] = float(np.sum(np.maximum(span, 0.0)))
+    for b in range(model.body_count):
+        j, depth = joint_of.get(b), 0
+        total = 0.0 if j is None else float(np.linalg.norm(x_c[j]))  # (the body origin to its joint's anchor)
+        while j is not None and depth <= model.joint_count:
+            total += travel[j]
+            p = int(parent[j])
+            if p < 0:
+                reach[b] = total
+                break
+            k = joint_of.get(p)
+            if k is None:
+                break  # (a jointless parent: free)
+            total += float(np.linalg.norm(x_p[j] - x_c[k]))
+            j, depth = k, depth + 1
+    return reach
 
 
 def _dof_world(model) -> np.ndarray:
