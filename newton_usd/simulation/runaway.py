@@ -17,9 +17,10 @@ bodies move as their prims' animation says, which this cannot bound: a model wit
 
 A body held to the world by a chain of joints (a fixed-base arm) is bounded tighter: its origin stays within the
 chain's *reach* of the chain's anchor on the world (the lengths of its links, anchor to anchor, and the travel of
-its limited linear DOFs), so it cannot move more than twice that from its start; beyond
-``REACH_FACTOR * reach + REACH_MARGIN`` its joints came apart. A chain with a free joint or an unlimited linear DOF
-has no reach.
+its limited linear DOFs), so it cannot move farther from its start than the reach plus its start's distance from
+the anchor (twice the reach where the stage's poses agree with its joints); beyond
+``REACH_FACTOR / 2 * (reach + start's distance) + REACH_MARGIN`` its joints came apart. A chain with a free joint or
+an unlimited linear DOF has no reach.
 
 :class:`~newton_usd.simulation.bounds.BlowUpCheck` runs it after every frame of a
 :class:`~newton_usd.sim.Simulation` (every :data:`CUDA_EVERY`-th on CUDA), from the state at the start of the run,
@@ -87,7 +88,8 @@ class RunawayCheck:
         self.extent = extent + reach
         self.speed = v0 + v_drive
         self.gravity = float(np.linalg.norm([float(g) for g in model.gravity]))
-        self.reach = chain_reach(model, linear)
+        self.reach, anchor = chain_reach(model, linear)
+        self.held = 0.5 * REACH_FACTOR * (self.reach + np.linalg.norm(start - anchor, axis=1)) + REACH_MARGIN
 
     @classmethod
     def of(cls, sim) -> RunawayCheck:
@@ -113,9 +115,9 @@ class RunawayCheck:
             return
         seconds = sim_seconds - self.start_seconds
         moved = np.linalg.norm(np.asarray(body_q, dtype=np.float64)[:, :3] - self.start, axis=1)
-        held = moved > REACH_FACTOR * self.reach + REACH_MARGIN  # (False where the reach is inf)
+        held = moved > self.held  # (False where the reach is inf)
         if held.any():
-            b = int(np.argmax(np.where(held, moved - REACH_FACTOR * self.reach, -np.inf)))
+            b = int(np.argmax(np.where(held, moved - self.held, -np.inf)))
             raise SimulationError(
                 f"body moved {moved[b]:.3g} m from its start in {seconds:.3g} s, but its joints hold it within "
                 f"{self.reach[b]:.3g} m of their anchor on the world: the joints came apart (the simulation blew "
@@ -154,14 +156,16 @@ def _linear_dofs(model) -> np.ndarray:
     return linear
 
 
-def chain_reach(model, linear: np.ndarray | None = None) -> np.ndarray:
-    """m, per body: how far its origin can be from the anchor on the world of its chain of joints (each joint's
+def chain_reach(model, linear: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(m per body: how far its origin can be from the anchor on the world of its chain of joints (each joint's
     child-side anchor to the body origin, anchor to anchor along the chain, plus the travel of limited linear DOFs);
-    inf where the chain has a free joint or an unlimited linear DOF, or no joint holds the body. A body that is the
-    child of several joints (a loop) is measured along the first."""
+    inf where the chain has a free joint or an unlimited linear DOF, or no joint holds the body; and that anchor in
+    world coordinates, ``(n, 3)``). A body that is the child of several joints (a loop) is measured along the
+    first."""
     reach = np.full(model.body_count, np.inf)
+    anchor = np.zeros((model.body_count, 3))
     if not model.joint_count or not model.body_count:
-        return reach
+        return reach, anchor
     linear = _linear_dofs(model) if linear is None else linear
     parent, child = model.joint_parent.numpy(), model.joint_child.numpy()
     types = model.joint_type.numpy()
@@ -188,14 +192,14 @@ def chain_reach(model, linear: np.ndarray | None = None) -> np.ndarray:
             total += travel[j]
             p = int(parent[j])
             if p < 0:
-                reach[b] = total
+                reach[b], anchor[b] = total, x_p[j]  # (a joint to the world: its parent frame is the world's)
                 break
             k = joint_of.get(p)
             if k is None:
                 break  # (a jointless parent: free)
             total += float(np.linalg.norm(x_p[j] - x_c[k]))
             j, depth = k, depth + 1
-    return reach
+    return reach, anchor
 
 
 def _dof_world(model) -> np.ndarray:
