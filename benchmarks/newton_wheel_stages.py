@@ -10,6 +10,9 @@ each engine (``--engines``, default mujoco, xpbd, featherstone), two runs of ``-
   from a preloaded server, killed at ``--timeout``), the farthest displacement read from the State every frame; a
   ``NewtonUsdError`` at open is "refused", a ``SimulationError`` "blows up".
 
+A stage that blows up at a step shorter than the solver estimates stable (its error names ``--substeps``) runs once
+more through usdsim with ``--substeps auto`` (the named step), and the cell says what that gave.
+
 Each (stage, engine, path) result is a JSON file under ``--out``; a result already there is kept (``--rerun GLOB``
 runs the stages matching GLOB again). The table (a row per stage, a cell per engine: what usdsim did, and where
 the Python run differs, what it did) is printed, and with ``--docs FILE`` written into FILE between the lines
@@ -69,12 +72,14 @@ def farthest_in_output(output: str) -> float | None:
     return float(np.max(np.linalg.norm(pos - pos[:1], axis=2)))
 
 
-def usdsim_runs(stages: list[Path], engine: str, out: Path, frames: int, timeout: float, jobs: int) -> list[dict]:
-    """``usdsim`` on each stage under ``engine`` (``usdsim batch``'s runner); a result per stage."""
+def usdsim_runs(stages, engine: str, out: Path, frames: int, timeout: float, jobs: int, **options) -> list[dict]:
+    """``usdsim`` on each stage under ``engine`` (``usdsim batch``'s runner; ``options``: more run options, e.g.
+    ``substeps="auto"``); a result per stage."""
     from newton_usd.batch import run_sweep  # noqa: PLC0415
 
-    spec = {"stages": [str(s) for s in stages], "frames": frames, "solver": engine, "device": "cpu"}
-    result = run_sweep(spec, str(out / f"batch-{engine}"), jobs=jobs, timeout=timeout)
+    spec = {"stages": [str(s) for s in stages], "frames": frames, "solver": engine, "device": "cpu", **options}
+    tag = "-".join([engine, *(f"{k}-{v}" for k, v in options.items())])
+    result = run_sweep(spec, str(out / f"batch-{tag}"), jobs=jobs, timeout=timeout)
     results = []
     for row in result.rows:
         output = row.get("output")
@@ -177,6 +182,9 @@ def table(root: Path, stages: list[Path], engines: list[str], results: dict) -> 
         for engine in engines:
             a, b = results.get((str(stage), engine, "usdsim")), results.get((str(stage), engine, "python"))
             text = cell(a)
+            auto = results.get((str(stage), engine, "usdsim --substeps auto"))
+            if auto is not None:
+                text += f"; with `--substeps auto`: {cell(auto)}"
             if not same(a, b):
                 text += f"; from Python: {cell(b)}"
             cells.append(text)
@@ -220,6 +228,15 @@ def main(argv=None) -> int:
                 results[(r["stage"], engine, "usdsim")] = {**r, "engine": engine, "path": "usdsim"}
             save()
             print(f"usdsim {engine}: {len(pending)} stages in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        named = [
+            s for s in todo(engine, "usdsim --substeps auto")
+            if "--substeps" in (results.get((str(s), engine, "usdsim"), {}).get("error") or "")
+        ]  # fmt: skip
+        if named:  # (a step named stable: taken)
+            for r in usdsim_runs(named, engine, args.out, args.frames, args.timeout, args.jobs, substeps="auto"):
+                key = "usdsim --substeps auto"
+                results[(r["stage"], engine, key)] = {**r, "engine": engine, "path": key}
+            save()
         for stage in todo(engine, "python"):
             r = python_run(stage, engine, args.out, args.frames, args.timeout)
             results[(str(stage), engine, "python")] = {**r, "engine": engine, "path": "python"}
