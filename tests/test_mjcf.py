@@ -106,11 +106,13 @@ def test_converted_usd_simulates_like_native_mujoco(tmp_path):
     b = ModelBuilder()
     b.add_usd(str(out))
     model = b.finalize("cpu")
-    # Each tree's joints together, in the tree's order (Newton's articulations need them contiguous)
+    # Each tree's joints together, in the tree's order (Newton's articulations need them contiguous), and in the
+    # order of their child bodies (Newton's Featherstone takes joint j's link inertia from body j)
     assert model.joint_label == [
-        "/robot/base/slide", "/robot/base/arm/hinge", "/robot/base/arm/tip/ball",
-        "/robot/planar/px", "/robot/planar/pz", "/robot/planar/py", "/robot/box",
+        "/robot/box", "/robot/base/slide", "/robot/base/arm/hinge", "/robot/base/arm/tip/ball",
+        "/robot/planar/px", "/robot/planar/pz", "/robot/planar/py",
     ]  # fmt: skip
+    assert list(model.joint_child.numpy()) == sorted(model.joint_child.numpy())
     solver = SolverMuJoCo(model, backend="cpu")
     ref, native = run_native(ROBOT, 500, ctrl=[0.7, 0.2])
     m = solver.mj_model
