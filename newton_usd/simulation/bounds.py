@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..solvers.stability import step_advice
-from .runaway import RunawayCheck
+from .runaway import ModelReach, RunawayCheck
 
 MAX_DISTANCE = 1e6
 """m: a body farther than this from the origin stops the run (SimulationError; usdsim exits 3)."""
@@ -26,16 +26,22 @@ class BlowUpCheck:
     farther from where it was at the start than free fall, its velocities and drives and the scene allow."""
 
     _runaway = None  # the RunawayCheck of the run now (None: made from the state at the next frame's start)
+    _reach = None  # (model, its ModelReach): what of the check depends on the model's structure only
 
-    def restart_flung_check(self) -> None:
+    def restart_flung_check(self, model_changed: bool = False) -> None:
         """Measure how far bodies are flung from the state of the next frame's start: the state was moved by hand
-        (:meth:`reset`, a rebuild, a view's write of positions or velocities)."""
+        (:meth:`reset`, a view's write of positions or velocities), or the model changed (``model_changed``: a
+        live edit of its values or a rebuild)."""
         self._runaway = None
+        if model_changed:
+            self._reach = None
 
     def _start_flung_check(self) -> None:
         """At a frame's start: the flung check's start (the state now), where the run has none yet."""
         if self._runaway is None and self.check_flung:
-            self._runaway = RunawayCheck.of(self)
+            if self._reach is None or self._reach[0] is not self.model:
+                self._reach = (self.model, ModelReach(self.model))
+            self._runaway = RunawayCheck.of(self, self._reach[1])
 
     def _check_flung(self, last: bool) -> None:
         """After a frame: stop (SimulationError naming the body and frame) where a body was flung out of the scene;

@@ -100,7 +100,7 @@ class LiveEdits:
                 applied = result
         for one in (self, *self.scenes):
             if applied is not None:  # (new drives, gravity or bodies: how far a body may go is measured anew)
-                one.restart_flung_check()
+                one.restart_flung_check(model_changed=True)
         if self.scenes and edits.resynced:
             self._check_scenes()
         return applied

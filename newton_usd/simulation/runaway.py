@@ -44,15 +44,27 @@ BODY_SIZE = 2.0
 """m: added to the extent of the bodies' starting positions (their own size, where they start together)."""
 
 REACH_FACTOR = 2.5
-"""How many times its chain's reach a jointed body may move from its start (2: across the sphere it can reach; the
-rest for soft joints that stretch)."""
+"""A jointed body may move ``REACH_FACTOR / 2`` times its chain's reach plus its start's distance from the chain's
+anchor (2 would be all it can: the rest for soft joints that stretch)."""
 
 REACH_MARGIN = 1.0
-"""m: added to ``REACH_FACTOR * reach`` (see the module)."""
+"""m: added to the jointed body's bound (see the module)."""
 
 CUDA_EVERY = 10
 """On CUDA, every this many frames (and the last) are checked: a check reads the poses back, which waits for the
 device (on the CPU they are read in place, every frame)."""
+
+
+class ModelReach:
+    """What of the check depends on the model's structure only (computed once per model, not at each restart of
+    the check): which bodies are checked, the worlds, the linear DOFs and each body's chain reach and anchor."""
+
+    def __init__(self, model):
+        self.enabled = model.body_count > 0 and not np.asarray(model.body_kinematic.numpy(), dtype=bool).any()
+        self.body_world = np.maximum(model.body_world.numpy(), 0) if model.body_count else np.zeros(0, dtype=int)
+        self.linear = _linear_dofs(model)
+        self.dof_world = _dof_world(model) if model.joint_dof_count else np.zeros(0, dtype=int)
+        self.reach, self.anchor = chain_reach(model, self.linear)
 
 
 class RunawayCheck:
@@ -61,15 +73,19 @@ class RunawayCheck:
     Args:
         model: the finalized Model (its drives, gravity, kinematic bodies).
         body_q, body_qd: the bodies' starting poses and velocities (numpy, ``(n, 7)`` and ``(n, 6)``).
+        joint_qd: the joints' starting velocities (numpy; None: not counted).
+        start_seconds: the simulated time of the start.
+        structure: the model's :class:`ModelReach` (None: computed).
     """
 
-    def __init__(self, model, body_q, body_qd, joint_qd=None, start_seconds: float = 0.0):
+    def __init__(self, model, body_q, body_qd, joint_qd=None, start_seconds: float = 0.0, structure=None):
+        structure = ModelReach(model) if structure is None else structure
         start = np.asarray(body_q, dtype=np.float64)[:, :3]
         self.labels = model.body_label
         self.start = start
         self.start_seconds = float(start_seconds)
-        self.enabled = model.body_count > 0 and not np.asarray(model.body_kinematic.numpy(), dtype=bool).any()
-        world = np.maximum(model.body_world.numpy(), 0) if len(start) else np.zeros(0, dtype=int)
+        self.enabled = structure.enabled
+        world = structure.body_world
         low = np.full((int(world.max(initial=0)) + 1, 3), np.inf)
         high = np.full_like(low, -np.inf)
         np.minimum.at(low, world, start)
@@ -78,25 +94,25 @@ class RunawayCheck:
         extent = float(np.max(span, initial=0.0)) + BODY_SIZE  # (the widest world's: copies side by side do not add)
         qd = np.asarray(body_qd, dtype=np.float64)
         v0 = float(np.max(np.linalg.norm(qd[:, :3], axis=1) + np.linalg.norm(qd[:, 3:], axis=1) * extent, initial=0))
-        linear = _linear_dofs(model)
+        linear = structure.linear
         if joint_qd is not None and len(linear):  # (a world's joints all moving one body: the fastest it can go)
             jqd = np.abs(np.nan_to_num(np.asarray(joint_qd, dtype=np.float64), posinf=0.0, neginf=0.0))
             speed = np.where(linear, jqd, jqd * extent)
-            world = _dof_world(model)
-            v0 = max(v0, float(np.max(np.bincount(world, weights=speed, minlength=1))))
+            v0 = max(v0, float(np.max(np.bincount(structure.dof_world, weights=speed, minlength=1))))
         reach, v_drive = _drive_reach(model, linear, extent)
         self.extent = extent + reach
         self.speed = v0 + v_drive
         self.gravity = float(np.linalg.norm([float(g) for g in model.gravity]))
-        self.reach, anchor = chain_reach(model, linear)
-        self.held = 0.5 * REACH_FACTOR * (self.reach + np.linalg.norm(start - anchor, axis=1)) + REACH_MARGIN
+        self.reach = structure.reach
+        self.held = 0.5 * REACH_FACTOR * (self.reach + np.linalg.norm(start - structure.anchor, axis=1)) + REACH_MARGIN
 
     @classmethod
-    def of(cls, sim) -> RunawayCheck:
-        """The check of a :class:`~newton_usd.sim.Simulation`'s run from its state now."""
+    def of(cls, sim, structure=None) -> RunawayCheck:
+        """The check of a :class:`~newton_usd.sim.Simulation`'s run from its state now (``structure``: its model's
+        :class:`ModelReach`, where known)."""
         state = sim.state
         joint_qd = state.joint_qd.numpy() if getattr(state, "joint_qd", None) is not None else None
-        return cls(sim.model, state.body_q.numpy(), state.body_qd.numpy(), joint_qd, sim.sim_seconds)
+        return cls(sim.model, state.body_q.numpy(), state.body_qd.numpy(), joint_qd, sim.sim_seconds, structure)
 
     def due(self, device, frame: int, last: bool) -> bool:
         """Whether the frame is checked: every frame on the CPU (the poses are read in place), every

@@ -102,9 +102,7 @@ class WarpBackend:
             if after is not None:
                 after(state_0)
             return
-        last = self._dev_last
-        steady = last is not None and last[0] is state_0 and last[1] is state_0.joint_q
-        steady = steady and last[2] is state_0.joint_qd and not self._warp_stale
+        steady = self._pulled_last(state_0) and not self._warp_stale
 
         def frame():
             self._exchange_and_advance(state_0, state_0, control, steady, substeps)
@@ -185,9 +183,7 @@ class WarpBackend:
         again only if something was pushed (``wp.capture_if``), else every world is pushed. On CUDA, such a step
         (nothing stale on the host) is captured in a CUDA graph per (state_in, state_out, control) and replayed
         while they keep their arrays and the model its arrays (``_graphs``, cleared on model changes)."""
-        last = self._dev_last
-        compare = last is not None and last[0] is state_in
-        compare = compare and last[1] is state_in.joint_q and last[2] is state_in.joint_qd
+        compare = self._pulled_last(state_in)
         with wp.ScopedDevice(self.device):
             if self._use_graphs and compare and not self._warp_stale:
                 self._graph_step(state_in, state_out, control)
@@ -207,6 +203,12 @@ class WarpBackend:
             "kinematics of the new state): its conditional step1 could not be (%s)", error,
         )  # fmt: skip
         return True
+
+    def _pulled_last(self, state) -> bool:
+        """Whether ``state`` is the one the device exchange pulled into last, with the same arrays: only its worlds
+        edited since need pushing."""
+        last = self._dev_last
+        return last is not None and last[0] is state and last[1] is state.joint_q and last[2] is state.joint_qd
 
     def _device_step(self, state_in, state_out, control, compare):
         self._exchange_and_advance(state_in, state_out, control, compare, 1)

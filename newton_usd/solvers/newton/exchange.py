@@ -34,7 +34,7 @@ import numpy as np
 import warp as wp
 from newton.math import quat_decompose
 
-from ...core.types import JointType
+from ...core.types import DriveMode, JointType
 
 
 @wp.func
@@ -332,6 +332,9 @@ class StateExchange:
             # index, times a zero gain; ours, one per DOF, is shorter: a read past its end, garbage times zero,
             # NaN where the garbage was NaN or infinite)
             self._coord_targets = wp.clone(newton_model.joint_target_q)
+            position_modes = (int(DriveMode.POSITION), int(DriveMode.POSITION_VELOCITY))
+            if not np.isin(model.joint_target_mode.numpy(), position_modes).any():
+                per_dof = per_dof[:0]  # (no target is read but times a zero gain: no scatter each step)
             self._per_dof_joints = wp.array(per_dof, dtype=wp.int32, device=device)
 
     def initial_state(self) -> None:
