@@ -76,6 +76,11 @@ class SolverBase:
         explicitly); inf where it has no such bound. The default: inf."""
         return math.inf
 
+    def step_limit(self):
+        """What sets :meth:`stable_step` (a :class:`~newton_usd.solvers.newton.stable_step.StableStep`: the joint or
+        body, the kind of force and its gain), where the solver has such a bound; None where it has none."""
+        return None
+
     def step_diagnostics(self, dt: float, diagnostics) -> None:
         """Add to ``diagnostics`` (:class:`~newton_usd.diagnostics.Diagnostics`) what steps of ``dt`` s risk on this
         model, as ``usdsim check`` lists it for a scene's step. The default: nothing."""

@@ -22,7 +22,8 @@ from ..frame import FrameCapture
 from ..solver import SolverBase
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
 from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
-from .stable_step import featherstone_stable_dt
+from .implicit_joint_forces import ImplicitJointForces
+from .stable_step import StableStep, featherstone_stable_dt, penalty_joint_stable_dt
 from .support import UNLIMITED
 
 logger = logging.getLogger("newton_usd")
@@ -88,7 +89,6 @@ class SolverNewton(SolverBase):
     beta = False
     stable_dt = math.inf
     """s: the longest step estimated stable on this model (inf: no estimate; see :meth:`step_diagnostics`)."""
-    _stable_dt_joint = -1
     _said_dt = None
 
     def __init__(
@@ -186,6 +186,10 @@ class SolverNewton(SolverBase):
     def stable_step(self) -> float:
         return self.stable_dt
 
+    def _before_solver_step(self, newton_state, dt: float) -> None:
+        """Kernels before each of Newton's steps of ``dt`` from ``newton_state`` (captured with the frame). The
+        default: none."""
+
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         if dt > self.stable_dt and dt != self._said_dt:  # (said once per step size, before the first such step)
             self._said_dt = dt
@@ -201,6 +205,7 @@ class SolverNewton(SolverBase):
             return
         ns_in, ns_out, nc = self.exchange.inputs(state_in, state_out, control, self.writes_joint_state)
         self.collision_pipeline.collide(ns_in, self.newton_contacts)
+        self._before_solver_step(ns_in, dt)
         if self.contact_forces is None:
             self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
         else:
@@ -272,6 +277,13 @@ class SolverNewton(SolverBase):
                 state_0.__dict__["_pending"] = pending
         else:
             state_1.__dict__.pop("_pending", None)
+
+    def _gains_changed(self, names) -> None:
+        """:meth:`update_parameters` wrote ``names`` into the Newton model. The default: nothing more."""
+
+    def step_limit(self) -> StableStep:
+        """What sets :attr:`stable_dt` (:class:`.stable_step.StableStep`; its ``dt`` inf where nothing does)."""
+        return StableStep()
 
     def reset_to_keyframe(self, state, key, control=None) -> None:
         """Put every world into keyframe ``key`` (index or label): joint coordinates and velocities, and the body
@@ -365,6 +377,7 @@ class SolverNewton(SolverBase):
             else:
                 wp.copy(target, values)
             flags |= int(getattr(_MODEL_FLAGS, flag))
+        self._gains_changed(names)
         if flags:
             self.newton_solver.notify_model_changed(flags)
         self.frame_capture.invalidate(f"update_parameters({', '.join(sorted(names))})")
@@ -482,20 +495,33 @@ class SolverFeatherstone(SolverNewton):
 
     def __init__(self, model, **options):
         super().__init__(model, **options)
-        self._stable = featherstone_stable_dt(self.newton_model, self.newton_model.state())
+        implicit = not self.options["requires_grad"]  # (a differentiable run keeps Newton's own explicit forces)
+        self.implicit_joint_forces = ImplicitJointForces(self.newton_model, self.newton_solver) if implicit else None
+        """The joints' drives, passive springs and limit springs taken implicitly (:mod:`.implicit_joint_forces`);
+        None under gradients (``requires_grad``): explicitly there, as in Newton."""
+        self._stable = featherstone_stable_dt(self.newton_model, self.newton_model.state(), implicit_joints=implicit)
         self.stable_dt = self._stable.dt
-        """s: the longest step at which the joints' drives, springs and limit springs and the penalty contacts stay
-        stable, estimated at the start (inf without them; :func:`.stable_step.featherstone_stable_dt`)."""
+        """s: the longest step at which the penalty contacts (and under gradients the joint forces) stay stable,
+        estimated at the start (inf without them; :func:`.stable_step.featherstone_stable_dt`)."""
+
+    def _before_solver_step(self, newton_state, dt: float) -> None:
+        if self.implicit_joint_forces is not None:
+            self.implicit_joint_forces.launch(newton_state, dt)
+
+    def _gains_changed(self, names) -> None:
+        if self.implicit_joint_forces is not None:
+            self.implicit_joint_forces.model_changed(names)
+
+    def step_limit(self) -> StableStep:
+        return self._stable
 
     def step_diagnostics(self, dt: float, diagnostics) -> None:
         """Steps longer than :attr:`stable_dt` risk blowing up: said with the joint or the body that sets it."""
         if dt > self.stable_dt:
-            if self._stable.body >= 0:
-                what, prim = "penalty contacts (of this body)", self.model.body_label[self._stable.body]
-            else:
-                what, prim = "joint drives, springs and limit springs", self.model.joint_label[self._stable.joint]
+            s = self._stable
+            prim = self.model.body_label[s.body] if s.body >= 0 else self.model.joint_label[s.joint]
             diagnostics.add(
-                f"the featherstone solver integrates {what} explicitly: estimated stable at steps up to "
+                f"the featherstone solver integrates {s.what} explicitly: estimated stable at steps up to "
                 f"{self.stable_dt:.3g} s on this model, not {dt:.3g} s: it may blow up (usdsim --substeps auto, or a "
                 "smaller --dt)",
                 prim,
@@ -525,8 +551,12 @@ class SolverSemiImplicit(SolverNewton):
     def __init__(self, model, **options):
         super().__init__(model, **options)
         ke, kd = self.newton_solver.joint_attach_ke, self.newton_solver.joint_attach_kd
-        self.stable_dt, self._stable_dt_joint = penalty_joint_stable_dt(self.newton_model, ke, kd)
-        """s: the longest step at which the penalty joints stay stable (inf without joints)."""
+        self._stable = penalty_joint_stable_dt(self.newton_model, ke, kd)
+        self.stable_dt = self._stable.dt
+        """s: the longest step at which the penalty joints and the drives stay stable (inf without joints)."""
+
+    def step_limit(self) -> StableStep:
+        return self._stable
 
     def step_diagnostics(self, dt: float, diagnostics) -> None:
         """Steps longer than :attr:`stable_dt` risk blowing up: said with the joint that sets it."""
@@ -536,88 +566,8 @@ class SolverSemiImplicit(SolverNewton):
                 f"the semi_implicit solver's penalty joints (joint_attach_ke {ke:g}) and drives are estimated stable "
                 f"at steps up to {self.stable_dt:.3g} s on this model, not {dt:.3g} s: it may blow up (a smaller --dt, "
                 "a lower joint_attach_ke in solver_options, or featherstone or xpbd)",
-                self.model.joint_label[self._stable_dt_joint],
+                self.model.joint_label[self._stable.joint],
             )
-
-
-STABLE_DT_MARGIN = 0.9
-"""The share of the stability bound that :func:`penalty_joint_stable_dt` gives (its modes are each body's
-alone; the two bodies of a joint move together)."""
-
-
-def penalty_joint_stable_dt(newton_model, ke: float, kd: float, angular_kd_scale: float = 0.01) -> tuple:
-    """The longest step at which semi-implicit Euler keeps the penalty springs of a bridged ``newton_model``'s
-    joints (stiffness ``ke``, damping ``kd``; Newton's semi-implicit solver scales the angular damping by
-    ``angular_kd_scale``) and their drives stable, and the joint that sets it: (inf, -1) without such joints.
-
-    A joint's springs pull its anchor on each of its bodies (the world's and kinematic bodies' aside) back onto
-    the other's (across its free linear axes: none of a revolute joint's) and turn the body's frame back into
-    line (about all but its free angular axes: a ball joint's none). Linearized about the start, per body: a
-    stiffness K and damping C (6 x 6, the COM's translation and the rotation about it) against the body's mass
-    and inertia M; the fastest mode has w^2 the largest eigenvalue of M^-1/2 K M^-1/2, c that of C likewise (the
-    two bodies' added). Semi-implicit Euler integrates x'' = -w^2 x - c x' stably while w^2 dt^2 + 2 c dt < 4, so
-    dt < (sqrt(c^2 + 4 w^2) - c) / w^2 (the drives' gains add to K and C along their axes: a torque turns a
-    body about its center of mass, so a stiff drive on a body of small inertia needs small steps too), of which
-    :data:`STABLE_DT_MARGIN` is given: an estimate, not a guarantee."""
-    nm = newton_model
-    types = nm.joint_type.numpy()
-    joints = np.nonzero(types != int(newton.JointType.FREE))[0]
-    if not len(joints):
-        return math.inf, -1
-    mass, inertia = nm.body_mass.numpy().astype(np.float64), nm.body_inertia.numpy().astype(np.float64)
-    com = nm.body_com.numpy().astype(np.float64)
-    kinematic = (nm.body_flags.numpy() & int(newton.BodyFlags.KINEMATIC)) != 0
-    x_p, x_c = nm.joint_X_p.numpy().astype(np.float64), nm.joint_X_c.numpy().astype(np.float64)
-    parent, child = nm.joint_parent.numpy(), nm.joint_child.numpy()
-    axes, dim = nm.joint_axis.numpy().astype(np.float64), nm.joint_dof_dim.numpy()
-    qd_start = nm.joint_qd_start.numpy()
-    gain_ke = nm.joint_target_ke.numpy().astype(np.float64)
-    gain_kd = (nm.joint_target_kd.numpy() + nm.joint_damping.numpy()).astype(np.float64)
-    best, which = math.inf, -1
-    for j in joints:
-        d0, (n_lin, n_ang) = int(qd_start[j]), (int(x) for x in dim[j])
-        free_lin, free_ang = axes[d0 : d0 + n_lin], axes[d0 + n_lin : d0 + n_lin + n_ang]
-        if int(types[j]) == int(newton.JointType.BALL):
-            free_ang = np.eye(3)
-        w2 = c = 0.0
-        for b, x in ((int(child[j]), x_c[j]), (int(parent[j]), x_p[j])):
-            if b < 0 or kinematic[b] or mass[b] <= 0.0:
-                continue
-            rot = x[3:]
-            lin_axes = quat_rotate(rot, free_lin) if len(free_lin) else free_lin.reshape(0, 3)
-            ang_axes = quat_rotate(rot, free_ang) if len(free_ang) else free_ang.reshape(0, 3)
-            r = x[:3] - com[b]
-            cross = np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
-            lever = np.hstack([np.eye(3), -cross])  # (the anchor's displacement: t + theta x r)
-            lin = lever.T @ _spring_projector(lin_axes) @ lever  # (per unit of the springs' gains)
-            ang = np.zeros((6, 6))
-            ang[3:, 3:] = _spring_projector(ang_axes)
-            stiff, damp = ke * (lin + ang), kd * (lin + angular_kd_scale * ang)
-            for k, a in enumerate(lin_axes):  # the drives (forces at the center of mass, torques about it)
-                stiff[:3, :3] += gain_ke[d0 + k] * np.outer(a, a)
-                damp[:3, :3] += gain_kd[d0 + k] * np.outer(a, a)
-            for k, a in enumerate(ang_axes[:n_ang]):
-                stiff[3:, 3:] += gain_ke[d0 + n_lin + k] * np.outer(a, a)
-                damp[3:, 3:] += gain_kd[d0 + n_lin + k] * np.outer(a, a)
-            evals, evecs = np.linalg.eigh(inertia[b])
-            root = np.zeros((6, 6))  # M^-1/2
-            root[:3, :3] = np.eye(3) / math.sqrt(mass[b])
-            root[3:, 3:] = evecs @ np.diag(1.0 / np.sqrt(np.maximum(evals, 1e-12))) @ evecs.T
-            w2 += float(np.linalg.eigvalsh(root @ stiff @ root)[-1])
-            c += float(np.linalg.eigvalsh(root @ damp @ root)[-1])
-        dt = (math.sqrt(c * c + 4.0 * w2) - c) / w2 if w2 > 0.0 else (2.0 / c if c > 0.0 else math.inf)
-        if dt < best:
-            best, which = dt, int(j)
-    return STABLE_DT_MARGIN * best, which
-
-
-def _spring_projector(free_axes) -> np.ndarray:
-    """3 x 3: the directions a joint's spring acts in, all but its ``free_axes`` (rows, unit)."""
-    out = np.eye(3)
-    for a in free_axes:
-        a = a / max(float(np.linalg.norm(a)), 1e-12)
-        out -= np.outer(a, a)
-    return out
 
 
 class SolverKamino(SolverNewton):

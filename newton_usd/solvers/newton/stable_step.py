@@ -1,15 +1,16 @@
-"""The longest step at which Newton's Featherstone solver integrates a model's joint springs and penalty contacts
-stably.
+"""The longest step at which Newton's Featherstone and semi-implicit solvers integrate a model's stiff forces
+stably, and what sets it (:class:`StableStep`: the joint or body, and the gain).
 
-Featherstone integrates joint-space forces explicitly (symplectic Euler on the generalized coordinates): a drive
-(``drive:*:physics:stiffness`` / ``damping``), a joint's passive spring and damping and a limit's penalty spring
-(Newton's ``limit_ke`` / ``limit_kd``) pull a DOF back with a stiffness K and a damping C per DOF, against the
-articulation's joint-space inertia H (the composite rigid-body mass matrix, armature included, at the start).
-Linearized there, the fastest mode has w^2 the largest eigenvalue of H^-1/2 K H^-1/2 and c that of C likewise;
-symplectic Euler keeps x'' = -w^2 x - c x' stable while w^2 dt^2 + 2 c dt < 4, so
-dt < (sqrt(c^2 + 4 w^2) - c) / w^2, of which :data:`MARGIN` is given. A stiff drive on a light link (a hand, a
-foot) sets it: Newton's ``humanoid.usda`` authors angular drive damping 5 N*m*s/deg (286 per rad) on joints whose
-joint-space inertia is 1e-2 kg*m^2.
+Newton's Featherstone integrates joint-space forces explicitly (symplectic Euler on the generalized coordinates);
+here its drives (``drive:*:physics:stiffness`` / ``damping``), a joint's passive spring and damping and a limit's
+penalty spring (Newton's ``limit_ke`` / ``limit_kd``) are taken implicitly (:mod:`.implicit_joint_forces`), so
+they bound no step, except under gradients (``implicit_joints=False``): each pulls a DOF back with a stiffness K and
+a damping C per DOF against the articulation's joint-space inertia H (the composite rigid-body mass matrix,
+armature included, at the start). Linearized there, the fastest mode has w^2 the largest eigenvalue of
+H^-1/2 K H^-1/2 and c that of C likewise; symplectic Euler keeps x'' = -w^2 x - c x' stable while
+w^2 dt^2 + 2 c dt < 4, so dt < (sqrt(c^2 + 4 w^2) - c) / w^2 (:func:`explicit_stable_dt`), of which :data:`MARGIN`
+is given. A stiff drive on a light link (a hand, a foot) sets it: Newton's ``humanoid.usda`` authors angular drive
+damping 5 N*m*s/deg (286 per rad) on joints whose joint-space inertia is 1e-2 kg*m^2.
 
 Penalty contacts are springs too (Newton's ``shape_material_ke`` and ``kd`` along the normal, averaged over the two
 shapes; the viscous friction ``kf`` across it is capped by Coulomb's mu times the normal force, so it cannot run
@@ -20,6 +21,9 @@ inertia is far below its mass times its size squared (a 2 kg rod of 1e-4 kg*m^2,
 spins fast under a touch at its end. Each pair of shapes that may collide (Newton's ``shape_contact_pairs``) is
 taken at its worst points, the corners of each shape's bounding box (the mobility is convex in the point), one
 contact at a time (a resting face has several: it is covered by :data:`MARGIN`).
+
+Semi-implicit Euler's joints are penalty springs on the bodies' maximal coordinates
+(:func:`penalty_joint_stable_dt`).
 
 The bound leaves out the poses the run reaches: measured against runs (see :data:`MARGIN`), the true limit was
 0.81-0.88 of it on Newton's ``ant.usda`` and 0.44-0.65 on its ``humanoid.usda`` (which starts with its feet in the
@@ -48,23 +52,39 @@ _OPEN = 0.5 * float(newton.MAXVAL)
 
 @dataclass(frozen=True)
 class StableStep:
-    """:func:`featherstone_stable_dt`'s estimate: ``dt`` (s; inf where nothing pulls), and what sets it: a joint
-    (``joint`` >= 0: its drive, passive spring or limit spring) or a body's penalty contacts (``body`` >= 0)."""
+    """An estimate of the longest stable step: ``dt`` (s; inf where nothing pulls), and what sets it: a joint
+    (``joint`` >= 0) or a body's penalty contacts (``body`` >= 0); ``kind`` says which force ("drive", "spring",
+    "limit", "joint" (a penalty joint), "contacts") and ``what`` names it with its gain, as a message says it (e.g.
+    "its drive's damping 5.73e+09 N*m*s/rad")."""
 
     dt: float = math.inf
     joint: int = -1
     body: int = -1
+    kind: str = ""
+    what: str = ""
 
 
-def featherstone_stable_dt(newton_model, state) -> StableStep:
-    """The longest step (s) at which Featherstone keeps ``newton_model``'s joint springs and dampers and its penalty
-    contacts stable from ``state`` (a ``newton.State``: its body poses give the mass matrix and the Jacobian), with
-    what sets it: the joint of the DOF that moves most in the fastest mode, or the body whose contact does."""
+def explicit_stable_dt(w2: float, damp: float) -> float:
+    """The longest step of symplectic Euler on x'' = -w2 x - damp x' that is stable: (sqrt(damp^2 + 4 w2) - damp) / w2,
+    written 4 / (sqrt(damp^2 + 4 w2) + damp) so that a damping far above the stiffness's frequency does not cancel
+    to 0 (a drive of damping 1e8 on a light link: 2 / damp, never 0 for finite gains); 0 for infinite or NaN gains,
+    inf where nothing pulls."""
+    if not (w2 > 0.0 or damp > 0.0):
+        return math.inf if w2 == 0.0 and damp == 0.0 else 0.0  # (NaN: no step is stable)
+    dt = 4.0 / (math.sqrt(damp * damp + 4.0 * max(w2, 0.0)) + max(damp, 0.0))
+    return dt if math.isfinite(dt) else 0.0
+
+
+def featherstone_stable_dt(newton_model, state, implicit_joints: bool = True) -> StableStep:
+    """The longest step (s) at which Featherstone keeps ``newton_model``'s penalty contacts (and, with
+    ``implicit_joints`` False, its joints' drives, passive springs and limit springs) stable from ``state`` (a
+    ``newton.State``: its body poses give the mass matrix and the Jacobian), with what sets it: the joint of the DOF
+    that moves most in the fastest mode, or the body whose contact does."""
     nm = newton_model
     if nm.articulation_count == 0 or nm.joint_dof_count == 0:
         return StableStep()
     mass_matrix = newton.eval_mass_matrix(nm, state).numpy().astype(np.float64)
-    joints = _joint_springs(nm, mass_matrix)
+    joints = StableStep() if implicit_joints else _joint_springs(nm, mass_matrix)
     contacts = _contacts(nm, state, mass_matrix)
     return contacts if contacts.dt < joints.dt else joints
 
@@ -74,17 +94,33 @@ def _world_zero(nm):
     return [a for a in range(nm.articulation_count) if nm.articulation_world.numpy()[a] <= 0]
 
 
+_GAINS = (  # (what a message calls it, is it a stiffness)
+    ("its drive's stiffness", True),
+    ("its drive's damping", False),
+    ("its passive spring", True),
+    ("its passive damping", False),
+    ("its limit's stiffness", True),
+    ("its limit's damping", False),
+)
+
+
 def _joint_springs(nm, mass_matrix) -> StableStep:
-    ke = (nm.joint_target_ke.numpy() + nm.joint_stiffness.numpy()).astype(np.float64)
-    kd = (nm.joint_target_kd.numpy() + nm.joint_damping.numpy()).astype(np.float64)
     types = nm.joint_type.numpy()
     qd_start = nm.joint_qd_start.numpy()
     dof_joint = np.repeat(np.arange(nm.joint_count), np.diff(qd_start))
     ball = types[dof_joint] == int(newton.JointType.BALL)  # (Featherstone drives no ball joint)
-    ke[ball] = kd[ball] = 0.0
     limited = (np.abs(nm.joint_limit_lower.numpy()) < _OPEN) | (np.abs(nm.joint_limit_upper.numpy()) < _OPEN)
-    ke += np.where(limited, nm.joint_limit_ke.numpy(), 0.0)
-    kd += np.where(limited, nm.joint_limit_kd.numpy(), 0.0)
+    gains = [
+        np.where(ball, 0.0, nm.joint_target_ke.numpy()),
+        np.where(ball, 0.0, nm.joint_target_kd.numpy()),
+        np.where(ball, 0.0, nm.joint_stiffness.numpy()),
+        nm.joint_damping.numpy(),
+        np.where(limited, nm.joint_limit_ke.numpy(), 0.0),
+        np.where(limited, nm.joint_limit_kd.numpy(), 0.0),
+    ]
+    gains = np.stack([g.astype(np.float64) for g in gains])
+    stiff = np.array([s for _, s in _GAINS])
+    ke, kd = gains[stiff].sum(axis=0), gains[~stiff].sum(axis=0)
     if not (ke > 0.0).any() and not (kd > 0.0).any():
         return StableStep()
     art_start = nm.articulation_start.numpy()
@@ -98,18 +134,24 @@ def _joint_springs(nm, mass_matrix) -> StableStep:
         root = _inverse_root(h)
         w2 = float(np.linalg.eigvalsh(root @ np.diag(k) @ root)[-1])
         damp = float(np.linalg.eigvalsh(root @ np.diag(c) @ root)[-1])
-        dt = MARGIN * _bound(w2, damp)
-        if dt < best.dt:  # (named: the DOF whose spring is stiffest against its own inertia)
+        dt = MARGIN * explicit_stable_dt(w2, damp)
+        if dt < best.dt:  # (named: the DOF and gain that are fastest against the DOF's own inertia)
             diag = np.maximum(np.diag(h), 1e-12)
-            best = StableStep(dt, joint=int(dof_joint[d0 + int(np.argmax(k / diag + c / np.sqrt(diag)))]))
+            rates = np.where(stiff[:, None], np.sqrt(gains[:, d0:d1] / diag), gains[:, d0:d1] / diag)
+            term, dof = np.unravel_index(int(np.argmax(rates)), rates.shape)
+            best = _named(nm, dt, d0 + int(dof), int(term), float(gains[term, d0 + dof]), dof_joint)
     return best
 
 
-def _bound(w2: float, damp: float) -> float:
-    """The longest step of symplectic Euler on x'' = -w2 x - damp x' that is stable."""
-    if w2 > 0.0:
-        return (math.sqrt(damp * damp + 4.0 * w2) - damp) / w2
-    return 2.0 / damp if damp > 0.0 else math.inf
+def _named(nm, dt: float, dof: int, term: int, gain: float, dof_joint) -> StableStep:
+    """A joint's :class:`StableStep` naming the gain ``term`` (an index of :data:`_GAINS`) of its DOF ``dof``."""
+    joint = int(dof_joint[dof])
+    name, stiffness = _GAINS[term]
+    lin = int(nm.joint_dof_dim.numpy()[joint][0])
+    angular = dof - int(nm.joint_qd_start.numpy()[joint]) >= lin
+    unit = ("N*m" if angular else "N") + ("" if stiffness else "*s") + ("/rad" if angular else "/m")
+    kind = ("drive", "drive", "spring", "spring", "limit", "limit")[term]
+    return StableStep(dt, joint=joint, kind=kind, what=f"{name} {gain:.3g} {unit}")
 
 
 def _inverse_root(h) -> np.ndarray:
@@ -145,10 +187,12 @@ def _contacts(nm, state, mass_matrix) -> StableStep:
     pair_lam = np.where(same, (np.sqrt(lam[s0]) + np.sqrt(lam[s1])) ** 2, lam[s0] + lam[s1])
     w2 = 0.5 * (ke[s0] + ke[s1]) * pair_lam
     damp = 0.5 * (kd[s0] + kd[s1]) * pair_lam
-    dts = [_bound(float(x), float(y)) for x, y in zip(w2, damp, strict=True)]
+    dts = [explicit_stable_dt(float(x), float(y)) for x, y in zip(w2, damp, strict=True)]
     k = int(np.argmin(dts))
     body = int(b0[k]) if lam[s0[k]] >= lam[s1[k]] else int(b1[k])
-    return StableStep(MARGIN * dts[k], body=body)
+    ke_k = 0.5 * (ke[s0[k]] + ke[s1[k]])
+    what = f"its penalty contacts (ke {ke_k:.3g} N/m, kd {0.5 * (kd[s0[k]] + kd[s1[k]]):.3g} N*s/m)"
+    return StableStep(MARGIN * dts[k], body=body, kind="contacts", what=what)
 
 
 def _link_mobility(nm, state, mass_matrix) -> dict:
@@ -213,3 +257,94 @@ def _box_corners(nm, s: int) -> np.ndarray:
     signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=np.float64)
     x = nm.shape_transform.numpy()[s].astype(np.float64)
     return x[:3] + quat_rotate(x[3:], signs * half)
+
+
+STABLE_DT_MARGIN = 0.9
+"""The share of the stability bound that :func:`penalty_joint_stable_dt` gives (its modes are each body's
+alone; the two bodies of a joint move together)."""
+
+
+def penalty_joint_stable_dt(newton_model, ke: float, kd: float, angular_kd_scale: float = 0.01) -> StableStep:
+    """The longest step at which semi-implicit Euler keeps the penalty springs of a bridged ``newton_model``'s
+    joints (stiffness ``ke``, damping ``kd``; Newton's semi-implicit solver scales the angular damping by
+    ``angular_kd_scale``) and their drives stable, and the joint that sets it (its ``kind`` "joint" where the penalty
+    springs do, "drive" where its drive alone would: named with its largest gain); inf without such joints.
+
+    A joint's springs pull its anchor on each of its bodies (the world's and kinematic bodies' aside) back onto
+    the other's (across its free linear axes: none of a revolute joint's) and turn the body's frame back into
+    line (about all but its free angular axes: a ball joint's none). Linearized about the start, per body: a
+    stiffness K and damping C (6 x 6, the COM's translation and the rotation about it) against the body's mass
+    and inertia M; the fastest mode has w^2 the largest eigenvalue of M^-1/2 K M^-1/2, c that of C likewise (the
+    two bodies' added). Semi-implicit Euler integrates x'' = -w^2 x - c x' stably while w^2 dt^2 + 2 c dt < 4, so
+    dt < (sqrt(c^2 + 4 w^2) - c) / w^2 (the drives' gains add to K and C along their axes: a torque turns a
+    body about its center of mass, so a stiff drive on a body of small inertia needs small steps too), of which
+    :data:`STABLE_DT_MARGIN` is given: an estimate, not a guarantee."""
+    nm = newton_model
+    types = nm.joint_type.numpy()
+    joints = np.nonzero(types != int(newton.JointType.FREE))[0]
+    if not len(joints):
+        return StableStep()
+    mass, inertia = nm.body_mass.numpy().astype(np.float64), nm.body_inertia.numpy().astype(np.float64)
+    com = nm.body_com.numpy().astype(np.float64)
+    kinematic = (nm.body_flags.numpy() & int(newton.BodyFlags.KINEMATIC)) != 0
+    x_p, x_c = nm.joint_X_p.numpy().astype(np.float64), nm.joint_X_c.numpy().astype(np.float64)
+    parent, child = nm.joint_parent.numpy(), nm.joint_child.numpy()
+    axes, dim = nm.joint_axis.numpy().astype(np.float64), nm.joint_dof_dim.numpy()
+    qd_start = nm.joint_qd_start.numpy()
+    dof_joint = np.repeat(np.arange(nm.joint_count), np.diff(qd_start))
+    gain_ke = nm.joint_target_ke.numpy().astype(np.float64)
+    gain_kd = (nm.joint_target_kd.numpy() + nm.joint_damping.numpy()).astype(np.float64)
+    best = StableStep()
+    for j in joints:
+        d0, (n_lin, n_ang) = int(qd_start[j]), (int(x) for x in dim[j])
+        free_lin, free_ang = axes[d0 : d0 + n_lin], axes[d0 + n_lin : d0 + n_lin + n_ang]
+        if int(types[j]) == int(newton.JointType.BALL):
+            free_ang = np.eye(3)
+        w2 = c = drive_w2 = drive_c = 0.0
+        for b, x in ((int(child[j]), x_c[j]), (int(parent[j]), x_p[j])):
+            if b < 0 or kinematic[b] or mass[b] <= 0.0:
+                continue
+            rot = x[3:]
+            lin_axes = quat_rotate(rot, free_lin) if len(free_lin) else free_lin.reshape(0, 3)
+            ang_axes = quat_rotate(rot, free_ang) if len(free_ang) else free_ang.reshape(0, 3)
+            r = x[:3] - com[b]
+            cross = np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+            lever = np.hstack([np.eye(3), -cross])  # (the anchor's displacement: t + theta x r)
+            lin = lever.T @ _spring_projector(lin_axes) @ lever  # (per unit of the springs' gains)
+            ang = np.zeros((6, 6))
+            ang[3:, 3:] = _spring_projector(ang_axes)
+            drive_stiff, drive_damp = np.zeros((6, 6)), np.zeros((6, 6))
+            for k, a in enumerate(lin_axes):  # the drives (forces at the center of mass, torques about it)
+                drive_stiff[:3, :3] += gain_ke[d0 + k] * np.outer(a, a)
+                drive_damp[:3, :3] += gain_kd[d0 + k] * np.outer(a, a)
+            for k, a in enumerate(ang_axes[:n_ang]):
+                drive_stiff[3:, 3:] += gain_ke[d0 + n_lin + k] * np.outer(a, a)
+                drive_damp[3:, 3:] += gain_kd[d0 + n_lin + k] * np.outer(a, a)
+            stiff, damp = ke * (lin + ang) + drive_stiff, kd * (lin + angular_kd_scale * ang) + drive_damp
+            evals, evecs = np.linalg.eigh(inertia[b])
+            root = np.zeros((6, 6))  # M^-1/2
+            root[:3, :3] = np.eye(3) / math.sqrt(mass[b])
+            root[3:, 3:] = evecs @ np.diag(1.0 / np.sqrt(np.maximum(evals, 1e-12))) @ evecs.T
+            w2 += float(np.linalg.eigvalsh(root @ stiff @ root)[-1])
+            c += float(np.linalg.eigvalsh(root @ damp @ root)[-1])
+            drive_w2 += float(np.linalg.eigvalsh(root @ drive_stiff @ root)[-1])
+            drive_c += float(np.linalg.eigvalsh(root @ drive_damp @ root)[-1])
+        dt = STABLE_DT_MARGIN * explicit_stable_dt(w2, c)
+        if dt < best.dt:
+            if explicit_stable_dt(drive_w2, drive_c) < 2.0 * dt / STABLE_DT_MARGIN:  # (the drive alone needs it)
+                n = n_lin + n_ang
+                dof = d0 + int(np.argmax(np.maximum(gain_ke[d0 : d0 + n], gain_kd[d0 : d0 + n])))
+                term = 0 if gain_ke[dof] >= gain_kd[dof] else 1
+                best = _named(nm, dt, dof, term, float((gain_ke, gain_kd)[term][dof]), dof_joint)
+            else:
+                best = StableStep(dt, joint=int(j), kind="joint", what=f"its penalty joint springs (ke {ke:g})")
+    return best
+
+
+def _spring_projector(free_axes) -> np.ndarray:
+    """3 x 3: the directions a joint's spring acts in, all but its ``free_axes`` (rows, unit)."""
+    out = np.eye(3)
+    for a in free_axes:
+        a = a / max(float(np.linalg.norm(a)), 1e-12)
+        out -= np.outer(a, a)
+    return out
