@@ -71,7 +71,7 @@ class StageVectorEnv(VectorEnv):
         copy: return copies of the observations and flags (default, as Gymnasium's vector environments); False:
             the environment's own arrays, overwritten at the next step.
         capture: "auto" (the step's own parts as graphs where the solver's frames allow), "all" (the callables
-            too: Warp launches only), "off" (every step eagerly).
+            too: they get Warp arrays, on the CPU as well, and launch Warp kernels only), "off" (every step eagerly).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -312,8 +312,12 @@ class StageVectorEnv(VectorEnv):
         self.observations.gather(sim.state, self._obs)
 
     def _call(self) -> None:
-        """The user's reward and termination callables, their results into the environment's arrays."""
-        obs, act = self._out(self._obs), self._out(self._action_buf)
+        """The user's reward and termination callables, their results into the environment's arrays (Warp arrays in
+        where the callables are captured: numpy would run once, at the capture)."""
+        if self.capture == "all":
+            obs, act = self._obs, self._action_buf
+        else:
+            obs, act = self._out(self._obs), self._out(self._action_buf)
         if self.reward_fn is None:
             self._reward.zero_()
         else:
@@ -383,6 +387,12 @@ class StageVectorEnv(VectorEnv):
         if solver_capture is not None and solver_capture.eager_reason is None:
             solver_capture.never_capture("the environment captures its whole step")  # (no graph inside a graph)
         return True
+
+    @property
+    def captures(self) -> tuple:
+        """The :class:`~newton_usd.solvers.frame.FrameCapture` of the step's parts (before and after the callables;
+        with ``capture="all"`` the first holds the whole step): their counts say what was captured and replayed."""
+        return self._captures
 
     @property
     def captures_on_cpu(self) -> bool:

@@ -1,0 +1,87 @@
+"""The environment's step as graphs (newton_usd.envs): under a Newton solver, whose frames are a frame function, the
+step's parts are captured once and replayed (Warp records and replays launches on its CPU device too), and a
+captured run equals an eager one step for step, autoresets and randomized starts included."""
+
+import numpy as np
+import pytest
+import warp as wp
+
+import newton_usd.envs  # noqa: F401
+from newton_usd.envs import StageVectorEnv
+
+from conftest import SAMPLES
+
+CARTPOLE = str(SAMPLES / "cartpole.usda")
+N = 6
+
+
+@wp.kernel
+def _balance(obs: wp.array2d(dtype=wp.float32), out: wp.array(dtype=wp.float32)):
+    e = wp.tid()
+    out[e] = 1.0 - obs[e, 1] * obs[e, 1]
+
+
+@wp.kernel
+def _fell(obs: wp.array2d(dtype=wp.float32), out: wp.array(dtype=wp.bool)):
+    e = wp.tid()
+    out[e] = wp.abs(obs[e, 1]) > 0.1
+
+
+def warp_reward(obs, actions, env):
+    """Warp launches only: a callable a captured step can hold."""
+    if isinstance(obs, np.ndarray):
+        return 1.0 - obs[:, 1] ** 2
+    out = wp.empty(obs.shape[0], dtype=wp.float32, device=obs.device)
+    wp.launch(_balance, dim=obs.shape[0], inputs=[obs], outputs=[out], device=obs.device)
+    return out
+
+
+def warp_fell(obs, env):
+    if isinstance(obs, np.ndarray):
+        return np.abs(obs[:, 1]) > 0.1
+    out = wp.empty(obs.shape[0], dtype=wp.bool, device=obs.device)
+    wp.launch(_fell, dim=obs.shape[0], inputs=[obs], outputs=[out], device=obs.device)
+    return out
+
+
+def run(capture, mode, steps=40, cpu_graphs=False):
+    env = StageVectorEnv(
+        N, CARTPOLE, joints=["/CartPole/CartSlider"], solver="featherstone", device="cpu", reward=warp_reward,
+        terminated=warp_fell, max_episode_steps=12, autoreset_mode=mode, capture=capture,
+        randomize={"/CartPole/PoleHinge.state:angular:physics:position": (-4, 4)},
+    )  # fmt: skip
+    env.captures_on_cpu = cpu_graphs
+    out = [env.reset(seed=3)[0]]
+    pushes = np.random.default_rng(1).uniform(-20, 20, (steps, N, 1)).astype(np.float32)
+    for a in pushes:
+        obs, reward, terminated, truncated, info = env.step(a)
+        final = np.stack([f if f is not None else np.zeros(4, np.float32) for f in info.get("final_obs", [None] * N)])
+        out.append(np.concatenate([obs, reward[:, None], terminated[:, None], truncated[:, None], final], axis=1))
+    counts = [(c.captures, c.replays, c.eager_frames) for c in env.captures]
+    env.close()
+    return np.stack(out[1:]), out[0], counts
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_a_captured_step_equals_an_eager_one(mode):
+    eager, first, counts = run("off", mode)
+    assert counts == [(0, 0, 0), (0, 0, 0)]
+    assert eager[:, :, 5].any() and eager[:, :, 6].any()  # (episodes ended both ways: terminated, truncated)
+    for capture in ("auto", "all"):
+        captured, first_c, counts = run(capture, mode, cpu_graphs=True)
+        np.testing.assert_array_equal(first_c, first)
+        np.testing.assert_allclose(captured, eager, atol=2e-6, err_msg=capture)
+        parts = counts if capture == "auto" else counts[:1]
+        for captures, replays, eager_frames in parts:  # warmed up once, captured once, replayed after
+            assert (captures, eager_frames) == (1, 1) and replays == 39
+
+
+def test_the_solvers_own_frame_graph_gives_way_to_the_environments():
+    env = StageVectorEnv(2, CARTPOLE, joints=["/CartPole/CartSlider"], solver="featherstone", device="cpu")
+    env.captures_on_cpu = True
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(np.zeros((2, 1), np.float32))
+    assert env.sim.solver.frame_capture.eager_reason == "the environment captures its whole step"
+    assert (env.captures[0].captures, env.captures[0].replays) == (1, 2)
+    env.close()
