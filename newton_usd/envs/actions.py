@@ -9,7 +9,7 @@ import warp as wp
 from ..core.types import DriveMode
 from ..errors import NewtonUsdError
 from ..selection import ArticulationView
-from .kernels import write_actions
+from .kernels import Launches, write_actions
 
 ACTION_MODES = ("effort", "position", "velocity")
 UNBOUNDED = 1e10
@@ -83,6 +83,7 @@ class Actions:
         self._low = wp.array(self.low, dtype=wp.float32, device=device)
         self._high = wp.array(self.high, dtype=wp.float32, device=device)
         self.bad = wp.zeros(1, dtype=wp.int32, device=device)  # NaN actions seen (see write_actions)
+        self._launch = Launches()
 
     @property
     def size(self) -> int:
@@ -167,7 +168,5 @@ class Actions:
     def write(self, actions: wp.array, control) -> None:
         """``actions`` (clipped to the bounds) into the Control's targets or forces of the selected DOFs."""
         target = getattr(control, _TARGET[self.mode])
-        wp.launch(
-            write_actions, dim=actions.shape, inputs=[actions, self._low, self._high, self.index],
-            outputs=[target, self.bad], device=target.device,
-        )  # fmt: skip
+        self._launch(write_actions, actions.shape, (actions, self._low, self._high, self.index), (target, self.bad),
+                     target.device)  # fmt: skip

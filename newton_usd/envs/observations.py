@@ -21,7 +21,7 @@ from ..kinematics import eval_fk, jacobian
 from ..selection import ArticulationView, RigidBodyView
 from ..selection.kernels import flat
 from .actions import per_env_columns
-from .kernels import gather_columns, gather_rows_masked
+from .kernels import Launches, gather_columns, gather_rows_masked
 
 # field -> (view class, element kind of its columns, State array, scalars per element, column names' suffixes)
 FIELDS = {
@@ -93,6 +93,8 @@ class Observations:
                     self.body_fields.add(array)
                     self._bodies = sorted(set(getattr(self, "_bodies", [])) | set(elements[0].tolist()))
         self.size = len(self.names)
+        self._launch = Launches()
+        self._flats = {}  # id(State array) -> (it, its flat float view)
 
     def _add(self, model, array, scalars, names):
         table = wp.array(scalars.astype(np.int32), dtype=wp.int32, device=model.device)
@@ -102,12 +104,19 @@ class Observations:
     def gather(self, state, out: wp.array, mask=None) -> None:
         """Each field's columns of ``state`` into ``out`` ``(num_envs, size)`` (with ``mask``: of those environments)."""
         for array, table, offset in self.terms:
-            src = flat(getattr(state, array))
+            src = self._flat(getattr(state, array))
             if mask is None:
-                wp.launch(gather_columns, dim=table.shape, inputs=[src, table, offset], outputs=[out], device=out.device)
+                self._launch(gather_columns, table.shape, (src, table, offset), (out,), out.device)
             else:
-                wp.launch(gather_rows_masked, dim=table.shape, inputs=[src, table, offset, mask], outputs=[out],
-                          device=out.device)  # fmt: skip
+                self._launch(gather_rows_masked, table.shape, (src, table, offset, mask), (out,), out.device)
+
+    def _flat(self, array):
+        hit = self._flats.get(id(array))
+        if hit is None or hit[0] is not array:
+            if len(self._flats) > 64:
+                self._flats.clear()
+            hit = self._flats[id(array)] = (array, flat(array))
+        return hit[1]
 
     def bodies_from_joints(self, model, state, mask) -> None:
         """After joint states were written (a reset): the observed body poses from the joint coordinates (forward

@@ -25,7 +25,7 @@ from ..core.types import JointType
 from ..errors import NewtonUsdError
 from ..selection.pattern import match_prims
 from ..selection.source import ViewSource
-from .kernels import apply_starts, sample_starts
+from .kernels import Launches, reset_worlds
 
 OPS = {"value": 0, "add": 1, "scale": 2}
 _DEG = math.pi / 180.0
@@ -91,7 +91,7 @@ def matched(model, pattern: str, labels, what: str, key: str) -> np.ndarray:
 
 class Starts:
     """Where each environment starts: a row ``[q..., qd...]`` per environment (the authored state or a keyframe),
-    joint start randomization drawn into :attr:`start` by :meth:`sample`, written into a State by :meth:`apply`."""
+    joint start randomization drawn into :attr:`start` and written into a State by :meth:`reset`."""
 
     def __init__(self, sim, base_q: np.ndarray, base_qd: np.ndarray, entries):
         model = sim.model
@@ -129,27 +129,21 @@ class Starts:
         self.high = wp.array(np.array(highs, dtype=np.float32), dtype=wp.float32, device=device)
         self.seed = wp.zeros(1, dtype=wp.int32, device=device)
         self.draws = wp.zeros(n, dtype=wp.int32, device=device)
+        self._launch = Launches()
 
     def reseed(self, seed: int) -> None:
         """Start the draws over from ``seed`` (every environment's count of starts drawn back to 0)."""
         self.seed.assign(np.array([seed], dtype=np.int32))
         self.draws.zero_()
 
-    def sample(self, mask: wp.array) -> None:
-        """New starts for the environments in ``mask``."""
-        wp.launch(
-            sample_starts, dim=self.num_envs,
-            inputs=[mask, self.base, self.columns, self.ops, self.low, self.high, self.seed, self.draws],
-            outputs=[self.start], device=self.base.device,
+    def reset(self, state, mask: wp.array, draw: bool = True) -> None:
+        """The environments in ``mask`` take their starts in ``state`` (joint coordinates and velocities): new ones
+        drawn first (``draw``), or the ones drawn last (a next-step autoreset puts them back after the frames)."""
+        self._launch(
+            reset_worlds, self.num_envs, (mask, int(draw), self.base, self.columns, self.ops, self.low, self.high,
+                                          self.seed), (self.draws, self.start, state.joint_q, state.joint_qd),
+            self.base.device,
         )  # fmt: skip
-
-    def apply(self, state, mask: wp.array) -> None:
-        """The environments in ``mask`` take their starts in ``state`` (joint coordinates and velocities)."""
-        device = self.base.device
-        for values, offset, n in ((state.joint_q, 0, self.nq), (state.joint_qd, self.nq, self.nv)):
-            if n:
-                wp.launch(apply_starts, dim=(self.num_envs, n), inputs=[mask, self.start, offset], outputs=[values],
-                          device=device)  # fmt: skip
 
 
 class ModelValues:

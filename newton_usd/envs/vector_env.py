@@ -32,7 +32,7 @@ from ..sim import Simulation
 from ..solvers.frame import FrameCapture
 from ..solvers.solver import SolverBase
 from .actions import Actions
-from .kernels import episode_bookkeeping, flags_from, start_episodes
+from .kernels import Launches, episode_bookkeeping, flags_from, start_episodes
 from .observations import Observations
 from .resets import ModelValues, Starts, split_randomize
 
@@ -188,6 +188,8 @@ class StageVectorEnv(VectorEnv):
         # bodies are brought up to date here (MuJoCo: the next step would).
         self._solver_moves_bodies = type(sim.solver).joint_states_written is not SolverBase.joint_states_written
         self._host = device.is_cpu  # (numpy views of the buffers: zero-copy)
+        self._views = {}  # id(buffer) -> (it, its numpy view): the buffers live as long as the environment
+        self._launch = Launches()
 
     # ------------------------------------------------------------------ names, views of the buffers
     @property
@@ -216,7 +218,13 @@ class StageVectorEnv(VectorEnv):
         self._np_random = value
 
     def _out(self, array):
-        return array.numpy() if self._host else array
+        """A buffer as the callables and the results take it: a numpy view on the CPU, the Warp array on CUDA."""
+        if not self._host:
+            return array
+        hit = self._views.get(id(array))
+        if hit is None or hit[0] is not array:
+            hit = self._views[id(array)] = (array, array.numpy())
+        return hit[1]
 
     # ------------------------------------------------------------------ reset
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -246,8 +254,7 @@ class StageVectorEnv(VectorEnv):
         if self.model_values.terms:
             self._invalidate("model values randomized")
         state = self.sim.state
-        self.starts.sample(mask_wp)
-        self.starts.apply(state, mask_wp)
+        self.starts.reset(state, mask_wp)
         self._joint_states_written(state, mask_wp)
         wp.launch(start_episodes, dim=self.num_envs, inputs=[mask_wp], outputs=[self._elapsed, self._skip, self._done],
                   device=self.device)  # fmt: skip
@@ -275,7 +282,7 @@ class StageVectorEnv(VectorEnv):
         self.actions.load(actions, self._action_buf)
         self._run_step()
         if self.model_values.terms and self.autoreset_mode != AutoresetMode.DISABLED:
-            worlds = np.nonzero(self._done.numpy())[0]  # (a read back: the model's values are drawn on the host)
+            worlds = np.nonzero(self._done.numpy())[0]  # (read back on CUDA: the model's values are drawn on the host)
             if len(worlds):
                 self.model_values.apply(worlds, self._host_rng)
                 self._invalidate("model values randomized")
@@ -307,7 +314,7 @@ class StageVectorEnv(VectorEnv):
         self.actions.write(self._action_buf, sim.control)
         self._frames()
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._any(self._skip):
-            self.starts.apply(sim.state, self._skip)
+            self.starts.reset(sim.state, self._skip, draw=False)
             self._joint_states_written(sim.state, self._skip)
         self.observations.gather(sim.state, self._obs)
 
@@ -321,37 +328,34 @@ class StageVectorEnv(VectorEnv):
         if self.reward_fn is None:
             self._reward.zero_()
         else:
-            _store(self._reward, self.reward_fn(obs, act, self), "reward", self.num_envs)
+            self._store(self._reward, self.reward_fn(obs, act, self), "reward")
         if self.terminated_fn is None:
             self._terminated.zero_()
         else:
-            _store(self._terminated, self.terminated_fn(obs, self), "terminated", self.num_envs)
+            self._store(self._terminated, self.terminated_fn(obs, self), "terminated")
 
     def _episodes_and_resets(self) -> None:
         n, device = self.num_envs, self.device
-        wp.launch(
-            episode_bookkeeping, dim=n, inputs=[self.max_episode_steps, self._skip],
-            outputs=[self._reward, self._terminated, self._elapsed, self._truncated, self._done], device=device,
-        )  # fmt: skip
         mode = self.autoreset_mode
+        self._launch(
+            episode_bookkeeping, n, (self.max_episode_steps, int(mode == AutoresetMode.NEXT_STEP)),
+            (self._skip, self._reward, self._terminated, self._elapsed, self._truncated, self._done), device,
+        )  # fmt: skip
         if mode == AutoresetMode.DISABLED:
             return
         state = self.sim.state
         if mode == AutoresetMode.SAME_STEP:
             wp.copy(self._final_obs, self._obs)
         if self._any(self._done):
-            self.starts.sample(self._done)
-            self.starts.apply(state, self._done)
+            self.starts.reset(state, self._done)
             self._joint_states_written(state, self._done)
             if mode == AutoresetMode.SAME_STEP:
                 self.observations.gather(state, self._obs, mask=self._done)
-        if mode == AutoresetMode.NEXT_STEP:
-            wp.copy(self._skip, self._done)
 
     def _any(self, mask) -> bool:
         """Whether any environment is in ``mask``: read on the host eagerly on the CPU (skipping the launches when
         none is); always True where the step is captured (the kernels are masked)."""
-        return self._captured() or bool(mask.numpy().any())
+        return self._captured() or bool(self._out(mask).any())
 
     def _frames(self) -> None:
         """``frames_per_step`` frames: the solver's steps (or frame function), or the Simulation's frames with
@@ -425,7 +429,7 @@ class StageVectorEnv(VectorEnv):
             if self._host:
                 if done.any():
                     final = np.full(self.num_envs, None, dtype=object)
-                    final_obs = self._final_obs.numpy()
+                    final_obs = self._out(self._final_obs)
                     for e in np.nonzero(done)[0]:
                         final[e] = final_obs[e].copy()
                     info = {"final_obs": final, "_final_obs": done.copy(), "final_info": {},
@@ -443,33 +447,33 @@ class StageVectorEnv(VectorEnv):
     def close_extras(self, **kwargs) -> None:
         self.sim.close()
 
-
-def _store(target: wp.array, values, what: str, n: int) -> None:
-    """A callable's result (numpy, a Warp array, anything with DLPack; ``(num_envs,)``) into ``target``."""
-    if isinstance(values, wp.array) or (hasattr(values, "__dlpack__") and not isinstance(values, np.ndarray)):
-        arr = values if isinstance(values, wp.array) else wp.from_dlpack(values)
-        if arr.shape != (n,):
-            raise NewtonUsdError(f"{what} returned shape {tuple(arr.shape)}: expected ({n},), one per environment")
+    def _store(self, target: wp.array, values, what: str) -> None:
+        """A callable's result (numpy, a Warp array, anything with DLPack; ``(num_envs,)``) into ``target``."""
+        n = self.num_envs
+        if isinstance(values, wp.array) or (hasattr(values, "__dlpack__") and not isinstance(values, np.ndarray)):
+            arr = values if isinstance(values, wp.array) else wp.from_dlpack(values)
+            if arr.shape != (n,):
+                raise NewtonUsdError(f"{what} returned shape {tuple(arr.shape)}: expected ({n},), one per environment")
+            if target.dtype == wp.bool:
+                wp.launch(flags_from, dim=n, inputs=[arr], outputs=[target], device=target.device)
+            elif arr.dtype == target.dtype:
+                wp.copy(target, arr)
+            else:
+                target.assign(arr.numpy().astype(np.float32))
+            return
+        a = np.asarray(values)
+        if a.shape == () and n == 1:
+            a = a.reshape(1)
+        if a.shape != (n,):
+            raise NewtonUsdError(f"{what} returned shape {a.shape}: expected ({n},), one per environment")
         if target.dtype == wp.bool:
-            wp.launch(flags_from, dim=n, inputs=[arr], outputs=[target], device=target.device)
-        elif arr.dtype == target.dtype:
-            wp.copy(target, arr)
+            a = a.astype(bool)
         else:
-            target.assign(arr.numpy().astype(np.float32))
-        return
-    a = np.asarray(values)
-    if a.shape == () and n == 1:
-        a = a.reshape(1)
-    if a.shape != (n,):
-        raise NewtonUsdError(f"{what} returned shape {a.shape}: expected ({n},), one per environment")
-    if target.dtype == wp.bool:
-        a = a.astype(bool)
-    else:
-        a = a.astype(np.float32)
-        if not np.isfinite(a).all():
-            raise NewtonUsdError(f"{what} returned NaN or infinity in environment(s) "
-                                 f"{np.nonzero(~np.isfinite(a))[0][:8].tolist()}")  # fmt: skip
-    if target.device.is_cpu:
-        target.numpy()[...] = a
-    else:
-        target.assign(a)
+            a = a.astype(np.float32)
+            if not np.isfinite(a).all():
+                raise NewtonUsdError(f"{what} returned NaN or infinity in environment(s) "
+                                     f"{np.nonzero(~np.isfinite(a))[0][:8].tolist()}")  # fmt: skip
+        if self._host:
+            self._out(target)[...] = a
+        else:
+            target.assign(a)
