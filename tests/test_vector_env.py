@@ -251,3 +251,17 @@ def test_without_gymnasium_the_error_names_the_extra(tmp_path):
             "try:\n    import newton_usd.envs\nexcept Exception as e:\n    print(type(e).__name__, e)\n")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert "NewtonUsdError" in out and "newton_usd[envs]" in out
+
+
+def test_contact_forces_observed_on_a_resting_robot():
+    """The robots' free bases rest on the ground: the observed net contact force on each holds the whole robot's
+    weight (a 2 kg base and two 0.5 kg links; MuJoCo reports the forces)."""
+    env = StageVectorEnv(None, robot_environments(n=2), env_root="/World/envs", actions="position", device="cpu",
+                         observations=["contact_forces:/World/envs/env_*/Robot/base"])  # fmt: skip
+    assert env.observation_names == [f"contact_forces:/World/envs/env_0/Robot/base:f{c}" for c in "xyz"]
+    env.reset(seed=0)
+    for _ in range(40):
+        obs, *_ = env.step(np.zeros((2, 2), np.float32))
+    np.testing.assert_allclose(obs[:, 2], 9.81 * 3.0, rtol=0.02)
+    np.testing.assert_allclose(obs[:, :2], 0.0, atol=0.05)
+    env.close()

@@ -8,7 +8,11 @@ Default: every coordinate of the world then every DOF velocity (``[q..., qd...]`
   articulations (an :class:`~newton_usd.selection.ArticulationView`'s columns; a free root joint is not among them);
 - ``root_poses`` (7: position, quaternion x, y, z, w) / ``root_velocities`` (6) of a floating articulation;
 - ``body_poses`` (7 per body) / ``body_velocities`` (6 per body: linear velocity of the center of mass,
-  angular velocity) of the matched rigid bodies (a :class:`~newton_usd.selection.RigidBodyView`'s rows).
+  angular velocity) of the matched rigid bodies (a :class:`~newton_usd.selection.RigidBodyView`'s rows);
+- ``contact_forces`` (3 per body: the net contact force, N, world frame) on the matched rigid bodies (a
+  :class:`~newton_usd.selection.RigidContactView`, read from the solver's ``update_contacts`` at every step: on the
+  host, so a step observing them is not captured; MuJoCo reports the forces, Newton's featherstone and
+  semi-implicit solvers give NaN).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import warp as wp
 
 from ..errors import NewtonUsdError
 from ..kinematics import eval_fk, jacobian
-from ..selection import ArticulationView, RigidBodyView
+from ..selection import ArticulationView, RigidBodyView, RigidContactView
 from ..selection.kernels import flat
 from .actions import per_env_columns
 from .kernels import Launches, gather_columns, gather_rows_masked
@@ -31,6 +35,7 @@ FIELDS = {
     "root_velocities": (ArticulationView, "free_dof", "joint_qd", 1, ("",)),
     "body_poses": (RigidBodyView, "body", "body_q", 7, (":px", ":py", ":pz", ":qx", ":qy", ":qz", ":qw")),
     "body_velocities": (RigidBodyView, "body", "body_qd", 6, (":vx", ":vy", ":vz", ":wx", ":wy", ":wz")),
+    "contact_forces": (RigidContactView, "body", None, 3, (":fx", ":fy", ":fz")),
 }
 
 
@@ -66,6 +71,7 @@ class Observations:
         self.terms = []  # (State array name, table (num_envs, n) of flat scalar indices, column offset)
         self.names = []
         self.body_fields = set()
+        self.contacts = []  # the RigidContactViews of contact force fields (read on the host: never captured)
         if fields is None:
             nq, nv = model.joint_coord_count // n_env, model.joint_dof_count // n_env
             q = np.arange(n_env * nq).reshape(n_env, nq)
@@ -82,6 +88,13 @@ class Observations:
                 view_class, kind, array, width, suffixes = FIELDS[field]
                 view = view_class(sim, pattern)
                 elements = per_env_columns(view, kind, n_env, f"observation {field}")
+                if array is None:  # (contact forces: the view's rows, read at each step)
+                    self.contacts.append(view)
+                    rows = per_env_columns(_RowsOf(view), kind, n_env, f"observation {field}")
+                    names = _element_names(model, kind, elements[0], model.body_label)
+                    scalars = (rows[:, :, None] * width + np.arange(width)[None, None, :]).reshape(n_env, -1)
+                    self._add(model, view, scalars, [f"{field}:{n}{s}" for n in names for s in suffixes])
+                    continue
                 if elements.shape[1] == 0:
                     raise NewtonUsdError(f"observation {field}:{pattern}: the matched prims have no {kind.replace('_', ' ')}s "
                                          "(e.g. root poses of a fixed-base articulation)")  # fmt: skip
@@ -104,7 +117,10 @@ class Observations:
     def gather(self, state, out: wp.array, mask=None) -> None:
         """Each field's columns of ``state`` into ``out`` ``(num_envs, size)`` (with ``mask``: of those environments)."""
         for array, table, offset in self.terms:
-            src = self._flat(getattr(state, array))
+            if isinstance(array, RigidContactView):
+                src = self._flat(array.get_net_contact_forces())
+            else:
+                src = self._flat(getattr(state, array))
             if mask is None:
                 self._launch(gather_columns, table.shape, (src, table, offset), (out,), out.device)
             else:
@@ -134,6 +150,16 @@ class Observations:
             J = jacobian(model, state, local, offset=tuple(float(c) for c in com[local]))
             wp.launch(_body_velocity_from_jacobian, dim=J.shape[0], inputs=[J, qd, mask, local, per],
                       outputs=[state.body_qd], device=J.device)  # fmt: skip
+
+
+class _RowsOf:
+    """A view's row numbers as its columns (where a field reads the view's own output, one row per body)."""
+
+    def __init__(self, view):
+        self.pattern, self.worlds = view.pattern, view.worlds
+
+    def columns(self, kind):
+        return np.arange(len(self.worlds), dtype=np.int64)[:, None]
 
 
 @wp.kernel

@@ -381,8 +381,11 @@ class StageVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ capture
     def _captured(self) -> bool:
         """Whether the step's parts run through the captures: a solver whose frames are a frame function, not the
-        Simulation's frames, capture not off, and a CUDA device (or the CPU graphs the tests ask for)."""
+        Simulation's frames, no contact forces observed, capture not off, and a CUDA device (or the CPU graphs the
+        tests ask for)."""
         if self.capture == "off" or self.write_stage or not getattr(self.sim.solver, "simulates_frames", False):
+            return False
+        if self.observations.contacts:  # (the solver's contacts are read on the host)
             return False
         first = self._captures[0]
         if not (first.device.is_cuda or first.cpu_graphs) or first.eager_reason is not None:
