@@ -107,7 +107,8 @@ def measure(n, solver, device_name, pairs, capture, block_seconds=0.4):
         ratios.append(t_env / t_bare)
         env_times.append(t_env)
         bare_times.append(t_bare)
-    name = type(env.sim.solver).__name__ + (f" ({env.sim.solver.backend})" if hasattr(env.sim.solver, "backend") else "")
+    solver = env.sim.solver
+    name = type(solver).__name__ + (f" ({solver.backend})" if hasattr(solver, "backend") else "")
     captured = any(c.replays for c in env.captures)
     env.close()
     q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
@@ -129,15 +130,18 @@ def main(argv=None) -> int:
     wp.config.quiet = True
     wp.init()
     envs = args.envs or ([4096] if str(args.device).startswith("cuda") else [1, 64, 1024])
-    print(f"cart-pole sample stage, one frame (8 steps of 1/480 s) per env step, device {args.device}, "
-          f"{args.pairs} pairs of blocks, {'wall' if str(args.device).startswith('cuda') else 'process CPU'} time")
+    print(
+        f"cart-pole sample stage, one frame (8 steps of 1/480 s) per env step, device {args.device}, "
+        f"{args.pairs} pairs of blocks, {'wall' if str(args.device).startswith('cuda') else 'process CPU'} time"
+    )
     print(f"{'solver':<28} {'envs':>6} {'env steps/s':>12} {'bare frames/s':>14} {'env/bare':>9} "
           f"{'quartiles':>13} {'overhead':>9}  captured")  # fmt: skip
     for solver in args.solvers:
         for n in envs:
             r = measure(n, solver, args.device, args.pairs, args.capture)
             print(f"{r['solver']:<28} {n:>6} {r['env']:>12,.0f} {r['bare']:>14,.0f} {r['ratio']:>9.3f} "
-                  f"{r['q1']:>6.3f}-{r['q3']:<6.3f} {100 * (r['ratio'] - 1):>8.1f}%  {'yes' if r['captured'] else 'no'}",
+                  f"{r['q1']:>6.3f}-{r['q3']:<6.3f} {100 * (r['ratio'] - 1):>8.1f}%  "
+                  f"{'yes' if r['captured'] else 'no'}",
                   flush=True)  # fmt: skip
     return 0
 

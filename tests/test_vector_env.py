@@ -55,7 +55,8 @@ def test_make_vec_as_the_issue_shows_it():
     assert obs.shape == (64, 4) and obs.dtype == np.float32 and info == {}
     np.testing.assert_allclose(obs[:, 1], np.radians(5.0), atol=1e-5)  # the authored start: 5 degrees off upright
     obs, reward, terminated, truncated, info = env.step(np.zeros((64, 1), np.float32))
-    assert obs.shape == (64, 4) and reward.shape == (64,) and terminated.dtype == np.bool_ and truncated.dtype == np.bool_
+    assert obs.shape == (64, 4) and reward.shape == (64,)
+    assert terminated.dtype == np.bool_ and truncated.dtype == np.bool_
     np.testing.assert_allclose(reward, 1.0 - obs[:, 1] ** 2, rtol=1e-6)
     assert obs[0, 1] > np.radians(5.0)  # the pole falls
     # a force on the cart: pushed one way, the cart moves that way, the others not
@@ -131,6 +132,7 @@ def test_randomized_starts_are_repeatable_by_seed():
     np.testing.assert_array_equal(a, b)
     for (oa, ra, ta, _, _), (ob, rb, tb, _, _) in zip(run_a, run_b, strict=True):
         np.testing.assert_array_equal(oa, ob)
+        np.testing.assert_array_equal(ra, rb)
         np.testing.assert_array_equal(ta, tb)
     assert any(step[2].any() for step in run_a)  # (autoresets drew new starts on the way)
     c, _ = env.reset(seed=8)

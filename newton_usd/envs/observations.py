@@ -96,8 +96,9 @@ class Observations:
                     self._add(model, view, scalars, [f"{field}:{n}{s}" for n in names for s in suffixes])
                     continue
                 if elements.shape[1] == 0:
-                    raise NewtonUsdError(f"observation {field}:{pattern}: the matched prims have no {kind.replace('_', ' ')}s "
-                                         "(e.g. root poses of a fixed-base articulation)")  # fmt: skip
+                    what = kind.replace("_", " ")
+                    raise NewtonUsdError(f"observation {field}:{pattern}: the matched prims have no {what}s (e.g. root "
+                                         "poses of a fixed-base articulation)")  # fmt: skip
                 scalars = (elements[:, :, None] * width + np.arange(width)[None, None, :]).reshape(n_env, -1)
                 labels = {"body": model.body_label}.get(kind)
                 names = _element_names(model, kind, elements[0], labels)
@@ -115,7 +116,8 @@ class Observations:
         self.names += names
 
     def gather(self, state, out: wp.array, mask=None) -> None:
-        """Each field's columns of ``state`` into ``out`` ``(num_envs, size)`` (with ``mask``: of those environments)."""
+        """Each field's columns of ``state`` into ``out`` ``(num_envs, size)`` (with ``mask``: of those environments
+        only)."""
         for array, table, offset in self.terms:
             if isinstance(array, RigidContactView):
                 src = self._flat(array.get_net_contact_forces())

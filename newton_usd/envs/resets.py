@@ -168,8 +168,10 @@ class ModelValues:
                 joints = matched(model, pattern, model.joint_label, "joint", key)
                 elements = np.array([d for j in joints for d in range(qd_start[j], qd_start[j + 1])], dtype=np.int64)
                 angular = {bool(jtype[j] in (JointType.REVOLUTE, JointType.BALL)) for j in joints}
-                if len(angular) != 1 or (":angular:" in attribute and not angular.pop()) or (
-                    ":linear:" in attribute and angular.pop()
+                if (
+                    len(angular) != 1
+                    or (":angular:" in attribute and not angular.pop())
+                    or (":linear:" in attribute and angular.pop())
                 ):
                     raise NewtonUsdError(f"randomize[{key!r}]: {pattern!r} matches joints of another kind than the "
                                          f"attribute's (angular: revolute joints, linear: prismatic)")  # fmt: skip

@@ -41,15 +41,20 @@ class StageEnv(gymnasium.Env):
         return self.vector.sim
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start over (the authored state or keyframe, randomized as asked); ``seed`` makes the draws repeatable.
+        Returns ``(observation, info)``."""
         super().reset(seed=seed)
         self.vector.np_random = self.np_random  # (one generator: the vector environment's draws follow this Env's)
         obs, info = self.vector.reset(options=options)
         return obs[0], info
 
     def step(self, action):
+        """Apply ``action`` (``(actions,)``) for ``frames_per_step`` frames. Returns ``(observation, reward,
+        terminated, truncated, info)``."""
         a = np.asarray(action, dtype=np.float32)
         obs, reward, terminated, truncated, info = self.vector.step(a.reshape(1, -1))
         return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), {}
 
     def close(self):
+        """Close the Simulation (its output layer leaves the stage)."""
         self.vector.close()

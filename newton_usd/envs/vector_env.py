@@ -209,6 +209,7 @@ class StageVectorEnv(VectorEnv):
 
     @property
     def np_random(self) -> np.random.Generator:
+        """The generator every draw of the resets follows (made from ``reset(seed=...)``, else unseeded)."""
         if self._np_random is None:
             self._np_random, self._np_random_seed = seeding.np_random()
         return self._np_random
@@ -448,6 +449,7 @@ class StageVectorEnv(VectorEnv):
         return obs, reward, terminated, truncated, info
 
     def close_extras(self, **kwargs) -> None:
+        """Close the Simulation (its output layer leaves the stage); ``close()`` calls it once."""
         self.sim.close()
 
     def _store(self, target: wp.array, values, what: str) -> None:
