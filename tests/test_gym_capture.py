@@ -85,3 +85,35 @@ def test_the_solvers_own_frame_graph_gives_way_to_the_environments():
     assert env.sim.solver.frame_capture.eager_reason == "the environment captures its whole step"
     assert (env.captures[0].captures, env.captures[0].replays) == (1, 2)
     env.close()
+
+
+def test_observed_bodies_after_a_reset_agree_between_mujoco_and_newton():
+    """At a reset, the observed body poses and velocities come from the joint states just written: under MuJoCo from
+    forward kinematics and the Jacobians here, under featherstone from the solver (Newton's eval_fk). The same seed
+    draws the same starts on both."""
+    obs = {}
+    for solver in ("mujoco", "featherstone"):
+        env = StageVectorEnv(
+            3, CARTPOLE, joints=["/CartPole/CartSlider"], solver=solver, device="cpu",
+            observations=["body_poses:/CartPole/Pole", "body_velocities:/CartPole/Pole"],
+            randomize={"/CartPole/PoleHinge.state:angular:physics:position": (-20, 20),
+                       "/CartPole/PoleHinge.state:angular:physics:velocity": (-60, 60),
+                       "/CartPole/CartSlider.state:linear:physics:velocity": (-1, 1)},
+        )  # fmt: skip
+        obs[solver] = env.reset(seed=5)[0]
+        env.close()
+    assert np.abs(obs["mujoco"][:, 7:]).max() > 0.3  # (moving starts)
+    np.testing.assert_allclose(obs["mujoco"], obs["featherstone"], atol=1e-5)
+
+
+def test_xpbd_steps_the_environments():
+    env = StageVectorEnv(4, CARTPOLE, joints=["/CartPole/CartSlider"], solver="xpbd", device="cpu",
+                         terminated=lambda obs, env: np.abs(obs[:, 1]) > 0.2, max_episode_steps=20)  # fmt: skip
+    first, _ = env.reset(seed=0)
+    push = np.array([[10.0], [-10.0], [0.0], [0.0]], np.float32)
+    for _ in range(5):
+        obs, reward, terminated, truncated, _ = env.step(push)
+    assert np.isfinite(obs).all()
+    assert obs[0, 0] > 0.01 and obs[1, 0] < -0.01 and abs(obs[2, 0]) < 1e-3  # the pushed carts move, the others not
+    assert obs[2, 1] > first[2, 1]  # the pole falls
+    env.close()

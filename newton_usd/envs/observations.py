@@ -168,13 +168,13 @@ class _RowsOf:
 def _body_velocity_from_jacobian(
     J: wp.array3d(dtype=wp.float32),
     joint_qd: wp.array(dtype=wp.float32),
-    mask: wp.array(dtype=wp.int32),
+    mask: wp.array(dtype=wp.bool),
     body: int,
     bodies_per_world: int,
     body_qd: wp.array(dtype=wp.spatial_vector),
 ):
     w = wp.tid()
-    if mask[w] == 0:
+    if not mask[w]:
         return
     dofs = J.shape[2]
     v = wp.spatial_vector()
