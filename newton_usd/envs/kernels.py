@@ -39,25 +39,12 @@ def gather_columns(
     src: wp.array(dtype=wp.float32),
     index: wp.array2d(dtype=wp.int32),
     offset: int,
-    # Out:
-    out: wp.array2d(dtype=wp.float32),
-):
-    """``out[e, offset + c] = src[index[e, c]]``: one observation field into its columns."""
-    e, c = wp.tid()
-    out[e, offset + c] = src[index[e, c]]
-
-
-@wp.kernel
-def gather_rows_masked(
-    # In:
-    src: wp.array(dtype=wp.float32),
-    index: wp.array2d(dtype=wp.int32),
-    offset: int,
     mask: wp.array(dtype=wp.bool),
     # Out:
     out: wp.array2d(dtype=wp.float32),
 ):
-    """:func:`gather_columns` for the environments whose ``mask`` is set."""
+    """``out[e, offset + c] = src[index[e, c]]`` for the environments in ``mask``: one observation field into its
+    columns."""
     e, c = wp.tid()
     if mask[e]:
         out[e, offset + c] = src[index[e, c]]

@@ -25,7 +25,7 @@ from ..kinematics import eval_fk, jacobian
 from ..selection import ArticulationView, RigidBodyView, RigidContactView
 from ..selection.kernels import flat
 from .actions import per_env_columns
-from .kernels import Launches, gather_columns, gather_rows_masked
+from .kernels import Launches, gather_columns
 
 # field -> (view class, element kind of its columns, State array, scalars per element, column names' suffixes)
 FIELDS = {
@@ -108,6 +108,7 @@ class Observations:
                     self._bodies = sorted(set(getattr(self, "_bodies", [])) | set(elements[0].tolist()))
         self.size = len(self.names)
         self._launch = Launches()
+        self._all = wp.array(np.ones(n_env, dtype=bool), dtype=wp.bool, device=model.device)
         self._flats = {}  # id(State array) -> (it, its flat float view)
 
     def _add(self, model, array, scalars, names):
@@ -123,10 +124,8 @@ class Observations:
                 src = self._flat(array.get_net_contact_forces())
             else:
                 src = self._flat(getattr(state, array))
-            if mask is None:
-                self._launch(gather_columns, table.shape, (src, table, offset), (out,), out.device)
-            else:
-                self._launch(gather_rows_masked, table.shape, (src, table, offset, mask), (out,), out.device)
+            self._launch(gather_columns, table.shape, (src, table, offset, self._all if mask is None else mask), (out,),
+                         out.device)  # fmt: skip
 
     def _flat(self, array):
         hit = self._flats.get(id(array))
