@@ -44,18 +44,26 @@ def warp_fell(obs, env):
     return out
 
 
-def run(capture, mode, steps=40, cpu_graphs=False):
+def host(x):
+    return x.numpy() if isinstance(x, wp.array) else np.asarray(x)
+
+
+def run(capture, mode, steps=40, cpu_graphs=False, device="cpu", solver="featherstone"):
     env = StageVectorEnv(
-        N, CARTPOLE, joints=["/CartPole/CartSlider"], solver="featherstone", device="cpu", reward=warp_reward,
+        N, CARTPOLE, joints=["/CartPole/CartSlider"], solver=solver, device=device, reward=warp_reward,
         terminated=warp_fell, max_episode_steps=12, autoreset_mode=mode, capture=capture,
         randomize={"/CartPole/PoleHinge.state:angular:physics:position": (-4, 4)},
     )  # fmt: skip
     env.captures_on_cpu = cpu_graphs
-    out = [env.reset(seed=3)[0]]
+    out = [host(env.reset(seed=3)[0])]
     pushes = np.random.default_rng(1).uniform(-20, 20, (steps, N, 1)).astype(np.float32)
     for a in pushes:
         obs, reward, terminated, truncated, info = env.step(a)
-        final = np.stack([f if f is not None else np.zeros(4, np.float32) for f in info.get("final_obs", [None] * N)])
+        obs, reward, terminated, truncated = (host(x) for x in (obs, reward, terminated, truncated))
+        final = np.zeros_like(obs)
+        if "final_obs" in info:  # (an object array on the CPU, a Warp array and its mask on CUDA)
+            mask = host(info["_final_obs"])
+            final[mask] = np.stack(list(host(info["final_obs"])[mask]))
         out.append(np.concatenate([obs, reward[:, None], terminated[:, None], truncated[:, None], final], axis=1))
     counts = [(c.captures, c.replays, c.eager_frames) for c in env.captures]
     env.close()
@@ -63,17 +71,27 @@ def run(capture, mode, steps=40, cpu_graphs=False):
 
 
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
-def test_a_captured_step_equals_an_eager_one(mode):
-    eager, first, counts = run("off", mode)
+def test_a_captured_step_equals_an_eager_one(mode, device):
+    """On the CPU through Warp's CPU graphs; on CUDA (gpu) as CUDA graphs, the results Warp arrays."""
+    eager, first, counts = run("off", mode, device=device)
     assert counts == [(0, 0, 0), (0, 0, 0)]
     assert eager[:, :, 5].any() and eager[:, :, 6].any()  # (episodes ended both ways: terminated, truncated)
     for capture in ("auto", "all"):
-        captured, first_c, counts = run(capture, mode, cpu_graphs=True)
+        captured, first_c, counts = run(capture, mode, cpu_graphs=True, device=device)
         np.testing.assert_array_equal(first_c, first)
-        np.testing.assert_allclose(captured, eager, atol=2e-6, err_msg=capture)
+        np.testing.assert_allclose(captured, eager, atol=2e-6 if device == "cpu" else 1e-4, err_msg=capture)
         parts = counts if capture == "auto" else counts[:1]
         for captures, replays, eager_frames in parts:  # warmed up once, captured once, replayed after
             assert (captures, eager_frames) == (1, 1) and replays == 39
+
+
+@pytest.mark.gpu
+def test_mujoco_warp_steps_captured_on_cuda():
+    """MuJoCo-Warp's frames on CUDA: the whole step one graph (capture='all'), as eager steps."""
+    eager, _, _ = run("off", "NextStep", device="cuda", solver="mujoco")
+    captured, _, counts = run("all", "NextStep", device="cuda", solver="mujoco")
+    assert counts[0][0] == 1 and counts[0][1] == 39
+    np.testing.assert_allclose(captured, eager, atol=1e-4)
 
 
 def test_the_solvers_own_frame_graph_gives_way_to_the_environments():
