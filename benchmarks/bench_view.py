@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from newton_usd.view.page import write_page  # noqa: E402
 from newton_usd.view.poses import part_poses  # noqa: E402
-from newton_usd.view.scene import _stage_to_si, read_scene  # noqa: E402
+from newton_usd.view.scene import read_scene, stage_to_si  # noqa: E402
 
 COLORS = [(0.9, 0.2, 0.1), (0.1, 0.6, 0.9), (0.2, 0.8, 0.2), (0.9, 0.8, 0.1)]
 
@@ -117,7 +117,7 @@ def pose_seconds(path: str, times) -> tuple:
     out = []
     for xform_cache in (False, True):
         t = time.perf_counter()
-        part_poses(prims, times, _stage_to_si("Z", 1.0), xform_cache=xform_cache)
+        part_poses(prims, times, stage_to_si("Z", 1.0), xform_cache=xform_cache)
         out.append(time.perf_counter() - t)
     return tuple(out)
 
