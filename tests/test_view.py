@@ -403,10 +403,16 @@ def test_the_primary_camera_is_used_without_camera(tmp_path):
     layer.customLayerData = {"cameraSettings": {"boundCamera": "/OmniverseKit_Persp"}}  # Kit's, not in the file
     assert choose_view(stage, scene).what.startswith("the default view")
     layer.customLayerData = {"cameraSettings": {"boundCamera": "/Cam"}}
+    layer.Save()
     view = choose_view(stage, scene)
     assert view.what == "through /Cam (the camera Kit saved the stage looking through)"
     np.testing.assert_allclose(view.eye[0], (2.0, -5.0, 1.0), atol=1e-9)
     np.testing.assert_allclose(view.target[0], (2.0, 0.5, 1.0), atol=1e-9)  # the bodies' middle, on its axis
+    out = Sdf.Layer.CreateNew(str(tmp_path / "cam.sim.usda"))  # a recording sublayers the stage it simulated
+    out.subLayerPaths = ["./cam.usda"]
+    out.Save()
+    recording = Usd.Stage.Open(out.identifier)
+    assert choose_view(recording, read_scene(recording)).what.startswith("through /Cam (the camera Kit saved")
     settings = UsdRender.Settings.Define(stage, "/Render/Settings")
     settings.GetCameraRel().SetTargets(["/Other"])
     layer.pseudoRoot.SetInfo("renderSettingsPrimPath", "/Render/Settings")

@@ -165,17 +165,23 @@ def check_camera(stage, path: str, source: str | None = None) -> Sdf.Path:
 
 def primary_camera(stage) -> tuple | None:
     """``(path, why)`` of the camera the stage marks as the one to look through, or None (see the module's
-    docstring for the two marks read)."""
-    settings = UsdRender.Settings.GetStageRenderSettings(stage)
-    if settings:
-        for target in settings.GetCameraRel().GetForwardedTargets():
-            if stage.GetPrimAtPath(target).IsA(UsdGeom.Camera):
-                return target, f"the camera of the stage's render settings {settings.GetPath()}"
-    bound = (stage.GetRootLayer().customLayerData.get("cameraSettings") or {}).get("boundCamera")
-    if isinstance(bound, str) and Sdf.Path.IsValidPathString(bound) and Sdf.Path(bound).IsAbsolutePath():
-        prim = stage.GetPrimAtPath(bound)
-        if prim and prim.IsA(UsdGeom.Camera):
-            return prim.GetPath(), "the camera Kit saved the stage looking through"
+    docstring for the two marks read). Each is read from the root layer, or else from the first of its
+    sublayers that has it: a ``usdsim`` recording sublayers the stage it simulated."""
+    for layer in stage.GetLayerStack(includeSessionLayers=False):
+        settings_path = layer.pseudoRoot.GetInfo("renderSettingsPrimPath") if layer.pseudoRoot else ""
+        if not settings_path or not Sdf.Path.IsValidPathString(settings_path):
+            continue
+        settings = UsdRender.Settings(stage.GetPrimAtPath(settings_path))
+        if settings:
+            for target in settings.GetCameraRel().GetForwardedTargets():
+                if stage.GetPrimAtPath(target).IsA(UsdGeom.Camera):
+                    return target, f"the camera of the stage's render settings {settings.GetPath()}"
+    for layer in stage.GetLayerStack(includeSessionLayers=False):
+        bound = (layer.customLayerData.get("cameraSettings") or {}).get("boundCamera")
+        if isinstance(bound, str) and Sdf.Path.IsValidPathString(bound) and Sdf.Path(bound).IsAbsolutePath():
+            prim = stage.GetPrimAtPath(bound)
+            if prim and prim.IsA(UsdGeom.Camera):
+                return prim.GetPath(), "the camera Kit saved the stage looking through"
     return None
 
 
@@ -267,17 +273,28 @@ def framed_parts(scene: Scene, follow: str | None = None) -> list:
     return [i for i in drawn if moving[i]] or drawn
 
 
-def bounds_at(scene: Scene, indices, frame: int) -> tuple:
-    """(lower, upper) corners (m) of the parts ``indices`` at ``frame`` (infinite when there are none)."""
-    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
-    for i in indices:
-        v = scene.parts[i].vertices
-        if not len(v):
-            continue
-        w, x, y, z = scene.wxyz[frame, i].astype(np.float64)
-        world = quat_rotate(np.array([x, y, z, w]), v.astype(np.float64)) + scene.positions[frame, i]
-        lo, hi = np.minimum(lo, world.min(axis=0)), np.maximum(hi, world.max(axis=0))
+def part_bounds(scene: Scene, indices, frame: int) -> tuple:
+    """(lower, upper), each (n, 3): the corners (m) of each of the parts ``indices`` at ``frame`` (infinite for
+    a part without vertices)."""
+    indices = np.asarray(indices, np.int64)
+    lo, hi = np.full((len(indices), 3), np.inf), np.full((len(indices), 3), -np.inf)
+    counts = np.array([len(scene.parts[i].vertices) for i in indices], np.int64)
+    has = np.flatnonzero(counts)
+    if not len(has):
+        return lo, hi
+    vertices = np.concatenate([scene.parts[indices[k]].vertices for k in has]).astype(np.float64)
+    owner = np.repeat(indices[has], counts[has])  # each vertex's part
+    w, x, y, z = np.moveaxis(scene.wxyz[frame, owner].astype(np.float64), -1, 0)
+    world = quat_rotate(np.stack([x, y, z, w], axis=-1), vertices) + scene.positions[frame, owner]
+    starts = np.concatenate([[0], np.cumsum(counts[has])[:-1]])
+    lo[has], hi[has] = np.minimum.reduceat(world, starts), np.maximum.reduceat(world, starts)
     return lo, hi
+
+
+def bounds_at(scene: Scene, indices, frame: int) -> tuple:
+    """(lower, upper) corners (m) of the parts ``indices`` together at ``frame`` (infinite when there are none)."""
+    lo, hi = part_bounds(scene, list(indices), frame)
+    return lo.min(axis=0, initial=np.inf), hi.max(axis=0, initial=-np.inf)
 
 
 def default_view(scene: Scene, follow: str | None = None, fixed: bool = False) -> View:

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .camera import bounds_at, framed_parts
+from .camera import bounds_at, framed_parts, part_bounds
 from .scene import Scene
 
 CELLS = 10
 """Cells per section (a darker line every CELLS cells)."""
 FLOOR_RGB = (0.90, 0.925, 0.96)
-CELL_RGB = (0.64, 0.69, 0.78)
-SECTION_RGB = (0.45, 0.52, 0.66)
+CELL_RGB = (0.75, 0.79, 0.86)
+SECTION_RGB = (0.52, 0.58, 0.70)
 
 
 @dataclass
@@ -49,22 +49,26 @@ class Floor:
 def ground_of(scene: Scene) -> int | None:
     """The index of the part that is the stage's own ground (see the module's docstring), or None."""
     moving = scene.moving()
-    bodies = framed_parts(scene)
-    for i in range(len(scene.parts)):
-        if moving[i] or not len(scene.parts[i].vertices):
-            continue
-        lo, hi = bounds_at(scene, [i], 0)
-        size = hi - lo
-        others = [j for j in bodies if j != i]
-        if others:
-            b_lo, b_hi = bounds_at(scene, others, 0)
-            spread = float(max(b_hi[0] - b_lo[0], b_hi[1] - b_lo[1]))
-            below = b_lo[2] + 0.05 * max(float(np.linalg.norm(b_hi - b_lo)), 0.1)
+    still = [i for i in range(len(scene.parts)) if not moving[i]]
+    lo, hi = part_bounds(scene, still, 0)
+    size = hi - lo
+    width = np.minimum(size[:, 0], size[:, 1])
+    flat = np.isfinite(width) & (width > 0) & (size[:, 2] <= 0.1 * width)
+    if not flat.any():
+        return None
+    bodies = np.asarray(framed_parts(scene))
+    b_lo, b_hi = part_bounds(scene, bodies, 0)
+    candidates = np.flatnonzero(flat)
+    for k in candidates[np.argsort(-width[candidates], kind="stable")][:8]:  # the widest flat parts that stay
+        others = bodies != still[k]
+        if others.any():
+            o_lo, o_hi = b_lo[others].min(axis=0), b_hi[others].max(axis=0)
+            spread = float(max(o_hi[0] - o_lo[0], o_hi[1] - o_lo[1]))
+            below = o_lo[2] + 0.05 * max(float(np.linalg.norm(o_hi - o_lo)), 0.1)
         else:
             spread, below = 0.0, np.inf
-        width = float(min(size[0], size[1]))
-        if width > 0 and size[2] <= 0.1 * width and width >= spread and hi[2] <= below:
-            return i
+        if width[k] >= spread and hi[k, 2] <= below:
+            return still[k]
     return None
 
 

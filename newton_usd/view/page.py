@@ -118,7 +118,7 @@ def set_camera(server, scene: Scene, view: View | None = None) -> None:
             section_color=_rgb255(SECTION_RGB),
             plane_color=_rgb255(FLOOR_RGB),
             plane_opacity=1.0,
-            fade_distance=grid.half,
+            fade_distance=min(grid.half, 40 * grid.section),
             shadow_opacity=0.0,
             position=(grid.center[0], grid.center[1], grid.height),
         )
