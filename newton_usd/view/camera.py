@@ -39,7 +39,7 @@ AZIMUTH = np.radians(45.0)
 """The default view's direction round the up axis, from the front (-Y) toward +X."""
 ELEVATION = np.radians(30.0)
 """The default view's angle above the horizontal."""
-MARGIN = 1.5
+MARGIN = 1.3
 """The bodies' bounding sphere fills 1 / MARGIN of the default view's height."""
 MIN_RADIUS = 0.05
 """The default view frames at least a sphere of this radius (m): a speck is not blown up to fill the frame."""
