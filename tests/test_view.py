@@ -375,9 +375,11 @@ def test_a_camera_that_is_not_there_is_one_line_exit_2(tmp_path, capsys):
     stage = tracked_fall(tmp_path / "cam.usda", frames=3, camera="still")
     before = set(os.listdir(tmp_path))
     for command in ("video", "view"):
-        for path, message in (("/Nope", "--camera /Nope: no such prim (the stage's cameras: /Cam)"),
-                              ("/Falling", "--camera /Falling: a Cube, not a Camera (the stage's cameras: /Cam)"),
-                              ("Cam", "--camera Cam: not an absolute prim path")):  # fmt: skip
+        for path, message in (
+            ("/Nope", "--camera /Nope: no such prim (the stage's cameras: /Cam)"),
+            ("/Falling", "--camera /Falling: not a Camera (its type: Cube; the stage's cameras: /Cam)"),
+            ("Cam", "--camera Cam: not an absolute prim path"),
+        ):
             assert cli.main([command, stage, "--camera", path]) == 2
             err = capsys.readouterr().err
             assert message in err and len(err.strip().splitlines()) == 1, err

@@ -1,4 +1,4 @@
-"""Where the viewers look from at each frame (:class:`View`): through a ``UsdGeom.Camera`` of the stage, or
+"""Where the viewers look from at each frame (:class:`CameraView`): through a ``UsdGeom.Camera`` of the stage, or
 the default view a person would choose.
 
 - **A camera of the stage** (``--camera PATH``, or the stage's primary camera without it): USD's own camera at
@@ -34,7 +34,7 @@ FOVY = np.radians(45.0)
 """The default view's vertical field of view."""
 ASPECT = 4.0 / 3.0
 """The default view's frame (width over height); a frame of another shape shows more, never less (see
-:meth:`View.window_for`)."""
+:meth:`CameraView.window_for`)."""
 AZIMUTH = np.radians(45.0)
 """The default view's direction round the up axis, from the front (-Y) toward +X."""
 ELEVATION = np.radians(30.0)
@@ -48,7 +48,7 @@ SMOOTHING = 0.25
 _WARNED = set()  # the kinds of warning given (once each)
 
 
-class View:
+class CameraView:
     """The camera at each frame of a scene, in meters and Z up.
 
     Attributes:
@@ -157,9 +157,8 @@ def check_camera(stage, path: str, source: str | None = None) -> Sdf.Path:
     if not prim:
         raise UsdInputError(f"--camera {path}: no such prim ({listed})", file=source)
     if not prim.IsA(UsdGeom.Camera):
-        kind = prim.GetTypeName() or "typeless prim"
-        article = "an" if kind[0].upper() in "AEIOU" else "a"
-        raise UsdInputError(f"--camera {path}: {article} {kind}, not a Camera ({listed})", file=source)
+        kind = prim.GetTypeName() or "none"
+        raise UsdInputError(f"--camera {path}: not a Camera (its type: {kind}; {listed})", file=source)
     return prim.GetPath()
 
 
@@ -188,7 +187,7 @@ def primary_camera(stage) -> tuple | None:
 # ---------------------------------------------------------------- a camera of the stage
 
 
-def stage_camera_view(stage, scene: Scene, path) -> View:
+def stage_camera_view(stage, scene: Scene, path) -> CameraView:
     """The view through the camera at ``path`` at each frame of ``scene``."""
     prim = stage.GetPrimAtPath(str(path))
     camera = UsdGeom.Camera(prim)
@@ -219,7 +218,7 @@ def stage_camera_view(stage, scene: Scene, path) -> View:
     if ortho and "orthographic" not in _WARNED:
         _WARNED.add("orthographic")
         log.warning("%s: an orthographic camera: the video shows it as authored, the page in perspective", path)
-    return View(eye, rotation, window, clip, target, f"through {path}", orthographic=bool(ortho))
+    return CameraView(eye, rotation, window, clip, target, f"through {path}", orthographic=bool(ortho))
 
 
 def _check_lens(gf, path: str, source) -> None:
@@ -297,7 +296,7 @@ def bounds_at(scene: Scene, indices, frame: int) -> tuple:
     return lo.min(axis=0, initial=np.inf), hi.max(axis=0, initial=-np.inf)
 
 
-def default_view(scene: Scene, follow: str | None = None, fixed: bool = False) -> View:
+def default_view(scene: Scene, follow: str | None = None, fixed: bool = False) -> CameraView:
     """Framed on the bodies (or the body ``follow``) at the first frame, from a three-quarter angle above,
     following their centre (``fixed``: still)."""
     indices = framed_parts(scene, follow)
@@ -321,7 +320,7 @@ def default_view(scene: Scene, follow: str | None = None, fixed: bool = False) -
         what = f"the default view, {'framed on' if fixed else 'following'} {follow}"
     else:
         what = "the default view" + ("" if fixed or not scene.animated else ", following the bodies")
-    return View(target + distance * back, np.broadcast_to(rotation, (n, 3, 3)), window, clip, target, what)
+    return CameraView(target + distance * back, np.broadcast_to(rotation, (n, 3, 3)), window, clip, target, what)
 
 
 def _track(scene: Scene, indices, one_body: bool) -> np.ndarray:

@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from ..errors import UsdInputError
-from .camera import View, default_view
+from .camera import CameraView, default_view
 from .floor import CELL_RGB, FLOOR_RGB, SECTION_RGB, floor
 from .scene import Scene
 
@@ -96,7 +96,7 @@ class SceneNodes:
             handle.visible = (colliders or not collider) and (world is None or w == world)
 
 
-def set_camera(server, scene: Scene, view: View | None = None) -> None:
+def set_camera(server, scene: Scene, view: CameraView | None = None) -> None:
     """Z up, plain lights, the reference floor where the stage has no ground
     (:func:`~newton_usd.view.floor.floor`), and the initial camera: ``view``'s at the first frame (default: the
     default view)."""
@@ -135,14 +135,14 @@ def _rgb255(rgb) -> tuple:
     return tuple(int(round(255 * c)) for c in rgb)
 
 
-def _up(view: View, frame: int) -> np.ndarray:
+def _up(view: CameraView, frame: int) -> np.ndarray:
     """The page camera's up: the world's (+Z), unless the camera is rolled (its right leaves the horizontal)."""
     if abs(view.rotation[frame, 2, 0]) > 1e-3:
         return view.up(frame)
     return np.array([0.0, 0.0, 1.0])
 
 
-def move_camera(server, view: View, frame: int, previous: int | None = None) -> None:
+def move_camera(server, view: CameraView, frame: int, previous: int | None = None) -> None:
     """Move the page's camera to ``view``'s at ``frame`` (recorded by the page's serializer, so that the player
     moves it at that frame's time), where it differs from ``previous``'s."""
     from viser import _messages  # noqa: PLC0415
@@ -188,7 +188,7 @@ def check_writable(path) -> None:
         raise UsdInputError(f"cannot write: {directory} is not a writable directory", file=path)
 
 
-def page_html(scene: Scene, colliders: bool = False, view: View | None = None) -> str:
+def page_html(scene: Scene, colliders: bool = False, view: CameraView | None = None) -> str:
     """The self-contained HTML page playing ``scene``, seen through ``view`` (default: the default view):
     its camera at the first frame is the page's initial camera, and where it moves, the player moves the
     page's camera with it at each frame."""
@@ -246,7 +246,7 @@ def _zstd_level(level: int):
         _infra.zstandard = real
 
 
-def write_page(scene: Scene, path, colliders: bool = False, view: View | None = None) -> int:
+def write_page(scene: Scene, path, colliders: bool = False, view: CameraView | None = None) -> int:
     """Write the page of ``scene`` seen through ``view`` to ``path`` (atomically: a failure leaves nothing
     there). Returns its size in bytes."""
     check_writable(path)

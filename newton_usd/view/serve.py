@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..errors import UsdInputError
-from .camera import View, default_view
+from .camera import CameraView, default_view
 from .page import SceneNodes, set_camera, start_server, stop_server
 from .scene import Scene, read_scene
 
@@ -46,7 +46,7 @@ class LiveScene:
             browser's camera moves with it as the frame changes.
     """
 
-    def __init__(self, server, scene: Scene, live: bool = False, view: View | None = None):
+    def __init__(self, server, scene: Scene, live: bool = False, view: CameraView | None = None):
         self.server = server
         self.scene = scene
         self.view = view if view is not None else default_view(scene, fixed=live)
@@ -97,7 +97,7 @@ class LiveScene:
                 self.frame.value = (int(self.frame.value) + 1) % self.scene.frames
 
 
-def serve(scene: Scene, port: int, view: View | None = None) -> int:
+def serve(scene: Scene, port: int, view: CameraView | None = None) -> int:
     """Serve ``scene`` seen through ``view`` on 127.0.0.1:``port`` until Ctrl-C. Returns 0."""
     check_port(port)
     server = start_server(HOST, port)

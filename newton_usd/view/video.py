@@ -5,7 +5,7 @@ The render-only MuJoCo model has one mocap body per part, holding one mesh geom 
 in its displayColor and displayOpacity, colliding with nothing), a light sky (a gradient skybox) and, where
 the stage has no ground, the reference floor (:mod:`~newton_usd.view.floor`: a plane textured with the grid);
 each frame sets the mocap poses, runs ``mj_kinematics``, sets the OpenGL camera of the
-:class:`~newton_usd.view.camera.View` (its pose, and its frustum fitted to the video's shape: lens shift,
+:class:`~newton_usd.view.camera.CameraView` (its pose, and its frustum fitted to the video's shape: lens shift,
 clipping range and an orthographic projection included), renders, and writes the clock (the shown frame's
 time and time code) in the top-left corner. It renders a recording whichever engine made it. The GL context is
 made here (not through ``mujoco.Renderer``, whose platform is fixed by ``MUJOCO_GL`` when mujoco is
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import NewtonUsdError, UsdInputError
 from .browser import EGL_PACKAGES, OSMESA_PACKAGE
-from .camera import View, default_view
+from .camera import CameraView, default_view
 from .floor import Floor, floor, grid_texture
 from .page import COLLIDER_OPACITY, atomic_output
 from .scene import Scene
@@ -162,7 +162,7 @@ def video_frames(scene: Scene, fps: float | None) -> np.ndarray:
 
 
 def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: bool = False,
-           view: View | None = None):  # fmt: skip
+           view: CameraView | None = None):  # fmt: skip
     """Yield the RGB frames (H, W, 3) uint8 of the recording, seen through ``view`` (default: the default
     view, :func:`~newton_usd.view.camera.default_view`)."""
     import mujoco  # noqa: PLC0415
@@ -204,7 +204,7 @@ def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: b
             ctx.free()
 
 
-def _set_camera(mjv_scene, view: View, frame: int, aspect: float) -> None:
+def _set_camera(mjv_scene, view: CameraView, frame: int, aspect: float) -> None:
     """Both eyes' OpenGL cameras of ``mjv_scene``: the view's pose at ``frame``, its window fitted to the
     picture's ``aspect`` and placed on the near plane (MuJoCo sets left and right from the aspect and the
     horizontal centre)."""
@@ -245,7 +245,7 @@ def _clock(scene: Scene, frame: int, seconds, width: int) -> str:
 
 
 def write_video(scene: Scene, path, size=(640, 480), fps: float | None = None, colliders: bool = False,
-                view: View | None = None) -> int:  # fmt: skip
+                view: CameraView | None = None) -> int:  # fmt: skip
     """Render ``scene`` through ``view`` (default: the default view) to the MP4 ``path`` (H.264; written to a
     temporary file and moved there, so that a failure leaves nothing). Returns the number of frames."""
     import av  # noqa: PLC0415
