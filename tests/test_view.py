@@ -371,6 +371,26 @@ def test_video_through_a_stage_camera(tmp_path, capsys, up, meters_per_unit):
         assert abs(height - tall) < 3, (height, tall)
 
 
+@needs_gl
+def test_video_through_an_orthographic_camera_with_lens_shift(tmp_path):
+    """An orthographic camera's aperture is its view's size (tenths of a stage unit), and its aperture offset
+    shifts the picture: the box looked at is a quarter of the width left of the middle."""
+    from pxr import Usd  # noqa: PLC0415
+
+    path = tracked_fall(tmp_path / "ortho.usda", frames=2, drop=0.0, camera="still", companion=False)
+    stage = Usd.Stage.Open(path)
+    cam = UsdGeom.Camera(stage.GetPrimAtPath("/Cam"))
+    cam.CreateProjectionAttr(UsdGeom.Tokens.orthographic)
+    cam.CreateHorizontalApertureAttr(20.0)  # 2 m by 1.5 m
+    cam.CreateVerticalApertureAttr(15.0)
+    cam.CreateHorizontalApertureOffsetAttr(5.0)
+    stage.Save()
+    out = tmp_path / "ortho.mp4"
+    assert cli.main(["video", path, "-o", str(out), "--size", "160x120", "--camera", "/Cam"]) == 0
+    x, y, height = _red_centroid(_decode(out)[0])
+    assert abs(x - 40) < 2 and abs(y - 60) < 2 and abs(height - 120 * 0.3 / 1.5) < 2, (x, y, height)
+
+
 def test_a_camera_that_is_not_there_is_one_line_exit_2(tmp_path, capsys):
     stage = tracked_fall(tmp_path / "cam.usda", frames=3, camera="still")
     before = set(os.listdir(tmp_path))
