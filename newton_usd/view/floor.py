@@ -106,7 +106,7 @@ def grid_texture(pixels: int = 1000) -> np.ndarray:
             image[k - 1 : k + 1, :] = cell
             image[:, k - 1 : k + 1] = cell
         section = np.round(np.array(SECTION_RGB) * 255)
-        edge = max(pixels // 330, 1)  # each side of the repeated texture's edge: a line twice that
+        edge = max(pixels // 160, 1)  # each side of the repeated texture's edge: a line twice that (1.2%)
         for band in (slice(0, edge), slice(pixels - edge, pixels)):
             image[band, :] = section
             image[:, band] = section

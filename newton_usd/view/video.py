@@ -137,7 +137,7 @@ def _add_floor(spec, grid: Floor) -> None:
     texture = spec.add_texture(name="grid", type=mujoco.mjtTexture.mjTEXTURE_2D, width=image.shape[1],
                                height=image.shape[0], nchannel=3)  # fmt: skip
     texture.data = image.tobytes()
-    material = spec.add_material(name="grid", texrepeat=[1.0 / grid.section] * 2, texuniform=True, reflectance=0.0)
+    material = spec.add_material(name="grid", texrepeat=[2.0 / grid.section] * 2, texuniform=True, reflectance=0.0)
     material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "grid"
     spec.worldbody.add_geom(
         name="floor",
