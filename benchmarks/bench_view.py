@@ -1,5 +1,7 @@
 """usdsim view / video: the page written for N bodies over F frames (seconds, MB), its load time in
-headless Chromium, and video frames per second at 640x480 including the encode.
+headless Chromium, and video frames per second at 640x480 including the encode; the default view's cost (its
+framing, the followed centre and the floor's ground test), timed apart, and the page's cost of the camera that
+follows (against ``--fixed``'s), as a ratio.
 
     PYTHONPATH=. python benchmarks/bench_view.py [--bodies 100,1000,10000] [--frames 600] [--no-browser]
 
@@ -24,9 +26,11 @@ from pxr import Gf, Sdf, Usd, UsdGeom
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from newton_usd.view.camera import default_view  # noqa: E402
+from newton_usd.view.floor import floor  # noqa: E402
 from newton_usd.view.page import write_page  # noqa: E402
 from newton_usd.view.poses import part_poses  # noqa: E402
-from newton_usd.view.scene import _stage_to_si, read_scene  # noqa: E402
+from newton_usd.view.scene import read_scene, stage_to_si  # noqa: E402
 
 COLORS = [(0.9, 0.2, 0.1), (0.1, 0.6, 0.9), (0.2, 0.8, 0.2), (0.9, 0.8, 0.1)]
 
@@ -117,7 +121,7 @@ def pose_seconds(path: str, times) -> tuple:
     out = []
     for xform_cache in (False, True):
         t = time.perf_counter()
-        part_poses(prims, times, _stage_to_si("Z", 1.0), xform_cache=xform_cache)
+        part_poses(prims, times, stage_to_si("Z", 1.0), xform_cache=xform_cache)
         out.append(time.perf_counter() - t)
     return tuple(out)
 
@@ -130,25 +134,37 @@ def main() -> None:
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as d:
-        read_scene(recording(os.path.join(d, "warm.usdc"), 2, 2))  # imports (trimesh, ...) before timing
+        warm = read_scene(recording(os.path.join(d, "warm.usdc"), 2, 2))  # imports (trimesh, ...) before timing
+        write_page(warm, os.path.join(d, "warm.html"))  # (viser's too)
         for n in [int(x) for x in args.bodies.split(",")]:
             path = recording(os.path.join(d, f"rec{n}.usdc"), n, args.frames)
             t0, c0 = time.perf_counter(), time.process_time()
             scene = read_scene(path)
             t1, c1 = time.perf_counter(), time.process_time()
             page = os.path.join(d, f"rec{n}.html")
-            size = write_page(scene, page)
+            t_view = time.perf_counter()
+            view = default_view(scene)
+            floor(scene)
+            t_view = time.perf_counter() - t_view
+            tp, cp = time.perf_counter(), time.process_time()
+            size = write_page(scene, page, view=view)
             t2, c2 = time.perf_counter(), time.process_time()
-            cpu = (c1 - c0, c2 - c1)
+            cpu = (c1 - c0, c2 - cp)
+            t_fixed = time.perf_counter()
+            fixed_size = write_page(scene, os.path.join(d, f"rec{n}_fixed.html"), view=default_view(scene, fixed=True))
+            t_fixed = time.perf_counter() - t_fixed
+            print(f"  {n} bodies: the default view and the floor in {t_view:.2f} s; the page that follows "
+                  f"{t2 - tp:.2f} s, {size / 1e6:.2f} MB against --fixed's {t_fixed:.2f} s, {fixed_size / 1e6:.2f} MB "
+                  f"({(t2 - tp) / t_fixed:.2f}x, {size / fixed_size:.3f}x)")  # fmt: skip
             if n == min(int(x) for x in args.bodies.split(",")) and n <= 1000:
                 fast, slow = pose_seconds(path, scene.times)
                 print(f"  {n} bodies: the poses read in {fast:.2f} s, through the XformCache {slow:.2f} s "
                       f"({slow / fast:.1f}x)")  # fmt: skip
             load = None if args.no_browser or n > 1000 else page_load_seconds(page)
             fps = video_fps(scene, args.frames) if n == 100 else None
-            rows.append((n, args.frames, t1 - t0, t2 - t1, size / 1e6, load, fps, cpu))
+            rows.append((n, args.frames, t1 - t0, t2 - tp, size / 1e6, load, fps, cpu))
             line = f"{n} bodies x {args.frames} frames: read {t1 - t0:.2f} s (cpu {cpu[0]:.2f}), "
-            line += f"page {t2 - t1:.2f} s (cpu {cpu[1]:.2f}), {size / 1e6:.1f} MB"
+            line += f"page {t2 - tp:.2f} s (cpu {cpu[1]:.2f}), {size / 1e6:.1f} MB"
             line += (f", load {load:.1f} s" if load else "") + (f", video {fps:.0f} fps" if fps else "")
             print(line, flush=True)
     print()

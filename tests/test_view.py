@@ -80,6 +80,43 @@ def tall_box(path, up):
     return str(path)
 
 
+def tracked_fall(path, frames=48, fps=24, drop=30.0, camera=None, up="Z", meters_per_unit=1.0, companion=True):
+    """A red box falling ``drop`` meters from 1 m over ``frames`` frames (free fall, no ground) beside a blue box
+    that falls 1 m and rests (``companion``); a recording as usdsim writes one. ``camera``: ``"still"`` adds
+    /Cam, a camera 6 m away level with the red box's start, looking at it; ``"tracking"`` moves that camera
+    down with the red box. Lengths are meters, authored in the stage's units and up axis."""
+    stage = new_stage(str(path), up=up, meters_per_unit=meters_per_unit, fps=fps)
+    k = 1.0 / meters_per_unit
+
+    def at(x, y, height):  # Z-up meters -> the stage's axes and units
+        return Gf.Vec3d(x * k, height * k, -y * k) if up == "Y" else Gf.Vec3d(x * k, y * k, height * k)
+
+    red = colored_box(stage, "/Falling", RED, at(2.0, 1.0, 1.0), size=0.3 * k)
+    blue = colored_box(stage, "/Dropped", BLUE, at(-1.0, 0.0, 1.15), size=0.3 * k) if companion else None
+    op = None
+    if camera:
+        cam = UsdGeom.Camera.Define(stage, "/Cam")
+        cam.CreateFocalLengthAttr(35.0)
+        cam.CreateClippingRangeAttr(Gf.Vec2f(0.1 * k, 1000.0 * k))
+        op = cam.AddTransformOp()
+    up_vec = Gf.Vec3d(0, 1, 0) if up == "Y" else Gf.Vec3d(0, 0, 1)
+    for f in range(frames):
+        height = 1.0 - drop * (f / (frames - 1)) ** 2
+        red.GetOrderedXformOps()[0].Set(at(2.0, 1.0, height), f)
+        if blue is not None:
+            blue.GetOrderedXformOps()[0].Set(at(-1.0, 0.0, max(0.15, 1.15 - 4.9 * (f / fps) ** 2)), f)
+        if op is not None and (camera == "tracking" or f == 0):
+            look = Gf.Matrix4d().SetLookAt(at(2.0, -5.0, height), at(2.0, 1.0, height), up_vec).GetInverse()
+            if camera == "tracking":
+                op.Set(look, f)
+            else:
+                op.Set(look)
+    stage.SetStartTimeCode(0)
+    stage.SetEndTimeCode(frames - 1)
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
 # ---------------------------------------------------------------- reading the stage
 
 
@@ -279,15 +316,14 @@ def test_video_frames_colors_and_motion(tmp_path, capsys):
     assert [len(_red_rows(frames[f])[0]) > 50 for f in (9, 10, 13, 14)] == [True, False, False, True]
     first, last = _red_rows(frames[0]), _red_rows(frames[-1])
     assert len(first[0]) > 50 and len(last[0]) > 50, "the red box is seen in the first and the last frame"
-    # The colour under the box is red (its displayColor), and it is lower in the image at the end.
+    # The colour under the box is red (its displayColor); the view follows it (the one moving body): it stays
+    # in the middle of the picture while the ground comes up behind it.
     y, x = int(np.median(first[0])), int(np.median(first[1]))
     h, s, _ = _hue(frames[0][y, x])
     assert (h < 0.05 or h > 0.95) and s > 0.5
-    assert np.median(last[0]) > np.median(first[0]) + 30
-    # The resting blue box stays put, and is blue.
-    b = frames[-1].astype(int)
-    blue = np.nonzero((b[..., 2] > 120) & (b[..., 2] > 1.5 * b[..., 0]))
-    assert len(blue[0]) > 50
+    for ys, xs in (first, last):  # (the lit faces are red: the box's middle is within a few pixels of theirs)
+        assert abs(np.median(xs) - 160) < 40 and abs(np.median(ys) - 120) < 40
+    assert (np.abs(frames[0].astype(int) - frames[-1]).sum(axis=2) > 60).mean() > 0.2
 
 
 @needs_gl
@@ -310,6 +346,139 @@ def test_video_without_gl_names_the_package(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "libegl-mesa0" in err and "libosmesa6" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "fall.mp4").exists()
+
+
+def _red_centroid(image):
+    ys, xs = _red_rows(image)
+    return (float(np.mean(xs)), float(np.mean(ys)), float(np.ptp(ys)) + 1) if len(xs) > 4 else None
+
+
+@needs_gl
+@pytest.mark.parametrize("up, meters_per_unit", [("Z", 1.0), ("Y", 0.01)])
+def test_video_through_a_stage_camera(tmp_path, capsys, up, meters_per_unit):
+    """--camera looks through the Camera prim at each frame (a camera tracking the falling red box keeps it in
+    the middle), with its focal length and apertures (the box's height in the picture), in the stage's units
+    and up axis."""
+    stage = tracked_fall(tmp_path / "cam.usda", frames=12, camera="tracking", up=up, meters_per_unit=meters_per_unit)
+    out = tmp_path / "cam.mp4"
+    assert cli.main(["video", stage, "-o", str(out), "--size", "160x120", "--camera", "/Cam"]) == 0
+    assert "through /Cam" in capsys.readouterr().out
+    # 0.3 m at 6 m through 35 mm: the default 20.955 x 15.2908 mm filmback fitted to 4:3 is 15.72 mm tall.
+    tall = 120 * (0.3 / 6.0) / (20.955 / (4 / 3) / 35.0)
+    for image in _decode(out)[::11]:
+        x, y, height = _red_centroid(image)
+        assert abs(x - 80) < 3 and abs(y - 60) < 3, (x, y)
+        assert abs(height - tall) < 3, (height, tall)
+
+
+@needs_gl
+def test_video_through_an_orthographic_camera_with_lens_shift(tmp_path):
+    """An orthographic camera's aperture is its view's size (tenths of a stage unit), and its aperture offset
+    shifts the picture: the box looked at is a quarter of the width left of the middle."""
+    from pxr import Usd  # noqa: PLC0415
+
+    path = tracked_fall(tmp_path / "ortho.usda", frames=2, drop=0.0, camera="still", companion=False)
+    stage = Usd.Stage.Open(path)
+    cam = UsdGeom.Camera(stage.GetPrimAtPath("/Cam"))
+    cam.CreateProjectionAttr(UsdGeom.Tokens.orthographic)
+    cam.CreateHorizontalApertureAttr(20.0)  # 2 m by 1.5 m
+    cam.CreateVerticalApertureAttr(15.0)
+    cam.CreateHorizontalApertureOffsetAttr(5.0)
+    stage.Save()
+    out = tmp_path / "ortho.mp4"
+    assert cli.main(["video", path, "-o", str(out), "--size", "160x120", "--camera", "/Cam"]) == 0
+    x, y, height = _red_centroid(_decode(out)[0])
+    assert abs(x - 40) < 2 and abs(y - 60) < 2 and abs(height - 120 * 0.3 / 1.5) < 2, (x, y, height)
+
+
+def test_a_camera_that_is_not_there_is_one_line_exit_2(tmp_path, capsys):
+    stage = tracked_fall(tmp_path / "cam.usda", frames=3, camera="still")
+    before = set(os.listdir(tmp_path))
+    for command in ("video", "view"):
+        for path, message in (
+            ("/Nope", "--camera /Nope: no such prim (the stage's cameras: /Cam)"),
+            ("/Falling", "--camera /Falling: not a Camera (its type: Cube; the stage's cameras: /Cam)"),
+            ("Cam", "--camera Cam: not an absolute prim path"),
+        ):
+            assert cli.main([command, stage, "--camera", path]) == 2
+            err = capsys.readouterr().err
+            assert message in err and len(err.strip().splitlines()) == 1, err
+    assert cli.main(["video", stage, "--follow", "/Nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--follow /Nope: no drawn gprim at or under this prim" in err and len(err.strip().splitlines()) == 1
+    assert set(os.listdir(tmp_path)) == before
+
+
+def test_the_primary_camera_is_used_without_camera(tmp_path):
+    """A stage whose render settings name a camera, or that Kit saved looking through one of its cameras, is
+    seen through it; --follow and --fixed ask for the default view."""
+    from pxr import Usd, UsdRender  # noqa: PLC0415
+
+    from newton_usd.view.camera import choose_view  # noqa: PLC0415
+
+    path = tracked_fall(tmp_path / "cam.usda", frames=3, camera="still")
+    stage = Usd.Stage.Open(path)
+    UsdGeom.Camera.Define(stage, "/Other")
+    scene = read_scene(stage)
+    assert choose_view(stage, scene).what == "the default view, following the bodies"
+    layer = stage.GetRootLayer()
+    layer.customLayerData = {"cameraSettings": {"boundCamera": "/OmniverseKit_Persp"}}  # Kit's, not in the file
+    assert choose_view(stage, scene).what.startswith("the default view")
+    layer.customLayerData = {"cameraSettings": {"boundCamera": "/Cam"}}
+    layer.Save()
+    view = choose_view(stage, scene)
+    assert view.what == "through /Cam (the camera Kit saved the stage looking through)"
+    np.testing.assert_allclose(view.eye[0], (2.0, -5.0, 1.0), atol=1e-9)
+    np.testing.assert_allclose(view.target[0], (2.0, 0.5, 1.0), atol=1e-9)  # the bodies' middle, on its axis
+    out = Sdf.Layer.CreateNew(str(tmp_path / "cam.sim.usda"))  # a recording sublayers the stage it simulated
+    out.subLayerPaths = ["./cam.usda"]
+    out.Save()
+    recording = Usd.Stage.Open(out.identifier)
+    assert choose_view(recording, read_scene(recording)).what.startswith("through /Cam (the camera Kit saved")
+    settings = UsdRender.Settings.Define(stage, "/Render/Settings")
+    settings.GetCameraRel().SetTargets(["/Other"])
+    layer.pseudoRoot.SetInfo("renderSettingsPrimPath", "/Render/Settings")
+    assert choose_view(stage, scene).what == "through /Other (the camera of the stage's render settings " \
+        "/Render/Settings)"  # fmt: skip
+    assert choose_view(stage, scene, fixed=True).what == "the default view"
+    assert choose_view(stage, scene, follow="/Falling").what == "the default view, following /Falling"
+
+
+@needs_gl
+def test_video_follows_a_falling_body_and_shows_the_grid_and_the_clock(tmp_path):
+    """--follow keeps a box falling 30 m in the middle third of every frame, where the default view follows
+    the middle of both falling boxes and --fixed lets it go; the stage has no ground, so the floor grid is drawn
+    under them (in the lower part of the picture), and the clock in the corner changes with the frame."""
+    stage = tracked_fall(tmp_path / "fall.usda", frames=24, fps=12)
+    runs = {}
+    for flag in ("--follow", "--fixed", None):
+        out = tmp_path / f"{flag}.mp4"
+        extra = {"--follow": ["--follow", "/Falling"], "--fixed": ["--fixed"], None: []}[flag]
+        assert cli.main(["video", stage, "-o", str(out), "--size", "120x90", *extra]) == 0
+        runs[flag] = _decode(out)
+    for image in runs["--follow"]:
+        x, y, _ = _red_centroid(image)
+        assert 40 <= x <= 80 and 30 <= y <= 60, (x, y)
+    assert _red_centroid(runs["--fixed"][-1]) is None, "the fixed view lets the box fall out of the picture"
+    assert any(c is None or not (30 <= c[1] <= 60) for c in map(_red_centroid, runs[None])), "the bodies' middle"
+    # The grid: light blue-grey in the lower third (its lines bluer still); the sky is above the horizon.
+    lower = runs["--fixed"][0][60:].astype(int)
+    grid = (lower[..., 2] - lower[..., 0] > 12) & (lower[..., 0] > 120)
+    assert grid.mean() > 0.5, grid.mean()
+    # The clock: text in the top-left corner, which changes from frame to frame (the view is still).
+    first, later = runs["--fixed"][0][:12, :60].astype(int), runs["--fixed"][12][:12, :60].astype(int)
+    assert np.ptp(first) > 100 and np.abs(first - later).max() > 100
+
+
+@needs_gl
+def test_a_stage_with_a_ground_has_no_grid_and_a_light_sky(tmp_path):
+    stage = falling_box(tmp_path / "fall.usda", frames=2)
+    out = tmp_path / "fall.mp4"
+    assert cli.main(["video", stage, "-o", str(out), "--size", "120x90"]) == 0
+    image = _decode(out)[0].astype(int)
+    lower = image[60:]
+    assert ((lower[..., 2] - lower[..., 0] > 12) & (lower[..., 0] > 120)).mean() < 0.01
+    assert image[20:, 0].min() > 150 or image[:20, 100].min() > 150, "a light background, not black"
 
 
 def test_value_clips_recording_is_read(tmp_path):
@@ -568,7 +737,7 @@ def test_fast_pose_reading_matches_the_xform_cache(tmp_path):
     orders (rotateXYZ, orient before translate, an inverse op), scaled and moving parents, a Y-up stage in
     centimetres."""
     from newton_usd.view.poses import part_poses  # noqa: PLC0415
-    from newton_usd.view.scene import _stage_to_si  # noqa: PLC0415
+    from newton_usd.view.scene import stage_to_si  # noqa: PLC0415
 
     stage = _poses_stage(tmp_path)
     names = ["Body/Geom", "Euler", "OrientFirst", "Sparse", "Skewed/Body", "Carrier/Rider", "Inverse", "Static",
@@ -576,7 +745,7 @@ def test_fast_pose_reading_matches_the_xform_cache(tmp_path):
     prims = [stage.GetPrimAtPath(f"/World/{n}") for n in names]
     assert all(prims)
     times = np.arange(12.0)
-    to_si = _stage_to_si("Y", 0.01)
+    to_si = stage_to_si("Y", 0.01)
     fast = part_poses(prims, times, to_si)
     slow = part_poses(prims, times, to_si, xform_cache=True)
     assert fast.how == {

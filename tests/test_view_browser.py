@@ -12,11 +12,11 @@ import io
 
 import numpy as np
 import pytest
-from test_view import BLUE, GREEN, RED, falling_box, tall_box, three_boxes
+from test_view import BLUE, GREEN, RED, falling_box, tall_box, three_boxes, tracked_fall
 
 from newton_usd.cli import view as cli
 from newton_usd.view.browser import browser_missing, launch
-from newton_usd.view.page import camera
+from newton_usd.view.camera import default_view
 from newton_usd.view.scene import read_scene
 
 pytestmark = pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing()))
@@ -85,10 +85,11 @@ class Loaded:
 
 
 def project(scene, point, width, height) -> tuple:
-    """Pixel (x, y) of a world point (meters, Z up) seen by the page's initial camera (three.js's
-    perspective: vertical field of view, square pixels)."""
-    c = camera(scene)
-    eye, target = np.asarray(c["position"], float), np.asarray(c["look_at"], float)
+    """Pixel (x, y) of a world point (meters, Z up) seen by the page's initial camera, the default view's at the
+    first frame (three.js's perspective: vertical field of view, square pixels)."""
+    view = default_view(scene)
+    c = {"fov": view.fovy(0)}
+    eye, target = view.eye[0], view.target[0]
     forward = (target - eye) / np.linalg.norm(target - eye)
     right = np.cross(forward, (0, 0, 1.0))
     right /= np.linalg.norm(right)
@@ -140,6 +141,9 @@ def test_colors_where_the_bodies_are_no_console_error(browser, tmp_path):
             x, y = project(scene, scene.positions[0, i], w, h)
             window = image[int(y) - 4 : int(y) + 5, int(x) - 4 : int(x) + 5]
             assert same_hue(window, rgb), f"{part.path} at ({x:.0f}, {y:.0f}) is {hue_of(window)}, not {rgb}"
+        # No ground in the stage: the floor grid under the boxes, light blue-grey, in the lower part.
+        lower = image[2 * h // 3 :].astype(int)
+        assert ((lower[..., 2] - lower[..., 0] > 12) & (lower[..., 0] > 140)).mean() > 0.3
         assert page.errors == []
     finally:
         page.close()
@@ -159,9 +163,11 @@ def test_falling_box_frames_differ_and_the_slider_moves_it(browser, tmp_path):
         late, late_frame = page.shot(), page.frame()
         page.check_time(start=10, fps=30)
         assert early_frame < 10 and late_frame > 50, (early_frame, late_frame)
-        assert np.abs(early.astype(int) - late.astype(int)).sum() > 0
-        (_, y0, _), (_, y1, _) = red_centroid(early), red_centroid(late)
-        assert y1 > y0 + 40, f"the box is lower later: y {y0:.0f} -> {y1:.0f}"
+        # The view follows the box (the one body that moves): it stays put on the page while the ground comes
+        # up behind it.
+        (x0, y0, _), (x1, y1, _) = red_centroid(early), red_centroid(late)
+        assert abs(x1 - x0) < 15 and abs(y1 - y0) < 15, f"the box is followed: ({x0}, {y0}) -> ({x1}, {y1})"
+        assert (np.abs(early.astype(int) - late.astype(int)).sum(axis=2) > 60).mean() > 0.1
         for fraction in (0.31, 0.62):  # mid-frame clocks, where a rounded or shifted time shows
             page.pause_and_seek(fraction)
             page.check_time(start=10, fps=30)
@@ -182,3 +188,27 @@ def test_y_up_and_z_up_stand_upright(browser, tmp_path, up):
         assert height > 2 * width, f"the 1 m tall box stands up: {width:.0f} x {height:.0f} pixels"
     finally:
         page.close()
+
+
+def test_the_page_looks_through_the_stage_camera(browser, tmp_path):
+    """--camera: the page's initial camera is the Camera prim's (a still camera looking at the red box, which
+    stays put, in a Y-up stage in centimetres: the page as it opens, whatever frame it plays), and where that
+    camera moves (it tracks the red box falling 30 m), the player moves the page's camera with it at each
+    frame."""
+    for camera, drop in (("still", 0.0), ("tracking", 30.0)):
+        stage = tracked_fall(tmp_path / f"{camera}.usda", frames=24, drop=drop, camera=camera, up="Y",
+                             meters_per_unit=0.01)  # fmt: skip
+        assert cli.main(["view", stage, "--camera", "/Cam"]) == 0
+        page = Loaded(browser, tmp_path / f"{camera}.html")
+        try:
+            for fraction in (None,) if camera == "still" else (0.0, 0.95):
+                if fraction is not None:
+                    page.pause_and_seek(fraction)
+                image = page.shot()
+                h, w = image.shape[:2]
+                x, y, _ = red_centroid(image)
+                assert abs(x - w / 2) < w / 12 and abs(y - h / 2) < h / 12, (camera, page.frame(), x, y, w, h)
+            assert camera == "still" or page.frame() > 20
+            assert page.errors == []
+        finally:
+            page.close()

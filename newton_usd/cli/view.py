@@ -1,12 +1,13 @@
 """``usdsim view`` and ``usdsim video``, and the run flags ``--view`` / ``--video OUT.mp4``.
 
-    usdsim view STAGE [-o PAGE.html] [--colliders] [--serve [--port N]]
-    usdsim video STAGE [-o OUT.mp4] [--size 640x480] [--fps F]
+    usdsim view STAGE [-o PAGE.html] [--colliders] [--serve [--port N]] [--camera PATH | --follow PRIM | --fixed]
+    usdsim video STAGE [-o OUT.mp4] [--size 640x480] [--fps F] [--camera PATH | --follow PRIM | --fixed]
 
 :func:`register` adds both subcommands to an argparse sub-parser set, :func:`run` runs a parsed one;
 :func:`add_run_flags` and :func:`after_run` give ``usdsim STAGE`` its ``--view`` and ``--video``.
-Bad input (a missing or non-USD file, a port in use, an output that cannot be written, no offscreen GL)
-is one line on stderr and exit 2, and nothing is written.
+Bad input (a missing or non-USD file, a port in use, an output that cannot be written, no offscreen GL, a
+``--camera`` that is not a camera of the stage, a ``--follow`` prim with nothing drawn) is one line on stderr and
+exit 2, and nothing is written.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def register(subparsers) -> None:
                    "invisible collision shapes), translucent")  # fmt: skip
     v.add_argument("--serve", action="store_true", help="serve the scene live on 127.0.0.1 instead of writing a page")
     v.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"--serve's port (default {DEFAULT_PORT})")
+    _add_view_flags(v)
     v.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     v.set_defaults(view_command="view")
     m = subparsers.add_parser(
@@ -46,8 +48,21 @@ def register(subparsers) -> None:
     m.add_argument("--size", default="640x480", help="WIDTHxHEIGHT in pixels (default 640x480)")
     m.add_argument("--fps", type=float, help="frames per second of the video (default: the stage's)")
     m.add_argument("--colliders", action="store_true", help="draw the colliders too, translucent")
+    _add_view_flags(m)
     m.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     m.set_defaults(view_command="video")
+
+
+def _add_view_flags(parser) -> None:
+    """Where the page or the video looks from (newton_usd.view.camera)."""
+    g = parser.add_argument_group("the view (default: the stage's primary camera, else framed on the bodies at "
+                                  "the first frame, from a three-quarter angle above, following them)")  # fmt: skip
+    x = g.add_mutually_exclusive_group()
+    x.add_argument("--camera", metavar="PATH", help="look through this Camera prim of the stage (its transform at "
+                   "each frame, focal length, apertures and clipping range)")  # fmt: skip
+    x.add_argument("--follow", metavar="PRIM", help="the default view, framed on this body (the gprims at or under "
+                   "the prim) and following it")  # fmt: skip
+    x.add_argument("--fixed", action="store_true", help="the default view, kept still at the first frame's framing")
 
 
 def view(argv) -> int:
@@ -101,20 +116,24 @@ def _view(args) -> int:
         from ..view.serve import check_port, serve  # noqa: PLC0415
 
         check_port(args.port)
-        scene = read_scene(open_stage(args.stage))
+        stage = open_stage(args.stage)
+        _check_camera(stage, args)
+        scene = read_scene(stage)
         if not _says_what_is_shown(scene, args):
             return EXIT_INPUT
-        return serve(scene, port=args.port)
+        return serve(scene, port=args.port, view=_choose_view(stage, scene, args))
     output = args.output or _default(args.stage, ".html")
     stage = open_stage(args.stage)
     check_writable(output)
+    _check_camera(stage, args)
     t = time.perf_counter()
     scene = read_scene(stage)
     if not _says_what_is_shown(scene, args):
         return EXIT_INPUT
-    size = write_page(scene, output, colliders=args.colliders)
-    print(f"usdsim view: wrote {output} ({size / 1e6:.1f} MB, {_what(scene)}, {time.perf_counter() - t:.1f} s): "
-          "open it in a browser")  # fmt: skip
+    view = _choose_view(stage, scene, args)
+    size = write_page(scene, output, colliders=args.colliders, view=view)
+    print(f"usdsim view: wrote {output} ({size / 1e6:.1f} MB, {_what(scene)}, {view.what}, "
+          f"{time.perf_counter() - t:.1f} s): open it in a browser{_other_cameras(stage, view)}")  # fmt: skip
     return 0
 
 
@@ -130,15 +149,45 @@ def _video(args) -> int:
     from ..view.page import check_writable  # noqa: PLC0415
 
     check_writable(output)
+    _check_camera(stage, args)
     check_gl()
     t = time.perf_counter()
     scene = read_scene(stage)
     if not _says_what_is_shown(scene, args):
         return EXIT_INPUT
-    frames = write_video(scene, output, size=size, fps=args.fps, colliders=args.colliders)
-    print(f"usdsim video: wrote {output} ({frames} frames, {size[0]}x{size[1]}, {_what(scene)}, "
-          f"{time.perf_counter() - t:.1f} s)")  # fmt: skip
+    view = _choose_view(stage, scene, args)
+    frames = write_video(scene, output, size=size, fps=args.fps, colliders=args.colliders, view=view)
+    print(f"usdsim video: wrote {output} ({frames} frames, {size[0]}x{size[1]}, {_what(scene)}, {view.what}, "
+          f"{time.perf_counter() - t:.1f} s){_other_cameras(stage, view)}")  # fmt: skip
     return 0
+
+
+def _check_camera(stage, args) -> None:
+    """``--camera``'s prim is a camera of the stage (else :class:`UsdInputError`), checked before reading."""
+    if getattr(args, "camera", None):
+        from ..view.camera import check_camera  # noqa: PLC0415
+
+        check_camera(stage, args.camera, args.stage)
+
+
+def _choose_view(stage, scene, args):
+    from ..view.camera import choose_view  # noqa: PLC0415
+
+    return choose_view(stage, scene, camera=getattr(args, "camera", None), follow=getattr(args, "follow", None),
+                       fixed=getattr(args, "fixed", False))  # fmt: skip
+
+
+def _other_cameras(stage, view) -> str:
+    """A hint naming the stage's cameras when the view is not through one of them."""
+    if view.what.startswith("through"):
+        return ""
+    from ..view.camera import cameras  # noqa: PLC0415
+
+    found = cameras(stage)
+    if not found:
+        return ""
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return f" (the stage's cameras: {', '.join(found[:3])}{more}; --camera PATH looks through one)"
 
 
 def _what(scene) -> str:

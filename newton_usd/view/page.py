@@ -18,6 +18,8 @@ import os
 import numpy as np
 
 from ..errors import UsdInputError
+from .camera import CameraView, default_view
+from .floor import CELL_RGB, FLOOR_RGB, SECTION_RGB, floor
 from .scene import Scene
 
 COLLIDER_OPACITY = 0.35
@@ -94,38 +96,71 @@ class SceneNodes:
             handle.visible = (colliders or not collider) and (world is None or w == world)
 
 
-def camera(scene: Scene) -> dict:
-    """The initial camera of a scene, framed from its bounds: from the front (-Y), above, Z up.
-
-    Returns:
-        ``position`` and ``look_at`` (meters), ``fov`` (vertical, radians), ``near``, ``far``.
-    """
-    lo, hi = scene.bounds()
-    center = (lo + hi) / 2
-    extent = max(float(np.linalg.norm(hi - lo)), 0.5)
-    return {
-        "position": center + 1.2 * extent * np.array([0.0, -0.92, 0.4]),
-        "look_at": center,
-        "fov": float(np.radians(50.0)),
-        "near": max(extent * 1e-3, 1e-4),
-        "far": extent * 100.0,
-    }
-
-
-def set_camera(server, scene: Scene) -> None:
-    """Z up, plain lights, and the initial camera of :func:`camera`."""
+def set_camera(server, scene: Scene, view: CameraView | None = None) -> None:
+    """Z up, plain lights, the reference floor where the stage has no ground
+    (:func:`~newton_usd.view.floor.floor`), and the initial camera: ``view``'s at the first frame (default: the
+    default view)."""
     server.scene.set_up_direction("+z")
     # Plain lights, no environment map: displayColor is seen as authored (the map's reflections wash it out).
     server.scene.configure_environment_map(hdri=None)
     server.scene.configure_default_lights(enabled=True, cast_shadow=False)
     server.scene.add_light_ambient("/lights/ambient", intensity=0.6)  # no face left black
-    cam = camera(scene)
-    server.initial_camera.up = (0.0, 0.0, 1.0)
-    server.initial_camera.look_at = tuple(float(c) for c in cam["look_at"])
-    server.initial_camera.position = tuple(float(c) for c in cam["position"])
-    server.initial_camera.fov = cam["fov"]
-    server.initial_camera.near = cam["near"]
-    server.initial_camera.far = cam["far"]
+    grid = floor(scene)
+    if grid is not None:
+        server.scene.add_grid(
+            "/floor",
+            width=2 * grid.half,
+            height=2 * grid.half,
+            plane="xy",
+            cell_size=grid.cell,
+            section_size=grid.section,
+            cell_color=_rgb255(CELL_RGB),
+            section_color=_rgb255(SECTION_RGB),
+            plane_color=_rgb255(FLOOR_RGB),
+            plane_opacity=1.0,
+            fade_distance=min(grid.half, 40 * grid.section),
+            shadow_opacity=0.0,
+            position=(grid.center[0], grid.center[1], grid.height),
+        )
+    view = view if view is not None else default_view(scene)
+    server.initial_camera.up = tuple(float(c) for c in _up(view, 0))
+    server.initial_camera.look_at = tuple(float(c) for c in view.target[0])
+    server.initial_camera.position = tuple(float(c) for c in view.eye[0])
+    server.initial_camera.fov = view.fovy(0)
+    server.initial_camera.near = float(view.clip[0, 0])
+    server.initial_camera.far = float(view.clip[0, 1])
+
+
+def _rgb255(rgb) -> tuple:
+    return tuple(int(round(255 * c)) for c in rgb)
+
+
+def _up(view: CameraView, frame: int) -> np.ndarray:
+    """The page camera's up: the world's (+Z), unless the camera is rolled (its right leaves the horizontal)."""
+    if abs(view.rotation[frame, 2, 0]) > 1e-3:
+        return view.up(frame)
+    return np.array([0.0, 0.0, 1.0])
+
+
+def move_camera(server, view: CameraView, frame: int, previous: int | None = None) -> None:
+    """Move the page's camera to ``view``'s at ``frame`` (recorded by the page's serializer, so that the player
+    moves it at that frame's time), where it differs from ``previous``'s."""
+    from viser import _messages  # noqa: PLC0415
+
+    def changed(a, b) -> bool:
+        return previous is None or not np.allclose(a, b, rtol=1e-7, atol=1e-9)
+
+    send = server._websock_server.queue_message  # (viser's own broadcast: what its initial_camera uses)
+    p = previous
+    if changed(_up(view, frame), _up(view, p) if p is not None else None):
+        send(_messages.SetCameraUpDirectionMessage(tuple(float(c) for c in _up(view, frame))))
+    if changed(view.fovy(frame), view.fovy(p) if p is not None else None):
+        send(_messages.SetCameraFovMessage(view.fovy(frame)))
+    if changed(view.eye[frame], view.eye[p] if p is not None else None) or changed(
+        view.target[frame], view.target[p] if p is not None else None
+    ):
+        send(_messages.SetCameraPositionMessage(tuple(float(c) for c in view.eye[frame])))
+        send(_messages.SetCameraLookAtMessage(tuple(float(c) for c in view.target[frame])))
 
 
 def start_server(host: str = "127.0.0.1", port: int = 0):
@@ -153,17 +188,26 @@ def check_writable(path) -> None:
         raise UsdInputError(f"cannot write: {directory} is not a writable directory", file=path)
 
 
-def page_html(scene: Scene, colliders: bool = False) -> str:
-    """The self-contained HTML page playing ``scene``."""
+def page_html(scene: Scene, colliders: bool = False, view: CameraView | None = None) -> str:
+    """The self-contained HTML page playing ``scene``, seen through ``view`` (default: the default view):
+    its camera at the first frame is the page's initial camera, and where it moves, the player moves the
+    page's camera with it at each frame."""
+    view = view if view is not None else default_view(scene)
     server = start_server()
     try:
-        set_camera(server, scene)
+        set_camera(server, scene, view)
         nodes = SceneNodes(server, scene, colliders=colliders, show_colliders=colliders)
         serializer = server.get_scene_serializer()
+        moves = view.moves()
+        if moves:  # (also when the player loops back to the first frame)
+            move_camera(server, view, 0)
         seconds = scene.seconds()
         for f in range(1, scene.frames):
             serializer.insert_sleep(float(seconds[f] - seconds[f - 1]))
-            nodes.pose(f, previous=f - 1)
+            with server.atomic():
+                nodes.pose(f, previous=f - 1)
+                if moves:
+                    move_camera(server, view, f, previous=f - 1)
         if scene.frames > 1:
             serializer.insert_sleep(1.0 / scene.frame_rate())  # the last frame is shown for a frame's duration
         with _zstd_level(ZSTD_LEVEL):
@@ -202,11 +246,11 @@ def _zstd_level(level: int):
         _infra.zstandard = real
 
 
-def write_page(scene: Scene, path, colliders: bool = False) -> int:
-    """Write the page of ``scene`` to ``path`` (atomically: a failure leaves nothing there). Returns its
-    size in bytes."""
+def write_page(scene: Scene, path, colliders: bool = False, view: CameraView | None = None) -> int:
+    """Write the page of ``scene`` seen through ``view`` to ``path`` (atomically: a failure leaves nothing
+    there). Returns its size in bytes."""
     check_writable(path)
-    text = page_html(scene, colliders=colliders)
+    text = page_html(scene, colliders=colliders, view=view)
     with atomic_output(path, ".html") as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     return os.path.getsize(path)

@@ -200,7 +200,7 @@ def read_scene(path_or_stage, frames: int | None = None) -> Scene:
     source = stage.GetRootLayer().identifier if isinstance(path_or_stage, Usd.Stage) else str(path_or_stage)
     up = str(UsdGeom.GetStageUpAxis(stage))
     mpu = float(UsdGeom.GetStageMetersPerUnit(stage)) or 1.0
-    to_si = _stage_to_si(up, mpu)
+    to_si = stage_to_si(up, mpu)
     fps = stage.GetTimeCodesPerSecond() or 24.0
 
     # Each part: its prim, its constant transform relative to an "anchor" prim, how to place the anchor.
@@ -289,7 +289,7 @@ class Reader:
         return None
 
 
-def _stage_to_si(up: str, mpu: float) -> np.ndarray:
+def stage_to_si(up: str, mpu: float) -> np.ndarray:
     """The row-vector 4x4 taking stage coordinates to meters, Z up (+90 degrees about X for a Y-up stage)."""
     m = np.eye(4) * mpu
     m[3, 3] = 1.0

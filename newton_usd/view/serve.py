@@ -4,6 +4,7 @@ show/hide colliders, and a world picker when the recording holds several worlds 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import socket
 import sys
@@ -13,6 +14,7 @@ import time
 import numpy as np
 
 from ..errors import UsdInputError
+from .camera import CameraView, default_view
 from .page import SceneNodes, set_camera, start_server, stop_server
 from .scene import Scene, read_scene
 
@@ -39,12 +41,16 @@ class LiveScene:
     Args:
         server: A ``viser.ViserServer``.
         scene: The scene.
+        live: A run being simulated (the frames grow; the view is the first frame's, still).
+        view: Where the camera is at each frame (default: the default view); where it moves, each
+            browser's camera moves with it as the frame changes.
     """
 
-    def __init__(self, server, scene: Scene, live: bool = False):
+    def __init__(self, server, scene: Scene, live: bool = False, view: CameraView | None = None):
         self.server = server
         self.scene = scene
-        set_camera(server, scene)
+        self.view = view if view is not None else default_view(scene, fixed=live)
+        set_camera(server, scene, self.view)
         self.nodes = SceneNodes(server, scene, colliders=True, show_colliders=False, all_move=live)
         gui = server.gui
         self.status = gui.add_markdown("") if live else None
@@ -73,6 +79,12 @@ class LiveScene:
         frame = min(frame, self.scene.frames - 1)
         self.nodes.pose(frame)
         self.time.value = self._time_text(frame)
+        if frame < self.view.frames and self.view.moves():
+            for client in self.server.get_clients().values():
+                with contextlib.suppress(AssertionError, ValueError):  # a browser whose camera is not yet known
+                    camera = client.camera
+                    camera.position = tuple(self.view.eye[frame])
+                    camera.look_at = tuple(self.view.target[frame])
 
     def _show(self) -> None:
         world = None if self.world is None or self.world.value == "all" else int(self.world.value)
@@ -85,11 +97,11 @@ class LiveScene:
                 self.frame.value = (int(self.frame.value) + 1) % self.scene.frames
 
 
-def serve(scene: Scene, port: int) -> int:
-    """Serve ``scene`` on 127.0.0.1:``port`` until Ctrl-C. Returns 0."""
+def serve(scene: Scene, port: int, view: CameraView | None = None) -> int:
+    """Serve ``scene`` seen through ``view`` on 127.0.0.1:``port`` until Ctrl-C. Returns 0."""
     check_port(port)
     server = start_server(HOST, port)
-    live = LiveScene(server, scene)
+    live = LiveScene(server, scene, view=view)
     print(f"usdsim view: serving {scene.source} at http://{HOST}:{server.get_port()} (Ctrl-C stops)", flush=True)
     stop = threading.Event()
     try:

@@ -2,8 +2,12 @@
 (EGL on Mesa's llvmpipe, or else OSMesa) and PyAV's H.264 encoder.
 
 The render-only MuJoCo model has one mocap body per part, holding one mesh geom (the part's triangles,
-in its displayColor and displayOpacity, colliding with nothing); each frame sets the mocap poses,
-runs ``mj_kinematics`` and renders. It renders a recording whichever engine made it. The GL context is
+in its displayColor and displayOpacity, colliding with nothing), a light sky (a gradient skybox) and, where
+the stage has no ground, the reference floor (:mod:`~newton_usd.view.floor`: a plane textured with the grid);
+each frame sets the mocap poses, runs ``mj_kinematics``, sets the OpenGL camera of the
+:class:`~newton_usd.view.camera.CameraView` (its pose, and its frustum fitted to the video's shape: lens shift,
+clipping range and an orthographic projection included), renders, and writes the clock (the shown frame's
+time and time code) in the top-left corner. It renders a recording whichever engine made it. The GL context is
 made here (not through ``mujoco.Renderer``, whose platform is fixed by ``MUJOCO_GL`` when mujoco is
 first imported): ``MUJOCO_GL=egl`` or ``osmesa`` chooses, else EGL when it works, else OSMesa.
 """
@@ -18,8 +22,13 @@ import numpy as np
 
 from ..errors import NewtonUsdError, UsdInputError
 from .browser import EGL_PACKAGES, OSMESA_PACKAGE
-from .page import COLLIDER_OPACITY, atomic_output, camera
+from .camera import CameraView, default_view
+from .floor import Floor, floor, grid_texture
+from .page import COLLIDER_OPACITY, atomic_output
 from .scene import Scene
+
+SKY_TOP = (0.86, 0.87, 0.89)
+SKY_HORIZON = (0.98, 0.98, 0.98)
 
 NO_GL = (
     f"no offscreen OpenGL for MuJoCo's renderer: install Debian's {' '.join(EGL_PACKAGES)} (EGL) or "
@@ -73,25 +82,25 @@ def check_gl() -> None:
         ctx.free()
 
 
-def render_model(scene: Scene, size: tuple, colliders: bool = False):
-    """The render-only MjModel of ``scene``'s drawn parts and its part indices (one mocap body each)."""
+def render_model(scene: Scene, size: tuple, colliders: bool = False, grid: Floor | None = None):
+    """The render-only MjModel of ``scene``'s drawn parts (and the floor ``grid``) and its part indices (one
+    mocap body each)."""
     import mujoco  # noqa: PLC0415
 
     spec = mujoco.MjSpec()
     spec.compiler.degree = False
     vis = spec.visual
     vis.global_.offwidth, vis.global_.offheight = size
-    vis.global_.fovy = float(np.degrees(camera(scene)["fov"]))
     vis.quality.shadowsize = 0
     vis.quality.offsamples = 0
     vis.headlight.ambient = [0.45, 0.45, 0.45]
     vis.headlight.diffuse = [0.55, 0.55, 0.55]
     vis.headlight.specular = [0.05, 0.05, 0.05]
-    vis.map.znear = 0.001
-    vis.map.zfar = 1000.0
-    lo, hi = scene.bounds(scene.visible(colliders))
-    spec.stat.extent = max(float(np.linalg.norm(hi - lo)), 0.5)
-    spec.stat.center = (lo + hi) / 2
+    spec.stat.extent = 1.0  # (the frustum is set each frame: the model's near and far only size the sky)
+    spec.add_texture(name="sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+                     rgb1=list(SKY_TOP), rgb2=list(SKY_HORIZON), width=64, height=64)  # fmt: skip
+    if grid is not None:
+        _add_floor(spec, grid)
     indices = scene.visible(colliders)
     meshes = {}
     for n, i in enumerate(indices):
@@ -120,6 +129,28 @@ def render_model(scene: Scene, size: tuple, colliders: bool = False):
     return model, np.array(indices, np.int64)
 
 
+def _add_floor(spec, grid: Floor) -> None:
+    """The floor: a plane in the world body, its texture one section of the grid repeated every section."""
+    import mujoco  # noqa: PLC0415
+
+    image = grid_texture()
+    texture = spec.add_texture(name="grid", type=mujoco.mjtTexture.mjTEXTURE_2D, width=image.shape[1],
+                               height=image.shape[0], nchannel=3)  # fmt: skip
+    texture.data = image.tobytes()
+    material = spec.add_material(name="grid", texrepeat=[2.0 / grid.section] * 2, texuniform=True, reflectance=0.0)
+    material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "grid"
+    spec.worldbody.add_geom(
+        name="floor",
+        type=mujoco.mjtGeom.mjGEOM_PLANE,
+        size=[grid.half, grid.half, grid.section],
+        pos=[grid.center[0], grid.center[1], grid.height],
+        material="grid",
+        rgba=[1.0, 1.0, 1.0, 1.0],
+        contype=0,
+        conaffinity=0,
+    )
+
+
 def video_frames(scene: Scene, fps: float | None) -> np.ndarray:
     """The scene frame shown at each video frame: one per recorded frame (``fps`` None), or the recording
     resampled to ``fps`` (the last recorded frame at or before each video frame's time)."""
@@ -130,31 +161,28 @@ def video_frames(scene: Scene, fps: float | None) -> np.ndarray:
     return np.searchsorted(seconds, np.arange(n) / fps + 1e-9, side="right") - 1
 
 
-def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: bool = False):
-    """Yield the RGB frames (H, W, 3) uint8 of the recording."""
+def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: bool = False,
+           view: CameraView | None = None):  # fmt: skip
+    """Yield the RGB frames (H, W, 3) uint8 of the recording, seen through ``view`` (default: the default
+    view, :func:`~newton_usd.view.camera.default_view`)."""
     import mujoco  # noqa: PLC0415
 
     width, height = size
+    view = view if view is not None else default_view(scene)
     ctx = _context(width, height)
     try:
-        model, indices = render_model(scene, size, colliders)
+        model, indices = render_model(scene, size, colliders, floor(scene))
         data = mujoco.MjData(model)
-        con = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_100)
+        con = mujoco.MjrContext(model, _font_scale(height))
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, con)
-        mjv_scene = mujoco.MjvScene(model, maxgeom=max(1000, 2 * len(indices)))
+        mjv_scene = mujoco.MjvScene(model, maxgeom=max(1000, 2 * len(indices) + 10))
         opt = mujoco.MjvOption()
         cam = mujoco.MjvCamera()
-        c = camera(scene)
-        offset = c["position"] - c["look_at"]
-        cam.type = mujoco.mjtCamera.mjCAMERA_FREE
-        cam.lookat[:] = c["look_at"]
-        cam.distance = float(np.linalg.norm(offset))
-        cam.azimuth = float(np.degrees(np.arctan2(-offset[1], -offset[0])))
-        cam.elevation = float(np.degrees(np.arcsin(-offset[2] / np.linalg.norm(offset))))
         viewport = mujoco.MjrRect(0, 0, width, height)
         rgb = np.empty((height, width, 3), np.uint8)
         geoms = model.body_geomadr[1:]  # part indices[n] is body n + 1, its one geom
         alpha = model.geom_rgba[geoms, 3].copy()
+        seconds = scene.seconds()
         for f in video_frames(scene, fps):
             data.mocap_pos[:] = scene.positions[f, indices]
             data.mocap_quat[:] = scene.wxyz[f, indices]
@@ -162,8 +190,12 @@ def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: b
             if shown is not None:  # an invisible part: transparent (MuJoCo does not draw a geom of alpha 0)
                 model.geom_rgba[geoms, 3] = np.where(shown, alpha, 0.0)
             mujoco.mj_kinematics(model, data)
+            model.vis.map.zfar = 0.5 * view.clip[f, 1]  # the sky's size: inside the far plane
             mujoco.mjv_updateScene(model, data, opt, None, cam, mujoco.mjtCatBit.mjCAT_ALL, mjv_scene)
+            _set_camera(mjv_scene, view, f, width / height)
             mujoco.mjr_render(viewport, mjv_scene, con)
+            mujoco.mjr_overlay(mujoco.mjtFont.mjFONT_NORMAL, mujoco.mjtGridPos.mjGRID_TOPLEFT, viewport,
+                               _clock(scene, f, seconds, width), "", con)  # fmt: skip
             mujoco.mjr_readPixels(rgb, None, viewport, con)
             yield rgb[::-1]
         con.free()
@@ -172,9 +204,50 @@ def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: b
             ctx.free()
 
 
-def write_video(scene: Scene, path, size=(640, 480), fps: float | None = None, colliders: bool = False) -> int:
-    """Render ``scene`` to the MP4 ``path`` (H.264; written to a temporary file and moved there, so that a
-    failure leaves nothing). Returns the number of frames."""
+def _set_camera(mjv_scene, view: CameraView, frame: int, aspect: float) -> None:
+    """Both eyes' OpenGL cameras of ``mjv_scene``: the view's pose at ``frame``, its window fitted to the
+    picture's ``aspect`` and placed on the near plane (MuJoCo sets left and right from the aspect and the
+    horizontal centre)."""
+    near, far = view.clip[frame]
+    left, right, bottom, top = view.window_for(frame, aspect)
+    scale = 1.0 if view.orthographic else near
+    for gl in mjv_scene.camera:
+        gl.pos[:] = view.eye[frame]
+        gl.forward[:] = view.forward(frame)
+        gl.up[:] = view.up(frame)
+        gl.frustum_center = (left + right) / 2 * scale
+        gl.frustum_width = (right - left) / 2 * scale
+        gl.frustum_bottom = bottom * scale
+        gl.frustum_top = top * scale
+        gl.frustum_near = near
+        gl.frustum_far = far
+        gl.orthographic = int(view.orthographic)
+
+
+def _font_scale(height: int):
+    import mujoco  # noqa: PLC0415
+
+    scales = mujoco.mjtFontScale
+    if height < 360:
+        return scales.mjFONTSCALE_50
+    return scales.mjFONTSCALE_100 if height < 900 else scales.mjFONTSCALE_150
+
+
+def _clock(scene: Scene, frame: int, seconds, width: int) -> str:
+    """The clock in the corner: the shown frame's time from the first frame and its time code (the time
+    only in a picture too narrow for both)."""
+    text = f"{seconds[frame]:.2f} s"
+    if width < 260:
+        return text
+    if not scene.animated:
+        return text + "   the authored pose"
+    return text + f"   frame {float(scene.times[frame]):g} / {float(scene.times[-1]):g}"
+
+
+def write_video(scene: Scene, path, size=(640, 480), fps: float | None = None, colliders: bool = False,
+                view: CameraView | None = None) -> int:  # fmt: skip
+    """Render ``scene`` through ``view`` (default: the default view) to the MP4 ``path`` (H.264; written to a
+    temporary file and moved there, so that a failure leaves nothing). Returns the number of frames."""
     import av  # noqa: PLC0415
 
     rate = fps or scene.frame_rate()
@@ -186,7 +259,7 @@ def write_video(scene: Scene, path, size=(640, 480), fps: float | None = None, c
         # veryfast: about 4 ms of CPU a frame at 640x480 here, the RGB to YUV conversion included; superfast
         # and ultrafast save 1 and 3 ms for files two and three times larger (see docs/viewing.md).
         stream.options = {"preset": "veryfast", "crf": "20"}
-        for rgb in render(scene, size, fps, colliders):
+        for rgb in render(scene, size, fps, colliders, view):
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
             for packet in stream.encode(frame):
                 container.mux(packet)
