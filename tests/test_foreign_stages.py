@@ -586,3 +586,58 @@ def test_check_leaves_out_a_joints_static_side_unless_its_collisions_are_enabled
     out = capsys.readouterr().out
     base = "/Base/Geom" if disabled_base else "/Base"
     assert re.search(rf"  - ({base} and /Cart|/Cart and {base}): 0.3 m", out), out
+
+
+def _quad_ground(path, left_handed):
+    """OpenUSD's usdPhysicsBoxOnQuad: a 0.2 m box dropped onto a ground of two triangles of zero thickness (a 2 m
+    quad at z = 0), their points wound clockwise seen from above: the faces' front is down (their back up), unless
+    the mesh says ``orientation = leftHanded``."""
+    stage = new_stage(path)
+    _quad_ground_prims(stage, left_handed)
+    add_box(stage, "/Box", 0.2, (0.3, 0.2, 0.6), mass=1.0)
+    stage.Save()
+
+
+def _quad_ground_prims(stage, left_handed):
+    quad = UsdGeom.Mesh.Define(stage, "/Quad")
+    quad.CreatePointsAttr([(-1, -1, 0), (1, -1, 0), (1, 1, 0), (-1, 1, 0)])
+    quad.CreateFaceVertexCountsAttr([3, 3])
+    quad.CreateFaceVertexIndicesAttr([0, 2, 1, 0, 3, 2])
+    if left_handed:
+        quad.CreateOrientationAttr(UsdGeom.Tokens.leftHanded)
+    UsdPhysics.CollisionAPI.Apply(quad.GetPrim())
+    return quad
+
+
+def test_mesh_triangles_face_where_usd_says():
+    """A leftHanded mesh and a mirrored one wind the other way round: their triangles are turned so that each
+    faces its front (right-handed), the side a one-sided collider collides."""
+    from newton_usd import ModelBuilder
+
+    up = {}
+    for left_handed, mirrored in ((False, False), (True, False), (False, True), (True, True)):
+        stage = new_stage()
+        quad = _quad_ground_prims(stage, left_handed)
+        if mirrored:
+            quad.AddScaleOp().Set(Gf.Vec3f(-1, 1, 1))
+        add_box(stage, "/Box", 0.2, (0, 0, 1))
+        builder = ModelBuilder()
+        builder.add_usd(stage)
+        mesh = builder.shape_source[builder.shape_label.index("/Quad")]
+        tri = mesh.vertices[mesh.indices.reshape(-1, 3)]
+        up[left_handed, mirrored] = np.sign(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])[:, 2]).tolist()
+    assert up == {(False, False): [-1, -1], (True, False): [1, 1], (False, True): [1, 1], (True, True): [-1, -1]}
+
+
+@pytest.mark.parametrize("engine", ("mujoco", "xpbd"))
+@pytest.mark.parametrize("left_handed", [False, True])
+def test_a_box_rests_on_a_two_triangle_ground_of_zero_thickness(tmp_path, engine, left_handed):
+    """Newton collides a triangle mesh on its triangles' front only: XPBD dropped the box through a ground whose
+    back faces up (frame 38 of OpenUSD's usdPhysicsBoxOnQuad). A flat mesh has no inside: Newton gets its triangles
+    both ways round, and rests the box on it from either side; MuJoCo collides a slab behind its faces (1% of the
+    ground's size: on the ground, or 2 cm above it where its back is up)."""
+    _quad_ground(tmp_path / "quad.usda", left_handed)
+    assert usdsim(tmp_path / "quad.usda", "--solver", engine, "-n", 60) == 0
+    z = positions(tmp_path / "quad.sim.usda", "/Box", [60])[0, 2]
+    slab = 0.02 if engine == "mujoco" and not left_handed else 0.0
+    assert z == pytest.approx(0.1 + slab, abs=0.004), z

@@ -308,7 +308,8 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
         return nb.add_shape_plane(body=body, xform=xform, width=width, length=length, cfg=cfg, label=label)
     if gt == GeoType.MESH:
         src = model.shape_source[s]
-        mesh = newton.Mesh(src.vertices.astype(np.float32), src.indices.astype(np.int32), compute_inertia=False)
+        indices = _two_sided(src.indices) if _flat(src.vertices) else src.indices
+        mesh = newton.Mesh(src.vertices.astype(np.float32), indices.astype(np.int32), compute_inertia=False)
         return nb.add_shape_mesh(body, xform=xform, mesh=mesh, scale=tuple(scale.tolist()), cfg=cfg, label=label)
     if gt == GeoType.HFIELD:
         src = model.shape_source[s]
@@ -321,6 +322,29 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
             diagnostics.add("height fields on moving bodies are static in Newton: attached to the world", label)
         return nb.add_shape_heightfield(xform=xform, heightfield=hf, cfg=cfg, label=label)
     return nb.add_shape(body=body, type=_GEO[gt], xform=xform, cfg=cfg, scale=tuple(scale.tolist()), label=label)
+
+
+FLAT = 1.0e-6
+"""A mesh whose vertices lie within this fraction of its size of one plane is flat (zero thickness)."""
+
+
+def _flat(vertices) -> bool:
+    """Whether a mesh's ``vertices`` lie in one plane (within :data:`FLAT` of its size): a surface of zero thickness,
+    a ground authored as a quad of two triangles (OpenUSD's usdPhysicsBoxOnQuad)."""
+    v = np.asarray(vertices, dtype=np.float64)
+    if len(v) < 3:
+        return True
+    spread = np.linalg.svd(v - v.mean(axis=0), compute_uv=False)
+    return bool(spread[-1] <= FLAT * max(spread[0], 1e-30))
+
+
+def _two_sided(indices) -> np.ndarray:
+    """A flat mesh's triangles both ways round. Newton collides a triangle mesh on the side its triangles face only
+    (a body behind a triangle passes through it), which suits a closed mesh; a flat one has no inside, and a body
+    on its back falls through (usdPhysicsBoxOnQuad's ground under XPBD). MuJoCo collides the mesh's convex hull,
+    from either side."""
+    tris = np.asarray(indices, dtype=np.int32).reshape(-1, 3)
+    return np.concatenate([tris, tris[:, ::-1]]).reshape(-1)
 
 
 PASSIVE_SOLVERS = ("featherstone", "semi_implicit")
