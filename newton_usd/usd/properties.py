@@ -21,6 +21,7 @@ from .resolver import RAD_PER_DEG, Candidate, Property
 
 _INF_UNSET = lambda v: v is None or (isinstance(v, float) and math.isinf(v))  # noqa: E731
 _NEG_UNSET = lambda v: v is None or v < 0  # noqa: E731
+_NEG_INF_UNSET = lambda v: v is None or (isinstance(v, float) and v == -math.inf)  # noqa: E731
 
 
 # ---------------------------------------------------------------- conversions (value, Context) -> SI
@@ -321,6 +322,40 @@ JOINT_PROPERTIES = (
     JOINT_SOLREF_LIMIT, JOINT_SOLIMP_LIMIT, JOINT_SOLREF_FRICTION, JOINT_SOLIMP_FRICTION, JOINT_ACTFRCLIMITED,
     JOINT_ACTFRCRANGE_MIN, JOINT_ACTFRCRANGE_MAX, JOINT_ACTGRAVCOMP, JOINT_SPRINGDAMPER,
 )  # fmt: skip
+
+
+
+def _limit_gain(v, ctx):
+    """A soft limit's stiffness or damping: per degree (angular) in stage units -> per radian, SI (newton:limit*,
+    physxLimit:*); infinity (a hard limit) kept."""
+    return _newton_damping(v, ctx)
+
+
+_LIMIT_GAINS: dict = {}
+
+
+def joint_limit_gains(instance: str) -> tuple:
+    """The soft-limit stiffness and damping of one DOF of a joint (PhysxLimitAPI's ``instance``: "angular" of a
+    revolute joint, "linear" of a prismatic one, "transX" ... "rotZ" of a generic one): ``newton:limitStiffness``
+    and ``newton:limitDamping`` (NewtonJointAPI, every DOF of the joint; -inf: the engine's default, inf: a hard
+    limit) over ``physxLimit:<instance>:stiffness`` and ``damping`` (0: hard), per degree for angular DOFs. One
+    tuple per instance (the resolver shares results per tuple)."""
+    gains = _LIMIT_GAINS.get(instance)
+    if gains is None:
+        suffix = "" if instance in ("angular", "linear") else f":{instance}"
+        gains = _LIMIT_GAINS[instance] = tuple(
+            Property(
+                f"limit_{name}{suffix}",
+                (C("newton", f"newton:limit{name.title()}", _limit_gain, _NEG_INF_UNSET),
+                 C("physx", f"physxLimit:{instance}:{name}", _limit_gain)),
+                default=0.0,
+                unit=unit,
+                check=_non_negative,
+            )  # fmt: skip
+            for name, unit in (("stiffness", "N*m/rad | N/m"), ("damping", "N*m*s/rad | N*s/m"))
+        )
+    return gains
+
 
 # ---------------------------------------------------------------- colliders
 SHAPE_MARGIN = Property(

@@ -146,6 +146,7 @@ def _host_arrays(model) -> dict:
         "joint_dof_dim", "joint_axis", "joint_limited", "joint_limit_lower", "joint_limit_upper", "joint_target_ke",
         "joint_target_kd", "joint_target_mode", "joint_target_pos", "joint_target_vel", "joint_effort_limit",
         "joint_drive_acceleration", "joint_armature", "joint_friction", "joint_articulation", "joint_world",
+        "joint_limit_ke", "joint_limit_kd",
     )  # fmt: skip
     return {name: getattr(model, name).numpy() for name in names}
 
@@ -427,6 +428,9 @@ def _add_joints(nb, model, a, limits, diagnostics, cones, passive: bool = False)
     default = newton.ModelBuilder.JointDofConfig()  # Newton's defaults of what we do not carry
     limit_ke = np.full(n_dof, default.limit_ke if limits.ke is None else limits.ke)
     limit_kd = np.full(n_dof, default.limit_kd if limits.kd is None else limits.kd)
+    soft = np.isfinite(a["joint_limit_ke"])  # the stage's soft limits (newton:limitStiffness, physxLimit:*) win
+    limit_ke[soft] = a["joint_limit_ke"][soft]
+    limit_kd[soft] = np.nan_to_num(a["joint_limit_kd"][soft], nan=0.0)
     order = np.arange(n_dof)  # Newton's DOF k is our DOF order[k]
     for j, (first, bounds) in cones.items():
         d0 = int(qd_start[j])

@@ -34,7 +34,14 @@ from ..convert import dof_refs
 from .actuators import add_drives, add_mjc_actuators
 from .constraints import add_distance_constraints, add_equalities, shifted_polycoef
 from .geoms import add_contact_pairs, add_geoms, built_geom_names
-from .joints import UNLIMITED_EFFORT, add_mj_joints, initial_motions, mj_inertial, principal_inertia
+from .joints import (
+    UNLIMITED_EFFORT,
+    add_mj_joints,
+    initial_motions,
+    mj_inertial,
+    principal_inertia,
+    soft_limit_solref,
+)
 from .options import OPTION_NAMES, apply_options, arena_bytes
 from .sites import add_sites
 from .tendons import add_tendons
@@ -263,6 +270,7 @@ def compile_spec(spec, handles, model, file=None):
         raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model{where}: {said}") from None
     body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles, _ = handles
     stiffen_cone_limits(mj_model, model, joint_handles)
+    soft_limit_solref(mj_model, model, dof_handles)
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
     m.body_mocap = mj_model.body_mocapid[m.body_mj] if len(m.body_mj) else np.zeros(0, np.int32)
