@@ -13,7 +13,7 @@ from ....core.quat import (
     xyzw_to_wxyz,
 )
 from ....core.types import JointType
-from .values import JOINT_VALUES, set_from
+from .values import JOINT_VALUES, force_space_solref, set_from
 
 _JOINT = {
     JointType.REVOLUTE: mujoco.mjtJoint.mjJNT_HINGE,
@@ -122,18 +122,10 @@ def add_mj_joints(body, j, a, model, names, dof_handles):
 
 def soft_limit_solref(mj_model, model, dof_handles) -> None:
     """Soft joint limits (``model.joint_limit_ke``/``joint_limit_kd``: ``newton:limitStiffness``,
-    ``physxLimit:<axis>:stiffness`` and their dampings) as the limits' ``solref``, where no ``mjc:solreflimit`` is
-    authored (NewtonJointAPI's stiffness cleared it at import), as Newton's MuJoCo solver converts its own.
-
-    Past its bound by more than the impedance's width (``solimp``), MuJoCo's limit holds a steady force with a
-    stiffness ``k / (A (1 - dmax))`` for a direct stiffness ``k`` (``solref = (-k, -b)``) and the DOF's inverse
-    weight ``A`` (``dof_invweight0``, at qpos0); likewise ``b`` for the damping. So the stage's force-space gains
-    become ``k = ke A (1 - dmax)``, ``b = kd A (1 - dmax)``, written as MuJoCo's positive ``(timeconst, dampratio) =
-    (2 / b, b / (2 sqrt(k)))``, the same spring, which MuJoCo's ``refsafe`` keeps at two steps or slower; without
-    damping, the direct ``(-k, 0)``. The steady force is the stage's; the way there is MuJoCo's: its impedance
-    takes up ``dmax`` of what pushes the joint past the bound at once and lets the rest settle at
-    ``sqrt(ke A (1 - dmax))`` rad/s, slower than the spring's ``sqrt(ke A)`` (a 1 kg bob on a 0.5 m arm against
-    57 N*m/rad: 3.4 rad/s instead of 15; Newton's Featherstone's penalty limit is the spring itself)."""
+    ``physxLimit:<axis>:stiffness`` and their dampings) as the limits' ``solref`` (:func:`.values.force_space_solref`:
+    the steady force past the bound is the stage's spring; MuJoCo's impedance settles there slower, a 1 kg bob 0.5 m
+    out against 57 N*m/rad at 3.4 rad/s instead of 15), where no ``mjc:solreflimit`` is authored (NewtonJointAPI's
+    stiffness cleared it at import)."""
     ke, kd = model.joint_limit_ke.numpy(), model.joint_limit_kd.numpy()
     authored = getattr(model.mujoco, "dof_solref_limit", None)
     for d in np.nonzero(np.isfinite(ke))[0]:
@@ -141,9 +133,7 @@ def soft_limit_solref(mj_model, model, dof_handles) -> None:
         if handle is None or (authored is not None and not np.isnan(authored[d]).any()):
             continue
         jid = handle.id
-        dmax = min(max(float(mj_model.jnt_solimp[jid][1]), 1e-4), 0.9999)  # (MuJoCo's clamp)
-        factor = float(mj_model.dof_invweight0[mj_model.jnt_dofadr[jid]]) * (1.0 - dmax)
-        k, b = max(float(ke[d]) * factor, 1e-15), float(np.nan_to_num(kd[d])) * factor
-        solref = [2.0 / b, b / (2.0 * np.sqrt(k))] if b > 0.0 else [-k, 0.0]
+        solref = force_space_solref(ke[d], np.nan_to_num(kd[d]), mj_model.dof_invweight0[mj_model.jnt_dofadr[jid]],
+                                    mj_model.jnt_solimp[jid][1])  # fmt: skip
         mj_model.jnt_solref[jid] = solref
         handle.solref_limit = solref  # (the spec saves what is simulated)
