@@ -17,7 +17,7 @@ from newton_usd import ModelBuilder
 from newton_usd.cli import main
 from newton_usd.solvers import SolverMuJoCo
 
-from stages import new_stage
+from stages import add_hinge, new_stage
 
 F = Sdf.ValueTypeNames
 DT = 1.0 / 480.0
@@ -50,17 +50,34 @@ def _link(stage, path, x, mass=1.0):
 def _hinge(stage, path, body0, body1, local0, angle=None):
     """A hinge about Y from ``body0`` (None: the world) at ``local0`` to ``body1``'s origin; ``angle``: its start
     (PhysicsJointStateAPI, degrees)."""
-    joint = UsdPhysics.RevoluteJoint.Define(stage, path)
-    if body0:
-        joint.CreateBody0Rel().SetTargets([Sdf.Path(body0)])
-    joint.CreateBody1Rel().SetTargets([Sdf.Path(body1)])
-    joint.CreateAxisAttr("Y")
-    joint.CreateLocalPos0Attr(Gf.Vec3f(*local0))
-    joint.CreateLocalPos1Attr(Gf.Vec3f(0, 0, 0))
+    prim = add_hinge(stage, path, body0, body1, local0, (0, 0, 0)).GetPrim()
     if angle is not None:
-        joint.GetPrim().AddAppliedSchema("PhysicsJointStateAPI:angular")
-        joint.GetPrim().CreateAttribute("state:angular:physics:position", F.Float).Set(angle)
-    return joint.GetPrim()
+        prim.AddAppliedSchema("PhysicsJointStateAPI:angular")
+        prim.CreateAttribute("state:angular:physics:position", F.Float).Set(angle)
+    return prim
+
+
+def _side_by_side(stage, mjcf, steps, every, start=None):
+    """Joint coordinates every ``every`` steps of ``steps``: ours (``stage`` through SolverMuJoCo) and native MuJoCo's
+    (``mjcf``, its first joint started at ``start`` rad), as two arrays; and our import."""
+    builder = ModelBuilder()
+    imported = builder.add_usd(stage)
+    model = builder.finalize("cpu")
+    solver = SolverMuJoCo(model, backend="cpu")
+    native = mujoco.MjModel.from_xml_string(mjcf)
+    data = mujoco.MjData(native)
+    if start is not None:
+        data.qpos[0] = start
+    s0, s1, control = model.state(), model.state(), model.control()
+    ours, theirs = [], []
+    for step in range(steps):
+        solver.step(s0, s1, control, None, DT)
+        s0, s1 = s1, s0
+        mujoco.mj_step(native, data)
+        if step % every == every - 1:
+            ours.append(s0.joint_q.numpy()[: native.nq].copy())
+            theirs.append(data.qpos.copy())
+    return np.array(ours), np.array(theirs), imported, solver.mj_model, native
 
 
 TENDON = dict(stiffness=0.05, damping=0.002, gearing=(1.0, -2.0), force=(1.0, 2.0), rest=3.0, offset=1.0)
@@ -104,27 +121,11 @@ def _chain_mjcf():
 
 
 def test_a_fixed_tendon_couples_two_joints_as_the_same_tendon_in_mjcf():
-    builder = ModelBuilder()
-    imported = builder.add_usd(_chain())
-    model = builder.finalize("cpu")
-    solver = SolverMuJoCo(model, backend="cpu")
+    ours, theirs, imported, mj, native = _side_by_side(_chain(), _chain_mjcf(), 480, 48, math.radians(20.0))
     assert not [k for k in imported.diagnostics.kinds if "tendon" in k], imported.diagnostics.kinds
-    native = mujoco.MjModel.from_xml_string(_chain_mjcf())
-    data = mujoco.MjData(native)
-    data.qpos[0] = math.radians(20.0)
-    s0, s1, control = model.state(), model.state(), model.control()
-    ours, theirs = [], []
-    for step in range(480):
-        solver.step(s0, s1, control, None, DT)
-        s0, s1 = s1, s0
-        mujoco.mj_step(native, data)
-        if step % 48 == 47:
-            ours.append(s0.joint_q.numpy()[:2].copy())
-            theirs.append(data.qpos[:2].copy())
-    ours, theirs = np.array(ours), np.array(theirs)
     assert np.ptp(theirs[:, 1]) > 0.1  # (the tendon moves the second joint)
     np.testing.assert_allclose(ours, theirs, atol=2e-4)
-    np.testing.assert_allclose(solver.mj_model.tendon_lengthspring, native.tendon_lengthspring)
+    np.testing.assert_allclose(mj.tendon_lengthspring, native.tendon_lengthspring)
 
 
 def test_physx_fixed_tendon_holds_a_link_at_its_deflection(tmp_path):
@@ -205,22 +206,8 @@ def _spatial_mjcf(gearing=1.0):
 
 @pytest.mark.parametrize("gearing", [1.0, 2.0])
 def test_a_spatial_tendon_pulls_as_the_same_tendon_in_mjcf(gearing):
-    builder = ModelBuilder()
-    builder.add_usd(_spatial(gearing=gearing))
-    model = builder.finalize("cpu")
-    solver = SolverMuJoCo(model, backend="cpu")
-    native = mujoco.MjModel.from_xml_string(_spatial_mjcf(gearing))
-    data = mujoco.MjData(native)
-    s0, s1, control = model.state(), model.state(), model.control()
-    ours, theirs = [], []
-    for step in range(240):
-        solver.step(s0, s1, control, None, DT)
-        s0, s1 = s1, s0
-        mujoco.mj_step(native, data)
-        if step % 24 == 23:
-            ours.append(float(s0.joint_q.numpy()[0]))
-            theirs.append(float(data.qpos[0]))
-    assert max(theirs) - min(theirs) > 0.05  # (lifted by the tendon)
+    ours, theirs, *_ = _side_by_side(_spatial(gearing=gearing), _spatial_mjcf(gearing), 240, 24)
+    assert np.ptp(theirs) > 0.05  # (lifted by the tendon)
     np.testing.assert_allclose(ours, theirs, atol=2e-4)
 
 
