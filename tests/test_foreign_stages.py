@@ -641,3 +641,21 @@ def test_a_box_rests_on_a_two_triangle_ground_of_zero_thickness(tmp_path, engine
     z = positions(tmp_path / "quad.sim.usda", "/Box", [60])[0, 2]
     slab = 0.02 if engine == "mujoco" and not left_handed else 0.0
     assert z == pytest.approx(0.1 + slab, abs=0.004), z
+
+
+def test_the_jointed_pair_and_the_quad_ground_from_python(tmp_path):
+    """The same two stages through Simulation (XPBD): the cart held still beside its static base, the box at rest
+    on the back of the two-triangle ground."""
+    from newton_usd.sim import Simulation
+
+    _jointed_static_pair(tmp_path / "pair.usda")
+    _quad_ground(tmp_path / "quad.usda", left_handed=False)
+    for name, body, where in (("pair", "/Cart", (0.7, 0.0, 1.0)), ("quad", "/Box", (0.3, 0.2, 0.1))):
+        sim = Simulation.open(str(tmp_path / f"{name}.usda"), solver="xpbd", device="cpu")
+        try:
+            sim.run(60)
+            q = sim.state.body_q.numpy()[sim.model.body_label.index(body)]
+        finally:
+            sim.close()
+        off = np.abs(q[:3] - where)
+        assert off[2] < 4e-3 and off[:2].max() < (4e-3 if name == "pair" else 0.02), (name, q)  # (the box slides)
