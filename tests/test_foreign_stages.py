@@ -525,3 +525,132 @@ def test_a_jointed_body_beyond_its_chains_reach_is_joints_come_apart():
     with pytest.raises(SimulationError, match=r"within 1 m of their anchor on the world: the joints came apart") as e:
         check.check(moved, 0.1, 6)
     assert e.value.label == "/B" and e.value.frame == 6
+
+
+def _jointed_static_pair(path, collision_enabled=None, disabled_base=False):
+    """PhysX's cart-pole benchmark as a prismatic joint from the static ``/Base`` cube to the ``/Cart`` cube, 0.3 m
+    in each other; ``physics:collisionEnabled`` authored only where given. ``disabled_base``: the base is a disabled
+    rigid body holding the cube collider (its colliders static) instead of a static collider."""
+    stage = new_stage(path)
+    if disabled_base:
+        holder = UsdGeom.Xform.Define(stage, "/Base")
+        holder.AddTranslateOp().Set(Gf.Vec3d(0, 0, 1))
+        UsdPhysics.RigidBodyAPI.Apply(holder.GetPrim()).CreateRigidBodyEnabledAttr(False)
+        base = UsdGeom.Cube.Define(stage, "/Base/Geom")
+    else:
+        base = UsdGeom.Cube.Define(stage, "/Base")
+        base.AddTranslateOp().Set(Gf.Vec3d(0, 0, 1))
+    base.CreateSizeAttr(1.0)
+    UsdPhysics.CollisionAPI.Apply(base.GetPrim())
+    add_box(stage, "/Cart", 1.0, (0.7, 0, 1), mass=1.0)
+    slider = UsdPhysics.PrismaticJoint.Define(stage, "/Slider")
+    slider.CreateBody0Rel().SetTargets([Sdf.Path("/Base")])
+    slider.CreateBody1Rel().SetTargets([Sdf.Path("/Cart")])
+    slider.CreateAxisAttr("X")
+    slider.CreateLocalPos0Attr(Gf.Vec3f(0.7, 0, 0))
+    if collision_enabled is not None:
+        slider.CreateCollisionEnabledAttr(collision_enabled)
+    stage.Save()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("collision_enabled", [None, True])
+def test_a_joints_static_side_does_not_collide_with_its_body_unless_enabled(tmp_path, engine, collision_enabled):
+    """UsdPhysics: a joint's two sides do not collide unless physics:collisionEnabled is true, a static collider on
+    one side included (PhysX's cart-pole: its cart on a prismatic joint from the static base, 0.3 m in it)."""
+    _jointed_static_pair(tmp_path / "pair.usda", collision_enabled)
+    code = usdsim(tmp_path / "pair.usda", "--solver", engine, "-n", 30)
+    moved = positions(tmp_path / "pair.sim.usda", "/Cart", [0, 5])[:, 0] - 0.7
+    if collision_enabled:
+        assert code == 0 if engine == "mujoco" else code in (0, 3)  # (XPBD, featherstone: flung at once)
+        assert moved[1] > 0.1, moved  # pushed out along the slider
+    else:
+        assert code == 0
+        np.testing.assert_allclose(positions(tmp_path / "pair.sim.usda", "/Cart", [0, 30]), [[0.7, 0, 1]] * 2,
+                                   atol=1e-3)  # fmt: skip
+
+
+@pytest.mark.parametrize("disabled_base", [False, True])
+def test_check_leaves_out_a_joints_static_side_unless_its_collisions_are_enabled(tmp_path, capsys, disabled_base):
+    _jointed_static_pair(tmp_path / "pair.usda", disabled_base=disabled_base)
+    assert main(["check", str(tmp_path / "pair.usda")]) == 0
+    out = capsys.readouterr().out
+    assert "in each other" not in out, out
+    _jointed_static_pair(tmp_path / "on.usda", True, disabled_base=disabled_base)
+    assert main(["check", str(tmp_path / "on.usda")]) == 0
+    out = capsys.readouterr().out
+    base = "/Base/Geom" if disabled_base else "/Base"
+    assert re.search(rf"  - ({base} and /Cart|/Cart and {base}): 0.3 m", out), out
+
+
+def _quad_ground(path, left_handed):
+    """OpenUSD's usdPhysicsBoxOnQuad: a 0.2 m box dropped onto a ground of two triangles of zero thickness (a 2 m
+    quad at z = 0), their points wound clockwise seen from above: the faces' front is down (their back up), unless
+    the mesh says ``orientation = leftHanded``."""
+    stage = new_stage(path)
+    _quad_ground_prims(stage, left_handed)
+    add_box(stage, "/Box", 0.2, (0.3, 0.2, 0.6), mass=1.0)
+    stage.Save()
+
+
+def _quad_ground_prims(stage, left_handed):
+    quad = UsdGeom.Mesh.Define(stage, "/Quad")
+    quad.CreatePointsAttr([(-1, -1, 0), (1, -1, 0), (1, 1, 0), (-1, 1, 0)])
+    quad.CreateFaceVertexCountsAttr([3, 3])
+    quad.CreateFaceVertexIndicesAttr([0, 2, 1, 0, 3, 2])
+    if left_handed:
+        quad.CreateOrientationAttr(UsdGeom.Tokens.leftHanded)
+    UsdPhysics.CollisionAPI.Apply(quad.GetPrim())
+    return quad
+
+
+def test_mesh_triangles_face_where_usd_says():
+    """A leftHanded mesh and a mirrored one wind the other way round: their triangles are turned so that each
+    faces its front (right-handed), the side a one-sided collider collides."""
+    from newton_usd import ModelBuilder
+
+    up = {}
+    for left_handed, mirrored in ((False, False), (True, False), (False, True), (True, True)):
+        stage = new_stage()
+        quad = _quad_ground_prims(stage, left_handed)
+        if mirrored:
+            quad.AddScaleOp().Set(Gf.Vec3f(-1, 1, 1))
+        add_box(stage, "/Box", 0.2, (0, 0, 1))
+        builder = ModelBuilder()
+        builder.add_usd(stage)
+        mesh = builder.shape_source[builder.shape_label.index("/Quad")]
+        tri = mesh.vertices[mesh.indices.reshape(-1, 3)]
+        up[left_handed, mirrored] = np.sign(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])[:, 2]).tolist()
+    assert up == {(False, False): [-1, -1], (True, False): [1, 1], (False, True): [1, 1], (True, True): [-1, -1]}
+
+
+@pytest.mark.parametrize("engine", ("mujoco", "xpbd"))
+@pytest.mark.parametrize("left_handed", [False, True])
+def test_a_box_rests_on_a_two_triangle_ground_of_zero_thickness(tmp_path, engine, left_handed):
+    """Newton collides a triangle mesh on its triangles' front only: XPBD dropped the box through a ground whose
+    back faces up (frame 38 of OpenUSD's usdPhysicsBoxOnQuad). A flat mesh has no inside: Newton gets its triangles
+    both ways round, and rests the box on it from either side; MuJoCo collides a slab behind its faces (1% of the
+    ground's size: on the ground, or 2 cm above it where its back is up)."""
+    _quad_ground(tmp_path / "quad.usda", left_handed)
+    assert usdsim(tmp_path / "quad.usda", "--solver", engine, "-n", 60) == 0
+    z = positions(tmp_path / "quad.sim.usda", "/Box", [60])[0, 2]
+    slab = 0.02 if engine == "mujoco" and not left_handed else 0.0
+    assert z == pytest.approx(0.1 + slab, abs=0.004), z
+
+
+def test_the_jointed_pair_and_the_quad_ground_from_python(tmp_path):
+    """The same two stages through Simulation (XPBD): the cart held still beside its static base, the box at rest
+    on the back of the two-triangle ground."""
+    from newton_usd.sim import Simulation
+
+    _jointed_static_pair(tmp_path / "pair.usda")
+    _quad_ground(tmp_path / "quad.usda", left_handed=False)
+    for name, body, where in (("pair", "/Cart", (0.7, 0.0, 1.0)), ("quad", "/Box", (0.3, 0.2, 0.1))):
+        sim = Simulation.open(str(tmp_path / f"{name}.usda"), solver="xpbd", device="cpu")
+        try:
+            sim.run(60)
+            q = sim.state.body_q.numpy()[sim.model.body_label.index(body)]
+        finally:
+            sim.close()
+        off = np.abs(q[:3] - where)
+        assert off[2] < 4e-3 and off[:2].max() < (4e-3 if name == "pair" else 0.02), (name, q)  # (the box slides)

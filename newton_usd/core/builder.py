@@ -81,6 +81,7 @@ class ModelBuilder:
         self.joint_target_pos, self.joint_target_vel = [], []
         self.joint_effort_limit, self.joint_armature, self.joint_friction = [], [], []
         self.joint_drive_acceleration = []
+        self.joint_limit_ke, self.joint_limit_kd = [], []  # soft limits (NaN: the engine's)
         # articulations
         self.articulation_label = []
         # body pairs (b1 < b2) that must not collide with each other
@@ -288,6 +289,8 @@ class ModelBuilder:
         target_mode: DriveMode | None = None,
         effort_limit: float = math.inf,
         drive_acceleration: bool = False,
+        limit_ke: float = math.nan,
+        limit_kd: float = math.nan,
         armature: float = 0.0,
         friction: float = 0.0,
         articulation: int = -1,
@@ -300,6 +303,7 @@ class ModelBuilder:
         Drive gains are SI (N/m, N*s/m, N*m/rad, N*m*s/rad); ``target_mode`` defaults to what the gains
         imply; with ``drive_acceleration`` the gains are accelerations per error (1/s^2, 1/s) that the
         solver scales by the DOF's effective inertia, so the motion does not depend on the mass.
+        ``limit_ke``/``limit_kd``: a soft limit's stiffness and damping (SI, per rad or m; NaN: the engine's).
         ``armature`` (kg*m^2 or kg) and ``friction`` (dry friction loss, N*m or N) apply to every DOF of
         the joint. The initial coordinates are zero; see :meth:`joint_q_from_body_q` to
         take them from the body poses instead. D6 joints: :meth:`add_joint_d6`.
@@ -322,6 +326,8 @@ class ModelBuilder:
                     target_mode,
                     effort_limit,
                     drive_acceleration,
+                    limit_ke,
+                    limit_kd,
                 )
             )
         else:
@@ -434,6 +440,10 @@ class ModelBuilder:
             self.joint_target_vel.append(float(ax.target_vel) if per_dof else 0.0)
             self.joint_effort_limit.append(float(ax.effort_limit))
             self.joint_drive_acceleration.append(bool(ax.drive_acceleration) and per_dof)
+            soft = limited and math.isfinite(ax.limit_ke) and ax.limit_ke > 0.0
+            self.joint_limit_ke.append(float(ax.limit_ke) if soft else math.nan)
+            kd = float(ax.limit_kd) if math.isfinite(ax.limit_kd) else 0.0
+            self.joint_limit_kd.append(max(kd, 0.0) if soft else math.nan)
             self.joint_armature.append(float(arm[d]))
             self.joint_friction.append(float(fri[d]))
         return len(self.joint_type) - 1

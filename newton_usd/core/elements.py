@@ -72,6 +72,10 @@ class JointAxis:
     drive_acceleration: bool = False
     """True: ``target_ke``/``target_kd`` are accelerations per error (1/s^2, 1/s), which the solver scales by
     the DOF's effective inertia every step (UsdPhysics acceleration drives); False: forces per error."""
+    limit_ke: float = math.nan
+    limit_kd: float = math.nan
+    """A soft limit: the stiffness and damping (N*m/rad, N*m*s/rad or N/m, N*s/m) with which the limit pushes back
+    past its bound; NaN: the engine's own (MuJoCo's hard constraint, Newton's penalty or hard limit)."""
 
 
 def to_pose(x):

@@ -35,7 +35,7 @@ _WORLD_ARRAYS = {
     "dof": (
         "joint_qd", "joint_axis", "joint_limited", "joint_limit_lower", "joint_limit_upper", "joint_target_ke",
         "joint_target_kd", "joint_target_mode", "joint_target_pos", "joint_target_vel", "joint_effort_limit",
-        "joint_drive_acceleration", "joint_armature", "joint_friction",
+        "joint_drive_acceleration", "joint_armature", "joint_friction", "joint_limit_ke", "joint_limit_kd",
     ),
     "equality": (
         "equality_type", "equality_anchor", "equality_active", "equality_relpose", "equality_label",
@@ -96,7 +96,8 @@ class Model:
       joint_q_start, joint_qd_start (length joint_count + 1), joint_q, joint_qd (initial),
       joint_axis, joint_limit_lower, joint_limit_upper, joint_limited, joint_target_ke,
       joint_target_kd, joint_target_mode, joint_drive_acceleration (gains are accelerations, scaled
-      by the DOF's effective inertia), joint_effort_limit, joint_armature, joint_friction (per DOF),
+      by the DOF's effective inertia), joint_effort_limit, joint_armature, joint_friction, joint_limit_ke,
+      joint_limit_kd (a soft limit's stiffness and damping; NaN: the engine's own limit) (per DOF),
       joint_articulation (-1: none), joint_world, joint_label.
     - equality_count, equality_type (0 connect, 1 weld, 2 joint), equality_body1, equality_body2 (-1:
       world), equality_anchor, equality_anchor2 (numpy; NaN: derived from the initial pose),

@@ -53,7 +53,7 @@ ELEMENT_LISTS = {
     "dof": (
         "joint_axis", "joint_limit_lower", "joint_limit_upper", "joint_limited", "joint_target_ke",
         "joint_target_kd", "joint_target_mode", "joint_target_pos", "joint_target_vel", "joint_effort_limit",
-        "joint_armature", "joint_friction", "joint_drive_acceleration",
+        "joint_armature", "joint_friction", "joint_drive_acceleration", "joint_limit_ke", "joint_limit_kd",
     ),
     "articulation": ("articulation_label",),
     "pair": ("body_collision_filter_pairs",),

@@ -1,11 +1,14 @@
-"""What must not collide: FilteredPairsAPI pairs, joints with ``physics:collisionEnabled = false``, the bodies of
+"""What must not collide: FilteredPairsAPI pairs, joints with ``physics:collisionEnabled = false`` (their two sides,
+a static collider or a disabled body on one side included), the bodies of
 an articulation whose self collisions are off (``newton:selfCollisionEnabled``,
 ``physxArticulation:enabledSelfCollisions``) and CollisionGroups (as MuJoCo contype/conaffinity bits).
 """
 
 from __future__ import annotations
 
-from pxr import UsdPhysics
+import re
+
+from pxr import Sdf, UsdPhysics
 
 from . import properties as props
 from .descriptors import OT, SHAPE_TYPES
@@ -23,7 +26,8 @@ cart and pole so: its cart's box, authored around the static rail, collides with
 
 def import_collision_filters(builder, stage, descs, result):
     """What must not collide: FilteredPairsAPI on bodies and colliders (body pairs; a body and a static
-    collider: a body-shape pair), joints with collisionEnabled = false (their bodies), every pair of bodies of an
+    collider: a body-shape pair), joints with collisionEnabled = false (their bodies; a side that is a static
+    collider or a disabled body: the other body against its colliders), every pair of bodies of an
     articulation whose root turns its self collisions off (:func:`_articulation_pairs`), and CollisionGroups
     with their filteredGroups (as contype/conaffinity bits in ``model.mujoco.geom_contype``/``geom_conaffinity``)."""
     diag = result.diagnostics
@@ -56,19 +60,59 @@ def import_collision_filters(builder, stage, descs, result):
                         static_pairs.add((body, shape))
                     continue
                 pairs.add((min(a, b), max(a, b)))
+    static_of = _static_sides(builder, descs, result)
     for joint_type in JOINT_OBJECT_TYPES:
-        for _, d in descs.get(joint_type, []):
+        for path, d in descs.get(joint_type, []):
             if d.collisionEnabled or not d.jointEnabled:
                 continue
             body0, body1 = d.body0, d.body1
             a, b = body_for(body0) if not body0.isEmpty else -1, body_for(body1) if not body1.isEmpty else -1
             if a is not None and b is not None and a != b and min(a, b) >= 0:
                 pairs.add((min(a, b), max(a, b)))
+                continue
+            # A side that is a static collider (or a disabled rigid body) is one of the joint's bodies, as PhysX
+            # takes it: the other side's body does not collide with its colliders.
+            for body, which in ((a, 1), (b, 0)):
+                if body is not None and body >= 0:
+                    static = _joint_target(stage, path, d, which)
+                    static_pairs.update((body, s) for s in static_of.get(static, ()))
     pairs |= _articulation_pairs(stage, descs, result, body_for)
     builder.body_collision_filter_pairs.extend(sorted(pairs))
     builder.body_shape_collision_filter_pairs.extend(sorted(static_pairs))
 
     _collision_groups(builder, stage, descs, result)
+
+
+def _static_sides(builder, descs, result) -> dict:
+    """The static colliders a joint target that is no simulated body stands for: prim path -> shape indices. A
+    static collider stands for itself (its parts, for a decomposed mesh), a disabled rigid body for its colliders
+    (static at its pose; USD's parser leaves their body, and the joint's target, empty)."""
+    out = {}
+    shape_body = builder.shape_body
+    disabled = {str(p) for p, d in descs.get(OT.RigidBody, []) if not d.rigidBodyEnabled}
+    for label, idx in result.shape_index.items():
+        if shape_body[idx] >= 0:
+            continue
+        path = _PART.sub("", label)
+        out.setdefault(path, []).append(idx)
+        if disabled and Sdf.Path.IsValidPathString(path):
+            owner = next((str(p) for p in reversed(Sdf.Path(path).GetPrefixes()) if str(p) in disabled), None)
+            if owner is not None and owner != path:
+                out.setdefault(owner, []).append(idx)
+    return out
+
+
+def _joint_target(stage, path, d, which) -> str | None:
+    """The prim path a joint's ``physics:body0``/``body1`` names (USD's parser empties a target that is a disabled
+    rigid body); None when it names none."""
+    target = d.body0 if which == 0 else d.body1
+    if not target.isEmpty:
+        return str(target)
+    targets = stage.GetPrimAtPath(path).GetRelationship(f"physics:body{which}").GetForwardedTargets()
+    return str(targets[0]) if targets else None
+
+
+_PART = re.compile(r":part\d+$")  # a convex part of a decomposed mesh collider (see colliders.import_shape)
 
 
 def _articulation_pairs(stage, descs, result, body_for) -> set:

@@ -52,7 +52,10 @@ def cone_mesh(radius: float, half_height: float, segments: int = CONE_SEGMENTS) 
 
 def read_mesh(prim, scale, file):
     """A UsdGeom.Mesh's triangles (polygons fan-triangulated), its points scaled by ``scale``; None
-    when it has no points or faces."""
+    when it has no points or faces. The triangles wind counterclockwise seen from their front (right-handed
+    normals), as USD means the faces: reversed for a ``leftHanded`` mesh and for a mirroring scale (an odd
+    number of negative components), so that a solver that collides a triangle on its front side only (Newton's)
+    and MuJoCo's slab behind a flat mesh see the side the author meant."""
     geom = UsdGeom.Mesh(prim)
     points = geom.GetPointsAttr().Get()
     counts = geom.GetFaceVertexCountsAttr().Get()
@@ -95,7 +98,10 @@ def read_mesh(prim, scale, file):
         first = np.repeat(starts, n_tris)
         k = np.arange(n_tris.sum()) - np.repeat(np.cumsum(n_tris) - n_tris, n_tris) + 1
         tris = np.stack([indices[first], indices[first + k], indices[first + k + 1]], axis=1)
-    return Mesh(points, tris.astype(np.int32))
+    mirrored = int(np.count_nonzero(np.asarray(scale, dtype=np.float64) < 0)) % 2 == 1
+    if mirrored != (geom.GetOrientationAttr().Get() == UsdGeom.Tokens.leftHanded):
+        tris = tris[:, ::-1]
+    return Mesh(points, np.ascontiguousarray(tris, dtype=np.int32))
 
 
 def read_heightfield(prim, result, ctx):

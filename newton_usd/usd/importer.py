@@ -9,6 +9,7 @@ joints oriented into trees rooted at the world and loop closures (:mod:`~newton_
 :mod:`~newton_usd.usd.joints`, its axes, limits and drives: :mod:`~newton_usd.usd.joint_axes`), initial joint states
 (:mod:`~newton_usd.usd.joint_states`), sites (:mod:`~newton_usd.usd.sites`), visual geoms
 (:mod:`~newton_usd.usd.gprims`), MuJoCo actuators, tendons and contact pairs (:mod:`~newton_usd.usd.mjc_elements`),
+PhysX tendons (:mod:`~newton_usd.usd.physx_tendons`),
 equalities (:mod:`~newton_usd.usd.equalities`), keyframes (:mod:`~newton_usd.usd.keyframes`), collision filters
 (:mod:`~newton_usd.usd.collision_filters`), and environments replicated as worlds (:mod:`~newton_usd.usd.envs`).
 Units and the up axis are converted once, where a value is read.
@@ -41,6 +42,7 @@ from .joints import import_distance_joints
 from .keyframes import import_keyframes
 from .mass import SHAPELESS_RADIUS, import_mass, resolve_massless
 from .mjc_elements import import_mjc_typed
+from .physx_tendons import import_physx_tendons
 from .resolver import DIALECTS, Resolver
 from .scan import MJC_TYPED, record_display_names, scan_stage
 from .scenes import (
@@ -221,6 +223,7 @@ def add_usd(
     import_sites(builder, typed["sites"], result, frame, ctx)
     import_visual_geoms(builder, typed["visuals"], result, frame, ctx)
     import_mjc_typed(builder, typed, result, ctx)
+    import_physx_tendons(builder, typed["physx_tendons"], result, frame, ctx)
     import_joint_equalities(builder, stage, result, ctx)
     import_tendon_equalities(builder, typed["MjcTendon"], result)
     import_keyframes(builder, typed["MjcKeyframe"], result, frame, order)

@@ -157,6 +157,7 @@ def add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulation
         for key in ("limit_lower", "limit_upper"):
             if kw.get(key) is not None:
                 kw[key] -= ref
+    soft_from_newton = _soft_limits(result, stage.GetPrimAtPath(path) if kinds else None, jt, kw, d6_axes, ctx)
     armature = tuple(per_kind[a]["armature"].value for a in kinds) or 0.0
     friction = tuple(per_kind[a]["frictionloss"].value for a in kinds) or 0.0
     first_dof = len(builder.joint_armature)
@@ -188,11 +189,34 @@ def add_joint(builder, path, d, jt, b0, b1, reverse, frame, result, articulation
     for name, key in _MUJOCO_DOF_VALUES.items():
         for k_dof, angular in enumerate(kinds):
             r = per_kind[angular][name]
-            if r.kind != "default":
+            if r.kind != "default" and not (name == "solref_limit" and soft_from_newton[k_dof]):
                 builder.set_mujoco("dof", key, first_dof + k_dof, r.value)
     for k_dof, angular in enumerate(kinds):
         _actuator_force_limit(builder, per_kind[angular], first_dof + k_dof, path, diag)
     result.joint_index[label] = j
+
+
+def _soft_limits(result, prim, jt, kw, d6_axes, ctx) -> list:
+    """Each DOF's soft limit (:func:`~newton_usd.usd.properties.joint_limit_gains`: ``newton:limitStiffness``,
+    ``physxLimit:<axis>:stiffness`` and their dampings) onto its axis (``kw`` of a revolute or prismatic joint, the
+    JointAxis of a generic one's); returns per DOF whether the stiffness is NewtonJointAPI's, which then wins over
+    an authored ``mjc:solreflimit`` (newton > mjc > physx)."""
+    if jt in (JointType.REVOLUTE, JointType.PRISMATIC):
+        axes = [(kw, "angular" if jt == JointType.REVOLUTE else "linear", jt == JointType.REVOLUTE)]
+    elif jt == JointType.D6:
+        axes = [(vars(ax), ("trans" if k < len(d6_axes[0]) else "rot") + "XYZ"[int(np.argmax(np.abs(ax.axis)))],
+                 k >= len(d6_axes[0])) for k, ax in enumerate(d6_axes[0] + d6_axes[1])]  # fmt: skip
+    else:
+        return [False] * (3 if jt == JointType.BALL else 0)
+    from_newton = []
+    for values, instance, angular in axes:
+        stiffness, damping = props.joint_limit_gains(instance)
+        gains = result.resolver.resolve_all(prim, (stiffness, damping), ctx.of_kind(angular))
+        ke, kd = gains[stiffness.name], gains[damping.name]
+        if values.get("limit_lower") is not None or values.get("limit_upper") is not None:
+            values["limit_ke"], values["limit_kd"] = ke.value, kd.value
+        from_newton.append(ke.kind == "authored" and ke.attribute.startswith("newton:"))
+    return from_newton
 
 
 def _actuator_force_limit(builder, resolved, dof, path, diag):

@@ -21,6 +21,7 @@ from .resolver import RAD_PER_DEG, Candidate, Property
 
 _INF_UNSET = lambda v: v is None or (isinstance(v, float) and math.isinf(v))  # noqa: E731
 _NEG_UNSET = lambda v: v is None or v < 0  # noqa: E731
+_NEG_INF_UNSET = lambda v: v is None or (isinstance(v, float) and v == -math.inf)  # noqa: E731
 
 
 # ---------------------------------------------------------------- conversions (value, Context) -> SI
@@ -322,6 +323,41 @@ JOINT_PROPERTIES = (
     JOINT_ACTFRCRANGE_MIN, JOINT_ACTFRCRANGE_MAX, JOINT_ACTGRAVCOMP, JOINT_SPRINGDAMPER,
 )  # fmt: skip
 
+
+def _limit_gain(v, ctx):
+    """A soft limit's stiffness or damping: per degree (angular) in stage units -> per radian, SI (newton:limit*,
+    physxLimit:*); infinity (a hard limit) kept."""
+    return _newton_damping(v, ctx)
+
+
+_LIMIT_GAINS: dict = {}
+
+
+def joint_limit_gains(instance: str) -> tuple:
+    """The soft-limit stiffness and damping of one DOF of a joint (PhysxLimitAPI's ``instance``: "angular" of a
+    revolute joint, "linear" of a prismatic one, "transX" ... "rotZ" of a generic one): ``newton:limitStiffness``
+    and ``newton:limitDamping`` (NewtonJointAPI, every DOF of the joint; -inf: the engine's default, inf: a hard
+    limit) over ``physxLimit:<instance>:stiffness`` and ``damping`` (0: hard), per degree for angular DOFs. One
+    tuple per instance (the resolver shares results per tuple)."""
+    gains = _LIMIT_GAINS.get(instance)
+    if gains is None:
+        suffix = "" if instance in ("angular", "linear") else f":{instance}"
+        gains = _LIMIT_GAINS[instance] = tuple(
+            Property(
+                f"limit_{name}{suffix}",
+                (
+                    C("newton", f"newton:limit{name.title()}", _limit_gain, _NEG_INF_UNSET),
+                    C("physx", f"physxLimit:{instance}:{name}", _limit_gain),
+                ),
+                default=0.0,
+                unit=unit,
+                check=_non_negative,
+            )
+            for name, unit in (("stiffness", "N*m/rad | N/m"), ("damping", "N*m*s/rad | N*s/m"))
+        )
+    return gains
+
+
 # ---------------------------------------------------------------- colliders
 SHAPE_MARGIN = Property(
     "margin",
@@ -480,6 +516,77 @@ MATERIAL_ROLLING = Property(
     unit="m",
     check=_non_negative,
 )
+
+
+# ---------------------------------------------------------------- PhysX tendons (PhysxSchema, multiple-apply)
+def _first(v):
+    """The first of a float[] (PhysX reads only the first gearing and force coefficient of an axis)."""
+    values = list(v) if not isinstance(v, (int, float)) else [v]
+    if not values:
+        raise ValueError("an empty array")
+    return float(values[0])
+
+
+def _gearing(v, ctx):
+    """A fixed tendon axis' gearing: tendon length per degree (angular; PhysX: distance/deg) or per distance, ->
+    meters per radian or per meter."""
+    return _first(v) * (ctx.meters_per_unit / RAD_PER_DEG if ctx.angular else 1.0)
+
+
+def _force_coefficient(v, ctx):
+    """A fixed tendon axis' force coefficient: the moment arm of the tendon's force (angular: distance) -> m."""
+    return _first(v) * (ctx.meters_per_unit if ctx.angular else 1.0)
+
+
+def _tendon_length(v, ctx):
+    return float(v) * ctx.meters_per_unit  # (-inf, inf kept: no limit, or PhysX's "from the start pose")
+
+
+def _tendon_gain(v, ctx):
+    """A tendon's stiffness (force/distance) or damping (force*time/distance): mass/time^2, mass/time -> SI."""
+    return float(v) * ctx.kilograms_per_unit
+
+
+_TENDON_ROOT = (
+    ("stiffness", _tendon_gain, 0.0),
+    ("damping", _tendon_gain, 0.0),
+    ("limitStiffness", _tendon_gain, 0.0),
+    ("offset", _tendon_length, 0.0),
+    ("tendonEnabled", _bool, True),
+)
+_TENDON_LIMITS = (("lowerLimit", _tendon_length, -math.inf), ("upperLimit", _tendon_length, math.inf))
+_TENDON = {  # kind -> (attribute, conversion, PhysX's fallback)
+    "axis": (("gearing", _gearing, 1.0), ("forceCoefficient", _force_coefficient, 1.0)),
+    "fixed_root": _TENDON_ROOT + (("restLength", _tendon_length, 0.0),) + _TENDON_LIMITS,
+    "spatial_root": _TENDON_ROOT,
+    "attachment": (
+        ("gearing", lambda v, ctx: float(v), 1.0),
+        ("localPos", _vec(3), (0.0, 0.0, 0.0)),
+        ("parentAttachment", None, ""),
+    ),
+    "leaf": (("restLength", _tendon_length, -math.inf),) + _TENDON_LIMITS,
+}
+_TENDON_PROPERTIES: dict = {}
+
+
+def physx_tendon_properties(kind: str, instance: str) -> tuple:
+    """The properties of one instance of a PhysX tendon API on a prim (``physxTendon:<instance>:<attribute>``), by
+    ``kind``: "axis" (PhysxTendonAxisAPI on a joint: gearing, forceCoefficient), "fixed_root" (what
+    PhysxTendonAxisRootAPI adds: stiffness, damping, limitStiffness, offset, tendonEnabled, restLength, lowerLimit,
+    upperLimit), "spatial_root" (PhysxTendonAttachmentRootAPI: the first five), "attachment" (PhysxTendonAttachmentAPI,
+    on a body: gearing, localPos, parentAttachment) or "leaf" (PhysxTendonAttachmentLeafAPI: restLength, lowerLimit,
+    upperLimit); PhysX's fallbacks as defaults (PhysxSchema is not registered here). Each named
+    ``<kind>:<instance>:<attribute>``; one tuple per (kind, instance)."""
+    key = (kind, instance)
+    table = _TENDON_PROPERTIES.get(key)
+    if table is None:
+        table = _TENDON_PROPERTIES[key] = tuple(
+            Property(
+                f"{kind}:{instance}:{attr}", (C("physx", f"physxTendon:{instance}:{attr}", convert),), default=default
+            )
+            for attr, convert, default in _TENDON[kind]
+        )
+    return table
 
 
 # ---------------------------------------------------------------- typed mjc prims (MjcActuator, MjcTendon)

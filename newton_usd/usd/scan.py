@@ -10,6 +10,7 @@ from pxr import Sdf, Tf, Usd
 from .gprims import VISUAL_API
 
 MJC_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")  # (MjcKeyframe: see usd/keyframes.py)
+PHYSX_TENDON = "PhysxTendon"  # (the prefix of PhysxSchema's tendon APIs: see usd/physx_tendons.py)
 
 _JOINT_TYPE = Tf.Type.FindByName("UsdPhysicsJoint")
 
@@ -17,12 +18,14 @@ _JOINT_TYPE = Tf.Type.FindByName("UsdPhysicsJoint")
 def scan_stage(stage, paths, type_names, exclude=(), resolver=None):
     """One traversal: the authored order of ``paths`` (``Sdf.Path``s of joints and rigid bodies; prim path
     string -> index), the prims of each of ``type_names`` (type name -> prims, in order), the site prims
-    (under "sites"), the MuJoCo visual geoms (under "visuals") and the authored displayNames of the prims an
+    (under "sites"), the MuJoCo visual geoms (under "visuals"), the joints and bodies with a PhysX tendon API
+    applied (under "physx_tendons": PhysxSchema is not registered here, so ``GetAppliedSchemas`` leaves its APIs out;
+    the prim's type info keeps them) and the authored displayNames of the prims an
     element can be labelled with (under "display_names", a dict: prim path -> name). The subtrees of
     ``exclude`` are skipped. The ``resolver``'s views of the joints, rigid bodies and colliders are prepared on
     the way."""
     order, typed = {}, {t: [] for t in type_names}
-    typed["sites"], typed["visuals"], display_names = [], [], {}
+    typed["sites"], typed["visuals"], typed["physx_tendons"], display_names = [], [], [], {}
     typed["display_names"] = display_names
     wanted = set(paths)
     skip = {Sdf.Path(p) for p in exclude}
@@ -53,6 +56,8 @@ def scan_stage(stage, paths, type_names, exclude=(), resolver=None):
                 path = prim.GetPath()
             if path in wanted:
                 order[str(path)] = len(order)
+                if any(s.startswith(PHYSX_TENDON) for s in prim.GetPrimTypeInfo().GetAppliedAPISchemas()):
+                    typed["physx_tendons"].append(prim)
             if resolver is not None:
                 resolver.add_view(prim, path, type_name, applied)
         if applied:

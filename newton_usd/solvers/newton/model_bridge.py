@@ -146,6 +146,7 @@ def _host_arrays(model) -> dict:
         "joint_dof_dim", "joint_axis", "joint_limited", "joint_limit_lower", "joint_limit_upper", "joint_target_ke",
         "joint_target_kd", "joint_target_mode", "joint_target_pos", "joint_target_vel", "joint_effort_limit",
         "joint_drive_acceleration", "joint_armature", "joint_friction", "joint_articulation", "joint_world",
+        "joint_limit_ke", "joint_limit_kd",
     )  # fmt: skip
     return {name: getattr(model, name).numpy() for name in names}
 
@@ -308,7 +309,8 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
         return nb.add_shape_plane(body=body, xform=xform, width=width, length=length, cfg=cfg, label=label)
     if gt == GeoType.MESH:
         src = model.shape_source[s]
-        mesh = newton.Mesh(src.vertices.astype(np.float32), src.indices.astype(np.int32), compute_inertia=False)
+        indices = _two_sided(src.indices) if _flat(src.vertices) else src.indices
+        mesh = newton.Mesh(src.vertices.astype(np.float32), indices.astype(np.int32), compute_inertia=False)
         return nb.add_shape_mesh(body, xform=xform, mesh=mesh, scale=tuple(scale.tolist()), cfg=cfg, label=label)
     if gt == GeoType.HFIELD:
         src = model.shape_source[s]
@@ -321,6 +323,29 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
             diagnostics.add("height fields on moving bodies are static in Newton: attached to the world", label)
         return nb.add_shape_heightfield(xform=xform, heightfield=hf, cfg=cfg, label=label)
     return nb.add_shape(body=body, type=_GEO[gt], xform=xform, cfg=cfg, scale=tuple(scale.tolist()), label=label)
+
+
+FLAT = 1.0e-6
+"""A mesh whose vertices lie within this fraction of its size of one plane is flat (zero thickness)."""
+
+
+def _flat(vertices) -> bool:
+    """Whether a mesh's ``vertices`` lie in one plane (within :data:`FLAT` of its size): a surface of zero thickness,
+    a ground authored as a quad of two triangles (OpenUSD's usdPhysicsBoxOnQuad)."""
+    v = np.asarray(vertices, dtype=np.float64)
+    if len(v) < 3:
+        return True
+    spread = np.linalg.svd(v - v.mean(axis=0), compute_uv=False)
+    return bool(spread[-1] <= FLAT * max(spread[0], 1e-30))
+
+
+def _two_sided(indices) -> np.ndarray:
+    """A flat mesh's triangles both ways round. Newton collides a triangle mesh on the side its triangles face only
+    (a body behind a triangle passes through it), which suits a closed mesh; a flat one has no inside, and a body
+    on its back falls through (usdPhysicsBoxOnQuad's ground under XPBD). MuJoCo collides the mesh's convex hull,
+    from either side."""
+    tris = np.asarray(indices, dtype=np.int32).reshape(-1, 3)
+    return np.concatenate([tris, tris[:, ::-1]]).reshape(-1)
 
 
 PASSIVE_SOLVERS = ("featherstone", "semi_implicit")
@@ -403,6 +428,9 @@ def _add_joints(nb, model, a, limits, diagnostics, cones, passive: bool = False)
     default = newton.ModelBuilder.JointDofConfig()  # Newton's defaults of what we do not carry
     limit_ke = np.full(n_dof, default.limit_ke if limits.ke is None else limits.ke)
     limit_kd = np.full(n_dof, default.limit_kd if limits.kd is None else limits.kd)
+    soft = np.isfinite(a["joint_limit_ke"])  # the stage's soft limits (newton:limitStiffness, physxLimit:*) win
+    limit_ke[soft] = a["joint_limit_ke"][soft]
+    limit_kd[soft] = np.nan_to_num(a["joint_limit_kd"][soft], nan=0.0)
     order = np.arange(n_dof)  # Newton's DOF k is our DOF order[k]
     for j, (first, bounds) in cones.items():
         d0 = int(qd_start[j])

@@ -56,6 +56,13 @@ _PER_DOF = (
         lambda a, mj: _mujoco_positive(mj, "dof_stiffness", len(a["joint_armature"])),
     ),
     (
+        "soft joint limits",
+        "newton:limitStiffness, physxLimit:*:stiffness",
+        ("xpbd", "kamino"),
+        "its limits are hard",
+        lambda a, mj: np.isfinite(a["joint_limit_ke"]),
+    ),
+    (
         "joint springs on spherical joints",
         "mjc:stiffness",
         ("featherstone", "semi_implicit"),

@@ -34,10 +34,17 @@ from ..convert import dof_refs
 from .actuators import add_drives, add_mjc_actuators
 from .constraints import add_distance_constraints, add_equalities, shifted_polycoef
 from .geoms import add_contact_pairs, add_geoms, built_geom_names
-from .joints import UNLIMITED_EFFORT, add_mj_joints, initial_motions, mj_inertial, principal_inertia
+from .joints import (
+    UNLIMITED_EFFORT,
+    add_mj_joints,
+    initial_motions,
+    mj_inertial,
+    principal_inertia,
+    soft_limit_solref,
+)
 from .options import OPTION_NAMES, apply_options, arena_bytes
 from .sites import add_sites
-from .tendons import add_tendons
+from .tendons import add_tendons, soft_tendon_limits
 from .values import ElementNames
 
 __all__ = [  # build_spec and compile_spec; the rest for the callers that import them from here
@@ -237,7 +244,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
 
     actuators = add_drives(spec, model, a, dof_handles)
     geom_names_by_label = built_geom_names(model, geom_handles)
-    tendon_names = add_tendons(spec, model, joint_handles, geom_names_by_label, site_names, diag)
+    tendon_names, soft_tendons = add_tendons(spec, model, joint_handles, geom_names_by_label, site_names, diag)
     add_contact_pairs(spec, model, geom_names_by_label, diag)
     add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag)
     add_distance_constraints(spec, model, body_handles)
@@ -246,7 +253,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     for label, time in zip(model.keyframe_label, model.keyframe_time, strict=True):
         spec.add_key(name=key_names(label), time=float(time))  # values: set by SolverMuJoCo after compiling
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles,
-                  labels)  # fmt: skip
+                  soft_tendons, labels)  # fmt: skip
 
 
 def compile_spec(spec, handles, model, file=None):
@@ -261,8 +268,10 @@ def compile_spec(spec, handles, model, file=None):
         if "out of memory" in said or "Could not allocate memory" in said:
             said += " (give MuJoCo more memory: usdsim --mujoco-memory MIB, Simulation.open(mujoco_memory=bytes))"
         raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model{where}: {said}") from None
-    body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles, _ = handles
+    body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles, soft, _ = handles
     stiffen_cone_limits(mj_model, model, joint_handles)
+    soft_limit_solref(mj_model, model, dof_handles)
+    soft_tendon_limits(mj_model, soft)
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
     m.body_mocap = mj_model.body_mocapid[m.body_mj] if len(m.body_mj) else np.zeros(0, np.int32)

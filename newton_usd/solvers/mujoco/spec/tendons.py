@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from .values import ElementNames, mj_limited
+from .values import ElementNames, force_space_solref, mj_limited
 
 
-def add_tendons(spec, model, joint_handles, geom_of, site_names, diag) -> dict:
+def add_tendons(spec, model, joint_handles, geom_of, site_names, diag) -> tuple[dict, list]:
     """Tendons (``model.mujoco.tendon``): fixed ones on joints, spatial ones through sites and around
     sphere/cylinder geoms (with side sites and pulley branches), with their limits, spring, damping and
-    friction; returns tendon path -> MuJoCo name. ``geom_of``: shape label -> MuJoCo geom name."""
-    names, unique = {}, ElementNames(model)
+    friction; returns (tendon path -> MuJoCo name, the soft limits: ``[(tendon, stiffness, damping)]`` of the
+    tendons whose limit is given in force space, PhysX's: :func:`soft_tendon_limits` after compiling). ``geom_of``:
+    shape label -> MuJoCo geom name."""
+    names, unique, soft = {}, ElementNames(model), []
     joint_of = {label: j for j, label in enumerate(model.joint_label)}
     for entry in getattr(model.mujoco, "tendon", None) or []:
         v = entry["values"]
@@ -67,4 +69,16 @@ def add_tendons(spec, model, joint_handles, geom_of, site_names, diag) -> dict:
         tendon.actfrcrange = [v["actuatorfrcrange:min"], v["actuatorfrcrange:max"]]
         tendon.group = int(v["group"])
         names[entry["path"]] = tendon.name
-    return names
+        if entry.get("limit_gains") is not None:
+            soft.append((tendon, *entry["limit_gains"]))
+    return names, soft
+
+
+def soft_tendon_limits(mj_model, soft) -> None:
+    """The limits of ``soft`` (:func:`add_tendons`' ``[(tendon, stiffness, damping)]``) as their ``solref``, from the
+    tendons' inverse weights at qpos0 (:func:`.values.force_space_solref`)."""
+    for tendon, ke, kd in soft:
+        tid = tendon.id
+        solref = force_space_solref(ke, kd, mj_model.tendon_invweight0[tid], mj_model.tendon_solimp_lim[tid][1])
+        mj_model.tendon_solref_lim[tid] = solref
+        tendon.solref_limit = solref

@@ -3,6 +3,8 @@ the importers record in ``model.mujoco`` (``mjc:*``, MJCF's own) set on the spec
 
 from __future__ import annotations
 
+import math
+
 import mujoco
 import numpy as np
 
@@ -29,6 +31,24 @@ class ElementNames:
         self.used.add(name)
         self.labels.setdefault(name, label)
         return name
+
+
+def force_space_solref(ke: float, kd: float, invweight: float, dmax: float) -> list:
+    """MuJoCo's ``solref`` of a limit that pushes back with a stiffness ``ke`` and damping ``kd`` (force-space: N/m,
+    N*m/rad, ...) past its bound, for a DOF or tendon of inverse weight ``invweight`` (``dof_invweight0``,
+    ``tendon_invweight0``) and an impedance ``dmax`` (``solimp[1]``), as Newton's MuJoCo solver converts its own.
+
+    Past the impedance's width MuJoCo's limit holds a steady force ``k / (A (1 - dmax))`` per unit of violation for a
+    direct stiffness ``k`` (``solref = (-k, -b)``) and inverse weight ``A``; likewise ``b``. So ``k = ke A (1 -
+    dmax)``, ``b = kd A (1 - dmax)``, written as the positive ``(timeconst, dampratio) = (2 / b, b / (2 sqrt(k)))``,
+    the same spring, which MuJoCo's ``refsafe`` keeps at two steps or slower; without damping, the direct
+    ``(-k, 0)``. The steady force is the stage's; the way there is MuJoCo's: its impedance takes up ``dmax`` of what
+    pushes past the bound at once and lets the rest settle at ``sqrt(ke A (1 - dmax))`` rad/s, slower than the
+    spring's ``sqrt(ke A)``."""
+    dmax = min(max(float(dmax), 1e-4), 0.9999)  # (MuJoCo's clamp)
+    factor = float(invweight) * (1.0 - dmax)
+    k, b = max(float(ke) * factor, 1e-15), max(float(kd), 0.0) * factor
+    return [2.0 / b, b / (2.0 * math.sqrt(k))] if b > 0.0 else [-k, 0.0]
 
 
 def mj_limited(token) -> int:
