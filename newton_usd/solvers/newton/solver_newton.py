@@ -336,7 +336,12 @@ class SolverNewton(SolverBase):
             full[:n] = values
             array.assign(full)
 
-    def update_parameters(self, model, names) -> set:
+    def update_parameters(self, model, names, rows=None) -> set:
+        """Write the values ``names`` of ``model`` into Newton's model, in place, and notify Newton's solver
+        (``notify_model_changed``: what it derives from them, e.g. Featherstone's spatial inertias, follows). A frame
+        captured on CUDA keeps replaying when ``model`` is the running one (its arrays edited in place: the graph
+        reads the same arrays); another model's arrays drop it. ``rows``: not needed (whole arrays are copied on the
+        device)."""
         names = set(names)
         leftover = names - set(_IN_PLACE) - {"gravity", "joint_target_pos", "joint_target_vel"}
         if leftover:
@@ -367,7 +372,8 @@ class SolverNewton(SolverBase):
             flags |= int(getattr(_MODEL_FLAGS, flag))
         if flags:
             self.newton_solver.notify_model_changed(flags)
-        self.frame_capture.invalidate(f"update_parameters({', '.join(sorted(names))})")
+        if model is not self.model:
+            self.frame_capture.invalidate(f"update_parameters({', '.join(sorted(names))}) of another model")
         self.model = model
         return set()
 
