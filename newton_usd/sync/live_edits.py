@@ -59,16 +59,23 @@ def relevant(path: Sdf.Path) -> bool:
 
 
 class StageWatcher:
-    """The edits made to ``stage`` since the last :meth:`take`; writes inside :meth:`muted` are not edits."""
+    """The edits made to ``stage`` since the last :meth:`take`; writes inside :meth:`muted` are not edits.
+
+    Attributes:
+        seen: every path edited since the watcher was made (what a host may put back when the run stops).
+    """
 
     def __init__(self, stage: Usd.Stage):
         self._edits = Edits()
         self._muted = 0
+        self.seen = set()
         self._listener = Tf.Notice.Register(Usd.Notice.ObjectsChanged, self._on_changed, stage)
 
     def _on_changed(self, notice, _stage) -> None:
         if self._muted:
             return
+        self.seen.update(notice.GetResyncedPaths())
+        self.seen.update(p for p in notice.GetChangedInfoOnlyPaths() if p.IsPropertyPath())
         self._edits.resynced.update(p for p in notice.GetResyncedPaths() if relevant(p))
         for p in notice.GetChangedInfoOnlyPaths():
             if relevant(p):
@@ -97,6 +104,40 @@ class StageWatcher:
         if self._listener is not None:
             self._listener.Revoke()
             self._listener = None
+
+
+def put_back(layer: Sdf.Layer, authored: Sdf.Layer, paths) -> int:
+    """Put ``layer``'s opinions at ``paths`` back as ``authored`` (a copy of it made earlier) holds them: a spec it had
+    is copied back, one it did not have is removed (and the ``over`` prims left empty by that). Returns the specs
+    put back."""
+    done = 0
+    with Sdf.ChangeBlock():
+        for path in sorted(set(paths), key=lambda p: (not p.IsPropertyPath(), -p.pathElementCount)):
+            then, now = authored.GetObjectAtPath(path), layer.GetObjectAtPath(path)
+            if then is not None:
+                Sdf.CopySpec(authored, path, layer, path)
+                done += 1
+            elif now is not None:
+                parent = layer.GetPrimAtPath(path.GetPrimPath() if path.IsPropertyPath() else path.GetParentPath())
+                if path.IsPropertyPath():
+                    parent.RemoveProperty(now)
+                elif parent is not None:
+                    del parent.nameChildren[now.name]
+                else:
+                    del layer.rootPrims[now.name]
+                done += 1
+            prim = path.GetPrimPath()
+            while prim != Sdf.Path.absoluteRootPath and authored.GetPrimAtPath(prim) is None:
+                spec = layer.GetPrimAtPath(prim)
+                if spec is None or spec.specifier != Sdf.SpecifierOver or spec.properties or spec.nameChildren:
+                    break
+                parent = layer.GetPrimAtPath(prim.GetParentPath())
+                if parent is not None:
+                    del parent.nameChildren[spec.name]
+                else:
+                    del layer.rootPrims[spec.name]
+                prim = prim.GetParentPath()
+    return done
 
 
 def xform_edit(path: Sdf.Path) -> bool:
