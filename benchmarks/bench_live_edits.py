@@ -7,7 +7,9 @@ half the links of chains of 8 capsules hanging from the world on driven revolute
 force limits, armature and joint friction authored). Each edit is made the way a user makes it while the run goes
 on (a gizmo drag, a slider): one property of one prim set on the stage, then one frame stepped. The frame applies
 the edit first (in place: no import of the stage, see ``newton_usd.simulation.in_place``), so its time over a plain
-frame's is what the edit costs. Plain and edited frames alternate on the same Simulation (the same contacts, the
+frame's is what the edit costs ("applied": in place; a new solver of the edited model where the engine compiles the
+value, no import; or an import of the stage and a rebuild, where the edit changes what is simulated). Plain and
+edited frames alternate on the same Simulation (the same contacts, the
 same state), ``--repeat`` of each per edit; the table shows the best of each and the ratio (the best: the machine's
 other work left out). The physics step is the one each engine estimates stable (``substeps="auto"``). The target:
 at most 1.5x.
@@ -101,6 +103,7 @@ def live_stage(n: int) -> Usd.Stage:
 def edits(stage: Usd.Stage) -> dict:
     """Edit name -> ``edit(k)``: the k-th edit of that kind (a new value each time, as a drag or a slider)."""
     box = stage.GetPrimAtPath("/Boxes/Box_0")
+    other = stage.GetPrimAtPath("/Boxes/Box_1")  # (switched: one edit on, the next off)
     joint = stage.GetPrimAtPath("/Chains/Chain_0/Joint_3")
     material = stage.GetPrimAtPath("/Looks/Rubber")
     scene = UsdPhysics.Scene(stage.GetPrimAtPath("/Scene"))
@@ -124,6 +127,9 @@ def edits(stage: Usd.Stage) -> dict:
         "joint friction": lambda k: attr(joint, "newton:friction").Set(0.001 * (k + 2)),
         "armature": lambda k: attr(joint, "newton:armature").Set(0.001 * (k + 2)),
         "gravity": lambda k: scene.GetGravityMagnitudeAttr().Set(9.81 - 0.01 * (k + 1)),
+        "collider on/off": lambda k: attr(other, "physics:collisionEnabled", Sdf.ValueTypeNames.Bool).Set(k % 2 == 1),
+        "kinematic on/off": lambda k: attr(other, "physics:kinematicEnabled", Sdf.ValueTypeNames.Bool).Set(k % 2 == 0),
+        "body on/off": lambda k: attr(other, "physics:rigidBodyEnabled", Sdf.ValueTypeNames.Bool).Set(k % 2 == 1),
     }
 
 
@@ -142,15 +148,21 @@ def measure(engine: str, n: int, repeat: int, settle: int):
     sim.run(settle)
     rows = []
     for name, edit in edits(stage).items():
-        rebuilds, applied = sim.rebuilds, sim.edits_applied
+        rebuilds, applied, solvers = sim.rebuilds, sim.edits_applied, set()
         plain, edited = [], []
         for k in range(repeat):
             plain.append(timed(sim.step_frame))
+            solvers.add(id(sim.solver))
             edit(k)
             edited.append(timed(sim.step_frame))
+            solvers.add(id(sim.solver))
         a, b = min(plain), min(edited)
         took = sim.edits_applied - applied
-        how = "rebuilt" if sim.rebuilds > rebuilds else ("in place" if took == repeat else f"{took}/{repeat}")
+        how = "in place" if took == repeat else f"{took}/{repeat} applied"
+        if sim.rebuilds > rebuilds:
+            how = "import, rebuilt"
+        elif len(solvers) > 1:
+            how = "new solver, no import"
         rows.append((name, a * 1e3, b * 1e3, b / a, how))
     sim.close()
     return sim.model.body_count, rows

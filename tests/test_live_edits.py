@@ -581,3 +581,25 @@ def test_a_captured_frame_keeps_replaying_after_value_edits(engine):
     assert capture.captures == 1 and capture.invalidations == 0, vars(capture)
     assert capture.replays >= 6
     assert sim.state.body_q.numpy()[b, 2] > 2.5  # moved up there, and falling at 5 m/s^2 from it
+
+
+@pytest.mark.parametrize("engine", [("mujoco", "cpu"), ("xpbd", None)], ids=["mujoco", "xpbd"])
+def test_a_collider_switched_off_lets_its_body_fall_through(engine, no_import):
+    """physics:collisionEnabled off while the box is on the ground: it falls through. MuJoCo takes it in place (the
+    geom's and its body's contact bits, as its compiler sets them; back on, they come back), Newton's solvers with a
+    new solver of the edited model (their collision pipelines precompute the pairs): no import either way."""
+    solver, backend = engine
+    sim = open_sim("boxes_on_ground.usda", solver=solver, backend=backend)
+    sim.run(40)
+    assert 0.05 < body_z(sim, "/World/Box") < 0.3  # (on the ground)
+    prim = sim.stage.GetPrimAtPath("/World/Box")
+    UsdPhysics.CollisionAPI(prim).GetCollisionEnabledAttr().Set(False)
+    sim.check_flung = False
+    sim.run(20)
+    assert body_z(sim, "/World/Box") < -0.2 and sim.rebuilds == 0
+    if solver == "mujoco":
+        m, g = sim.solver.mj_model, sim.solver.spec_map.shape_mj[sim.model.shape_label.index("/World/Box")]
+        assert m.geom_contype[g] == m.geom_conaffinity[g] == 0 and m.body_contype[m.geom_bodyid[g]] == 0
+        UsdPhysics.CollisionAPI(prim).GetCollisionEnabledAttr().Set(True)
+        sim.apply_edits()
+        assert m.geom_contype[g] == m.geom_conaffinity[g] == 1 and m.body_contype[m.geom_bodyid[g]] == 1

@@ -11,6 +11,7 @@ environment's prim: its world; a replicated stage's prim: every world, or world 
 - the mass properties (``physics:mass``, ``density``, ``centerOfMass``, ``diagonalInertia``, ``principalAxes``) of
   a body or of one of its colliders, a collider's material binding, a material's friction, restitution and
   density: the body's mass properties, the colliders' friction and restitution;
+- a collider's ``physics:collisionEnabled``: whether it collides;
 - any property of a joint: its limits, drive gains, targets and force limits, friction, armature and MuJoCo values
   (the joint is added again as the import adds it, into a builder of its own, and its rows compared);
 - the simulated PhysicsScene's gravity.
@@ -44,6 +45,7 @@ MASS_ATTRIBUTES = frozenset(
     ("physics:mass", "physics:density", "physics:centerOfMass", "physics:diagonalInertia", "physics:principalAxes")
 )
 VELOCITY_ATTRIBUTES = frozenset(("physics:velocity", "physics:angularVelocity"))
+_COLLISION_ENABLED = "physics:collisionEnabled"
 _PHYSICS_OPS = frozenset((OP_TRANSLATE, OP_ORIENT, OP_SCALE, OP_MATRIX))
 _SCHEMA_PREFIXES = ("Physics", "Mjc", "Newton", "Physx")
 _PRIM_FIELDS_KEPT = frozenset(
@@ -354,9 +356,12 @@ class Planner:
             raise NotInPlace(f"{path}: a collider moved on its body")
         binding = {n for n in names if n.startswith("material:binding")}
         mass = names & MASS_ATTRIBUTES
-        if names - binding - mass:
-            raise NotInPlace(f"{path}: {', '.join(sorted(names - binding - mass))} changed")
-        shapes = self.index.rows("shape", path, self.first)
+        other = names - binding - mass - {_COLLISION_ENABLED}
+        if other:
+            raise NotInPlace(f"{path}: {', '.join(sorted(other))} changed")
+        shapes = np.concatenate([self.index.rows("shape", label, self.first) for label in self._parts(path)])
+        if _COLLISION_ENABLED in names:
+            self._set_if_changed("shape", "shape_collision_enabled", shapes, self.read.collision_enabled(path))
         bodies = {int(self.index.shape_body[s]) for s in shapes}
         if binding:
             self.index.materials = None  # (the bindings changed: read again when next asked)
@@ -365,6 +370,13 @@ class Planner:
         if binding or mass:
             for label in {self.model.body_label[b] for b in bodies if b >= 0}:
                 self._mass(label, self.index.rows("body", label, self.first))
+
+    def _parts(self, path) -> list:
+        """The shape labels of collider ``path`` (a decomposed mesh: one per convex part, ``<path>:partN``)."""
+        labels = [path]
+        while f"{path}:part{len(labels)}" in self.index.shape:
+            labels.append(f"{path}:part{len(labels)}")
+        return labels
 
     def _material(self, path, names) -> None:
         labels = [lab for lab, m in self.index.shape_materials(self.stage).items() if m == path]

@@ -173,6 +173,14 @@ class LiveValues:
             out[label] = None if md is None else next(m for m in bound if known[m] is md)
         return out
 
+    def collision_enabled(self, path: str) -> bool:
+        """Whether the collider ``path`` collides (``physics:collisionEnabled``, as USD's parser reads it)."""
+        found = self.descriptors([path])[path]
+        d = next((found[t] for t in SHAPE_TYPES if t in found), None)
+        if d is None:
+            raise NotInPlace(f"{path} is no longer a collider")
+        return bool(d.collisionEnabled)
+
     def material_descriptor(self, path: str):
         """USD's descriptor of the physics material ``path`` (None: the prim is no physics material)."""
         return self.descriptors([path])[path].get(OT.RigidBodyMaterial)

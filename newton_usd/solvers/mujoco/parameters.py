@@ -32,7 +32,7 @@ class Parameters:
             "joint_limit_lower", "joint_limit_upper", "joint_limited", "joint_target_ke", "joint_target_kd",
             "joint_target_pos", "joint_target_vel", "joint_effort_limit", "joint_armature", "joint_friction",
             "shape_material_mu", "shape_material_mu_torsional", "shape_material_mu_rolling",
-            "shape_material_restitution",
+            "shape_material_restitution", "shape_collision_enabled",
         }
     )  # fmt: skip
     """Model values :meth:`update_parameters` writes into the compiled MuJoCo model (the targets are
@@ -142,10 +142,30 @@ class Parameters:
             built_shapes = smap.shape_mj >= 0
             m.geom_friction[smap.shape_mj[built_shapes]] = mu[built_shapes]
             fields.add("geom_friction")
+        if "shape_collision_enabled" in names:
+            fields |= self._write_collision_enabled(m, world, rows.get("shape"))
         if touched:  # subtree masses, inverse weights: MuJoCo's, for the trees of the bodies touched
             set_const_trees(m, self._data, touched)
             fields.update(_SET_CONST)
         return fields
+
+    def _write_collision_enabled(self, m, world, shapes) -> set:
+        """Colliders switched on or off: their geoms' contact bits (the model's ``mjc:contype``/``conaffinity``, else
+        MuJoCo's 1; 0 when off) and their bodies' (what any of its geoms collides with, as MuJoCo compiles them)."""
+        smap = self.spec_map
+        shapes = np.arange(len(smap.shape_mj)) if shapes is None else np.asarray(shapes, dtype=np.int64)
+        shapes = shapes[smap.shape_mj[shapes] >= 0]
+        on = world.shape_collision_enabled.numpy()[shapes].astype(bool)
+        geoms = smap.shape_mj[shapes]
+        for field, name in ((m.geom_contype, "geom_contype"), (m.geom_conaffinity, "geom_conaffinity")):
+            authored = getattr(world.mujoco, name, None)
+            bits = np.ones(len(shapes)) if authored is None else np.nan_to_num(np.asarray(authored)[shapes], nan=1.0)
+            field[geoms] = np.where(on, bits, 0).astype(field.dtype)
+        for b in set(m.geom_bodyid[geoms].tolist()):
+            mine = slice(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b])
+            m.body_contype[b] = np.bitwise_or.reduce(m.geom_contype[mine], initial=0)
+            m.body_conaffinity[b] = np.bitwise_or.reduce(m.geom_conaffinity[mine], initial=0)
+        return {"geom_contype", "geom_conaffinity", "body_contype", "body_conaffinity"}
 
     def _frames_hold(self, model, names, rows) -> bool:
         """Whether every body whose mass properties change keeps the inertial-frame classes the compiler gave it and

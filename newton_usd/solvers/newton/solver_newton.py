@@ -217,8 +217,9 @@ class SolverNewton(SolverBase):
         what it bakes in). Each step is :meth:`step`'s: collision, the solver, our exchange kernels.
 
         On CUDA the frame is one graph, captured once per (states, control, dt, substeps) and replayed
-        (:attr:`frame_capture`, :class:`.frame.FrameCapture`); :meth:`update_parameters` drops it. On the CPU, with
-        gradients, or where a capture is not possible, it runs eagerly: the same kernels."""
+        (:attr:`frame_capture`, :class:`.frame.FrameCapture`); :meth:`update_parameters` of another model drops it
+        (of the running one, its arrays written in place, it does not). On the CPU, with gradients, or where a
+        capture is not possible, it runs eagerly: the same kernels."""
         if substeps < 1:
             return
         self._frame_start(state_0, state_1)
