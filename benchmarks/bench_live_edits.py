@@ -133,6 +133,11 @@ def edits(stage: Usd.Stage) -> dict:
     }
 
 
+MAX_BODIES = {"kamino": 20}
+"""Engines measured on fewer bodies: Kamino refuses 1,000 bodies in one world (its dense Delassus matrix exceeds int32
+indexing), and on the CPU it takes 35 s a frame at 100."""
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -176,14 +181,17 @@ def main():
     p.add_argument("--settle", type=int, default=5, help="frames stepped before measuring")
     args = p.parse_args()
     print(f"Live edit cost ({args.bodies} bodies, CPU, ms per frame: best of {args.repeat}; target <= {TARGET}x)")
-    print(f"{'engine':<14} {'edit':<16} {'plain frame':>12} {'edited frame':>13} {'ratio':>7}  applied")
+    print(f"{'engine':<14} {'edit':<16} {'plain frame':>12} {'edited frame':>13} {'ratio':>7}  applied", flush=True)
     worst = 0.0
     for engine in args.engines:
-        bodies, rows = measure(engine, args.bodies, args.repeat, args.settle)
+        n = min(args.bodies, MAX_BODIES.get(engine, args.bodies))
+        bodies, rows = measure(engine, n, args.repeat, args.settle)
+        label = engine if n == args.bodies else f"{engine} ({bodies})"
         for name, a, b, ratio, how in rows:
-            worst = max(worst, ratio)
-            print(f"{engine:<14} {name:<16} {a:>12.2f} {b:>13.2f} {ratio:>6.2f}x  {how}")
-    print(f"worst ratio: {worst:.2f}x ({'within' if worst <= TARGET else 'over'} the target of {TARGET}x)")
+            worst = max(worst, ratio) if "import" not in how else worst
+            print(f"{label:<14} {name:<16} {a:>12.2f} {b:>13.2f} {ratio:>6.2f}x  {how}", flush=True)
+    print(f"worst ratio of the edits taken without an import: {worst:.2f}x "
+          f"({'within' if worst <= TARGET else 'over'} the target of {TARGET}x)")  # fmt: skip
 
 
 if __name__ == "__main__":

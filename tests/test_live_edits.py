@@ -481,6 +481,26 @@ def test_edits_inside_one_environment_leave_the_others(no_import):
     assert [m.body_mass[mj] for m in sim.solver.mj_models] == pytest.approx([1.0, 5.0, 1.0])
 
 
+def test_a_moved_environment_carries_its_free_bodies_and_the_stage_shows_them_there(no_import):
+    """An edited ancestor of bodies (an environment's Xform lifted 1 m) moves its free box with it (its hinged arm
+    stays held by its hinge to the world); the poses written after are where the stage shows them."""
+    from stages import environments
+
+    sim = Simulation.open(environments(n=2, style="flat"), env_root="/World/envs", device="cpu", record=True)
+    sim.run(3)
+    boxes = [sim.model.body_label.index(f"/World/envs/env_{w}/box") for w in range(2)]
+    before = sim.state.body_q.numpy()[boxes].copy()
+    env = UsdGeom.Xformable(sim.stage.GetPrimAtPath("/World/envs/env_1"))
+    env.GetOrderedXformOps()[0].Set(Gf.Vec3d(*(np.array(env.GetOrderedXformOps()[0].Get()) + [0, 0, 1.0]).tolist()))
+    sim.apply_edits()
+    after = sim.state.body_q.numpy()[boxes]
+    assert after[1, 2] == pytest.approx(before[1, 2] + 1.0, abs=1e-5)
+    np.testing.assert_allclose(after[0], before[0], atol=1e-6)
+    sim.step_frame()
+    shown = world_pos(sim.stage, "/World/envs/env_1/box", sim.time_code)
+    np.testing.assert_allclose(shown, sim.state.body_q.numpy()[boxes[1], :3], atol=1e-4)
+
+
 def test_replicated_edit_reaches_every_world_or_only_the_first(no_import):
     sim = open_sim("cartpole.usda", worlds=2)
     sim.run(2)

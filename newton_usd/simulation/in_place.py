@@ -120,12 +120,12 @@ class ModelIndex:
             if b >= 0:
                 self.shapes_of[int(b)].append(s)
         self.tree = JointTree(model)
-        self.ancestors = set()
-        for label in model.body_label:
-            path = Sdf.Path(label) if Sdf.Path.IsValidPathString(label) else None
-            while path is not None and path != Sdf.Path.absoluteRootPath:
-                path = path.GetParentPath()
-                self.ancestors.add(str(path))
+        self.ancestors = _ancestors(set(model.body_label), self_too=False)
+        static = {label for label, b in zip(model.shape_label, self.shape_body, strict=True) if b < 0}
+        static |= {label for label, b in zip(model.site_label, model.site_body.numpy(), strict=True) if b < 0}
+        self.static_places = _ancestors(static, self_too=True)
+        """The static colliders' and sites' prims and their ancestors: a move of one moves what the import places
+        in the world (only an import places it anew)."""
         self.materials = None  # shape label -> its material's path (see shape_materials)
 
     def rows(self, kind: str, label: str, first: bool) -> np.ndarray:
@@ -143,6 +143,20 @@ class ModelIndex:
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+
+
+def _ancestors(labels, self_too: bool) -> set:
+    """The prim paths above the prims ``labels`` (and theirs, with ``self_too``)."""
+    out = set()
+    for label in labels:
+        label = label.partition("[")[0]  # (an instance's: its PointInstancer)
+        path = Sdf.Path(label) if Sdf.Path.IsValidPathString(label) else None
+        if path is not None and self_too:
+            out.add(str(path.GetPrimPath()))
+        while path is not None and path != Sdf.Path.absoluteRootPath and str(path.GetParentPath()) not in out:
+            path = path.GetParentPath()
+            out.add(str(path))
+    return out
 
 
 def _rows(labels) -> dict:
@@ -224,6 +238,8 @@ class Planner:
             self._collider(path, names - xform, xform)
         elif prim.HasAPI(UsdPhysics.MaterialAPI):
             self._material(path, names)
+        elif xform and path in index.static_places:
+            raise NotInPlace(f"{path} moved static colliders")
         elif xform and xform == names and path in index.ancestors:
             self._ancestor(path, prim)
         elif xform == names or not _physics_prim(prim) or self._other_scene(path):
@@ -284,8 +300,10 @@ class Planner:
         except UsdInputError as e:
             self._refuse(e, (path, e.attribute))
             return
+        kinematic = self.array("body_kinematic")
         for r in rows:
-            self.plan.poses[int(r)] = pose
+            if not kinematic[r]:  # (a kinematic body follows its prim's transform anyway, step by step)
+                self.plan.poses[int(r)] = pose
 
     def _sim_pose(self, world: Gf.Matrix4d, path: str, attribute: str) -> tuple:
         """A world transform in stage units and axes as a pose in SI; a transform of no finite, invertible pose is
