@@ -582,11 +582,12 @@ def test_mass_constants_of_one_tree_are_mj_setconst_s():
 
 
 @pytest.mark.parametrize("engine", [("xpbd", None), ("mujoco", "warp")], ids=["xpbd", "mujoco-warp"])
-def test_a_captured_frame_keeps_replaying_after_value_edits(engine):
+def test_a_captured_frame_keeps_replaying_after_value_edits(engine, device):
     """Edits that only change values (a mass, gravity, a moved body) leave the captured frame in place: it replays
-    them (Warp records and replays the launches on its CPU device as CUDA does); none is captured again."""
+    them (on CUDA; Warp records and replays the launches on its CPU device too); none is captured again."""
     solver, backend = engine
-    sim = open_sim("boxes_on_ground.usda", solver=solver, backend=backend)
+    sim = Simulation.open(private_stage("boxes_on_ground.usda"), solver=solver, backend=backend, device=device,
+                          record=False)  # fmt: skip
     capture = sim.solver.frame_capture
     capture.cpu_graphs = True
     sim.run(4)
