@@ -39,7 +39,7 @@ parallel=()  # (pytest-xdist, where installed: the kernels of each solver compil
 # an H200 with a cold kernel cache these files took over 190 s at 10-12 workers)
 timeout "${TESTS_TIMEOUT:-300}" "$PY" -m pytest -v -rfE --tb=short -m gpu "${parallel[@]}" -p no:cacheprovider \
     --durations=15 tests/test_frame_capture.py tests/test_newton_solvers.py tests/test_cone_limit.py \
-    tests/test_solver_mujoco.py tests/test_newton_ball_joints.py tests/test_warp_backend.py \
+    tests/test_solver_mujoco.py tests/test_newton_ball_joints.py tests/test_warp_backend.py tests/test_live_edits.py \
     >"$LOG/tests.txt" 2>&1 &
 tests=$!
 outputs=$(mktemp -d -t newton_usd_gpu_outputs.XXXXXX)

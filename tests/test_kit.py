@@ -83,6 +83,22 @@ def test_live_edit_applies_while_playing(kit_run):
     assert edit["dz"] > 0.05 and edit["same_solver"] and edit["edits"] == 1  # gravity flipped: the box rises
 
 
+def test_edits_while_playing_take_effect_at_the_next_update_and_stop_puts_them_back(kit_run):
+    """A script moves a body, changes a mass and a drive gain and drags a drive target during play: each takes
+    effect at the next update, in place (the same solver, no rebuild); Stop puts the authored values back."""
+    live = kit_run["live_edits"]
+    x, y, z = live["moved_to"]
+    assert (x, y) == pytest.approx((0.0, 0.5), abs=1e-3) and z == pytest.approx(2.0, abs=0.02)  # there, then falls
+    assert live["mass"] == pytest.approx(5.0)
+    assert live["stiffness_per_degree"] == pytest.approx(3.49, rel=1e-5)
+    assert live["targets"] == pytest.approx([50.0, 40.0, 30.0, 20.0, 10.0], abs=1e-4)  # one per update
+    assert live["angle"] == pytest.approx(10.0, abs=3.0)  # the pendulum followed the dragged target
+    assert live["box_z_after"] < 0.2  # fell back onto the ground
+    assert live["same_solver"] and live["rebuilds"] == 0 and live["edits"] - live["edits_before"] == 8
+    assert live["authored_after_stop"] == live["authored_before"]
+    assert live["box_z_stopped"] == pytest.approx(0.1)
+
+
 def test_stop_returns_the_authored_pose(kit_run):
     stopped = kit_run["stopped"]
     assert stopped["z"] == pytest.approx(kit_run["authored_z"])

@@ -261,3 +261,32 @@ def test_omni_physics_with_another_active_engine(caplog):
     reg.unregister()
     reg = UmbrellaRegistration(core, Playback(), lambda: None, activation="exclusive")
     assert reg.active and not core.is_simulation_active(7)
+
+
+def test_edits_while_playing_are_taken_in_place_and_put_back_on_stop():
+    """A body dragged and a mass changed while playing reach the run at the next update, without an import; Stop puts
+    the authored values back in the layer they were edited in (a property the user added is removed again), and the
+    next Play starts from them; with restore_edits off they stay."""
+    stage = Usd.Stage.Open(Sdf.Layer.OpenAsAnonymous(BOXES))
+    pb = playing(stage)
+    for _ in range(5):
+        pb.update(1 / 60)
+    box = stage.GetPrimAtPath(BOX)
+    box.GetAttribute("xformOp:translate").Set(Gf.Vec3d(0.0, 0.0, 3.0))
+    box.GetAttribute("physics:mass").Set(4.0)
+    box.CreateAttribute("physics:density", Sdf.ValueTypeNames.Float).Set(10.0)  # (added while playing)
+    pb.update(1 / 60)
+    b = pb.sim.model.body_label.index(BOX)
+    assert z_of(stage) == pytest.approx(3.0, abs=0.02) and pb.sim.rebuilds == 0
+    assert pb.sim.model.body_mass.numpy()[b] == pytest.approx(4.0)
+    pb.stop()
+    assert z_of(stage) == pytest.approx(1.0)
+    assert box.GetAttribute("xformOp:translate").Get() == Gf.Vec3d(0.0, 0.0, 1.0)
+    assert box.GetAttribute("physics:mass").Get() == pytest.approx(1.0)
+    assert not box.GetAttribute("physics:density").HasAuthoredValue()
+    pb = playing(stage, restore_edits=False)
+    pb.update(1 / 60)
+    box.GetAttribute("physics:mass").Set(2.0)
+    pb.update(1 / 60)
+    pb.stop()
+    assert box.GetAttribute("physics:mass").Get() == pytest.approx(2.0)

@@ -196,7 +196,9 @@ def test_captured_steps_replay_what_eager_steps_do(conditional, monkeypatch):
     # The CUDA graph path, run on Warp's CPU device (Warp captures there too): the second step with the same
     # arrays is captured, later ones replayed; edits between steps still reach MuJoCo (the captured conditional
     # step1, or, where the conditional node cannot be captured, one phase: MuJoCo-Warp's step and the kinematics
-    # of the new state), and a model change drops the graphs.
+    # of the new state); a gain that comes to differ between the worlds gets a per-world array of its own in
+    # MuJoCo-Warp's model (a new array): the graphs are dropped and captured again (values changed in arrays kept
+    # replay, see tests/test_live_edits.py).
     from newton_usd.core.types import DriveMode
 
     def edit(i, model, state, control):
@@ -240,7 +242,8 @@ def test_captured_steps_replay_what_eager_steps_do(conditional, monkeypatch):
 def test_a_frame_of_k_steps_is_k_steps_captured_once_and_replayed(substeps, conditional, monkeypatch):
     # simulate_frame pushes once, steps k times and pulls once (the kinematics once, at the end, where the steps are
     # one phase); with Warp's CPU graphs it is captured at its second frame and replayed after. Edits of the state
-    # and controls between frames reach MuJoCo; update_parameters drops the graph and the next frames capture again.
+    # and controls between frames reach MuJoCo; update_parameters of a gain of world 0 only (a new per-world array in
+    # MuJoCo-Warp's model) drops the graph and the next frames capture again.
     from newton_usd.core.types import DriveMode
 
     def edit(frame, model, state, control):

@@ -7,8 +7,12 @@ update. Nothing here imports Kit, so the behaviour is tested in plain Python.
 - The :class:`~newton_usd.sim.Simulation` is built lazily, on the first update after Play, from the
   stage as it is then (edits made while stopped are picked up by the next Play).
 - Poses go into the simulation's output layer under the stage's session layer: the user's layers
-  are never written. Stop returns the stage to its authored poses and saves the recording, if one
-  was asked for (``record_path``).
+  are never written by the simulation. Stop returns the stage to its authored poses and saves the
+  recording, if one was asked for (``record_path``).
+- What the user edits while it plays (a body dragged, a mass, a gain, a drive target) reaches the
+  running simulation at the next update (:meth:`~newton_usd.sim.Simulation.apply_edits`: in place, no
+  import); Stop puts the authored values back: the layer that was the edit target when the run
+  started gets back the opinions it had then at every path edited (``restore_edits``).
 - A stage with nothing to simulate, or whose scene names another solver, is left alone with one log
   line. A failure inside a step stops the simulation and logs the error with its prim; no exception
   ever reaches the app.
@@ -20,11 +24,12 @@ import dataclasses
 import logging
 import math
 
-from pxr import Usd, UsdPhysics
+from pxr import Sdf, Usd, UsdPhysics
 
 from ..errors import NewtonUsdError, SimulationError
 from ..sim import Simulation, default_output
 from ..solvers import SOLVERS
+from ..sync.live_edits import put_back
 
 LOG = logging.getLogger("newton_usd.kit")
 
@@ -52,6 +57,9 @@ class PlaybackSettings:
         record_path: where "record" saves (default: the stage's name with ``.sim.usda``, next to
             it; a stage with no file saves nothing).
         joint_states: also write joint positions and velocities onto the joint prims.
+        restore_edits: Stop puts back the edits made while the run went on (in the layer that was the
+            edit target when it started: its opinions at every path edited, as they were), as the
+            PhysX runtime resets a stage on Stop; False keeps them.
     """
 
     solver: str = "auto"
@@ -63,6 +71,7 @@ class PlaybackSettings:
     write_back: str = "live"
     record_path: str = ""
     joint_states: bool = False
+    restore_edits: bool = True
 
     @classmethod
     def from_mapping(cls, values) -> "PlaybackSettings":
@@ -130,6 +139,7 @@ class Playback:
         self._pending_seconds = 0.0
         self._dropped_logged = False
         self._saved = None  # (sim, frame) of the last recording saved
+        self._authored = None  # (the edit target layer, a copy of it) as the run started (see restore_edits)
 
     # ------------------------------------------------------------------ stage
     def attach(self, stage: Usd.Stage | None) -> None:
@@ -166,11 +176,20 @@ class Playback:
         if sim is None:
             return
         self._flush(sim)
+        edited = set(sim.watcher.seen) if getattr(sim, "watcher", None) is not None else set()
         try:
             sim.reset()
             sim.close()
         except Exception:  # noqa: BLE001 (never take the app down)
             LOG.exception("newton_usd.kit: restoring the authored poses failed")
+        authored, self._authored = self._authored, None
+        if authored is not None and edited:
+            try:
+                n = put_back(*authored, edited)
+                if n:
+                    LOG.info("newton_usd.kit: Stop put back %d authored value(s) edited while playing", n)
+            except Exception:  # noqa: BLE001 (never take the app down)
+                LOG.exception("newton_usd.kit: putting back the authored values failed")
 
     def flush(self) -> None:
         """Save the recording so far (the app is shutting down); the run goes on."""
@@ -243,6 +262,11 @@ class Playback:
             self._leave_alone(f"{type(e).__name__}: {e}", log=False)
             return False
         self.last_error = None
+        if self.settings.restore_edits:  # (what Stop puts back: the edit target as the run starts)
+            layer = self.stage.GetEditTarget().GetLayer()
+            copy = Sdf.Layer.CreateAnonymous("authored")
+            copy.TransferContent(layer)
+            self._authored = (layer, copy)
         LOG.info(
             "newton_usd.kit: simulating %s: %d bodies, %d joints, %s, %g fps x %d substeps",
             _stage_name(self.stage), self.sim.model.body_count, self.sim.model.joint_count,

@@ -1,15 +1,15 @@
-"""Live edits: the edits made on the stage while it runs, applied to the running model and solver (a few values
-set in place, or the model rebuilt from a fresh import, the bodies going on from their simulated state)."""
+"""Live edits: the edits made on the stage while it runs, applied to the running model, state and solver at the next
+frame: values written in place and bodies moved, with no import (:mod:`~newton_usd.simulation.in_place`,
+:mod:`~newton_usd.simulation.teleport`), or, where the edit changes what is simulated, the model rebuilt from a fresh
+import, the bodies going on from their simulated state."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 
 import numpy as np
 import warp as wp
-from pxr import UsdPhysics
 
 from ..core.builder import ModelBuilder
 from ..core.quat import quat_rotate
@@ -18,17 +18,21 @@ from ..errors import NewtonUsdError
 from ..sync import JointStateSync, StageSync
 from ..sync.live_edits import model_differences
 from ..usd import add_usd, read_scenes
-from ..usd.importer import scene_gravity
+from ..usd.live_values import NotInPlace
 from ..usd.resolver import DIALECTS
+from .in_place import ModelIndex, Planner
 from .stepping import kinematic_bodies
+from .teleport import move_bodies
 from .worlds import written_labels
 
 logger = logging.getLogger("newton_usd")
-_DRIVE_TARGETS = {"targetPosition": "joint_target_pos", "targetVelocity": "joint_target_vel"}
-"""UsdPhysics drive target attributes, and the control arrays they set."""
-_DRIVE_JOINTS = {"angular": JointType.REVOLUTE, "linear": JointType.PRISMATIC}
-"""The one-axis joint a drive instance (``drive:<instance>:physics:*``) of that name sits on."""
-_GRAVITY_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
+_CONTROL_TARGETS = ("joint_target_pos", "joint_target_vel")
+"""Model arrays whose edits also go into the running Control (the drive targets a step reads)."""
+_BOUND_BY = frozenset(
+    {"gravity", "joint_target_pos", "joint_target_vel", "joint_target_ke", "joint_target_kd", "joint_target_mode",
+     "joint_limit_lower", "joint_limit_upper", "joint_limited"}
+)  # fmt: skip
+"""Model values the flung check's bound reads (:mod:`~newton_usd.simulation.runaway`): an edit of one measures anew."""
 
 
 def import_stage(stage, order=None, worlds=1, env_root=None, scene=None):
@@ -73,20 +77,29 @@ class LiveEdits:
         watcher = getattr(self, "watcher", None)  # (none yet while the constructor copies the environment)
         return watcher.muted() if watcher is not None else contextlib.nullcontext()
 
+    edit_worlds = "all"
+    """Which worlds an edit of a prim that several worlds share (a stage replicated with ``worlds``) reaches: "all"
+    (every world), or "first" (world 0 only). An environment's prim (``env_root``) feeds its own world only."""
+
     def apply_edits(self) -> str | None:
         """Apply the edits made on the stage since the last frame to the running simulation.
 
-        The stage is imported again (so every value is read exactly as at the start: units, schema
-        precedence, mass rules) and compared with the running model:
+        In place, with no import, where every edit sets values or moves bodies (see
+        :mod:`~newton_usd.simulation.in_place`): each edited property's new value is read as the import reads it
+        (units, degrees, schema precedence, mass rules) and written into the rows of the model it sets, in every
+        world the prim feeds; the solver takes them (:meth:`~newton_usd.solvers.solver.SolverBase.update_parameters`,
+        or, for values its engine compiles, a new solver of the edited model); an edited body transform or velocity
+        teleports the body (:mod:`~newton_usd.simulation.teleport`). Otherwise (a prim added or removed, a body or
+        joint disabled or retyped, a kinematic body, a collider's shape) the stage is imported again and compared
+        with the running model:
 
         - same bodies, joints and shapes: the values that differ go into the running solver without
-          rebuilding it (gravity, masses and inertia, joint limits, drive gains, targets and force
-          limits, armature, joint friction, contact friction), and the run goes on from its state;
-        - otherwise (a prim added or removed, a body or joint disabled, a value the solver cannot
-          change in place): the model and solver are rebuilt, and every body that remains keeps its
+          rebuilding it, and the run goes on from its state;
+        - otherwise: the model and solver are rebuilt, and every body that remains keeps its
           simulated pose and velocity.
 
-        An edit that makes the stage invalid is reported (logged) and not applied; the run goes on.
+        An edit the import refuses (a negative mass, a NaN position, a transform of zero scale) is said once
+        (logged, naming the file, prim and attribute) and not applied; the run goes on.
         With several PhysicsScenes every scene applies the edits to its own model. Returns "values",
         "rebuilt", or None when nothing was applied (the strongest of the scenes').
         """
@@ -98,9 +111,6 @@ class LiveEdits:
             result = other._apply(edits)
             if result == "rebuilt" or (result == "values" and applied is None):
                 applied = result
-        for one in (self, *self.scenes):
-            if applied is not None:  # (new drives, gravity or bodies: how far a body may go is measured anew)
-                one.restart_flung_check(model_changed=True)
         if self.scenes and edits.resynced:
             self._check_scenes()
         return applied
@@ -119,23 +129,120 @@ class LiveEdits:
             )  # fmt: skip
 
     def _apply(self, edits) -> str | None:
-        """:meth:`apply_edits` for this scene's model."""
-        targets = self._drive_target_edits(edits)
-        if targets is not None:  # the fast path: no import, a few values set
-            self._set_drive_targets(targets)
-            self.edits_applied += 1
-            logger.info("%s: frame %d: applied drive target edits", self.source_file, self.frame)
-            return "values"
-        gravity = self._gravity_edit(edits)
-        if gravity is not None:  # the other fast path: the scene's gravity
-            gravity = gravity.astype(np.float32)
-            if np.array_equal(np.array(self.model.gravity, dtype=np.float32), gravity):
-                return None
-            self.model.gravity = wp.vec3(*gravity)
-            self.solver.update_parameters(self.model, {"gravity"})
-            self.edits_applied += 1
-            logger.info("%s: frame %d: applied the gravity edit", self.source_file, self.frame)
-            return "values"
+        """:meth:`apply_edits` for this scene's model: in place where the edits set values or move bodies (no
+        import), else through an import of the stage."""
+        try:
+            return self._apply_in_place(edits)
+        except NotInPlace as why:
+            logger.info("%s: frame %d: importing the stage again (%s)", self.source_file, self.frame, why)
+        return self._apply_by_import()
+
+    def _model_index(self) -> ModelIndex:
+        index = getattr(self, "_index", None)
+        if index is None or index.model is not self.model:
+            index = self._index = ModelIndex(self.model)
+        return index
+
+    def _apply_in_place(self, edits) -> str | None:
+        """The edits as values written into the model's rows and bodies moved in the state (see
+        :mod:`~newton_usd.simulation.in_place`); raises NotInPlace where they need an import."""
+        index = self._model_index()
+        plan = Planner(self, index, first_world=self.edit_worlds == "first").add(edits)
+        said = self.__dict__.setdefault("_said_refused", set())
+        for key, message in plan.refused:  # (once per prim and attribute, until one of its edits is taken)
+            if key not in said:
+                said.add(key)
+                logger.warning("%s: an edit was not applied: %s", self.source_file, message)
+        said -= plan.applied - {key for key, _ in plan.refused}
+        changed = self._write_values(plan)
+        rows = {}
+        for name in changed:
+            kind = plan.kinds.get(name)
+            if kind is not None:
+                rows.setdefault(kind, set()).update(plan.values[name])
+        rows = {k: np.array(sorted(v), dtype=np.int64) for k, v in rows.items()}
+        if changed:
+            leftover = self.solver.update_parameters(self.model, changed, rows)
+            if leftover:  # (values the engine compiles: a new solver of the edited model, no import)
+                self._rebuild_solver(leftover)
+        moved = bool(plan.poses or plan.velocities)
+        if moved:
+            refused = move_bodies(self.model, index.tree, self.state, plan.poses, plan.velocities)
+            for b, why in refused:
+                key = (self.model.body_label[b], "xformOp")
+                if key not in said:
+                    said.add(key)
+                    logger.warning("%s: %s was not moved: %s", self.source_file, key[0], why)
+            self.solver.joint_states_written(self.state)
+        if plan.moved_ancestors:
+            self._refresh_sync()
+        if not (changed or moved):
+            return None
+        self.edits_applied += 1
+        logger.info("%s: frame %d: applied edits in place (%s)", self.source_file, self.frame,
+                    ", ".join(sorted(changed | ({"body poses"} if moved else set()))))  # fmt: skip
+        if changed & _BOUND_BY or moved:  # (what bounds how far a body goes changed: measured anew)
+            self.restart_flung_check(model_changed=self._reach_changed(changed, rows))
+        return "values"
+
+    def _write_values(self, plan) -> set:
+        """Write ``plan``'s values into the model's arrays (and the drive targets into the controls); the names of
+        the arrays written."""
+        changed = set()
+        if plan.gravity is not None:
+            gravity = plan.gravity.astype(np.float32)
+            if not np.array_equal(np.array(self.model.gravity, dtype=np.float32), gravity):
+                self.model.gravity = wp.vec3(*gravity)
+                changed.add("gravity")
+        for name, values in plan.values.items():
+            if not values:
+                continue
+            rows = np.fromiter(values, dtype=np.int64, count=len(values))
+            new = list(values.values())
+            if name.startswith("mujoco."):
+                array = getattr(self.model.mujoco, name[len("mujoco.") :])
+                array[rows] = new
+            else:
+                owners = (self.model, self.control) if name in _CONTROL_TARGETS else (self.model,)
+                for owner in owners:
+                    array = getattr(owner, name)
+                    full = array.numpy().copy()
+                    full[rows] = np.asarray(new, dtype=full.dtype).reshape((len(rows),) + full.shape[1:])
+                    array.assign(full)
+            changed.add(name)
+        return changed
+
+    def _reach_changed(self, changed, rows) -> bool:
+        """Whether what the flung check measures of the model's structure (the travel of limited linear DOFs)
+        changed: a limit of a linear DOF."""
+        if not changed & {"joint_limit_lower", "joint_limit_upper", "joint_limited"}:
+            return False
+        reach = getattr(self, "_reach", None)
+        if reach is None or reach[0] is not self.model:
+            return True
+        return bool(reach[1].linear[rows.get("dof", np.zeros(0, dtype=np.int64))].any())
+
+    def _rebuild_solver(self, why) -> None:
+        """A new solver of the (edited) running model: for values its engine compiles (``why``); every body goes on
+        from its state, no import."""
+        logger.info("%s: frame %d: a new solver of the edited model (%s)", self.source_file, self.frame,
+                    ", ".join(sorted(why)))  # fmt: skip
+        arrays = {n: getattr(self.state, n).numpy().copy() for n in ("joint_q", "joint_qd", "body_q", "body_qd")}
+        self.solver = self.solver.rebuilt(self.model)
+        self.state, self._next = self.model.state(), self.model.state()
+        for name, values in arrays.items():
+            getattr(self.state, name).assign(values)
+
+    def _refresh_sync(self) -> None:
+        """The stage sync anew (prims whose parents moved: their local transforms are of the new places), going on
+        with what the old one wrote."""
+        sync = StageSync(self.stage, self.output_layer, written_labels(self.model, self.copies), self.imported.frame,
+                         self.sync.xform_ops)  # fmt: skip
+        sync.carry_over(self.sync)
+        self.sync = sync
+
+    def _apply_by_import(self) -> str | None:
+        """The edits through an import of the stage, compared with the running model (see :meth:`apply_edits`)."""
         try:
             builder, imported = import_stage(self.stage, self._order, self._replicas, self.env_root, self._scene)
             model = builder.finalize(self.model.device)
@@ -150,71 +257,14 @@ class LiveEdits:
         if same and not leftover:
             self._take_values(model, changed)
             logger.info("%s: frame %d: applied edits of %s", self.source_file, self.frame, ", ".join(sorted(changed)))
+            self.restart_flung_check(model_changed=True)
             return "values"
         why = "the bodies, joints or shapes changed" if not same else f"{', '.join(sorted(leftover))} changed"
         logger.info("%s: frame %d: rebuilding the model (%s)", self.source_file, self.frame, why)
         self._rebuild(builder, imported, keep_state=True)
         self.rebuilds += 1
+        self.restart_flung_check(model_changed=True)
         return "rebuilt"
-
-    def _drive_target_edits(self, edits) -> list | None:
-        """``[(control array name, DOF rows in every world, value in SI)]`` when every edit is the drive
-        target (``drive:angular|linear:physics:targetPosition|targetVelocity``) of an active drive on a
-        revolute or prismatic joint, else None (the edits go through a full re-import)."""
-        model, joint_rows = getattr(self, "_joint_rows", (None, None))
-        if model is not self.model:  # joint rows by label (every world), once per model
-            joint_rows = {}
-            for j, label in enumerate(self.model.joint_label):
-                joint_rows.setdefault(label, []).append(j)
-            self._joint_rows = (self.model, joint_rows)
-        types = self.model.joint_type.numpy()
-        qd_start = self.model.joint_qd_start.numpy()
-        modes = self.model.joint_target_mode.numpy()
-        out = []
-        for path in edits.changed | edits.resynced:  # a target authored for the first time is a resync
-            parts = path.name.split(":") if path.IsPropertyPath() else ()
-            if len(parts) != 4 or parts[0] != "drive" or parts[2] != "physics" or parts[3] not in _DRIVE_TARGETS:
-                return None
-            rows = joint_rows.get(str(path.GetPrimPath()))
-            kind = _DRIVE_JOINTS.get(parts[1])
-            if not rows or kind is None or any(types[j] != kind for j in rows):
-                return None
-            dofs = qd_start[rows]
-            value = self.stage.GetAttributeAtPath(path).Get()
-            if not np.all(modes[dofs]) or not isinstance(value, float | int) or not math.isfinite(value):
-                return None  # a drive the model does not run, or a value the import judges
-            unit = math.pi / 180.0 if kind == JointType.REVOLUTE else self.imported.frame.meters_per_unit
-            out.append((_DRIVE_TARGETS[parts[3]], dofs, float(value) * unit))
-        return out
-
-    def _gravity_edit(self, edits) -> np.ndarray | None:
-        """The gravity (simulation units) when every edit is the ``physics:gravityDirection`` or
-        ``physics:gravityMagnitude`` of this Simulation's PhysicsScene, gravity enabled; else None (the edits
-        go through a full re-import)."""
-        scene = self.scene_path
-        enabled = self.imported.scene.get("gravity_enabled")
-        if scene is None or enabled is None or not enabled.value:
-            return None
-        for path in edits.changed | edits.resynced:
-            if str(path.GetPrimPath()) != scene or path.name not in _GRAVITY_ATTRIBUTES:
-                return None
-        physics_scene = UsdPhysics.Scene(self.stage.GetPrimAtPath(scene))
-        direction = physics_scene.GetGravityDirectionAttr().Get()
-        magnitude = physics_scene.GetGravityMagnitudeAttr().Get()
-        if direction is None or magnitude is None:
-            return None
-        if not (all(math.isfinite(c) for c in direction) and (math.isfinite(magnitude) or magnitude < 0)):
-            return None  # (NaN: the import judges it)
-        return scene_gravity(direction, magnitude, self.imported.frame)
-
-    def _set_drive_targets(self, targets) -> None:
-        """The model and the controls take edited drive targets (as a re-import would give them)."""
-        for name, dofs, value in targets:
-            for owner in (self.model, self.control):
-                array = getattr(owner, name)
-                values = array.numpy().copy()
-                values[dofs] = value
-                array.assign(values)
 
     def _take_values(self, model, changed) -> None:
         """The running model takes the edited values; the controls take the edited drive targets."""

@@ -10,7 +10,8 @@ read, no allocation whose size changes) eagerly where it cannot be captured, and
 3. every later frame of the same key by replaying that graph.
 
 The key names everything the graph bakes in (array pointers, the time step, the substeps); a frame with another
-key, or :meth:`FrameCapture.invalidate` (the model's values changed: ``update_parameters``), drops the graph, and
+key, or :meth:`FrameCapture.invalidate` (another model's arrays: ``update_parameters`` of a new model), drops the
+graph (values written into the same arrays do not: the graph reads them when it runs), and
 the next frames warm up and capture again: a graph is never replayed stale. A capture that fails (a host read
 inside, an unsupported operation) is said once and the frame runs eagerly from then on. See docs/gpu.md.
 """

@@ -90,8 +90,10 @@ class SolverBase:
         state and their forces, where the solver detects its own."""
         raise NotImplementedError
 
-    def update_parameters(self, model, names) -> set:
+    def update_parameters(self, model, names, rows=None) -> set:
         """Take the values of ``model`` named in ``names`` (Model attribute names, ``"mujoco.<name>"``
         for MuJoCo-only values) without rebuilding; ``model`` has the same bodies, joints and shapes
-        as the solver's. Returns the names it could not take (the caller then rebuilds the solver)."""
+        as the solver's (it may be the solver's own, its arrays edited in place: a live edit, a view's write).
+        ``rows``: element kind ("body", "dof", "shape") -> the rows that changed (None: any may have), where the
+        solver can use it to write less. Returns the names it could not take (the caller then rebuilds the solver)."""
         return set(names)

@@ -2,6 +2,7 @@
 
 :class:`StageWatcher` listens to the stage's ``Usd.Notice.ObjectsChanged`` (Tf notices) and keeps
 the paths edited since the last frame; the simulation's own writes (the output layer) are muted.
+:func:`user_world_transform` is where the user put a body prim, the simulation's own opinions left out.
 :func:`model_differences` compares the running model with one imported afresh from the edited stage:
 structure (bodies, joints, shapes by label and kind) and the value arrays that differ.
 """
@@ -13,7 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import warp as wp
-from pxr import Sdf, Tf, Usd
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom
+
+from .stage_sync import RESET
 
 # Edits to these properties cannot change the simulation (looks, UI, shading inputs).
 _IGNORED_PREFIXES = ("primvars:", "inputs:", "outputs:", "ui:", "info:", "material:binding:preview")
@@ -35,10 +38,13 @@ class Edits:
     Attributes:
         changed: property (or prim) paths whose values or metadata changed.
         resynced: prim paths added, removed or recomposed (a structural change).
+        prim_fields: prim path (of ``changed``) -> the names of the prim's metadata fields that changed (an ``over``
+            made in another layer changes its ``specifier``).
     """
 
     changed: set = field(default_factory=set)
     resynced: set = field(default_factory=set)
+    prim_fields: dict = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.resynced)
@@ -53,18 +59,29 @@ def relevant(path: Sdf.Path) -> bool:
 
 
 class StageWatcher:
-    """The edits made to ``stage`` since the last :meth:`take`; writes inside :meth:`muted` are not edits."""
+    """The edits made to ``stage`` since the last :meth:`take`; writes inside :meth:`muted` are not edits.
+
+    Attributes:
+        seen: every path edited since the watcher was made (what a host may put back when the run stops).
+    """
 
     def __init__(self, stage: Usd.Stage):
         self._edits = Edits()
         self._muted = 0
+        self.seen = set()
         self._listener = Tf.Notice.Register(Usd.Notice.ObjectsChanged, self._on_changed, stage)
 
     def _on_changed(self, notice, _stage) -> None:
         if self._muted:
             return
+        self.seen.update(notice.GetResyncedPaths())
+        self.seen.update(p for p in notice.GetChangedInfoOnlyPaths() if p.IsPropertyPath())
         self._edits.resynced.update(p for p in notice.GetResyncedPaths() if relevant(p))
-        self._edits.changed.update(p for p in notice.GetChangedInfoOnlyPaths() if relevant(p))
+        for p in notice.GetChangedInfoOnlyPaths():
+            if relevant(p):
+                self._edits.changed.add(p)
+                if not p.IsPropertyPath():
+                    self._edits.prim_fields.setdefault(p, set()).update(notice.GetChangedFields(p))
 
     @contextlib.contextmanager
     def muted(self):
@@ -87,6 +104,117 @@ class StageWatcher:
         if self._listener is not None:
             self._listener.Revoke()
             self._listener = None
+
+
+def put_back(layer: Sdf.Layer, authored: Sdf.Layer, paths) -> int:
+    """Put ``layer``'s opinions at ``paths`` back as ``authored`` (a copy of it made earlier) holds them: a spec it had
+    is copied back, one it did not have is removed (and the ``over`` prims left empty by that). Returns the specs
+    put back."""
+    done = 0
+    with Sdf.ChangeBlock():
+        for path in sorted(set(paths), key=lambda p: (not p.IsPropertyPath(), -p.pathElementCount)):
+            then, now = authored.GetObjectAtPath(path), layer.GetObjectAtPath(path)
+            if then is not None:
+                Sdf.CopySpec(authored, path, layer, path)
+                done += 1
+            elif now is not None:
+                parent = layer.GetPrimAtPath(path.GetPrimPath() if path.IsPropertyPath() else path.GetParentPath())
+                if path.IsPropertyPath():
+                    parent.RemoveProperty(now)
+                elif parent is not None:
+                    del parent.nameChildren[now.name]
+                else:
+                    del layer.rootPrims[now.name]
+                done += 1
+            prim = path.GetPrimPath()
+            while prim != Sdf.Path.absoluteRootPath and authored.GetPrimAtPath(prim) is None:
+                spec = layer.GetPrimAtPath(prim)
+                if spec is None or spec.specifier != Sdf.SpecifierOver or spec.properties or spec.nameChildren:
+                    break
+                parent = layer.GetPrimAtPath(prim.GetParentPath())
+                if parent is not None:
+                    del parent.nameChildren[spec.name]
+                else:
+                    del layer.rootPrims[spec.name]
+                prim = prim.GetParentPath()
+    return done
+
+
+def xform_edit(path: Sdf.Path) -> bool:
+    """Whether ``path`` is a property that places its prim: an ``xformOp:*`` or the ``xformOpOrder``."""
+    return path.IsPropertyPath() and (path.name == "xformOpOrder" or path.name.startswith("xformOp:"))
+
+
+_OP_MATH = {}  # "stage": a stage in memory whose prims compose op values by USD's own op math (see _compose)
+
+
+def _compose(ops) -> tuple:
+    """(local matrix, resets the stack) of ``ops`` ([(op name, type name, value)] in xformOpOrder order, the
+    ``!resetXformStack!`` and ``!invert!`` tokens included): USD's own op math, on a prim of a stage in memory that
+    has those ops (one prim per stack of op names and types, made once)."""
+    stage = _OP_MATH.get("stage")
+    if stage is None:
+        stage = _OP_MATH["stage"] = Usd.Stage.CreateInMemory()
+    key = tuple((name, str(type_name)) for name, type_name, _ in ops)
+    prim = _OP_MATH.get(key)
+    if prim is None:
+        prim = UsdGeom.Xform.Define(stage, f"/P{len(_OP_MATH)}").GetPrim()
+        for name, type_name, _ in ops:
+            attr_name = name[len("!invert!") :] if name.startswith("!invert!") else name
+            if name != RESET and not prim.HasAttribute(attr_name):
+                prim.CreateAttribute(attr_name, type_name)
+        order = prim.CreateAttribute("xformOpOrder", Sdf.ValueTypeNames.TokenArray, variability=Sdf.VariabilityUniform)
+        order.Set([name for name, _, _ in ops])
+        _OP_MATH[key] = prim
+    for name, _, value in ops:
+        if name != RESET:
+            prim.GetAttribute(name[len("!invert!") :] if name.startswith("!invert!") else name).Set(value)
+    xf = UsdGeom.Xformable(prim)
+    return xf.GetLocalTransformation(Usd.TimeCode.Default()), xf.GetResetXformStack()
+
+
+def _value_without(attr: Usd.Attribute, layer: Sdf.Layer, time: Usd.TimeCode):
+    """``attr``'s value at ``time`` from the strongest layer that is not ``layer`` and has an opinion (a layer's
+    time sample at ``time``, else the one before it, else its first; at the default time its default), or None where
+    only ``layer`` has one."""
+    for spec in attr.GetPropertyStack(time):
+        if spec.layer == layer:
+            continue
+        samples = spec.layer.ListTimeSamplesForPath(spec.path) if not time.IsDefault() else ()
+        if samples:
+            t = time.GetValue()
+            before = [s for s in samples if s <= t]
+            return spec.layer.QueryTimeSample(spec.path, before[-1] if before else samples[0])
+        if spec.HasDefaultValue():
+            return spec.default
+    return None
+
+
+def user_world_transform(prim: Usd.Prim, time: Usd.TimeCode, own: Sdf.Layer, physics_ops: bool) -> Gf.Matrix4d:
+    """Where the user put ``prim`` (its world transform, stage units, at ``time``), the opinions of ``own`` (the
+    simulation's output layer, which moves the prim by its ``xformOp:*:physics`` ops) left out.
+
+    ``physics_ops``: the user edited those ops (as a transform gizmo edits the ops the prim shows): the prim's
+    op order is the one the stage composes and each op's value the strongest one outside ``own``; else (the
+    user edited the prim's own ops, or their order) the op order is the strongest one outside ``own``. The
+    parent's transform is the stage's at ``time`` (a simulated parent where the simulation has it)."""
+    order_attr = prim.GetAttribute("xformOpOrder")
+    order = order_attr.Get() if physics_ops else _value_without(order_attr, own, Usd.TimeCode.Default())
+    if order is None:
+        order = order_attr.Get() or []
+    ops = []
+    for name in order:
+        name = str(name)
+        if name == RESET:
+            ops.append((name, None, None))
+            continue
+        attr = prim.GetAttribute(name[len("!invert!") :] if name.startswith("!invert!") else name)
+        value = _value_without(attr, own, time)
+        ops.append((name, attr.GetTypeName(), attr.Get(time) if value is None else value))
+    local, resets = _compose(ops)
+    if resets or prim.GetParent().IsPseudoRoot():
+        return local
+    return local * UsdGeom.XformCache(time).GetLocalToWorldTransform(prim.GetParent())
 
 
 def _values(model) -> dict:

@@ -16,13 +16,14 @@ from . import properties as props
 from .descriptors import AXIS_VECTORS, OT, axis_token
 from .joints import add_joint, joint_bodies, joint_frames
 
-_JOINT_TYPES = {
+JOINT_TYPES = {
     OT.RevoluteJoint: JointType.REVOLUTE,
     OT.PrismaticJoint: JointType.PRISMATIC,
     OT.SphericalJoint: JointType.BALL,
     OT.FixedJoint: JointType.FIXED,
     OT.D6Joint: JointType.D6,
 }
+"""UsdPhysics joint object types -> the joint type they import as (before a lock or a free rotation changes it)."""
 
 
 _UNSUPPORTED_JOINTS = (OT.CustomJoint,)
@@ -34,7 +35,7 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
     for obj_type in _UNSUPPORTED_JOINTS:
         for path, _ in descs.get(obj_type, []):
             diag.add(f"{obj_type.name} joints are not supported yet and were ignored", path)
-    for obj_type, jt in _JOINT_TYPES.items():
+    for obj_type, jt in JOINT_TYPES.items():
         for path, d in descs.get(obj_type, []):
             if not d.jointEnabled and not _is_equality(stage, path, d):
                 diag.add("joint disabled (physics:jointEnabled = false): not simulated", path)

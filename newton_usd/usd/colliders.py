@@ -15,7 +15,9 @@ from .descriptors import OT, axis_token
 from .gprims import AXIS_TO_Z, HEIGHTFIELD_API, cone_mesh, read_heightfield, read_mesh
 
 
-def _material(d, materials):
+def collider_material(d, materials):
+    """The material descriptor of collider ``d`` (USD's descriptor): the first of its bound materials that
+    ``materials`` (path -> material descriptor) holds; None: no material (the defaults)."""
     for m in d.materials:
         md = materials.get(str(m))
         if md is not None:
@@ -130,19 +132,8 @@ def import_shape(
         parts = [(geo, scale, None, mesh)]
     _check_finite_collider(path, obj_type, local_pos, parts, result.file)
     resolver = result.resolver
-    md = _material(d, materials)
-    if md is None:
-        mu, restitution = 0.5, 0.0
-        mu_torsional, mu_rolling = props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
-    else:
-        known = frictions.get(("material", id(md))) if frictions is not None else None
-        if known is None:
-            rolling = resolver.resolve_all(stage.GetPrimAtPath(md.primPath), _MATERIAL_PROPERTIES, ctx)
-            known = (float(md.dynamicFriction), float(md.restitution), rolling["torsional_friction"].value,
-                     rolling["rolling_friction"].value, md)  # fmt: skip
-            if frictions is not None:
-                frictions[("material", id(md))] = known  # (keeps md: its id is not reused meanwhile)
-        mu, restitution, mu_torsional, mu_rolling, _ = known
+    md = collider_material(d, materials)
+    mu, restitution, mu_torsional, mu_rolling = material_values(stage, md, resolver, ctx, frictions)
     if restitution > 0.0:
         diag.add("restitution is not simulated by the MuJoCo solver", path)
     resolved = resolver.resolve_all(prim, props.SHAPE_PROPERTIES, ctx, path)
@@ -179,6 +170,23 @@ def import_shape(
 
 
 _MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)
+
+
+def material_values(stage, md, resolver, ctx, frictions=None) -> tuple:
+    """``(mu, restitution, torsional friction, rolling friction)`` of a collider whose material is ``md`` (USD's
+    material descriptor; None: the defaults). ``frictions``: a dict the colliders of one import share, to read
+    each material once (filled here)."""
+    if md is None:
+        return 0.5, 0.0, props.MATERIAL_TORSIONAL.default, props.MATERIAL_ROLLING.default
+    known = frictions.get(("material", id(md))) if frictions is not None else None
+    if known is None:
+        rolling = resolver.resolve_all(stage.GetPrimAtPath(md.primPath), _MATERIAL_PROPERTIES, ctx)
+        known = (float(md.dynamicFriction), float(md.restitution), rolling["torsional_friction"].value,
+                 rolling["rolling_friction"].value, md)  # fmt: skip
+        if frictions is not None:
+            frictions[("material", id(md))] = known  # (keeps md: its id is not reused meanwhile)
+    return known[:4]
+
 
 _MUJOCO_SHAPE_VALUES = ("condim", "priority", "solmix", "solref", "solimp", "group")
 

@@ -43,7 +43,7 @@ from .keyframes import import_keyframes
 from .mass import SHAPELESS_RADIUS, import_mass, resolve_massless
 from .mjc_elements import import_mjc_typed
 from .physx_tendons import import_physx_tendons
-from .resolver import DIALECTS, Resolver
+from .resolver import DIALECTS, Context, Resolver
 from .scan import MJC_TYPED, record_display_names, scan_stage
 from .scenes import (
     JOINT_OBJECT_TYPES,
@@ -88,6 +88,8 @@ class UsdImport:
         scene_path: the PhysicsScene whose settings were imported (None: the stage has none).
         scenes: the stage's :class:`~newton_usd.usd.scenes.Scenes` (which scene simulates each body),
             when the stage has several scenes, ``scene`` was given or an owner is authored; else None.
+        context: the resolver's :class:`~newton_usd.usd.resolver.Context` of the import (units, the scene's
+            angle unit), for reading a prim's values again (:mod:`~newton_usd.usd.live_values`).
     """
 
     stage: Usd.Stage
@@ -103,6 +105,7 @@ class UsdImport:
     environments: Environments | None = None
     scene_path: str | None = None
     scenes: Scenes | None = None
+    context: Context | None = None
 
 
 def _collector_paused(func):
@@ -185,7 +188,7 @@ def add_usd(
     if not bodies and not instanced:
         _nothing_to_simulate(result, owners)
 
-    ctx = import_scene(builder, stage, descs.get(OT.Scene, []), frame, result)
+    ctx = result.context = import_scene(builder, stage, descs.get(OT.Scene, []), frame, result)
     materials = {str(p): d for p, d in descs.get(OT.RigidBodyMaterial, [])}
 
     # ---- bodies (disabled bodies are not simulated: their colliders become static)

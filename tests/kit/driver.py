@@ -38,6 +38,118 @@ def our_observers():
     return sorted(o.name for o in found if o.name.startswith("newton_usd.kit"))
 
 
+LIVE_STAGE = """#usda 1.0
+(
+    metersPerUnit = 1
+    kilogramsPerUnit = 1
+    upAxis = "Z"
+    timeCodesPerSecond = 60
+)
+def Xform "World"
+{
+    def PhysicsScene "PhysicsScene"
+    {
+    }
+    def Plane "Ground" (prepend apiSchemas = ["PhysicsCollisionAPI"])
+    {
+        uniform token axis = "Z"
+    }
+    def Cube "Box" (prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsCollisionAPI", "PhysicsMassAPI"])
+    {
+        double size = 0.2
+        float physics:mass = 1
+        double3 xformOp:translate = (0, 0, 0.1)
+        uniform token[] xformOpOrder = ["xformOp:translate"]
+    }
+    def Xform "Bob" (prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsMassAPI"])
+    {
+        float physics:mass = 1
+        point3f physics:centerOfMass = (0, 0, -0.5)
+        float3 physics:diagonalInertia = (0.004, 0.004, 0.004)
+        double3 xformOp:translate = (2, 0, 1.5)
+        uniform token[] xformOpOrder = ["xformOp:translate"]
+    }
+    def PhysicsRevoluteJoint "Hinge" (prepend apiSchemas = ["PhysicsDriveAPI:angular"])
+    {
+        rel physics:body1 = </World/Bob>
+        uniform token physics:axis = "Y"
+        point3f physics:localPos0 = (2, 0, 1.5)
+        point3f physics:localPos1 = (0, 0, 0)
+        float drive:angular:physics:stiffness = 1.745
+        float drive:angular:physics:damping = 0.1745
+        float drive:angular:physics:targetPosition = 60
+    }
+}
+"""
+LIVE_PROPERTIES = (
+    "/World/Box.xformOp:translate",
+    "/World/Box.physics:mass",
+    "/World/Hinge.drive:angular:physics:stiffness",
+    "/World/Hinge.drive:angular:physics:targetPosition",
+)
+
+
+def live_edits(ext, timeline, app, workdir):
+    """During play a script moves a body, changes a mass and a drive gain and drags a drive target: each takes
+    effect at the next update, in place; Stop puts the authored values back."""
+    import math
+
+    from pxr import Gf
+
+    path = os.path.join(workdir, "live_edits.usda")
+    with open(path, "w") as f:
+        f.write(LIVE_STAGE)
+    stage = ext.stages.open(path)
+
+    def authored():
+        layer = stage.GetRootLayer()
+        return {p: repr(layer.GetAttributeAtPath(p).default) for p in LIVE_PROPERTIES}
+
+    before = authored()
+    timeline.play()
+    for _ in range(20):
+        app.update()
+    pb = ext.playback
+    sim, solver = pb.sim, pb.sim.solver
+    model = sim.model
+    box = model.body_label.index("/World/Box")
+    dof = int(model.joint_qd_start.numpy()[model.joint_label.index("/World/Hinge")])
+    out = {"edits_before": sim.edits_applied}
+    box_prim, hinge = stage.GetPrimAtPath("/World/Box"), stage.GetPrimAtPath("/World/Hinge")
+    box_prim.GetAttribute("xformOp:translate").Set(Gf.Vec3d(0.0, 0.5, 2.0))  # a gizmo drag
+    app.update()
+    out["moved_to"] = list(world_z_xyz(stage, "/World/Box"))
+    box_prim.GetAttribute("physics:mass").Set(5.0)
+    app.update()
+    out["mass"] = float(sim.model.body_mass.numpy()[box])
+    hinge.GetAttribute("drive:angular:physics:stiffness").Set(3.49)
+    app.update()
+    out["stiffness_per_degree"] = float(sim.model.joint_target_ke.numpy()[dof]) * math.pi / 180.0
+    targets = []
+    for target in (50.0, 40.0, 30.0, 20.0, 10.0):  # a slider dragged, one value per update
+        hinge.GetAttribute("drive:angular:physics:targetPosition").Set(target)
+        app.update()
+        targets.append(math.degrees(float(sim.control.joint_target_pos.numpy()[dof])))
+    out["targets"] = targets
+    for _ in range(60):
+        app.update()
+    q = sim.state.joint_q.numpy()[int(model.joint_q_start.numpy()[model.joint_label.index("/World/Hinge")])]
+    out["angle"] = math.degrees(float(q))
+    out["box_z_after"] = world_z(stage, "/World/Box")
+    out.update(same_solver=pb.sim.solver is solver, rebuilds=pb.sim.rebuilds, edits=pb.sim.edits_applied)
+    timeline.stop()
+    app.update()
+    out["authored_before"], out["authored_after_stop"] = before, authored()
+    out["box_z_stopped"] = world_z(stage, "/World/Box")
+    obs["live_edits"] = out
+
+
+def world_z_xyz(stage, path):
+    from pxr import UsdGeom
+
+    return UsdGeom.Xformable(stage.GetPrimAtPath(path)).ComputeLocalToWorldTransform(0.0).ExtractTranslation()
+
+
 def main():
     timeline_module = fake_timeline.install()
     timeline = timeline_module.get_timeline_interface()
@@ -107,6 +219,9 @@ def main():
         "session_sublayers": list(stage.GetSessionLayer().subLayerPaths),
         "root_layer_body_properties": sorted(stage.GetRootLayer().GetPrimAtPath(BODY).properties.keys()),
     }
+
+    live_edits(ext, timeline, app, workdir)
+    ext.stages.open(stage_path)
 
     # A failure inside a step: a NaN state. The run stops, the error is logged, the app goes on.
     timeline.play()

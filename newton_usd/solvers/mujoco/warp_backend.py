@@ -85,7 +85,7 @@ class WarpBackend:
         The frame pushes the state and controls once, takes ``substeps`` MuJoCo-Warp steps (the kinematics of the
         new state once, at the end, where the steps are one phase) and pulls the state once: ``substeps`` single
         :meth:`step` calls compute the same. On CUDA it is one graph, captured once per (state, control, dt,
-        substeps) and replayed (:attr:`frame_capture`); a model change drops it. A frame after the state was
+        substeps) and replayed (:attr:`frame_capture`); a model put anew drops it. A frame after the state was
         written by another path (a keyframe, the host exchange) or the model changed runs eagerly."""
         if substeps < 1:
             return

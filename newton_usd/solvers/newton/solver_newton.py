@@ -222,8 +222,9 @@ class SolverNewton(SolverBase):
         what it bakes in). Each step is :meth:`step`'s: collision, the solver, our exchange kernels.
 
         On CUDA the frame is one graph, captured once per (states, control, dt, substeps) and replayed
-        (:attr:`frame_capture`, :class:`.frame.FrameCapture`); :meth:`update_parameters` drops it. On the CPU, with
-        gradients, or where a capture is not possible, it runs eagerly: the same kernels."""
+        (:attr:`frame_capture`, :class:`.frame.FrameCapture`); :meth:`update_parameters` of another model drops it
+        (of the running one, its arrays written in place, it does not). On the CPU, with gradients, or where a
+        capture is not possible, it runs eagerly: the same kernels."""
         if substeps < 1:
             return
         self._frame_start(state_0, state_1)
@@ -348,7 +349,12 @@ class SolverNewton(SolverBase):
             full[:n] = values
             array.assign(full)
 
-    def update_parameters(self, model, names) -> set:
+    def update_parameters(self, model, names, rows=None) -> set:
+        """Write the values ``names`` of ``model`` into Newton's model, in place, and notify Newton's solver
+        (``notify_model_changed``: what it derives from them, e.g. Featherstone's spatial inertias, follows). A frame
+        captured on CUDA keeps replaying when ``model`` is the running one (its arrays edited in place: the graph
+        reads the same arrays); another model's arrays drop it. ``rows``: not needed (whole arrays are copied on the
+        device)."""
         names = set(names)
         leftover = names - set(_IN_PLACE) - {"gravity", "joint_target_pos", "joint_target_vel"}
         if leftover:
@@ -380,7 +386,8 @@ class SolverNewton(SolverBase):
         self._gains_changed(names)
         if flags:
             self.newton_solver.notify_model_changed(flags)
-        self.frame_capture.invalidate(f"update_parameters({', '.join(sorted(names))})")
+        if model is not self.model:
+            self.frame_capture.invalidate(f"update_parameters({', '.join(sorted(names))}) of another model")
         self.model = model
         return set()
 

@@ -1,0 +1,468 @@
+"""Live edits in place: each edited property mapped to the model rows it sets, their new values read as the import
+reads them (:mod:`newton_usd.usd.live_values`), and the bodies it moves; no import of the stage.
+
+An edited property of a prim sets the rows of every element labelled with that prim in every world it feeds (an
+environment's prim: its world; a replicated stage's prim: every world, or world 0 with ``edit_worlds="first"``):
+
+- a rigid body's ``xformOp:*`` / ``xformOpOrder`` (its own ops, or the ``xformOp:*:physics`` ops the run writes, on
+  any layer, at the current time or the default): the body is teleported there (:mod:`.teleport`); an edited
+  ancestor prim moves every body under it;
+- its ``physics:velocity`` / ``physics:angularVelocity``: its velocity;
+- the mass properties (``physics:mass``, ``density``, ``centerOfMass``, ``diagonalInertia``, ``principalAxes``) of
+  a body or of one of its colliders, a collider's material binding, a material's friction, restitution and
+  density: the body's mass properties, the colliders' friction and restitution;
+- a collider's ``physics:collisionEnabled``: whether it collides;
+- any property of a joint: its limits, drive gains, targets and force limits, friction, armature and MuJoCo values
+  (the joint is added again as the import adds it, into a builder of its own, and its rows compared);
+- the simulated PhysicsScene's gravity.
+
+What changes more than values (a prim added, removed or retyped, a body or joint disabled, a kinematic body, a
+joint locked, a collider's shape) raises :class:`~newton_usd.usd.live_values.NotInPlace`: the caller imports the
+stage again. An edit the import refuses (a negative mass, a NaN position, a transform of zero scale) is said once
+(:attr:`Plan.refused`) and left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+from ..core.quat import gf_to_xyzw
+from ..errors import UsdInputError
+from ..sync.live_edits import user_world_transform, xform_edit
+from ..sync.stage_sync import OP_MATRIX, OP_ORIENT, OP_SCALE, OP_TRANSLATE
+from ..usd.live_values import LiveValues, NotInPlace, bound_materials
+from ..usd.resolver import DIALECTS
+from ..usd.scenes import scene_gravity
+from .teleport import JointTree
+
+GRAVITY_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
+MASS_ATTRIBUTES = frozenset(
+    ("physics:mass", "physics:density", "physics:centerOfMass", "physics:diagonalInertia", "physics:principalAxes")
+)
+VELOCITY_ATTRIBUTES = frozenset(("physics:velocity", "physics:angularVelocity"))
+_COLLISION_ENABLED = "physics:collisionEnabled"
+_PHYSICS_OPS = frozenset((OP_TRANSLATE, OP_ORIENT, OP_SCALE, OP_MATRIX))
+_SCHEMA_PREFIXES = ("Physics", "Mjc", "Newton", "Physx")
+_PRIM_FIELDS_KEPT = frozenset(
+    {"specifier", "documentation", "comment", "customData", "assetInfo", "displayName", "displayGroupOrder", "hidden",
+     "kind", "propertyOrder", "primOrder"}
+)  # fmt: skip
+"""Prim metadata whose change simulates nothing new (an ``over`` made in another layer to hold an edit changes the
+``specifier`` field of the prim and its parents)."""
+
+DOF_VALUES = (
+    "joint_limit_lower", "joint_limit_upper", "joint_limited", "joint_target_ke", "joint_target_kd",
+    "joint_target_mode", "joint_target_pos", "joint_target_vel", "joint_effort_limit", "joint_drive_acceleration",
+    "joint_armature", "joint_friction",
+)  # fmt: skip
+"""The model's per-DOF values a joint edit may set in place."""
+_BOUNDED = {
+    "joint_limit_lower": (-1e10, np.inf),
+    "joint_limit_upper": (-np.inf, 1e10),
+    "joint_effort_limit": (-np.inf, 1e10),
+}
+"""How finalize bounds them (the builder's infinities)."""
+SHAPE_MATERIAL_VALUES = (
+    "shape_material_mu", "shape_material_restitution", "shape_material_mu_torsional", "shape_material_mu_rolling"
+)  # fmt: skip
+_TOLERANCE = dict(rtol=1e-6, atol=1e-9)
+
+
+@dataclass
+class Plan:
+    """What a frame's edits change in place.
+
+    Attributes:
+        values: model array name (``"mujoco.<name>"`` for MuJoCo-only values) -> {row: new value}.
+        kinds: the element kind of each name's rows ("body", "shape", "dof", ...).
+        poses: body index -> (position, Warp quaternion), SI: where it is teleported.
+        velocities: body index -> origin velocity (6, world frame).
+        gravity: the new gravity (SI), or None.
+        moved_ancestors: an ancestor prim of bodies was moved (the stage sync reads its parents again).
+        refused: ``[(key, message)]`` of the edits not applied (bad values), each said once by the caller.
+        applied: the ``(prim, attribute)`` keys of the edits taken.
+    """
+
+    values: dict = field(default_factory=dict)
+    kinds: dict = field(default_factory=dict)
+    poses: dict = field(default_factory=dict)
+    velocities: dict = field(default_factory=dict)
+    gravity: np.ndarray | None = None
+    moved_ancestors: bool = False
+    refused: list = field(default_factory=list)
+    applied: set = field(default_factory=set)
+
+    def set(self, kind: str, name: str, rows, value) -> None:
+        self.kinds[name] = kind
+        target = self.values.setdefault(name, {})
+        for r in np.atleast_1d(rows):
+            target[int(r)] = value
+
+
+class ModelIndex:
+    """A model's elements by label (their rows in every world), its joint tree and its bodies' ancestors; made
+    once per model."""
+
+    def __init__(self, model):
+        self.model = model
+        self.body = _rows(model.body_label)
+        self.shape = _rows(model.shape_label)
+        self.joint = _rows(model.joint_label)
+        self.body_world = model.body_world.numpy()
+        self.shape_body = model.shape_body.numpy()
+        self.shapes_of = defaultdict(list)
+        for s, b in enumerate(self.shape_body):
+            if b >= 0:
+                self.shapes_of[int(b)].append(s)
+        self.tree = JointTree(model)
+        self.ancestors = _ancestors(set(model.body_label), self_too=False)
+        static = {label for label, b in zip(model.shape_label, self.shape_body, strict=True) if b < 0}
+        static |= {label for label, b in zip(model.site_label, model.site_body.numpy(), strict=True) if b < 0}
+        self.static_places = _ancestors(static, self_too=True)
+        """The static colliders' and sites' prims and their ancestors: a move of one moves what the import places
+        in the world (only an import places it anew)."""
+        self.materials = None  # shape label -> its material's path (see shape_materials)
+
+    def rows(self, kind: str, label: str, first: bool) -> np.ndarray:
+        """The rows of the elements of ``kind`` labelled ``label``; ``first``: world 0's only."""
+        rows = getattr(self, kind).get(label, _NONE)
+        if first and len(rows):
+            world = self.body_world if kind == "body" else None
+            rows = rows[:1] if world is None else rows[world[rows] == world[rows[0]]]
+        return rows
+
+    def shape_materials(self, stage) -> dict:
+        if self.materials is None:
+            self.materials = bound_materials(stage, self.model.shape_label)
+        return self.materials
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _ancestors(labels, self_too: bool) -> set:
+    """The prim paths above the prims ``labels`` (and theirs, with ``self_too``)."""
+    out = set()
+    for label in labels:
+        label = label.partition("[")[0]  # (an instance's: its PointInstancer)
+        path = Sdf.Path(label) if Sdf.Path.IsValidPathString(label) else None
+        if path is not None and self_too:
+            out.add(str(path.GetPrimPath()))
+        while path is not None and path != Sdf.Path.absoluteRootPath and str(path.GetParentPath()) not in out:
+            path = path.GetParentPath()
+            out.add(str(path))
+    return out
+
+
+def _rows(labels) -> dict:
+    out = defaultdict(list)
+    for i, label in enumerate(labels):
+        out[label].append(i)
+    return {k: np.array(v, dtype=np.int64) for k, v in out.items()}
+
+
+class Planner:
+    """Plans one batch of edits (see the module) of a Simulation ``sim`` (its model, stage, output layer, time)."""
+
+    def __init__(self, sim, index: ModelIndex, first_world: bool = False):
+        self.sim, self.index, self.first = sim, index, first_world
+        self.model, self.stage = sim.model, sim.stage
+        self.read = LiveValues(sim.imported, sim._order or DIALECTS)
+        self.plan = Plan()
+        self._arrays = {}
+
+    def array(self, name: str) -> np.ndarray:
+        """The model's values of ``name`` (numpy; a ``mujoco.<name>`` array of the MuJoCo namespace)."""
+        hit = self._arrays.get(name)
+        if hit is None:
+            owner, key = (self.model.mujoco, name[7:]) if name.startswith("mujoco.") else (self.model, name)
+            value = getattr(owner, key, None)
+            hit = self._arrays[name] = (
+                None if value is None else np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+            )
+        return hit
+
+    def _set_if_changed(self, kind: str, name: str, rows, value) -> None:
+        old = self.array(name)
+        if old is None:
+            raise NotInPlace(f"the model has no {name} values")
+        value = np.asarray(value, dtype=old.dtype) if old.dtype != object else value
+        rows = np.atleast_1d(rows)
+        current = old[rows]
+        if old.dtype.kind in "fc":
+            same = np.allclose(current, np.broadcast_to(value, current.shape), equal_nan=True, **_TOLERANCE)
+        else:
+            same = np.array_equal(current, np.broadcast_to(value, current.shape))
+        if not same:
+            self.plan.set(kind, name, rows, value)
+
+    # ------------------------------------------------------------------ planning
+    def add(self, edits) -> Plan:
+        """Plan ``edits`` (:class:`~newton_usd.sync.live_edits.Edits`); raises NotInPlace where they need the import."""
+        by_prim = defaultdict(set)
+        for path in edits.resynced:
+            if not path.IsPropertyPath():
+                raise NotInPlace(f"{path} was added, removed or recomposed")
+        for path in edits.changed | edits.resynced:
+            if not path.IsPropertyPath():
+                fields = edits.prim_fields.get(path, {"?"})
+                if fields - _PRIM_FIELDS_KEPT:
+                    raise NotInPlace(f"{path}'s {', '.join(sorted(fields - _PRIM_FIELDS_KEPT))} changed")
+                continue
+            by_prim[str(path.GetPrimPath())].add(path.name)
+        for prim_path, names in by_prim.items():
+            self._prim(prim_path, names)
+        return self.plan
+
+    def _prim(self, path: str, names: set) -> None:
+        prim = self.stage.GetPrimAtPath(path)
+        if not prim:
+            raise NotInPlace(f"{path} is gone")
+        index = self.index
+        xform = {n for n in names if xform_edit(Sdf.Path(path).AppendProperty(n))}
+        if path == self.sim.scene_path:
+            if not names <= set(GRAVITY_ATTRIBUTES):
+                raise NotInPlace(f"{path}: scene settings other than gravity changed")
+            self._gravity(prim)
+        elif path in index.body:
+            self._body(path, prim, names, xform)
+        elif path in index.joint:
+            if names - xform:
+                self._joint(path)
+        elif path in index.shape:
+            self._collider(path, names - xform, xform)
+        elif prim.HasAPI(UsdPhysics.MaterialAPI):
+            self._material(path, names)
+        elif xform and path in index.static_places:
+            raise NotInPlace(f"{path} moved static colliders")
+        elif xform and xform == names and path in index.ancestors:
+            self._ancestor(path, prim)
+        elif xform == names or not _physics_prim(prim) or self._other_scene(path):
+            return  # (a camera moved, a look changed, another scene's prim: nothing this model simulates)
+        else:
+            raise NotInPlace(f"{path}: {', '.join(sorted(names))} changed")
+        self.plan.applied.update((path, n) for n in names)
+
+    def _other_scene(self, path: str) -> bool:
+        """Whether ``path`` is a body or joint (or on one) of another PhysicsScene than this model's."""
+        scenes = self.sim.imported.scenes
+        if scenes is None:
+            return False
+        owner = scenes.scene_of(path)
+        return owner is not None and owner != self.sim.scene_path
+
+    def _refuse(self, error: UsdInputError, key) -> None:
+        self.plan.refused.append((key, str(error)))
+
+    # ------------------------------------------------------------------ gravity
+    def _gravity(self, prim) -> None:
+        enabled = self.sim.imported.scene.get("gravity_enabled")
+        if enabled is None or not enabled.value:
+            raise NotInPlace("gravity is off in the scene: an edit of it goes through the import")
+        scene = UsdPhysics.Scene(prim)
+        direction, magnitude = scene.GetGravityDirectionAttr().Get(), scene.GetGravityMagnitudeAttr().Get()
+        if direction is None or magnitude is None:
+            raise NotInPlace("the gravity is not authored")
+        if not (all(math.isfinite(c) for c in direction) and (math.isfinite(magnitude) or magnitude < 0)):
+            key = (str(prim.GetPath()), "physics:gravityMagnitude")
+            self._refuse(UsdInputError(f"gravity {tuple(direction)} x {magnitude} is not finite",
+                                       file=self.sim.source_file, prim=key[0], attribute=key[1]), key)  # fmt: skip
+            return
+        self.plan.gravity = scene_gravity(direction, magnitude, self.sim.imported.frame)
+
+    # ------------------------------------------------------------------ bodies
+    def _body(self, path, prim, names, xform) -> None:
+        rows = self.index.rows("body", path, self.first)
+        rest = names - xform
+        if xform:
+            self._pose(path, prim, rows, xform)
+        if rest & VELOCITY_ATTRIBUTES:
+            self._velocity(path, rows)
+        if rest & MASS_ATTRIBUTES:
+            self._mass(path, rows)
+        rest -= VELOCITY_ATTRIBUTES | MASS_ATTRIBUTES
+        if rest and path in self.index.shape:
+            self._collider(path, rest, set())
+        elif rest:
+            raise NotInPlace(f"{path}: {', '.join(sorted(rest))} changed")
+
+    def _pose(self, path, prim, rows, names) -> None:
+        """Where the user put body ``path``: its rows go there (see :mod:`.teleport`)."""
+        time = Usd.TimeCode(self.sim.time_code)
+        try:
+            world = user_world_transform(prim, time, self.sim.output_layer, bool(names & _PHYSICS_OPS))
+            pose = self._sim_pose(world, path, sorted(names)[0])
+        except UsdInputError as e:
+            self._refuse(e, (path, e.attribute))
+            return
+        kinematic = self.array("body_kinematic")
+        for r in rows:
+            if not kinematic[r]:  # (a kinematic body follows its prim's transform anyway, step by step)
+                self.plan.poses[int(r)] = pose
+
+    def _sim_pose(self, world: Gf.Matrix4d, path: str, attribute: str) -> tuple:
+        """A world transform in stage units and axes as a pose in SI; a transform of no finite, invertible pose is
+        refused (UsdInputError)."""
+        m = np.array(world, dtype=np.float64)
+        if not np.isfinite(m).all():
+            raise UsdInputError("the prim's transform is not finite (NaN or infinity): a body needs a finite pose",
+                                file=self.sim.source_file, prim=path, attribute=attribute)  # fmt: skip
+        if abs(np.linalg.det(m[:3, :3])) < 1e-12:
+            raise UsdInputError("the prim's transform has zero scale: it places no body (scale every axis by > 0)",
+                                file=self.sim.source_file, prim=path, attribute=attribute)  # fmt: skip
+        xf = Gf.Transform(world)
+        pos = np.array(xf.GetTranslation(), dtype=np.float64)
+        return self.sim.imported.frame.world_pose_to_sim(pos, gf_to_xyzw(Gf.Quatd(xf.GetRotation().GetQuat())))
+
+    def _ancestor(self, path, prim) -> None:
+        """An ancestor of bodies moved: every body under it goes where the stage now shows it."""
+        cache = UsdGeom.XformCache(Usd.TimeCode(self.sim.time_code))
+        prefix = path.rstrip("/") + "/"
+        for label, rows in self.index.body.items():
+            if not label.startswith(prefix):
+                continue
+            body_prim = self.stage.GetPrimAtPath(label)
+            if not body_prim:
+                continue
+            try:
+                pose = self._sim_pose(cache.GetLocalToWorldTransform(body_prim), path, "xformOp")
+            except UsdInputError as e:
+                self._refuse(e, (path, "xformOp"))
+                return
+            for r in rows if not self.first else self.index.rows("body", label, True):
+                self.plan.poses[int(r)] = pose
+        self.plan.moved_ancestors = True
+
+    def _velocity(self, path, rows) -> None:
+        try:
+            body = self.read.body(path)
+        except UsdInputError as e:
+            self._refuse(e, (path, "physics:velocity"))
+            return
+        if bool(body.body_kinematic[0]) != bool(self.array("body_kinematic")[rows[0]]):
+            raise NotInPlace(f"{path} became kinematic or dynamic")
+        for r in rows:
+            self.plan.velocities[int(r)] = np.asarray(body.body_qd[0], dtype=np.float64)
+
+    def _mass(self, path, rows) -> None:
+        """The mass properties of body ``path`` (every row: the same prims), as the import computes them."""
+        if not len(rows):
+            return
+        shapes = self.index.shapes_of.get(int(rows[0]), [])
+        labels = [self.model.shape_label[s] for s in shapes]
+        try:
+            materials = self.read.collider_materials(labels)
+            mass, com, inertia = self.read.mass(path, self.model, shapes, [materials[lab] for lab in labels])
+        except UsdInputError as e:
+            self._refuse(e, (path, e.attribute or "physics:mass"))
+            return
+        det = np.linalg.det(inertia)
+        self.plan.set("body", "body_mass", rows, mass)
+        self.plan.set("body", "body_inv_mass", rows, 1.0 / mass if mass > 0 else 0.0)
+        self.plan.set("body", "body_com", rows, com)
+        self.plan.set("body", "body_inertia", rows, inertia)
+        self.plan.set("body", "body_inv_inertia", rows, np.linalg.inv(inertia) if det > 0 else np.zeros((3, 3)))
+
+    # ------------------------------------------------------------------ colliders and materials
+    def _collider(self, path, names, xform) -> None:
+        if xform:
+            raise NotInPlace(f"{path}: a collider moved on its body")
+        binding = {n for n in names if n.startswith("material:binding")}
+        mass = names & MASS_ATTRIBUTES
+        other = names - binding - mass - {_COLLISION_ENABLED}
+        if other:
+            raise NotInPlace(f"{path}: {', '.join(sorted(other))} changed")
+        shapes = np.concatenate([self.index.rows("shape", label, self.first) for label in self._parts(path)])
+        if _COLLISION_ENABLED in names:
+            self._set_if_changed("shape", "shape_collision_enabled", shapes, self.read.collision_enabled(path))
+        bodies = {int(self.index.shape_body[s]) for s in shapes}
+        if binding:
+            self.index.materials = None  # (the bindings changed: read again when next asked)
+            material = self.read.collider_materials([path])[path]
+            self._friction(shapes, material)
+        if binding or mass:
+            for label in {self.model.body_label[b] for b in bodies if b >= 0}:
+                self._mass(label, self.index.rows("body", label, self.first))
+
+    def _parts(self, path) -> list:
+        """The shape labels of collider ``path`` (a decomposed mesh: one per convex part, ``<path>:partN``)."""
+        labels = [path]
+        while f"{path}:part{len(labels)}" in self.index.shape:
+            labels.append(f"{path}:part{len(labels)}")
+        return labels
+
+    def _material(self, path, names) -> None:
+        labels = [lab for lab, m in self.index.shape_materials(self.stage).items() if m == path]
+        if not labels:
+            return
+        shapes = np.concatenate([self.index.rows("shape", lab, self.first) for lab in labels])
+        self._friction(shapes, path)
+        if "physics:density" in names:
+            bodies = {int(self.index.shape_body[s]) for s in shapes}
+            for label in {self.model.body_label[b] for b in bodies if b >= 0}:
+                self._mass(label, self.index.rows("body", label, self.first))
+
+    def _friction(self, shapes, material) -> None:
+        values = self.read.material(material)
+        for name, value in zip(SHAPE_MATERIAL_VALUES, values, strict=True):
+            self._set_if_changed("shape", name, shapes, value)
+
+    # ------------------------------------------------------------------ joints
+    def _joint(self, path) -> None:
+        """Joint ``path`` added again as the import adds it: its DOF rows in every world it feeds."""
+        rows = self.index.rows("joint", path, self.first)
+        tree, labels = self.index.tree, self.model.body_label
+        j = int(rows[0])
+        parent = int(tree.parent[j])
+        try:
+            new = self.read.joint(path, labels[int(tree.child[j])], labels[parent] if parent >= 0 else None,
+                                  lambda label: label in self.index.body)  # fmt: skip
+        except UsdInputError as e:
+            self._refuse(e, (path, e.attribute or "joint"))
+            return
+        n = tree.qd_start[j + 1] - tree.qd_start[j]
+        if int(new.joint_type[0]) != int(tree.type[j]) or len(new.joint_qd[0]) != n:
+            raise NotInPlace(f"{path} imports as another joint now (locked, or its axes changed)")
+        for mine, theirs in ((new.joint_X_p[0], tree.X_p[j]), (new.joint_X_c[0], tree.X_c[j])):
+            if not np.allclose(np.concatenate(mine), theirs, atol=1e-5):
+                raise NotInPlace(f"{path}: its frames changed")
+        if n and not np.allclose(np.asarray(new.joint_axis), tree.axis[tree.qd_start[j] : tree.qd_start[j + 1]],
+                                 atol=1e-6):  # fmt: skip
+            raise NotInPlace(f"{path}: its axis changed")
+        dofs = np.concatenate([np.arange(tree.qd_start[r], tree.qd_start[r + 1]) for r in rows])
+        for k in range(n):
+            at = dofs[k::n]
+            for name in DOF_VALUES:
+                value = getattr(new, name)[k]
+                value = float(np.clip(value, *_BOUNDED[name])) if name in _BOUNDED else value
+                self._set_if_changed("dof", name, at, value)
+        self._mujoco_dof_values(path, new, dofs, n)
+
+    def _mujoco_dof_values(self, path, new, dofs, n) -> None:
+        """The joint's MuJoCo-only DOF values (``mjc:damping``, ...: ``model.mujoco.dof_*``); a value no DOF of the
+        model had before makes a new array: the import's."""
+        new_values = {name: values for (kind, name), values in new.mujoco_elements.items() if kind == "dof"}
+        known = {name for name, kind in getattr(self.model, "mujoco_element_kind", {}).items() if kind == "dof"}
+        known |= {name for name in vars(self.model.mujoco) if name.startswith("dof_")}
+        for name in set(new_values) - known:
+            raise NotInPlace(f"{path}: {name} is authored for the first time")
+        for name in known:
+            old = self.array("mujoco." + name)
+            if old is None or old.shape[0] != self.model.joint_dof_count:
+                continue
+            values = new_values.get(name, {})
+            for k in range(n):
+                value = values.get(k, np.full(old.shape[1:], np.nan))
+                self._set_if_changed("dof", "mujoco." + name, dofs[k::n], value)
+
+
+def _physics_prim(prim) -> bool:
+    """Whether ``prim`` has a schema that the import may read (a physics, MuJoCo or Newton one)."""
+    if str(prim.GetTypeName()).startswith(_SCHEMA_PREFIXES):
+        return True
+    return any(str(s).startswith(_SCHEMA_PREFIXES) for s in prim.GetAppliedSchemas())
