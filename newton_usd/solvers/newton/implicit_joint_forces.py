@@ -89,9 +89,10 @@ class ImplicitJointForces:
         self._dof_kind = wp.zeros(nm.joint_dof_count, dtype=wp.int32, device=nm.device)
         self.model_changed({"body_flags"})
 
-    def model_changed(self, names) -> None:
+    def model_changed(self, names) -> bool:
         """The model's values ``names`` (Model attribute names) were written in place: take its own armature and
-        damping again, and which bodies are kinematic."""
+        damping again, and which bodies are kinematic. True where the armature the solver factors H with is another
+        array now (Newton makes a new one where kinematic joints pin theirs): a captured launch writes the old."""
         nm = self.newton_model
         if "joint_armature" in names:
             wp.copy(self._base_armature, nm.joint_armature)
@@ -106,6 +107,15 @@ class ImplicitJointForces:
             kinematic = (nm.body_flags.numpy() & int(newton.BodyFlags.KINEMATIC)) != 0
             kind[kinematic[nm.joint_child.numpy()[self._dof_joint]]] = _KINEMATIC
             self._dof_kind.assign(kind)
+        armature = self._solver_armature()
+        moved = armature is not getattr(self, "_armature", armature)
+        self._armature = armature
+        return moved
+
+    def _solver_armature(self):
+        """The armature Newton's solver factors H with: the model's, or a copy where kinematic joints pin theirs."""
+        armature = getattr(self.newton_solver, "joint_armature_effective", None)
+        return self.newton_model.joint_armature if armature is None else armature
 
     def launch(self, newton_state, dt: float) -> None:
         """The terms of a step of ``dt`` s from ``newton_state`` (its joint coordinates say which DOFs are beyond their
@@ -113,9 +123,7 @@ class ImplicitJointForces:
         nm = self.newton_model
         if not nm.joint_dof_count:
             return
-        # (Newton factors H with its effective armature: the model's, or a copy where kinematic joints pin theirs)
-        armature = getattr(self.newton_solver, "joint_armature_effective", None)
-        armature = nm.joint_armature if armature is None else armature
+        armature = self._armature = self._solver_armature()
         wp.launch(
             _implicit_terms,
             dim=nm.joint_dof_count,

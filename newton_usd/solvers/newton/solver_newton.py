@@ -383,9 +383,9 @@ class SolverNewton(SolverBase):
             else:
                 wp.copy(target, values)
             flags |= int(getattr(_MODEL_FLAGS, flag))
-        self._gains_changed(names)
         if flags:
             self.newton_solver.notify_model_changed(flags)
+        self._gains_changed(names)
         if model is not self.model:
             self.frame_capture.invalidate(f"update_parameters({', '.join(sorted(names))}) of another model")
         self.model = model
@@ -516,8 +516,8 @@ class SolverFeatherstone(SolverNewton):
             self.implicit_joint_forces.launch(newton_state, dt)
 
     def _gains_changed(self, names) -> None:
-        if self.implicit_joint_forces is not None:
-            self.implicit_joint_forces.model_changed(names)
+        if self.implicit_joint_forces is not None and self.implicit_joint_forces.model_changed(names):
+            self.frame_capture.invalidate("Newton's solver factors H with a new armature array")
 
     def step_limit(self) -> StableStep:
         return self._stable
