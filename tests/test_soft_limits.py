@@ -112,3 +112,19 @@ def test_newton_limit_stiffness_from_python(tmp_path):
     finally:
         sim.close()
     assert q == pytest.approx(_resting_angle(2 * STIFFNESS), abs=0.3)
+
+
+@pytest.mark.parametrize("engine", ("mujoco", "featherstone"))
+def test_a_live_edit_of_a_soft_limits_stiffness_takes_effect(tmp_path, engine):
+    """The soft pendulum resting on its limit's spring; its stiffness made 50 times stiffer during the run: the next
+    frames hold the bob closer to the limit, without a re-import (the joint's values set in place)."""
+    _soft_pendulum(tmp_path / "soft.usda")
+    sim = Simulation.open(str(tmp_path / "soft.usda"), solver=engine, record=False)
+    sim.run(240 if engine == "mujoco" else 60)
+    soft = math.degrees(sim.state.joint_q.numpy()[0])
+    sim.stage.GetPrimAtPath("/Hinge").GetAttribute("physxLimit:angular:stiffness").Set(50.0 * STIFFNESS)
+    sim.run(240 if engine == "mujoco" else 60)
+    stiff = math.degrees(sim.state.joint_q.numpy()[0])
+    assert sim.edits_applied == 1 and sim.rebuilds == 0
+    sim.close()
+    assert abs(LOWER - soft) > 2.0 and abs(LOWER - stiff) < 0.5 * abs(LOWER - soft), (soft, stiff)

@@ -58,7 +58,7 @@ _PRIM_FIELDS_KEPT = frozenset(
 DOF_VALUES = (
     "joint_limit_lower", "joint_limit_upper", "joint_limited", "joint_target_ke", "joint_target_kd",
     "joint_target_mode", "joint_target_pos", "joint_target_vel", "joint_effort_limit", "joint_drive_acceleration",
-    "joint_armature", "joint_friction",
+    "joint_armature", "joint_friction", "joint_limit_ke", "joint_limit_kd",
 )  # fmt: skip
 """The model's per-DOF values a joint edit may set in place."""
 _BOUNDED = {
