@@ -76,8 +76,10 @@ class FrameCapture:
         self._key = None
         self._graph = None
 
-    def run(self, key, frame, restore=None, retry=None) -> None:
-        """Run ``frame()`` once: eagerly, or as the graph captured for ``key``.
+    def run(self, key, frame, restore=None, retry=None) -> bool:
+        """Run ``frame()`` once: eagerly, or as the graph captured for ``key``. True where a graph captured earlier
+        was replayed: ``frame()`` itself did not run, so what it does on the host (which arrays hold pending values)
+        was not done, and the caller does it as the captured call did.
 
         Args:
             key: hashable; everything the graph bakes in (a different key drops the graph).
@@ -92,12 +94,12 @@ class FrameCapture:
         if self._graph is not None:
             wp.capture_launch(self._graph)
             self.replays += 1
-            return
+            return True
         if not (self.device.is_cuda or self.cpu_graphs) or self.eager_reason is not None or self._key is None:
             frame()
             self.eager_frames += 1
             self._key = key
-            return
+            return False
         graph, error = self._capture(frame)
         if graph is None and retry is not None and retry(error):
             if restore is not None:
@@ -110,11 +112,12 @@ class FrameCapture:
                 restore()
             frame()
             self.eager_frames += 1
-            return
+            return False
         self._graph = graph
         self.captures += 1
         wp.capture_launch(self._graph)
         self.replays += 1
+        return False
 
     def _capture(self, frame):
         """(the graph of ``frame()``, None), or (None, the exception where the capture failed)."""

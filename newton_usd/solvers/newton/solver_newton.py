@@ -236,7 +236,17 @@ class SolverNewton(SolverBase):
                 if pending is not None:
                     state.__dict__["_pending"] = pending
 
-        self.frame_capture.run(key, frame, restore)
+        if self.frame_capture.run(key, frame, restore):
+            # A replay ran the kernels only: the states' pending joint states as the captured frame left them (XPBD
+            # and semi_implicit leave state_0's to be computed from its bodies when read; without this a replayed
+            # frame's joint states read back as those of the frame read last: `--write-joint-states` under xpbd on
+            # CUDA wrote one joint angle over and over)
+            for state, pending in zip((state_0, state_1), self._pending_after_frame, strict=True):
+                state.__dict__.pop("_pending", None)
+                if pending is not None:
+                    state.__dict__["_pending"] = pending
+        else:
+            self._pending_after_frame = (state_0.__dict__.get("_pending"), state_1.__dict__.get("_pending"))
 
     def _frame_start(self, state_0, state_1) -> None:
         """The host-side start of every frame alike (a graph replays what its capture saw): ``state_0`` holds its
