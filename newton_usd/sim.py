@@ -178,7 +178,7 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
         self.max_distance = MAX_DISTANCE  # m from the origin: beyond, the run stops (see _check_bounds)
         self.max_speed = MAX_SPEED  # m/s of a body's center of mass: beyond, the run stops
         self._scene = scene  # the import's scene argument (None: the stage's only scene)
-        self._bounds = None  # the device-side bounds check of frame functions (see _as_frame)
+        self._device_check = None  # the blow-up checks of frame functions, on the device (see _simulate_frame)
         self._readback = None  # run()'s poses read back behind the device (see _run_pipelined)
 
     @property
@@ -362,7 +362,9 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
 
     def reset(self, keyframe=None) -> None:
         """Back to the authored state: initial model state, frame 0, authored poses on the stage; with
-        ``keyframe``, then into that keyframe (see :meth:`start_from_keyframe`)."""
+        ``keyframe``, then into that keyframe (see :meth:`start_from_keyframe`). Frames queued on the device and not
+        yet checked are dropped unchecked."""
+        self._forget_device_check()
         self.state = self.model.state()
         self._next = self.model.state()
         self.control = self.model.control()
