@@ -51,8 +51,10 @@ class PipelinedRun:
         self._finish_frame(pending)
 
     def _queue_frame(self, last: bool) -> tuple:
-        """Queue a frame's steps and, where it is written, its readback (no wait); (readback slot or None, frame, time
-        code, written, start)."""
+        """Queue a frame's steps and, where it is written, its readback (no wait); (readback slot, None where the frame
+        is not written; frame, time code, start)."""
+        if self.kernel_load is None:
+            self.load_kernels()
         self._write_start()
         self._start_flung_check()
         t0 = time.perf_counter()

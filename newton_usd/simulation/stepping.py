@@ -10,6 +10,7 @@ from pxr import Gf, Sdf, UsdGeom
 
 from ..core.quat import gf_to_xyzw
 from ..errors import SimulationError
+from ..solvers.kernel_loading import load_modules, modules_named
 from .clock import DEFAULT_FRAMES
 
 
@@ -29,6 +30,25 @@ def kinematic_bodies(stage, model) -> list:
 
 class Stepping:
     """:class:`~newton_usd.sim.Simulation`'s frames: the time, the steps of one frame and the run."""
+
+    kernel_load = None
+    """What :meth:`load_kernels` did (a :class:`~newton_usd.solvers.kernel_loading.KernelLoad`: seconds, modules,
+    compiled); None before the first frame."""
+
+    kernel_workers = None
+    """Threads that compile the Warp modules before the first frame (None: one per CPU core; 0: one after the
+    other)."""
+
+    def load_kernels(self, max_workers: int | None = None):
+        """Compile, or load from Warp's kernel cache, the Warp modules the frames will use (the solver's
+        ``kernel_modules()`` and the device checks'), ``max_workers`` at a time (None: :attr:`kernel_workers`); the
+        first frame does it where it was not done. Returns (and keeps in :attr:`kernel_load`) what it did."""
+        modules = self.solver.kernel_modules()
+        if getattr(self.solver, "simulates_frames", False):
+            modules += modules_named(["newton_usd.simulation.device_check"])
+        workers = self.kernel_workers if max_workers is None else max_workers
+        self.kernel_load = load_modules(modules, self.model.device, workers)
+        return self.kernel_load
 
     @property
     def time_code(self) -> float:
@@ -58,6 +78,8 @@ class Stepping:
         """
         if self.watcher is not None and self.watcher.pending:
             self.apply_edits()
+        if self.kernel_load is None:
+            self.load_kernels()
         self._write_start()
         self._start_flung_check()
         n = self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))

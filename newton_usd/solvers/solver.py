@@ -71,6 +71,12 @@ class SolverBase:
         follow them where the solver steps body states. The default does nothing: solvers that step joint
         coordinates, or detect edits themselves (SolverMuJoCo), need no word."""
 
+    def kernel_modules(self) -> list:
+        """The Warp modules its steps launch kernels of, as far as they are known before the first step
+        (:func:`~newton_usd.solvers.kernel_loading.load_modules` compiles them in parallel). The default: none (a
+        solver that runs no Warp kernel, or leaves them to be loaded as they are met)."""
+        return []
+
     def stable_step(self) -> float:
         """s: the longest step estimated stable on this model (where the solver integrates stiff forces
         explicitly); inf where it has no such bound. The default: inf."""

@@ -10,10 +10,14 @@ import numpy as np
 import warp as wp
 
 from ..frame import FrameCapture
+from ..kernel_loading import modules_named
 from .exchange import discard_pending
 from .warp_exchange import DeviceExchange
 
 logger = logging.getLogger("newton_usd")
+
+_MJW_MODULES = ("constraint", "derivative", "forward", "passive", "smooth", "solver", "support")
+"""The modules of ``mujoco_warp._src`` whose kernels ``mujoco_warp.step`` launches on a rigid-body model (4.0)."""
 
 
 class WarpBackend:
@@ -71,6 +75,14 @@ class WarpBackend:
         capture = getattr(self, "frame_capture", None)
         if capture is not None:
             capture.invalidate(reason)
+
+    def kernel_modules(self) -> list:
+        """MuJoCo-Warp's modules its step launches kernels of (the kernels it generates inside its step functions, a
+        module each, are loaded as the first step meets them) and our exchange's; none for the cpu backend."""
+        if getattr(self, "_mjw", None) is None:
+            return []
+        names = [f"mujoco_warp._src.{name}" for name in _MJW_MODULES]
+        return modules_named([*names, "newton_usd.solvers.mujoco.warp_exchange"])
 
     @property
     def simulates_frames(self) -> bool:
