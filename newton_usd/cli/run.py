@@ -288,7 +288,7 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
 
 
 def _kernels_record(sims) -> dict:
-    """The Warp modules loaded before the first frame, every scene's (:meth:`Simulation.load_kernels`)."""
+    """The Warp modules loaded in parallel beside the first frame, every scene's (:meth:`Simulation.load_kernels`)."""
     loads = [s.kernel_load for s in sims if s.kernel_load is not None]
     return {
         "kernel_seconds": sum(k.seconds for k in loads),
@@ -298,7 +298,7 @@ def _kernels_record(sims) -> dict:
 
 
 def _kernels_said(sims) -> str:
-    """The summary's line on the Warp modules loaded before the first frame ('' where none were)."""
+    """The summary's line on the Warp modules loaded beside the first frame ('' where none were)."""
     k = _kernels_record(sims)
     modules, seconds = count(k["kernel_modules"], "Warp module"), k["kernel_seconds"]
     if not k["kernel_modules"]:
@@ -308,7 +308,7 @@ def _kernels_said(sims) -> str:
     import warp as wp  # noqa: PLC0415
 
     return (
-        f"usdsim: {seconds:.1f} s compiling Warp kernels before the first frame ({k['kernels_compiled']} of {modules}"
+        f"usdsim: {seconds:.1f} s compiling Warp kernels beside the first frame ({k['kernels_compiled']} of {modules}"
         f" compiled, in parallel): cached in {wp.config.kernel_cache_dir}, the next run loads them from there\n"
     )
 

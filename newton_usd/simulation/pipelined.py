@@ -53,8 +53,8 @@ class PipelinedRun:
     def _queue_frame(self, last: bool) -> tuple:
         """Queue a frame's steps and, where it is written, its readback (no wait); (readback slot, None where the frame
         is not written; frame, time code, start)."""
-        if self.kernel_load is None:
-            self.load_kernels()
+        if self.kernel_load is None and self._kernel_loading is None:
+            self.load_kernels(wait=False)
         self._write_start()
         self._start_flung_check()
         t0 = time.perf_counter()
@@ -82,12 +82,14 @@ class PipelinedRun:
         if slot is None:
             if self.first_step_seconds is None:
                 self.synchronize()
+                self._kernels_loaded()
                 self.first_step_seconds = time.perf_counter() - started
             return None
         t0 = time.perf_counter()
         body_q, tripped = self._readback.finish(slot)
         self.wall_seconds += time.perf_counter() - t0
         if self.first_step_seconds is None:
+            self._kernels_loaded()
             self.first_step_seconds = time.perf_counter() - started
         if tripped:  # (a check failed at this frame or before: the message from the state kept at that frame)
             self._report_device_check(tripped)

@@ -10,7 +10,7 @@ from pxr import Gf, Sdf, UsdGeom
 
 from ..core.quat import gf_to_xyzw
 from ..errors import SimulationError
-from ..solvers.kernel_loading import load_modules, modules_named
+from ..solvers.kernel_loading import KernelLoading, modules_named
 from .clock import DEFAULT_FRAMES
 
 
@@ -36,18 +36,28 @@ class Stepping:
     compiled); None before the first frame."""
 
     kernel_workers = None
-    """Threads that compile the Warp modules before the first frame (None: one per CPU core; 0: one after the
-    other)."""
+    """Threads that compile the Warp modules of the first frame (None: one per CPU core; 0: one after the other)."""
 
-    def load_kernels(self, max_workers: int | None = None):
+    _kernel_loading = None  # the KernelLoading under way beside the first frame
+
+    def load_kernels(self, max_workers: int | None = None, wait: bool = True):
         """Compile, or load from Warp's kernel cache, the Warp modules the frames will use (the solver's
-        ``kernel_modules()`` and the device checks'), ``max_workers`` at a time (None: :attr:`kernel_workers`); the
-        first frame does it where it was not done. Returns (and keeps in :attr:`kernel_load`) what it did."""
+        ``kernel_modules()`` and the device checks'), ``max_workers`` threads at a time (None: :attr:`kernel_workers`),
+        and return what was done (kept in :attr:`kernel_load`). The first frame does it, where it was not done,
+        ``wait=False``: the modules load beside the frame, which compiles those that exist only once it runs, and
+        waits for the rest at its end (see :mod:`~newton_usd.solvers.kernel_loading`)."""
         modules = self.solver.kernel_modules()
         if getattr(self.solver, "simulates_frames", False):
             modules += modules_named(["newton_usd.simulation.device_check"])
         workers = self.kernel_workers if max_workers is None else max_workers
-        self.kernel_load = load_modules(modules, self.model.device, workers)
+        self._kernel_loading = KernelLoading(modules, self.model.device, workers)
+        return self._kernels_loaded() if wait else None
+
+    def _kernels_loaded(self):
+        """After the first frame: the modules loading beside it waited for (:attr:`kernel_load`)."""
+        if self._kernel_loading is not None:
+            loading, self._kernel_loading = self._kernel_loading, None
+            self.kernel_load = loading.wait()
         return self.kernel_load
 
     @property
@@ -78,8 +88,8 @@ class Stepping:
         """
         if self.watcher is not None and self.watcher.pending:
             self.apply_edits()
-        if self.kernel_load is None:
-            self.load_kernels()
+        if self.kernel_load is None and self._kernel_loading is None:
+            self.load_kernels(wait=False)
         self._write_start()
         self._start_flung_check()
         n = self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))
@@ -105,6 +115,7 @@ class Stepping:
             self.wall_seconds += time.perf_counter() - t0
             if self.first_step_seconds is None:  # (the first frame, kernels loaded: waited for, timed)
                 self.synchronize()
+                self._kernels_loaded()
                 self.first_step_seconds = time.perf_counter() - t0
             if write:
                 self.synchronize()  # (its poses are read: checked first)
@@ -114,6 +125,7 @@ class Stepping:
         else:
             body_q = self._state.body_q.numpy()
             self.wall_seconds += time.perf_counter() - t0
+            self._kernels_loaded()
             self._check_bounds(body_q)
             self._check_flung(last)
         if write:

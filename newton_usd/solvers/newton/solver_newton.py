@@ -19,7 +19,7 @@ from ...core.types import JointType
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..frame import FrameCapture
-from ..kernel_loading import modules_named, modules_of_kernels
+from ..kernel_loading import modules_named
 from ..solver import SolverBase
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
 from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
@@ -168,11 +168,11 @@ class SolverNewton(SolverBase):
         return self.newton_class(newton_model, **options)
 
     def kernel_modules(self) -> list:
-        """Newton's collision pipeline's modules (the kernels its narrow phase generated for this model's shapes
-        among them), the solver's (:attr:`SOLVER_MODULES`) and our exchange's: what the first frame would load one
-        after the other (``tests/test_kernel_loading.py`` checks that it loads nothing else that existed before it)."""
-        narrow = getattr(self.collision_pipeline, "narrow_phase", None)
-        return modules_named(_PIPELINE_MODULES + self.SOLVER_MODULES) + modules_of_kernels(narrow)
+        """Newton's collision pipeline's modules, the solver's (:attr:`SOLVER_MODULES`) and our exchange's: what the
+        first frame would load one after the other (``tests/test_kernel_loading.py`` checks that it loads nothing else
+        that could be loaded before it; the generic kernels of Newton's narrow phase get their code when launched, and
+        compile then)."""
+        return modules_named(_PIPELINE_MODULES + self.SOLVER_MODULES)
 
     @classmethod
     def options_from_scene(cls, settings: dict) -> dict:
