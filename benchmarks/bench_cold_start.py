@@ -7,12 +7,12 @@ Each engine (the four Newton solvers, and ``mujoco``: SolverMuJoCo's warp backen
 processes, one after the other, on the stage (default ``sample_stages/boxes_on_ground.usda``), with Warp's kernel
 cache pointed at an empty temporary directory (``WARP_CACHE_PATH``) and forward-only kernels (as ``usdsim``): a
 *cold* process (every module compiled), then a *warm* one on the cache it left. Two modes, each with a cache of its
-own: ``parallel``, the Simulation as it is (its Warp modules loaded before the first frame, ``--workers`` threads;
-default one per core: :meth:`Simulation.load_kernels`), and ``lazy``, the preload skipped (each module compiled when
-the first frame first launches one of its kernels, one after the other: as before). Each process times
-``Simulation.open`` (the import, the model, the solver: some modules compile there already) and the first frame
-(``step_frame``, waited for: the preload and the modules met inside the step included); the columns give them in
-seconds, the total, and for ``parallel`` the preload's share. The baseline is the ``lazy`` mode in the same run: the
+own: ``parallel``, the Simulation as it is (its solver's Warp modules loaded in parallel beside the first frame,
+``--workers`` threads, default one per core: :meth:`Simulation.load_kernels`), and ``lazy``, that load skipped (each
+module compiled when the first frame first launches one of its kernels, one after the other: as before). Each process
+times ``Simulation.open`` (the import, the model, the solver: some modules compile there already) and the first frame
+(``step_frame``, waited for, its modules loaded); the columns give them in seconds, the total, and for ``parallel``
+the load's own time. The baseline is the ``lazy`` mode in the same run: the
 ratio ``lazy/parallel`` of the cold totals is the parallel load's gain on this machine. ``--merge-cache DIR`` copies
 each engine's compiled modules into DIR (``gpu_checks.sh``: what runs after starts warm).
 
@@ -92,9 +92,9 @@ def main() -> None:
     modes = args.modes.split(",")
     print(f"\nFirst frame of {os.path.basename(args.stage)} on {args.device} ({os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f} at the start); fresh processes, seconds: open (import, model, solver), first "
-          "frame (the preload included, waited for), total; cold: an empty kernel cache, warm: the cache the cold "
-          "process left. parallel: the modules loaded before the first frame, in parallel; lazy: as met, one after "
-          "the other.")  # fmt: skip
+          "frame (waited for, its kernels loaded), total; cold: an empty kernel cache, warm: the cache the cold "
+          "process left. parallel: the solver's modules loaded in parallel beside the first frame (their load's own "
+          "time beside it); lazy: as met, one after the other.")  # fmt: skip
     print(f"{'engine':<14} {'mode':<9} {'cold open':>9} {'frame':>8} {'total':>8} {'preload (compiled/modules)':>28}"
           f" {'warm open':>10} {'frame':>7} {'total':>7}")  # fmt: skip
     for engine in args.engines.split(","):

@@ -113,14 +113,15 @@ def main() -> None:
     worlds = [int(w) for w in args.worlds.split(",")]
     base = launch_us(device, 2000, args.repeat)
     load = os.getloadavg()[0]
-    print(f"\nHost work per frame, the frame's graph launch made a no-op: {os.path.basename(args.stage)} on {device.alias}"
-          f" ({os.cpu_count()} cores, load average {load:.1f} at the start), nothing written onto the stage; median of "
-          f"{args.repeat} loops of {args.frames} frames (min-max), thread CPU time. Baseline: one wp.launch of an empty "
-          f"kernel, {base:.1f} us.")  # fmt: skip
+    print(f"\nHost work per frame, the frame's graph launch made a no-op: {os.path.basename(args.stage)} on "
+          f"{device.alias} ({os.cpu_count()} cores, load average {load:.1f} at the start), nothing written onto the "
+          f"stage; median of {args.repeat} loops of {args.frames} frames (min-max), thread CPU time. Baseline: one "
+          f"wp.launch of an empty kernel, {base:.1f} us.")  # fmt: skip
     print(f"{'engine':<14} {'worlds':>6} {'bodies':>7} {'step_frame us':>22} {'run us':>22} {'step_frame/launch':>18}")
     for engine in args.engines.split(","):
         for n in worlds:
-            r = measure(engine, args.stage, n, args.frames, args.repeat, profile=engine == args.profile and n == worlds[-1])
+            profile = engine == args.profile and n == worlds[-1]
+            r = measure(engine, args.stage, n, args.frames, args.repeat, profile=profile)
             if "error" in r:
                 print(f"{engine:<14} {n:>6} failed: {r['error']}", flush=True)
                 continue

@@ -28,7 +28,8 @@ def _overlapping(stage):
 
 
 SCENES = {  # name: (stage builder, Simulation.open's keywords, what the error says)
-    "speed": (_falling, {"max_speed": 3.0}, "m/s, beyond max_speed 3 m/s"),  # (g t > 3 m/s after 0.31 s: frame 19 at 60 fps)
+    # (g t > 3 m/s after 0.31 s: frame 19 at 60 fps)
+    "speed": (_falling, {"max_speed": 3.0}, "m/s, beyond max_speed 3 m/s"),
     "distance": (_falling, {"max_distance": 10.0}, "m from the origin, beyond max_distance 10 m"),
     "flung": (_overlapping, {"fps": 24.0}, "body was flung"),
 }

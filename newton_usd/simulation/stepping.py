@@ -152,6 +152,7 @@ class Stepping:
             after=lambda state: check.launch(state, seconds), after_key=(check.key, seconds),
         )  # fmt: skip
         self.steps += n
+
     def _move_kinematic(self, time_code: float) -> None:
         """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""
         cache = UsdGeom.XformCache(time_code)

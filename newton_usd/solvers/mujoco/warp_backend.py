@@ -127,7 +127,8 @@ class WarpBackend:
                 if control is not None:
                     arrays += [getattr(control, n) for n in self._CONTROLS]
                     arrays.append(getattr(getattr(control, "mujoco", None), "ctrl", None))
-                key = (tuple(id(a) for a in arrays), float(dt), int(substeps), after_key)
+                # (the arrays' addresses, what the graph bakes in: an id can be another array's once one is freed)
+                key = (tuple(None if a is None else a.ptr for a in arrays), float(dt), int(substeps), after_key)
                 self.frame_capture.run(key, frame, retry=self._one_phase_instead)
             else:
                 frame()  # (pushes every world and computes the position stage again: never captured)

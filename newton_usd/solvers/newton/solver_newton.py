@@ -92,7 +92,7 @@ class SolverNewton(SolverBase):
     _stable_dt_joint = -1
     _said_dt = None
     SOLVER_MODULES: tuple = ()
-    """The Python modules of Newton's solver whose kernels its step launches (Newton 1.8; see :meth:`kernel_modules`)."""
+    """The Python modules of Newton's solver whose kernels its step launches (Newton 1.8: :meth:`kernel_modules`)."""
 
     def __init__(
         self,
