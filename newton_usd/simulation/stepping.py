@@ -36,7 +36,8 @@ class Stepping:
     compiled); None before the first frame."""
 
     kernel_workers = None
-    """Threads that compile the Warp modules of the first frame (None: one per CPU core; 0: one after the other)."""
+    """Threads that compile the Warp modules of the first frame beside it (None: one per CPU core but the one the
+    frame compiles on; 0: one after the other)."""
 
     _kernel_loading = None  # the KernelLoading under way beside the first frame
 

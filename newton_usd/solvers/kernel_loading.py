@@ -3,9 +3,10 @@
 Warp compiles a module (every kernel of one Python module, or one generated kernel) the first time one of its kernels
 is launched: the first frame of a Newton solver or of MuJoCo-Warp meets a dozen to forty modules one after the other,
 each compiled alone, minutes on an empty cache. A solver names the modules its steps use
-(``solver.kernel_modules()``); :class:`KernelLoading` hands them to ``wp.force_load`` with a thread pool, in a thread
-of its own, so that Warp's compilers (LLVM on the CPU, NVRTC on CUDA: they release the GIL) work on several at once
-while the first frame goes on and compiles, as it meets them, the modules that cannot be named before it: the
+(``solver.kernel_modules()``); :class:`KernelLoading` hands them to ``wp.force_load`` with a thread pool (a thread
+per core but one), in a thread of its own, so that Warp's compilers (LLVM on the CPU, NVRTC on CUDA: they release the
+GIL) work on several at once while the first frame goes on and compiles, as it meets them, the modules that cannot be
+named before it: the
 overloads of generic kernels (Newton's narrow phase), and the kernels MuJoCo-Warp and Kamino generate inside their
 step functions. A module both want is compiled once: the other waits for it. Where the load is done it says how long
 it took and how many modules were compiled rather than found in the cache (``wp.config.kernel_cache_dir``: the next
@@ -56,9 +57,9 @@ def modules_named(names) -> list:
 
 class KernelLoading:
     """``modules`` (Warp modules) loaded on ``device`` by a thread pool in a thread of its own, ``max_workers`` at a
-    time (None: one per CPU core, at most one per module; 0: one after the other), while the caller goes on; modules
-    already loaded there are skipped. While it runs, a module's loads are one at a time (the caller's launch of one
-    of its kernels waits for the pool's load). :meth:`wait` joins it."""
+    time (None: one per CPU core but one, at most one per module; 0: one after the other), while the caller goes on;
+    modules already loaded there are skipped. While it runs, a module's loads are one at a time (the caller's launch
+    of one of its kernels waits for the pool's load). :meth:`wait` joins it."""
 
     def __init__(self, modules, device, max_workers: int | None = None):
         self.device = wp.get_device(device)
@@ -68,7 +69,8 @@ class KernelLoading:
                 seen.add(id(module))
                 todo.append(module)
         self._todo = todo
-        self._workers = min(os.cpu_count() or 1, len(todo)) if max_workers is None else int(max_workers)
+        cores = os.cpu_count() or 1  # (one left to the caller, which compiles what it meets meanwhile)
+        self._workers = min(max(1, cores - 1), len(todo)) if max_workers is None else int(max_workers)
         self._error = None
         self._thread = None
         self._t0 = self._t1 = time.perf_counter()
