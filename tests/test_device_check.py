@@ -5,6 +5,8 @@ the one a run checked on the host frame after frame gives (message, body, frame)
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from pxr import Gf, UsdPhysics
@@ -35,18 +37,18 @@ SCENES = {  # name: (stage builder, Simulation.open's keywords, what the error s
 }
 
 
-def _open(scene, graphs=True):
+def _open(scene, graphs=True, device="cpu"):
     build, options, _ = SCENES[scene]
     stage = new_stage(fps=60)
     build(stage)
-    sim = Simulation.open(stage, solver="xpbd", device="cpu", live=False, record=False, **options)
+    sim = Simulation.open(stage, solver="xpbd", device=device, live=False, record=False, **options)
     sim.solver.frame_capture.cpu_graphs = graphs
     return sim
 
 
-def _host_checked(scene) -> SimulationError:
+def _host_checked(scene, device="cpu") -> SimulationError:
     """The error of a run of single steps, checked on the host after every frame (the reference)."""
-    sim = _open(scene)
+    sim = _open(scene, device=device)
     sim.solver.simulates_frames = False
     with pytest.raises(SimulationError) as raised:
         sim.run(60)
@@ -54,37 +56,43 @@ def _host_checked(scene) -> SimulationError:
     return raised.value
 
 
+def _said(error, device) -> tuple:
+    """(message, frame, body) of a SimulationError; on CUDA the numbers of the message left out (the solvers' atomic
+    sums add in another order each run: the same blow-up, a few units of the last digit apart)."""
+    text = str(error) if device == "cpu" else re.sub(r"[0-9][0-9.e+-]*", "#", error.reason)
+    return text, error.frame, error.label
+
+
 @pytest.mark.parametrize("scene", SCENES)
-def test_the_device_names_the_blow_up_the_host_check_names(scene):
+def test_the_device_names_the_blow_up_the_host_check_names(scene, device):
     """A blow-up found on the device, read frames later, is raised with the message, body and frame a run checked
     on the host frame after frame gives: through step_frame (nothing written: the flag read every check_every
     frames) and through run (the frames written behind the device)."""
-    reference = _host_checked(scene)
+    reference = _host_checked(scene, device)
     assert SCENES[scene][2] in str(reference), str(reference)
     assert 1 < reference.frame < 40, reference.frame  # (not the first frame, which is waited for)
-    sim = _open(scene)
+    sim = _open(scene, device=device)
     sim.write = False
     with pytest.raises(SimulationError) as raised:
         for _ in range(60):
             sim.step_frame()
-    assert (str(raised.value), raised.value.frame, raised.value.label) == (
-        str(reference), reference.frame, reference.label)  # fmt: skip
+    assert _said(raised.value, device) == _said(reference, device)
     assert sim.frame > reference.frame  # (found after the frame it started in)
     assert sim.solver.frame_capture.replays > 1
     sim.close()
-    sim = _open(scene)
+    sim = _open(scene, device=device)
     sim.record = True
     with pytest.raises(SimulationError) as raised:
         sim.run(60)
-    assert str(raised.value) == str(reference)
+    assert _said(raised.value, device) == _said(reference, device)
     sim.close()
 
 
-def test_frames_are_queued_without_a_wait_and_checked_at_the_sync_points(monkeypatch):
+def test_frames_are_queued_without_a_wait_and_checked_at_the_sync_points(monkeypatch, device):
     """step_frame with nothing written reads the device's flag every check_every frames only (the first frame
     waited for); views read the state on the device without a wait; reading ``sim.state`` is a sync point, where a
     blow-up queued since is raised once."""
-    sim = _open("speed")
+    sim = _open("speed", device=device)
     sim.write = False
     sim.check_every = 1000  # (no poll in these frames: only the sync points check)
     reads = []
