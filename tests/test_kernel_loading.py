@@ -36,7 +36,7 @@ for engine in sys.argv[1:]:
     kw = {"solver": "mujoco", "backend": "warp"} if engine == "mujoco" else {"solver": engine}
     sim = Simulation.open(falling_cube(), device="cpu", live=False, record=False, **kw)
     device = sim.model.device
-    load = sim.load_kernels()
+    load = sim.load_kernels(max_workers=2)
     preloaded = loaded(device)
     # (what could be loaded before the frame: a module that existed, but for a generic kernel not yet overloaded,
     # whose code is made when it is launched)
@@ -63,7 +63,7 @@ def test_the_first_frame_loads_no_module_that_could_have_been_loaded_before_it(e
     result = json.loads(r.stdout.strip().splitlines()[-1])
     for engine in engines:
         assert result[engine]["missed"] == [], (engine, result[engine])
-    assert result[engines[0]]["modules"] >= 6 and result[engines[0]]["workers"] >= 1, result
+    assert result[engines[0]]["modules"] >= 6 and result[engines[0]]["workers"] == 2, result
 
 
 def test_usdsim_says_how_long_the_kernels_took(tmp_path, capsys):
@@ -78,8 +78,8 @@ def test_usdsim_says_how_long_the_kernels_took(tmp_path, capsys):
     assert 0.0 < record["kernel_seconds"] < record["setup_seconds"] + 1800
     r = subprocess.run([*usdsim_command(), str(src), "--solver", "xpbd", "-n", "3"], capture_output=True, text=True,
                        timeout=1800)  # fmt: skip
-    loaded = r"usdsim: \d+ Warp modules loaded from the kernel cache in [0-9.]+ s"
-    compiled = r"usdsim: [0-9.]+ s compiling Warp kernels beside the first frame \(\d+ of \d+ Warp modules compiled"
+    loaded = r"usdsim: \d+ Warp modules loaded from the kernel cache for the first frame in [0-9.]+ s"
+    compiled = r"usdsim: [0-9.]+ s loading Warp kernels for the first frame \(\d+ of \d+ Warp modules compiled"
     said = re.search(f"{loaded}|{compiled}", r.stdout + r.stderr)
     assert said, r.stdout + r.stderr
     assert main([str(src), "--solver", "xpbd", "-n", "1", "--format", "json"]) == 0

@@ -288,28 +288,30 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
 
 
 def _kernels_record(sims) -> dict:
-    """The Warp modules loaded in parallel beside the first frame, every scene's (:meth:`Simulation.load_kernels`)."""
+    """The Warp modules loaded for the first frame, every scene's (:meth:`Simulation.load_kernels`)."""
     loads = [s.kernel_load for s in sims if s.kernel_load is not None]
     return {
         "kernel_seconds": sum(k.seconds for k in loads),
         "kernel_modules": sum(k.modules for k in loads),
         "kernels_compiled": sum(k.compiled for k in loads),
+        "kernel_workers": max((k.workers for k in loads), default=0),
     }
 
 
 def _kernels_said(sims) -> str:
-    """The summary's line on the Warp modules loaded beside the first frame ('' where none were)."""
+    """The summary's line on the Warp modules loaded for the first frame ('' where none were)."""
     k = _kernels_record(sims)
     modules, seconds = count(k["kernel_modules"], "Warp module"), k["kernel_seconds"]
     if not k["kernel_modules"]:
         return ""
     if not k["kernels_compiled"]:
-        return f"usdsim: {modules} loaded from the kernel cache in {seconds:.2f} s\n"
+        return f"usdsim: {modules} loaded from the kernel cache for the first frame in {seconds:.2f} s\n"
     import warp as wp  # noqa: PLC0415
 
+    parallel = ", in parallel" if k["kernel_workers"] else ""
     return (
-        f"usdsim: {seconds:.1f} s compiling Warp kernels beside the first frame ({k['kernels_compiled']} of {modules}"
-        f" compiled, in parallel): cached in {wp.config.kernel_cache_dir}, the next run loads them from there\n"
+        f"usdsim: {seconds:.1f} s loading Warp kernels for the first frame ({k['kernels_compiled']} of {modules} "
+        f"compiled{parallel}): cached in {wp.config.kernel_cache_dir}, the next run loads them from there\n"
     )
 
 

@@ -37,16 +37,17 @@ class Stepping:
 
     kernel_workers = None
     """Threads that compile the Warp modules of the first frame beside it (None: one per CPU core but the one the
-    frame compiles on; 0: one after the other)."""
+    frame compiles on, where that makes two or more, else none; 0: none, each module compiled as the frame meets it)."""
 
     _kernel_loading = None  # the KernelLoading under way beside the first frame
 
     def load_kernels(self, max_workers: int | None = None, wait: bool = True):
         """Compile, or load from Warp's kernel cache, the Warp modules the frames will use (the solver's
         ``kernel_modules()`` and the device checks'), ``max_workers`` threads at a time (None: :attr:`kernel_workers`),
-        and return what was done (kept in :attr:`kernel_load`). The first frame does it, where it was not done,
+        and return what was loaded (kept in :attr:`kernel_load`). The first frame does it, where it was not done,
         ``wait=False``: the modules load beside the frame, which compiles those that exist only once it runs, and
-        waits for the rest at its end (see :mod:`~newton_usd.solvers.kernel_loading`)."""
+        waits for the rest at its end; :attr:`kernel_load` counts every module loaded until then (see
+        :mod:`~newton_usd.solvers.kernel_loading`)."""
         modules = self.solver.kernel_modules()
         if getattr(self.solver, "simulates_frames", False):
             modules += modules_named(["newton_usd.simulation.device_check"])

@@ -4,13 +4,12 @@ Warp compiles a module (every kernel of one Python module, or one generated kern
 is launched: the first frame of a Newton solver or of MuJoCo-Warp meets a dozen to forty modules one after the other,
 each compiled alone, minutes on an empty cache. A solver names the modules its steps use
 (``solver.kernel_modules()``); :class:`KernelLoading` hands them to ``wp.force_load`` with a thread pool (a thread
-per core but one), in a thread of its own, so that Warp's compilers (LLVM on the CPU, NVRTC on CUDA: they release the
-GIL) work on several at once while the first frame goes on and compiles, as it meets them, the modules that cannot be
-named before it: the
-overloads of generic kernels (Newton's narrow phase), and the kernels MuJoCo-Warp and Kamino generate inside their
-step functions. A module both want is compiled once: the other waits for it. Where the load is done it says how long
-it took and how many modules were compiled rather than found in the cache (``wp.config.kernel_cache_dir``: the next
-run loads them from there, in about a second).
+per core but one, where that makes two or more), in a thread of its own, so that Warp's compilers (LLVM on the CPU,
+NVRTC on CUDA: they release the GIL) work on several at once while the first frame goes on and compiles, as it meets
+them, the modules that cannot be named before it: the overloads of generic kernels (Newton's narrow phase), and the
+kernels MuJoCo-Warp and Kamino generate inside their step functions. A module both want is compiled once: the other waits for it. At the end of the first frame it says how
+long that took and how many modules were loaded and compiled rather than found in the cache
+(``wp.config.kernel_cache_dir``: the next run loads them from there, in about a second).
 """
 
 from __future__ import annotations
@@ -28,16 +27,16 @@ logger = logging.getLogger("newton_usd")
 
 @dataclasses.dataclass
 class KernelLoad:
-    """What a :class:`KernelLoading` did."""
+    """What a :class:`KernelLoading` saw."""
 
     seconds: float = 0.0
-    """Wall time from its start to the last module loaded (compiles included)."""
+    """Wall time from its start to :meth:`KernelLoading.wait` (the first frame, where it went with one)."""
     modules: int = 0
-    """Modules loaded (those already loaded on the device not counted)."""
+    """Warp modules loaded on the device meanwhile: by the pool or by the caller (those it met)."""
     compiled: int = 0
     """Of which compiled (not found in Warp's kernel cache)."""
     workers: int = 0
-    """Threads that loaded them."""
+    """The pool's threads (0: none; the caller loaded them all as it met them)."""
 
 
 def modules_named(names) -> list:
@@ -56,60 +55,74 @@ def modules_named(names) -> list:
 
 
 class KernelLoading:
-    """``modules`` (Warp modules) loaded on ``device`` by a thread pool in a thread of its own, ``max_workers`` at a
-    time (None: one per CPU core but one, at most one per module; 0: one after the other), while the caller goes on;
-    modules already loaded there are skipped. While it runs, a module's loads are one at a time (the caller's launch
-    of one of its kernels waits for the pool's load). :meth:`wait` joins it."""
+    """``modules`` (Warp modules) loaded on ``device`` by a pool of ``max_workers`` threads in a thread of its own,
+    while the caller goes on (modules already loaded there are skipped), and what was loaded until :meth:`wait`
+    counted, the modules the caller met included. ``max_workers`` None: one per CPU core but the one the caller
+    compiles on, where that leaves two or more, else none (with no spare core the pool would slow the caller's own
+    compiles down as much as it saves); 0: no pool, only the count. While the pool runs, a module's loads are one at
+    a time (the caller's launch of one of its kernels waits for the pool's load)."""
 
     def __init__(self, modules, device, max_workers: int | None = None):
         self.device = wp.get_device(device)
         todo, seen = [], set()
         for module in modules:
-            if id(module) not in seen and not any(key[0] == self.device.context for key in module.execs):
+            if id(module) not in seen and not _loaded(module, self.device):
                 seen.add(id(module))
                 todo.append(module)
-        self._todo = todo
-        cores = os.cpu_count() or 1  # (one left to the caller, which compiles what it meets meanwhile)
-        self._workers = min(max(1, cores - 1), len(todo)) if max_workers is None else int(max_workers)
+        spare = (os.cpu_count() or 1) - 1
+        workers = (spare if spare >= 2 else 0) if max_workers is None else int(max_workers)
+        self._todo = todo if workers > 0 else []
+        self._workers = min(workers, len(self._todo))
         self._error = None
         self._thread = None
-        self._t0 = self._t1 = time.perf_counter()
-        if not todo:
-            return
+        self._t0 = time.perf_counter()
         self._cache = wp.config.kernel_cache_dir
         self._before = _cache_files(self._cache)
-        for module in todo:
+        self._loaded_before = _loaded_modules(self.device)
+        for module in self._todo:
             _one_load_at_a_time(module)
-        self._thread = threading.Thread(target=self._run, name="newton_usd-kernels", daemon=True)
-        self._thread.start()
+        if self._todo:
+            self._thread = threading.Thread(target=self._run, name="newton_usd-kernels", daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
         try:
             wp.force_load(device=self.device, modules=self._todo, max_workers=self._workers)
         except BaseException as e:  # noqa: BLE001  (raised by wait, in the caller's thread)
             self._error = e
-        finally:
-            self._t1 = time.perf_counter()
 
     def wait(self) -> KernelLoad:
-        """Once every module is loaded: what was done (raises the load's error, e.g. a compile that failed)."""
-        if self._thread is None:
-            return KernelLoad()
-        self._thread.join()
+        """Once the pool is done: what was loaded since the start (raises the pool's error, e.g. a compile that
+        failed)."""
+        if self._thread is not None:
+            self._thread.join()
         for module in self._todo:
             if getattr(module.__dict__.get("load"), "_one_at_a_time", False):
                 del module.load
         if self._error is not None:
             raise self._error
-        names = {f"wp_{m.name}" for m in self._todo}
+        seconds = time.perf_counter() - self._t0
+        loaded = _loaded_modules(self.device) - self._loaded_before
+        names = {f"wp_{name}" for name in loaded}
         written = {folder for folder, _ in _cache_files(self._cache) - self._before}  # (a binary added to its folder)
         compiled = sum(1 for folder in written if folder.rsplit("_", 1)[0] in names)
-        return KernelLoad(self._t1 - self._t0, len(self._todo), compiled, max(1, self._workers))
+        return KernelLoad(seconds, len(loaded), compiled, self._workers)
 
 
-def load_modules(modules, device, max_workers: int | None = None) -> KernelLoad:
-    """Load ``modules`` on ``device`` in parallel (see :class:`KernelLoading`), and wait for them."""
-    return KernelLoading(modules, device, max_workers).wait()
+def load_modules(modules, device, max_workers: int = 1) -> KernelLoad:
+    """Load ``modules`` on ``device``, ``max_workers`` at a time (see :class:`KernelLoading`), and wait for them."""
+    return KernelLoading(modules, device, max(1, int(max_workers))).wait()
+
+
+def _loaded(module, device) -> bool:
+    return any(key[0] == device.context for key in module.execs)
+
+
+def _loaded_modules(device) -> set:
+    """The names of the Warp modules loaded on ``device``."""
+    from warp._src.context import user_modules  # noqa: PLC0415
+
+    return {name for name, module in list(user_modules.items()) if _loaded(module, device)}
 
 
 def _one_load_at_a_time(module) -> None:
