@@ -7,9 +7,10 @@ each compiled alone, minutes on an empty cache. A solver names the modules its s
 per core but one, where that makes two or more), in a thread of its own, so that Warp's compilers (LLVM on the CPU,
 NVRTC on CUDA: they release the GIL) work on several at once while the first frame goes on and compiles, as it meets
 them, the modules that cannot be named before it: the overloads of generic kernels (Newton's narrow phase), and the
-kernels MuJoCo-Warp and Kamino generate inside their step functions. A module both want is compiled once: the other waits for it. At the end of the first frame it says how
-long that took and how many modules were loaded and compiled rather than found in the cache
-(``wp.config.kernel_cache_dir``: the next run loads them from there, in about a second).
+kernels MuJoCo-Warp and Kamino generate inside their step functions. A module both want is compiled once: the other
+waits for it. At the end of the first frame it says how long that took and how many modules were loaded and compiled
+rather than found in the cache (``wp.config.kernel_cache_dir``: the next run loads them from there, in about a
+second).
 """
 
 from __future__ import annotations
