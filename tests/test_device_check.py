@@ -160,3 +160,23 @@ def test_a_body_thrown_at_the_start_is_bounded_by_its_authored_velocity():
     sim.run(60)
     assert sim.state.body_q.numpy()[0, 0] > 120
     sim.close()
+
+
+def test_the_flung_check_turned_on_again_measures_from_its_start():
+    """Off for two frames, then on again: the device counts the seconds from the check's start, as the host does (the
+    same error, frame and body as a run checked on the host)."""
+    errors = []
+    for frames_on_device in (False, True):
+        sim = _open("flung")
+        sim.write = False
+        if not frames_on_device:
+            sim.solver.simulates_frames = False
+        sim.step_frame()
+        sim.check_flung = False
+        sim.step_frame()
+        sim.check_flung = True
+        with pytest.raises(SimulationError) as raised:
+            sim.run(40)
+        errors.append((str(raised.value), raised.value.frame, raised.value.label))
+        sim.close()
+    assert errors[0] == errors[1] and "flung" in errors[0][0], errors

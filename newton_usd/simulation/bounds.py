@@ -119,7 +119,7 @@ class BlowUpCheck:
         if check is None or check.device != self.model.device or check.body_count != self.model.body_count:
             self._device_check = check = DeviceCheck(self.model.device, self.model.body_count)
         runaway = self._runaway if self.check_flung else None
-        check.prepare(self.frame, self.max_distance, self.max_speed, runaway)
+        check.prepare(self.frame, self.sim_seconds, self.max_distance, self.max_speed, runaway)
         self._unchecked = True
 
     def restart_flung_check(self, model_changed: bool = False) -> None:

@@ -121,27 +121,27 @@ class DeviceCheck:
         self._events = [None, None]
         self._next = 0
 
-    def prepare(self, frame: int, max_distance: float, max_speed: float, runaway) -> None:
-        """Before a frame function is queued (``frame``: the frames simulated before it): the frame count, the bounds
-        and the flung check's start (``runaway``: a :class:`~newton_usd.simulation.runaway.RunawayCheck`, None: off)
-        set on the device where they changed: host work that does not grow with the bodies, but at a (re)start of the
-        flung check."""
+    def prepare(self, frame: int, seconds: float, max_distance: float, max_speed: float, runaway) -> None:
+        """Before a frame function is queued (``frame``: the frames simulated before it, ``seconds`` of simulated
+        time): the frame count, the bounds and the flung check's start (``runaway``: a
+        :class:`~newton_usd.simulation.runaway.RunawayCheck`, None: off) set on the device where they changed: host
+        work that does not grow with the bodies, but at a (re)start of the flung check."""
         if self._frames != frame:  # (frames the device did not count: another path's, or none yet)
             wp.copy(self.status, wp.array([frame], dtype=wp.int32, device=self.device), dest_offset=FRAME, count=1)
         self._frames = frame + 1
         wanted = (max_distance, max_speed, runaway)
         if self._set is None or any(a is not b and a != b for a, b in zip(self._set, wanted, strict=True)):
             self._set = wanted
-            self._limits(max_distance, max_speed, runaway)
+            self._limits(max_distance, max_speed, runaway, seconds)
 
-    def _limits(self, max_distance, max_speed, runaway) -> None:
+    def _limits(self, max_distance, max_speed, runaway, seconds) -> None:
         limits = np.zeros(6, dtype=np.float32)
         limits[:2] = float(max_distance) ** 2, float(max_speed) ** 2
         on = runaway is not None and runaway.enabled
-        if on and runaway is not self.runaway:  # (a new start: the seconds since counted from 0)
+        if on and runaway is not self.runaway:  # (another start, or the check on again: the seconds since its start)
             self.start.assign(runaway.start.astype(np.float32))
             self.held.assign(np.minimum(runaway.held, np.finfo(np.float32).max).astype(np.float32))
-            self.clock.zero_()
+            self.clock.assign(np.array([seconds - runaway.start_seconds, 0.0]))
         if on:
             limits[2:] = 1.0, runaway.extent + MARGIN, runaway.speed, 0.5 * runaway.gravity
         self.runaway = runaway if on else None
