@@ -7,12 +7,14 @@ Each engine (the four Newton solvers, and ``mujoco``: SolverMuJoCo's warp backen
 processes, one after the other, on the stage (default ``sample_stages/boxes_on_ground.usda``), with Warp's kernel
 cache pointed at an empty temporary directory (``WARP_CACHE_PATH``) and forward-only kernels (as ``usdsim``): a
 *cold* process (every module compiled), then a *warm* one on the cache it left. Two modes, each with a cache of its
-own: ``parallel``, the Simulation as it is (its solver's Warp modules loaded in parallel beside the first frame,
-``--workers`` threads, default one per core: :meth:`Simulation.load_kernels`), and ``lazy``, that load skipped (each
-module compiled when the first frame first launches one of its kernels, one after the other: as before). Each process
+own: ``parallel``, the Simulation as it is (its solver's Warp modules loaded by a pool of ``--workers`` threads while
+the solver is made and beside the first frame; default: the library's, one per core but one where that makes two or
+more, else none: :meth:`Simulation.load_kernels`), and ``lazy``, no pool (each module compiled when it is first
+launched, one after the other: as before). Each process
 times ``Simulation.open`` (the import, the model, the solver: some modules compile there already) and the first frame
 (``step_frame``, waited for, its modules loaded); the columns give them in seconds, the total, and for ``parallel``
-the load's own time. The baseline is the ``lazy`` mode in the same run: the
+the time from the pool's start (the solver's setup) to the end of the first frame, with the modules compiled and
+loaded meanwhile. The baseline is the ``lazy`` mode in the same run: the
 ratio ``lazy/parallel`` of the cold totals is the parallel load's gain on this machine. ``--merge-cache DIR`` copies
 each engine's compiled modules into DIR (``gpu_checks.sh``: what runs after starts warm).
 
@@ -42,15 +44,12 @@ def worker(engine: str, stage: str, device: str, mode: str, workers) -> dict:
     wp.config.enable_backward = False  # (as usdsim: newton_usd.cli.common.forward_only_kernels)
     wp.config.quiet = True
     from newton_usd import Simulation  # noqa: PLC0415
-    from newton_usd.solvers.kernel_loading import KernelLoad  # noqa: PLC0415
 
+    Simulation.kernel_workers = 0 if mode == "lazy" else workers  # (lazy: no pool, each module compiled as met)
     kw = {"solver": "mujoco", "backend": "warp"} if engine == "mujoco" else {"solver": engine}
     sim = Simulation.open(stage, device=device, live=False, record=False, **kw)
     sim.write = False
     t1 = time.perf_counter()
-    if mode == "lazy":
-        sim.kernel_load = KernelLoad()  # (marked done: nothing loaded before the first frame)
-    sim.kernel_workers = workers
     sim.step_frame()
     sim.synchronize()
     t2 = time.perf_counter()
@@ -93,8 +92,8 @@ def main() -> None:
     print(f"\nFirst frame of {os.path.basename(args.stage)} on {args.device} ({os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f} at the start); fresh processes, seconds: open (import, model, solver), first "
           "frame (waited for, its kernels loaded), total; cold: an empty kernel cache, warm: the cache the cold "
-          "process left. parallel: the solver's modules loaded in parallel beside the first frame (their load's own "
-          "time beside it); lazy: as met, one after the other.")  # fmt: skip
+          "process left. parallel: the solver's modules loaded by a pool while it is made and beside the first frame "
+          "(from the pool's start to the frame's end beside); lazy: as met, one after the other.")  # fmt: skip
     print(f"{'engine':<14} {'mode':<9} {'cold open':>9} {'frame':>8} {'total':>8} {'preload (compiled/modules)':>28}"
           f" {'warm open':>10} {'frame':>7} {'total':>7}")  # fmt: skip
     for engine in args.engines.split(","):

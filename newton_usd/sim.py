@@ -25,6 +25,7 @@ from .simulation.recording import Recording, attach_output_layer, default_output
 from .simulation.stepping import Stepping, kinematic_bodies
 from .simulation.worlds import WorldCopying, written_labels
 from .solvers import SOLVERS
+from .solvers.kernel_loading import KernelLoading
 from .solvers.stability import auto_substeps
 from .sync import JointStateSync, StageSync
 from .sync.clips import DEFAULT_CLIP_FRAMES
@@ -320,6 +321,8 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(device)
         options = dict(solver_options or {})
+        kernels = KernelLoading(model.device, cls.kernel_workers)  # (the solver's Warp modules, compiled as it is made)
+        kernels.add(SOLVERS[solver].setup_kernel_modules(model.device, {**options, "backend": backend}))
         if mujoco_memory is not None:
             if solver != "mujoco":
                 raise NewtonUsdError(f"mujoco_memory is C MuJoCo's arena: the {solver} solver has none")
@@ -343,6 +346,7 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
             xform_ops=xform_ops, env_root=env_root, write_worlds="first" if others else write_worlds,
             world_spacing=world_spacing, scene=scene,
         )  # fmt: skip
+        sim._kernel_loading = kernels
         for other in others:  # same stage, output layer, frame rate and worlds; the scene's own step and settings
             sim.scenes.append(cls._open(
                 stage, file, output_layer, device=device, fps=fps, record=record, joint_states=joint_states,

@@ -305,13 +305,13 @@ def _kernels_said(sims) -> str:
     if not k["kernel_modules"]:
         return ""
     if not k["kernels_compiled"]:
-        return f"usdsim: {modules} loaded from the kernel cache for the first frame in {seconds:.2f} s\n"
+        return f"usdsim: {modules} loaded from the kernel cache for the setup and the first frame in {seconds:.2f} s\n"
     import warp as wp  # noqa: PLC0415
 
     parallel = ", in parallel" if k["kernel_workers"] else ""
     return (
-        f"usdsim: {seconds:.1f} s loading Warp kernels for the first frame ({k['kernels_compiled']} of {modules} "
-        f"compiled{parallel}): cached in {wp.config.kernel_cache_dir}, the next run loads them from there\n"
+        f"usdsim: {seconds:.1f} s loading Warp kernels for the setup and the first frame ({k['kernels_compiled']} of "
+        f"{modules} compiled{parallel}): cached in {wp.config.kernel_cache_dir}, the next run loads them from there\n"
     )
 
 

@@ -53,7 +53,7 @@ class PipelinedRun:
     def _queue_frame(self, last: bool) -> tuple:
         """Queue a frame's steps and, where it is written, its readback (no wait); (readback slot, None where the frame
         is not written; frame, time code, start)."""
-        if self.kernel_load is None and self._kernel_loading is None:
+        if self.kernel_load is None:
             self.load_kernels(wait=False)
         self._write_start()
         self._start_flung_check()

@@ -36,23 +36,26 @@ class Stepping:
     compiled); None before the first frame."""
 
     kernel_workers = None
-    """Threads that compile the Warp modules of the first frame beside it (None: one per CPU core but the one the
-    frame compiles on, where that makes two or more, else none; 0: none, each module compiled as the frame meets it)."""
+    """Threads that compile the Warp modules of the solver's setup and first frame beside them (None: one per CPU core
+    but the one the frame compiles on, where that makes two or more, else none; 0: none, each module compiled as it is
+    met). Set on the class, it holds for the Simulations opened after (the setup's load starts in :meth:`open`)."""
 
-    _kernel_loading = None  # the KernelLoading under way beside the first frame
+    _kernel_loading = None  # the KernelLoading under way (from the solver's setup, or the first frame)
 
     def load_kernels(self, max_workers: int | None = None, wait: bool = True):
         """Compile, or load from Warp's kernel cache, the Warp modules the frames will use (the solver's
-        ``kernel_modules()`` and the device checks'), ``max_workers`` threads at a time (None: :attr:`kernel_workers`),
-        and return what was loaded (kept in :attr:`kernel_load`). The first frame does it, where it was not done,
-        ``wait=False``: the modules load beside the frame, which compiles those that exist only once it runs, and
-        waits for the rest at its end; :attr:`kernel_load` counts every module loaded until then (see
-        :mod:`~newton_usd.solvers.kernel_loading`)."""
+        ``kernel_modules()`` and the device checks'), in the pool started when the solver was made, or ``max_workers``
+        threads (None: :attr:`kernel_workers`), and return what was loaded (kept in :attr:`kernel_load`). The first
+        frame does it, where it was not done, ``wait=False``: the modules load beside the frame, which compiles those
+        that exist only once it runs, and waits for the rest at its end; :attr:`kernel_load` counts every module loaded
+        from the solver's setup until then (see :mod:`~newton_usd.solvers.kernel_loading`)."""
         modules = self.solver.kernel_modules()
         if getattr(self.solver, "simulates_frames", False):
             modules += modules_named(["newton_usd.simulation.device_check"])
-        workers = self.kernel_workers if max_workers is None else max_workers
-        self._kernel_loading = KernelLoading(modules, self.model.device, workers)
+        if self._kernel_loading is None:
+            workers = self.kernel_workers if max_workers is None else max_workers
+            self._kernel_loading = KernelLoading(self.model.device, workers)
+        self._kernel_loading.add(modules)
         return self._kernels_loaded() if wait else None
 
     def _kernels_loaded(self):
@@ -90,7 +93,7 @@ class Stepping:
         """
         if self.watcher is not None and self.watcher.pending:
             self.apply_edits()
-        if self.kernel_load is None and self._kernel_loading is None:
+        if self.kernel_load is None:
             self.load_kernels(wait=False)
         self._write_start()
         self._start_flung_check()

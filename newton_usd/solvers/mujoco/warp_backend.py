@@ -20,6 +20,11 @@ _MJW_MODULES = ("constraint", "derivative", "forward", "passive", "smooth", "sol
 """The modules of ``mujoco_warp._src`` whose kernels ``mujoco_warp.step`` launches on a rigid-body model (4.0)."""
 
 
+def _warp_modules() -> list:
+    names = [f"mujoco_warp._src.{name}" for name in _MJW_MODULES]
+    return modules_named([*names, "newton_usd.solvers.mujoco.warp_exchange"])
+
+
 class WarpBackend:
     """:class:`~newton_usd.solvers.mujoco.SolverMuJoCo` on MuJoCo-Warp (``backend="warp"``)."""
 
@@ -76,13 +81,21 @@ class WarpBackend:
         if capture is not None:
             capture.invalidate(reason)
 
+    @classmethod
+    def setup_kernel_modules(cls, device, options: dict) -> list:
+        """:meth:`kernel_modules`'s, where the solver will be the warp backend (``backend`` "warp", or "auto" on
+        CUDA)."""
+        backend = options.get("backend") or "auto"
+        if backend == "cpu" or (backend == "auto" and not wp.get_device(device).is_cuda):
+            return []
+        import mujoco_warp  # noqa: F401, PLC0415  (its modules exist once imported: the warp backend imports it anyway)
+
+        return _warp_modules()
+
     def kernel_modules(self) -> list:
         """MuJoCo-Warp's modules its step launches kernels of (the kernels it generates inside its step functions, a
         module each, are loaded as the first step meets them) and our exchange's; none for the cpu backend."""
-        if getattr(self, "_mjw", None) is None:
-            return []
-        names = [f"mujoco_warp._src.{name}" for name in _MJW_MODULES]
-        return modules_named([*names, "newton_usd.solvers.mujoco.warp_exchange"])
+        return _warp_modules() if getattr(self, "_mjw", None) is not None else []
 
     @property
     def simulates_frames(self) -> bool:

@@ -19,12 +19,12 @@ from ...core.types import JointType
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..frame import FrameCapture
-from ..kernel_loading import modules_named
 from ..solver import SolverBase
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
 from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 from .stable_step import featherstone_stable_dt
 from .support import UNLIMITED
+from .warp_modules import setup_modules, step_modules
 
 logger = logging.getLogger("newton_usd")
 
@@ -91,8 +91,6 @@ class SolverNewton(SolverBase):
     """s: the longest step estimated stable on this model (inf: no estimate; see :meth:`step_diagnostics`)."""
     _stable_dt_joint = -1
     _said_dt = None
-    SOLVER_MODULES: tuple = ()
-    """The Python modules of Newton's solver whose kernels its step launches (Newton 1.8: :meth:`kernel_modules`)."""
 
     def __init__(
         self,
@@ -167,12 +165,17 @@ class SolverNewton(SolverBase):
     def _make_solver(self, newton_model, options):
         return self.newton_class(newton_model, **options)
 
+    @classmethod
+    def setup_kernel_modules(cls, device, options: dict) -> list:
+        """Newton's model finalize's kernels (the bridge's), and :meth:`kernel_modules`'s (:mod:`.warp_modules`)."""
+        return setup_modules(cls.name)
+
     def kernel_modules(self) -> list:
-        """Newton's collision pipeline's modules, the solver's (:attr:`SOLVER_MODULES`) and our exchange's: what the
+        """Newton's collision pipeline's modules, the solver's and our exchange's (:mod:`.warp_modules`): what the
         first frame would load one after the other (``tests/test_kernel_loading.py`` checks that it loads nothing else
         that could be loaded before it; the generic kernels of Newton's narrow phase get their code when launched, and
         compile then)."""
-        return modules_named(_PIPELINE_MODULES + self.SOLVER_MODULES)
+        return step_modules(self.name)
 
     @classmethod
     def options_from_scene(cls, settings: dict) -> dict:
@@ -392,16 +395,6 @@ class SolverNewton(SolverBase):
         return set()
 
 
-_PIPELINE_MODULES = (
-    "newton._src.sim.collide",
-    "newton._src.geometry.broad_phase_nxn",
-    "newton._src.geometry.narrow_phase",
-    "newton._src.geometry.bvh",
-    "newton_usd.solvers.newton.exchange",
-)
-"""The Python modules every Newton solver's step launches kernels of (the collision pipeline, our exchange)."""
-
-
 def _arrays_key(obj) -> tuple:
     """The device pointers of a State's or Control's arrays (what a graph bakes in), in a stable order."""
     if obj is None:
@@ -435,7 +428,6 @@ class SolverXPBD(SolverNewton):
 
     name = "xpbd"
     newton_class = newton.solvers.SolverXPBD
-    SOLVER_MODULES = ("newton._src.solvers.solver", "newton._src.solvers.xpbd.kernels")
     writes_joint_state = False
     ball_torque_in_world = True
     OPTIONS = {
@@ -509,11 +501,6 @@ class SolverFeatherstone(SolverNewton):
 
     name = "featherstone"
     newton_class = newton.solvers.SolverFeatherstone
-    SOLVER_MODULES = (
-        "newton._src.sim.articulation",
-        "newton._src.solvers.featherstone.kernels",
-        "newton._src.solvers.semi_implicit.kernels_contact",
-    )
     OPTIONS = {"newton.angular_damping": "angular_damping"}
 
     def __init__(self, model, **options):
@@ -555,11 +542,6 @@ class SolverSemiImplicit(SolverNewton):
 
     name = "semi_implicit"
     newton_class = newton.solvers.SolverSemiImplicit
-    SOLVER_MODULES = (
-        "newton._src.solvers.solver",
-        "newton._src.solvers.semi_implicit.kernels_body",
-        "newton._src.solvers.semi_implicit.kernels_contact",
-    )
     writes_joint_state = False  # (it integrates body states only: its joint_q/joint_qd are left as they were)
     OPTIONS = {"newton.angular_damping": "angular_damping"}
 
@@ -668,15 +650,6 @@ class SolverKamino(SolverNewton):
     name = "kamino"
     newton_class = newton.solvers.SolverKamino
     beta = True
-    SOLVER_MODULES = tuple(
-        f"newton._src.solvers.kamino._src.{name}"
-        for name in (
-            "core.bodies", "core.conversions", "core.time", "dynamics.delassus", "dynamics.dual", "dynamics.wrenches",
-            "geometry.contacts", "geometry.keying", "integrators.euler", "kinematics.constraints",
-            "kinematics.jacobians", "solvers.common", "solvers.padmm.kernels", "solvers.warmstart",
-        )
-    )  # fmt: skip
-    """(Kamino's kernels generated inside its solver, a module each, are loaded as the first step meets them.)"""
 
     def _make_solver(self, newton_model, options):
         config = newton.solvers.SolverKamino.Config(**options) if options else None
