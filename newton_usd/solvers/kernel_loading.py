@@ -140,7 +140,7 @@ def load_modules(modules, device, max_workers: int = 1) -> KernelLoad:
     return loading.wait()
 
 
-def kernel_modules(python_module: str, *kernels: str) -> list:
+def modules_of_kernels(python_module: str, *kernels: str) -> list:
     """The Warp modules of the kernels named ``kernels`` of ``python_module`` (kernels made with
     ``module="unique"``, a module each), where they exist (another version may have dropped one)."""
     import importlib  # noqa: PLC0415

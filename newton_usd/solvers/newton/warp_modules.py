@@ -4,7 +4,7 @@ loads no other that could be named before it."""
 
 from __future__ import annotations
 
-from ..kernel_loading import kernel_modules, modules_named
+from ..kernel_loading import modules_named, modules_of_kernels
 
 PIPELINE = (
     "newton._src.geometry.bvh",
@@ -56,4 +56,4 @@ def step_modules(solver: str) -> list:
 
 def setup_modules(solver: str) -> list:
     """:func:`step_modules`, after those of Newton's model finalize (the first that making the solver launches)."""
-    return kernel_modules(*FINALIZE_KERNELS) + step_modules(solver)
+    return modules_of_kernels(*FINALIZE_KERNELS) + step_modules(solver)
