@@ -8,9 +8,8 @@ processes, one after the other, on the stage (default ``sample_stages/boxes_on_g
 cache pointed at an empty temporary directory (``WARP_CACHE_PATH``) and forward-only kernels (as ``usdsim``): a
 *cold* process (every module compiled), then a *warm* one on the cache it left. Two modes, each with a cache of its
 own: ``parallel``, the Simulation as it is (its solver's Warp modules loaded by a pool of ``--workers`` threads while
-the solver is made and beside the first frame; default: the library's, one per core but one where that makes two or
-more, else none: :meth:`Simulation.load_kernels`), and ``lazy``, no pool (each module compiled when it is first
-launched, one after the other: as before). Each process
+the solver is made and beside the first frame; default: the library's, one per core: :meth:`Simulation.load_kernels`),
+and ``lazy``, no pool (each module compiled when it is first launched, one after the other: as before). Each process
 times ``Simulation.open`` (the import, the model, the solver: some modules compile there already) and the first frame
 (``step_frame``, waited for, its modules loaded); the columns give them in seconds, the total, and for ``parallel``
 the time from the pool's start (the solver's setup) to the end of the first frame, with the modules compiled and

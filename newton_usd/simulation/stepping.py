@@ -36,9 +36,9 @@ class Stepping:
     compiled); None before the first frame."""
 
     kernel_workers = None
-    """Threads that compile the Warp modules of the solver's setup and first frame beside them (None: one per CPU core
-    but the one the frame compiles on, where that makes two or more, else none; 0: none, each module compiled as it is
-    met). Set on the class, it holds for the Simulations opened after (the setup's load starts in :meth:`open`)."""
+    """Threads that compile the Warp modules of the solver's setup and first frame beside them (None: one per CPU
+    core; 0: none, each module compiled where it is first launched). Set on the class, it holds for the Simulations
+    opened after (the setup's load starts in :meth:`open`)."""
 
     _kernel_loading = None  # the KernelLoading under way (from the solver's setup, or the first frame)
 

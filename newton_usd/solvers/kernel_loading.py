@@ -5,13 +5,12 @@ is launched: making a Newton solver and its first frame, or MuJoCo-Warp's, meet 
 other, each compiled alone, minutes on an empty cache. A solver class names the modules it uses, as far as they are
 known before it is made (``setup_kernel_modules()``: given as soon as the stage is imported) and once made
 (``solver.kernel_modules()``: given at the first frame); :class:`KernelLoading` hands them to ``wp.force_load`` in a
-pool of threads (one per core but one, where that makes two or more), so that Warp's compilers (LLVM on the CPU, NVRTC
-on CUDA: they release the GIL) work on several at once while the solver is made and the first frame goes on,
-compiling, as it meets them, the modules that cannot be named before it: the overloads of generic kernels (Newton's
-narrow phase), and the kernels MuJoCo-Warp and Kamino generate inside their step functions. A module both want is
-compiled once: the other waits for it. At the end of the first frame it says how long that took and how many modules
-were loaded and compiled rather than found in the cache (``wp.config.kernel_cache_dir``: the next run loads them from
-there, in about a second).
+pool of threads (one per core), so that Warp's compilers (LLVM on the CPU, NVRTC on CUDA: they release the GIL) work
+on several at once while the solver is made and the first frame goes on, compiling, as it meets them, the modules
+that cannot be named before it: the overloads of generic kernels (Newton's narrow phase), and the kernels MuJoCo-Warp
+and Kamino generate inside their step functions. A module both want is compiled once: the other waits for it. At the
+end of the first frame it says how long that took and how many modules were loaded and compiled rather than found in
+the cache (``wp.config.kernel_cache_dir``: the next run loads them from there, in about a second).
 """
 
 from __future__ import annotations
@@ -60,16 +59,14 @@ def modules_named(names) -> list:
 class KernelLoading:
     """Warp modules loaded on ``device`` by a pool of ``max_workers`` threads while the caller goes on (:meth:`add`
     gives them; those already loaded are skipped), and what was loaded until :meth:`wait` counted, the modules the
-    caller met included. ``max_workers`` None: one per CPU core but the one the caller compiles on, where that leaves
-    two or more, else none (with no spare core the pool would slow the caller's own compiles down as much as it
-    saves); 0: no pool, only the count. Until :meth:`wait`, a module's loads are one at a time (the caller's launch of
-    one of its kernels waits for the pool's load). The threads are daemons: a process that ends does not wait for
-    them (Warp renames a compiled module into its cache once it is whole)."""
+    caller met included. ``max_workers`` None: one per CPU core (at most one per module); 0: no pool, only the
+    count (each module compiled where it is first launched). Until :meth:`wait`, a module's loads are one at a time
+    (the caller's launch of one of its kernels waits for the pool's load). The threads are daemons: a process that
+    ends does not wait for them (Warp renames a compiled module into its cache once it is whole)."""
 
     def __init__(self, device, max_workers: int | None = None):
         self.device = wp.get_device(device)
-        spare = (os.cpu_count() or 1) - 1
-        self._workers = (spare if spare >= 2 else 0) if max_workers is None else max(0, int(max_workers))
+        self._workers = (os.cpu_count() or 1) if max_workers is None else max(0, int(max_workers))
         self._queue = queue.Queue()
         self._given = []  # the modules given to the pool (their loads made one at a time)
         self._threads = 0
