@@ -17,8 +17,9 @@ spread a shared machine leaves). On Warp's CPU device the kernels run in the cal
 with ``time.thread_time`` (what other processes take is not counted against either side); on a GPU with
 synchronized wall time. The notes line says whether our frame was captured (else why not) and the largest
 difference of the bodies' poses between sides after as many steps (the exchange is exact: 0), or that they
-diverged. ``--usdsim`` adds a row: a Simulation run end to end as ``usdsim run`` runs one (world 0's poses written
-every frame, behind the device), against the frame side. The stage defaults to
+diverged. ``--usdsim`` adds two rows, a Simulation end to end against Newton captured as its examples:
+``step_frame`` frame after frame with nothing written (no wait for the device but every ``check_every`` frames), and
+``run`` as ``usdsim run`` runs one (world 0's poses written every frame, behind the device). The stage defaults to
 ``sample_stages/boxes_on_ground.usda`` (Newton's ``ant.usda`` diverges under featherstone and semi_implicit at
 this step); ``ant`` and ``humanoid`` are Newton's examples' assets. ``--worlds`` replicates the stage into N
 independent worlds (``ModelBuilder.replicate``) first, one table per count; ``--eager-up-to`` leaves the two
@@ -57,9 +58,11 @@ def _newton_asset(name: str) -> str:
 
 
 # ---------------------------------------------------------------- table 1: step speed, in this process
-def _end_to_end(name: str, stage: str, device: str, worlds: int, substeps: int, steps: int, repeat: int) -> float:
-    """Steps/s of a Simulation run as ``usdsim run`` runs one (frames of ``substeps`` steps of 1/480 s, world 0's
-    poses written onto the stage every frame, 32 frames a batch): the median of ``repeat`` runs of ``steps``."""
+def _end_to_end(name: str, stage: str, device: str, worlds: int, substeps: int, steps: int, repeat: int) -> dict:
+    """Steps/s of a Simulation (frames of ``substeps`` steps of 1/480 s), the median of ``repeat`` runs of ``steps``:
+    ``step_frame``, frame after frame with nothing written (``sim.write = False``; the device's checks read every
+    ``check_every`` frames), waited for at the end (``synchronize``); ``run``, as ``usdsim run`` runs one (world 0's
+    poses written onto the stage every frame, 32 frames a batch, behind the device)."""
     import numpy as np
 
     from newton_usd import Simulation
@@ -68,16 +71,30 @@ def _end_to_end(name: str, stage: str, device: str, worlds: int, substeps: int, 
                           live=False)  # fmt: skip
     sim.write_batch = 32
     frames = max(1, steps // substeps)
-    sim.run(2)  # (the warm-up frame and the capture)
+    sim.run(3)  # (the warm-up frame and the capture)
     clock = time.thread_time if sim.model.device.is_cpu else time.perf_counter  # (as the other sides)
-    times = []
-    for _ in range(repeat):
-        t0 = clock()
+
+    def step_frames():
+        sim.write = False
+        for _ in range(frames):
+            sim.step_frame()
+        sim.synchronize()
+        sim.write = True
+
+    def run():
         sim.run(frames)
         sim.flush()
-        times.append(clock() - t0)
+
+    rates = {}
+    for key, loop in (("step_frame", step_frames), ("run", run)):
+        times = []
+        for _ in range(repeat):
+            t0 = clock()
+            loop()
+            times.append(clock() - t0)
+        rates[key] = frames * substeps / float(np.median(times))
     sim.close()
-    return frames * substeps / float(np.median(times))
+    return rates
 
 
 SIDES = ("ours", "direct", "frame", "examples")
@@ -226,8 +243,7 @@ def _step_rate(name: str, stage: str, steps: int, repeat: int, device: str, worl
         "frame_difference": float(np.abs(framed[0].body_q.numpy() - examples[0].body_q.numpy()).max()),
     }  # fmt: skip
     if end_to_end:
-        out["usdsim"] = _end_to_end(name, stage, device, worlds, substeps, steps, repeat)
-        out["usdsim_vs_frame"] = out["usdsim"] / rate["frame"]
+        out["simulation"] = _end_to_end(name, stage, device, worlds, substeps, steps, repeat)
     if eager:
         out["step_vs_direct"] = ratio("ours", "direct")
         out["frame_vs_step"] = ratio("frame", "ours")
@@ -262,9 +278,10 @@ def print_row(r: dict) -> None:
             text = f"{what} {value:.3f} ({q1:.3f}-{q3:.3f})"
         print(f"{r['solver']:<14} {label:<9} {steps_per_second:>12,.0f} {steps_per_second * r['worlds']:>15,.0f}"
               f"   {text}")  # fmt: skip
-    if "usdsim" in r:
-        print(f"{r['solver']:<14} {'usdsim':<9} {r['usdsim']:>12,.0f} {r['usdsim'] * r['worlds']:>15,.0f}"
-              f"   usdsim/frame {r['usdsim_vs_frame']:.3f} (end to end: world 0 written every frame)")  # fmt: skip
+    for side, rate in r.get("simulation", {}).items():
+        what = "nothing written" if side == "step_frame" else "world 0 written every frame"
+        print(f"{r['solver']:<14} {side:<10}{rate:>12,.0f} {rate * r['worlds']:>15,.0f}   {side}/examples "
+              f"{rate / r['rate']['examples']:.3f} (a Simulation end to end: {what})")  # fmt: skip
     notes = ["captured" if r["captured"] else f"eager ({r['eager_reason'] or 'not a CUDA device'})"]
     notes.append(f"body_q frame vs examples {r['frame_difference']:.1e} m")
     if "difference" in r:
@@ -436,7 +453,8 @@ def main():
         default=1 << 30,
         help="table 1: the step-at-a-time columns only up to this many worlds (they are slow on a GPU)",
     )
-    p.add_argument("--usdsim", action="store_true", help="table 1: add a Simulation run end to end (poses written)")
+    p.add_argument("--usdsim", action="store_true", help="table 1: add a Simulation end to end: step_frame with "
+                   "nothing written, and run writing world 0 every frame (as usdsim)")  # fmt: skip
     p.add_argument("--solvers", default=",".join(SOLVER_NAMES))
     p.add_argument("--newton-python", default=os.environ.get("NEWTON_PYTHON"), type=os.path.abspath)
     p.add_argument("--import-stage", help="stage for table 2 (default: Newton's ant_multi.usda)")

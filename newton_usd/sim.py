@@ -25,6 +25,7 @@ from .simulation.recording import Recording, attach_output_layer, default_output
 from .simulation.stepping import Stepping, kinematic_bodies
 from .simulation.worlds import WorldCopying, written_labels
 from .solvers import SOLVERS
+from .solvers.kernel_loading import KernelLoading
 from .solvers.stability import auto_substeps
 from .sync import JointStateSync, StageSync
 from .sync.clips import DEFAULT_CLIP_FRAMES
@@ -178,7 +179,7 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
         self.max_distance = MAX_DISTANCE  # m from the origin: beyond, the run stops (see _check_bounds)
         self.max_speed = MAX_SPEED  # m/s of a body's center of mass: beyond, the run stops
         self._scene = scene  # the import's scene argument (None: the stage's only scene)
-        self._bounds = None  # the device-side bounds check of frame functions (see _as_frame)
+        self._device_check = None  # the blow-up checks of frame functions, on the device (see _simulate_frame)
         self._readback = None  # run()'s poses read back behind the device (see _run_pipelined)
 
     @property
@@ -320,6 +321,8 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(device)
         options = dict(solver_options or {})
+        kernels = KernelLoading(model.device, cls.kernel_workers)  # (the solver's Warp modules, compiled as it is made)
+        kernels.add(SOLVERS[solver].setup_kernel_modules(model.device, {**options, "backend": backend}))
         if mujoco_memory is not None:
             if solver != "mujoco":
                 raise NewtonUsdError(f"mujoco_memory is C MuJoCo's arena: the {solver} solver has none")
@@ -343,6 +346,7 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
             xform_ops=xform_ops, env_root=env_root, write_worlds="first" if others else write_worlds,
             world_spacing=world_spacing, scene=scene,
         )  # fmt: skip
+        sim._kernel_loading = kernels
         for other in others:  # same stage, output layer, frame rate and worlds; the scene's own step and settings
             sim.scenes.append(cls._open(
                 stage, file, output_layer, device=device, fps=fps, record=record, joint_states=joint_states,
@@ -362,7 +366,9 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
 
     def reset(self, keyframe=None) -> None:
         """Back to the authored state: initial model state, frame 0, authored poses on the stage; with
-        ``keyframe``, then into that keyframe (see :meth:`start_from_keyframe`)."""
+        ``keyframe``, then into that keyframe (see :meth:`start_from_keyframe`). Frames queued on the device and not
+        yet checked are dropped unchecked."""
+        self._forget_device_check()
         self.state = self.model.state()
         self._next = self.model.state()
         self.control = self.model.control()

@@ -276,6 +276,7 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
         "sim_seconds": sim.sim_seconds,
         "setup_seconds": t_setup,
         "first_step_seconds": sim.first_step_seconds,
+        **_kernels_record(sims),
         "solver_seconds": wall,
         "sync_seconds": sum(s.sync_seconds for s in sims),
         "steps_per_second": sim.steps / wall if wall > 0 else None,
@@ -284,6 +285,34 @@ def _summary_record(sim, args, output, t_setup, status, error) -> dict:
             {"path": s.scene_path, "bodies": s.model.body_count // s.worlds, "steps": s.steps, "dt": s.dt} for s in sims
         ],
     }
+
+
+def _kernels_record(sims) -> dict:
+    """The Warp modules loaded for the first frame, every scene's (:meth:`Simulation.load_kernels`)."""
+    loads = [s.kernel_load for s in sims if s.kernel_load is not None]
+    return {
+        "kernel_seconds": sum(k.seconds for k in loads),
+        "kernel_modules": sum(k.modules for k in loads),
+        "kernels_compiled": sum(k.compiled for k in loads),
+        "kernel_workers": max((k.workers for k in loads), default=0),
+    }
+
+
+def _kernels_said(sims) -> str:
+    """The summary's line on the Warp modules loaded for the first frame ('' where none were)."""
+    k = _kernels_record(sims)
+    modules, seconds = count(k["kernel_modules"], "Warp module"), k["kernel_seconds"]
+    if not k["kernel_modules"]:
+        return ""
+    if not k["kernels_compiled"]:
+        return f"usdsim: {modules} loaded from the kernel cache for the setup and the first frame in {seconds:.2f} s\n"
+    import warp as wp  # noqa: PLC0415
+
+    parallel = ", in parallel" if k["kernel_workers"] else ""
+    return (
+        f"usdsim: {seconds:.1f} s loading Warp kernels for the setup and the first frame ({k['kernels_compiled']} of "
+        f"{modules} compiled{parallel}): cached in {wp.config.kernel_cache_dir}, the next run loads them from there\n"
+    )
 
 
 def _clips_written(sim, output):
@@ -319,6 +348,7 @@ def _summary(sim, output, t_setup):
         f"{f' x {sim.worlds} worlds' if sim.worlds > 1 else ''}, {solver} on {sim.model.device.alias}\n"
         f"usdsim: {wall:.2f} s in the solver ({rate:,.0f} steps/s, {realtime:.1f}x real time{first}), "
         f"{sum(s.sync_seconds for s in sims):.2f} s writing the stage, {t_setup:.2f} s setup\n"
+        + _kernels_said(sims)
         + (f"usdsim: wrote {output}" if output else "usdsim: wrote nothing (--benchmark)")
         + (f" (worlds 1-{sim.worlds - 1} on copies: {listed(_world_copies(sim))})" if sim.copies else "")
         + (f" and {clips} value clips in {clip_dir}{os.sep}" if clips else "")

@@ -99,8 +99,9 @@ class RigidContactView(RigidBodyView):
         self.contacts = model.contacts(capacity)
 
     def update(self):
-        """Read the solver's contacts (done by the getters)."""
+        """Read the solver's contacts (done by the getters): a sync point (they are read on the host)."""
         self._sync()
+        self._source.synchronize()
         solver = self._source.solver
         if solver is None:
             raise NewtonUsdError("a contact view needs a solver")

@@ -31,6 +31,8 @@ class ViewSource:
             raise NewtonUsdError(f"a view needs a Simulation or a Model, got {type(target).__name__}")
 
     def _get(self, name):
+        if self.sim is not None and name == "state":  # (kept on the device: no wait for the frames queued)
+            name = "device_state" if hasattr(self.sim, "device_state") else name
         value = getattr(self.sim, name) if self.sim is not None else self._pieces[name]
         if value is None:
             raise NewtonUsdError(f"this view was made from a Model without a {name.capitalize()}: pass {name}=")
@@ -51,6 +53,12 @@ class ViewSource:
     @property
     def solver(self):
         return self.sim.solver if self.sim is not None else self._pieces["solver"]
+
+    def synchronize(self) -> None:
+        """Before a read on the host: a Simulation's frames queued on the device waited for and their blow-up checks
+        read (:meth:`~newton_usd.sim.Simulation.synchronize`)."""
+        if self.sim is not None and hasattr(self.sim, "synchronize"):
+            self.sim.synchronize()
 
     def state_moved(self) -> None:
         """A view wrote positions or velocities into the State: a Simulation measures how far bodies are flung

@@ -18,10 +18,12 @@ class PipelinedRun:
         return self.joint_sync is None and not self.scenes and self._as_frame(self.substeps)
 
     def _run_pipelined(self, n: int, progress=None) -> None:
-        """:meth:`run`, the write-back behind the device: frame k+1 is queued (its steps, then its poses' copy into
-        host memory, :class:`~newton_usd.sync.readback.PoseReadback`) before frame k's poses are checked and written
-        onto the stage, so that on CUDA the stage write overlaps the GPU's steps. The stage gets the same time samples
-        as frame after frame (:meth:`step_frame`); on the CPU the copies are plain, the same code path."""
+        """:meth:`run`, the write-back behind the device: frame k+1 is queued (its steps, then, where it is written,
+        its poses' copy into host memory, :class:`~newton_usd.sync.readback.PoseReadback`) before frame k's poses are
+        checked and written onto the stage, so that on CUDA the stage write overlaps the GPU's steps. The stage gets
+        the same time samples as frame after frame (:meth:`step_frame`); on the CPU the copies are plain, the same code
+        path. A frame not written is not waited for: its blow-up check is read every :attr:`check_every` frames
+        (:meth:`_poll_device_check`), and :meth:`run` waits for the last at its end."""
         pending = None
         try:
             for i in range(n):
@@ -35,9 +37,10 @@ class PipelinedRun:
                 else:
                     pending, previous = self._queue_frame(last), pending
                     self._finish_frame(previous)
-                    self._check_flung(last)  # (frame k+1's state, before it is written)
                     if self.first_step_seconds is None:  # (the first frame: waited for, timed)
                         pending = self._finish_frame(pending)
+                    elif pending[0] is None:
+                        self._poll_device_check()
                 if progress is not None:
                     progress(1)
         except SimulationError:
@@ -48,7 +51,10 @@ class PipelinedRun:
         self._finish_frame(pending)
 
     def _queue_frame(self, last: bool) -> tuple:
-        """Queue a frame's steps and its readback (no wait); (readback slot, frame, time code, written, start)."""
+        """Queue a frame's steps and, where it is written, its readback (no wait); (readback slot, None where the frame
+        is not written; frame, time code, start)."""
+        if self.kernel_load is None:
+            self.load_kernels(wait=False)
         self._write_start()
         self._start_flung_check()
         t0 = time.perf_counter()
@@ -58,31 +64,34 @@ class PipelinedRun:
             raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
         self.frame += 1
         self.sim_seconds = self.steps * self.dt
-        write = self._records_frame(last)
-        rows = self.sync.body_count if write else 0
-        if self._readback is None or self._readback.rows < rows or self._readback.device != self.model.device:
-            self._readback = PoseReadback(self.model.device, self.sync.body_count)
-        slot = self._readback.start(self.state.body_q, self._bounds.flag, rows)
+        slot = None
+        if self._records_frame(last):
+            rows = self.sync.body_count
+            if self._readback is None or self._readback.rows < rows or self._readback.device != self.model.device:
+                self._readback = PoseReadback(self.model.device, rows)
+            slot = self._readback.start(self._state.body_q, self._device_check.tripped, rows)
         self.wall_seconds += time.perf_counter() - t0
-        return slot, self.frame, self.time_code, write, t0
+        return slot, self.frame, self.time_code, t0
 
     def _finish_frame(self, pending) -> None:
-        """Wait for a queued frame's readback, check its bounds and write it (see :meth:`_run_pipelined`)."""
+        """Wait for a queued frame's readback, check its bounds and write it (see :meth:`_run_pipelined`); the first
+        frame waited for and timed, written or not."""
         if pending is None:
             return None
-        slot, frame, time_code, write, started = pending
+        slot, frame, time_code, started = pending
+        if slot is None:
+            if self.first_step_seconds is None:
+                self.synchronize()
+                self._kernels_loaded()
+                self.first_step_seconds = time.perf_counter() - started
+            return None
         t0 = time.perf_counter()
         body_q, tripped = self._readback.finish(slot)
         self.wall_seconds += time.perf_counter() - t0
         if self.first_step_seconds is None:
+            self._kernels_loaded()
             self.first_step_seconds = time.perf_counter() - started
-        if tripped:  # (the message from the state now: the frames after keep a blown-up body's state blown up)
-            self._bounds.clear()
-            self._check_bounds(self.state.body_q.numpy(), frame=frame)
-            raise SimulationError(
-                "a body's pose became NaN or infinite, or it went beyond max_distance or max_speed "
-                "(the simulation blew up)", frame=frame,
-            )  # fmt: skip
-        if write:
-            self._write(body_q, at=(frame, time_code))
+        if tripped:  # (a check failed at this frame or before: the message from the state kept at that frame)
+            self._report_device_check(tripped)
+        self._write(body_q, at=(frame, time_code))
         return None

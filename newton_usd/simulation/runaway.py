@@ -23,9 +23,10 @@ the anchor (twice the reach where the stage's poses agree with its joints); beyo
 an unlimited linear DOF has no reach.
 
 :class:`~newton_usd.simulation.bounds.BlowUpCheck` runs it after every frame of a
-:class:`~newton_usd.sim.Simulation` (every :data:`CUDA_EVERY`-th on CUDA), from the state at the start of the run,
-and again from the state of the moment after :meth:`~newton_usd.sim.Simulation.reset`, a rebuild or a view's write
-of positions or velocities.
+:class:`~newton_usd.sim.Simulation`: on the device as a frame function's last kernel
+(:mod:`~newton_usd.simulation.device_check`, every frame, read back now and then), on the host after a frame of single
+steps (every :data:`CUDA_EVERY`-th on CUDA); from the state at the start of the run, and again from the state of the
+moment after :meth:`~newton_usd.sim.Simulation.reset`, a rebuild or a view's write of positions or velocities.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ REACH_MARGIN = 1.0
 """m: added to the jointed body's bound (see the module)."""
 
 CUDA_EVERY = 10
-"""On CUDA, every this many frames (and the last) are checked: a check reads the poses back, which waits for the
-device (on the CPU they are read in place, every frame)."""
+"""On CUDA, every this many frames of single steps (and the last) are checked on the host: a check reads the poses
+back, which waits for the device (on the CPU they are read in place, every frame). Frame functions are checked on the
+device, every frame."""
 
 
 class ModelReach:

@@ -10,7 +10,7 @@ from pxr import Gf, Sdf, UsdGeom
 
 from ..core.quat import gf_to_xyzw
 from ..errors import SimulationError
-from ..solvers.frame import BoundsCheck
+from ..solvers.kernel_loading import KernelLoading, modules_named
 from .clock import DEFAULT_FRAMES
 
 
@@ -30,6 +30,40 @@ def kinematic_bodies(stage, model) -> list:
 
 class Stepping:
     """:class:`~newton_usd.sim.Simulation`'s frames: the time, the steps of one frame and the run."""
+
+    kernel_load = None
+    """What :meth:`load_kernels` did (a :class:`~newton_usd.solvers.kernel_loading.KernelLoad`: seconds, modules,
+    compiled); None before the first frame."""
+
+    kernel_workers = None
+    """Threads that compile the Warp modules of the solver's setup and first frame beside them (None: one per CPU
+    core; 0: none, each module compiled where it is first launched). Set on the class, it holds for the Simulations
+    opened after (the setup's load starts in :meth:`open`)."""
+
+    _kernel_loading = None  # the KernelLoading under way (from the solver's setup, or the first frame)
+
+    def load_kernels(self, max_workers: int | None = None, wait: bool = True):
+        """Compile, or load from Warp's kernel cache, the Warp modules the frames will use (the solver's
+        ``kernel_modules()`` and the device checks'), in the pool started when the solver was made, or ``max_workers``
+        threads (None: :attr:`kernel_workers`), and return what was loaded (kept in :attr:`kernel_load`). The first
+        frame does it, where it was not done, ``wait=False``: the modules load beside the frame, which compiles those
+        that exist only once it runs, and waits for the rest at its end; :attr:`kernel_load` counts every module loaded
+        from the solver's setup until then (see :mod:`~newton_usd.solvers.kernel_loading`)."""
+        modules = self.solver.kernel_modules()
+        if getattr(self.solver, "simulates_frames", False):
+            modules += modules_named(["newton_usd.simulation.device_check"])
+        if self._kernel_loading is None:
+            workers = self.kernel_workers if max_workers is None else max_workers
+            self._kernel_loading = KernelLoading(self.model.device, workers)
+        self._kernel_loading.add(modules)
+        return self._kernels_loaded() if wait else None
+
+    def _kernels_loaded(self):
+        """After the first frame: the modules loading beside it waited for (:attr:`kernel_load`)."""
+        if self._kernel_loading is not None:
+            loading, self._kernel_loading = self._kernel_loading, None
+            self.kernel_load = loading.wait()
+        return self.kernel_load
 
     @property
     def time_code(self) -> float:
@@ -52,22 +86,28 @@ class Stepping:
         With :attr:`record_every` > 1 only every n-th frame is written, and the frame with ``last``.
         ``until`` (seconds of simulated time): take the steps that end closest to it instead of
         ``substeps`` (another scene's frame: it keeps to the first scene's clock).
+
+        A frame function's frame (a Newton solver, MuJoCo-Warp) is queued on the device and not waited for unless it
+        is written onto the stage: its blow-up check is read every :attr:`check_every` frames and at the sync points
+        (see :class:`~newton_usd.simulation.bounds.BlowUpCheck`).
         """
         if self.watcher is not None and self.watcher.pending:
             self.apply_edits()
+        if self.kernel_load is None:
+            self.load_kernels(wait=False)
         self._write_start()
         self._start_flung_check()
         n = self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))
         t0 = time.perf_counter()
         as_frame = self._as_frame(n)
         try:
-            if as_frame:  # one frame function (a CUDA graph where the device allows), the bounds checked in it
+            if as_frame:  # one frame function (a CUDA graph where the device allows), the checks in it
                 self._simulate_frame(n)
             for _ in range(0 if as_frame else n):
                 if self._kinematic:
                     self._move_kinematic(self.start_time + (self.steps + 1) * self.dt * self.fps)
-                self.solver.step(self.state, self._next, self.control, None, self.dt)
-                self.state, self._next = self._next, self.state
+                self.solver.step(self._state, self._next, self.control, None, self.dt)
+                self._state, self._next = self._next, self._state
                 self.steps += 1
                 if self.first_step_seconds is None:
                     self.first_step_seconds = time.perf_counter() - t0
@@ -75,17 +115,25 @@ class Stepping:
             raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
         self.frame += 1
         self.sim_seconds = self.steps * self.dt
+        write = self._records_frame(last)
         if as_frame:
-            body_q = self.state.body_q.numpy() if self._bounds.tripped() else None  # (waits for the frame)
-            if self.first_step_seconds is None:
+            self.wall_seconds += time.perf_counter() - t0
+            if self.first_step_seconds is None:  # (the first frame, kernels loaded: waited for, timed)
+                self.synchronize()
+                self._kernels_loaded()
                 self.first_step_seconds = time.perf_counter() - t0
+            if write:
+                self.synchronize()  # (its poses are read: checked first)
+            else:
+                self._poll_device_check()
+            body_q = None
         else:
-            body_q = self.state.body_q.numpy()
-        self.wall_seconds += time.perf_counter() - t0
-        if body_q is not None:
+            body_q = self._state.body_q.numpy()
+            self.wall_seconds += time.perf_counter() - t0
+            self._kernels_loaded()
             self._check_bounds(body_q)
-        self._check_flung(last)
-        if self._records_frame(last):
+            self._check_flung(last)
+        if write:
             self._write(body_q)
         if self.scenes:
             with self._own_writes():
@@ -97,17 +145,16 @@ class Stepping:
         """Whether ``n`` steps run as one frame function (``solver.simulate_frame``): a Newton solver or MuJoCo-Warp
         exchanging on the device (``solver.simulates_frames``), no kinematic body (their poses are read from the
         stage between the steps)."""
-        if n < 1 or self._kinematic or not getattr(self.solver, "simulates_frames", False):
-            return False
-        if self._bounds is None or self._bounds.flag.device != self.model.device:
-            self._bounds = BoundsCheck(self.model.device)
-        return True
+        return n >= 1 and not self._kinematic and getattr(self.solver, "simulates_frames", False)
 
     def _simulate_frame(self, n: int) -> None:
-        """``n`` steps as the solver's frame function (see :meth:`_as_frame`), the bounds checked on the device."""
+        """``n`` steps as the solver's frame function (see :meth:`_as_frame`), the blow-up checks on the device last
+        (:mod:`~newton_usd.simulation.device_check`)."""
+        self._prepare_device_check()
+        check, seconds = self._device_check, n * self.dt
         self.solver.simulate_frame(
-            self.state, self._next, self.control, self.dt, n,
-            after=self._check_on_device, after_key=(self.max_distance, self.max_speed),
+            self._state, self._next, self.control, self.dt, n,
+            after=lambda state: check.launch(state, seconds), after_key=(check.key, seconds),
         )  # fmt: skip
         self.steps += n
 
@@ -115,7 +162,7 @@ class Stepping:
         """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""
         cache = UsdGeom.XformCache(time_code)
         frame = self.imported.frame
-        body_q = self.state.body_q.numpy()
+        body_q = self._state.body_q.numpy()
         for rows, prim in self._kinematic:
             xf = Gf.Transform(cache.GetLocalToWorldTransform(prim))
             pos, rot = frame.world_pose_to_sim(
@@ -123,15 +170,17 @@ class Stepping:
             )
             body_q[rows] = np.concatenate([pos, rot])
         if not self.model.device.is_cpu:  # numpy() was a copy
-            self.state.body_q.assign(body_q)
+            self._state.body_q.assign(body_q)
 
     def run(self, frames: int | None = None, progress=None) -> None:
-        """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each."""
+        """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each. Returns once the
+        device has simulated them all and their blow-up checks were read."""
         n = self.default_frames() if frames is None else int(frames)
         if self._pipelines():
             self._run_pipelined(n, progress)
-            return
-        for i in range(n):
-            self.step_frame(last=i == n - 1)
-            if progress is not None:
-                progress(1)
+        else:
+            for i in range(n):
+                self.step_frame(last=i == n - 1)
+                if progress is not None:
+                    progress(1)
+        self.synchronize()  # (the frames queued, waited for and checked)

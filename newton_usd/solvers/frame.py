@@ -77,8 +77,10 @@ class FrameCapture:
         self._key = None
         self._graph = None
 
-    def run(self, key, frame, restore=None, retry=None) -> None:
-        """Run ``frame()`` once: eagerly, or as the graph captured for ``key``.
+    def run(self, key, frame, restore=None, retry=None) -> bool:
+        """Run ``frame()`` once: eagerly, or as the graph captured for ``key``. True where a graph captured earlier
+        was replayed: ``frame()`` itself did not run, so what it does on the host (which arrays hold pending values)
+        was not done, and the caller does it as the captured call did.
 
         Args:
             key: hashable; everything the graph bakes in (a different key drops the graph).
@@ -93,12 +95,12 @@ class FrameCapture:
         if self._graph is not None:
             wp.capture_launch(self._graph)
             self.replays += 1
-            return
+            return True
         if not (self.device.is_cuda or self.cpu_graphs) or self.eager_reason is not None or self._key is None:
             frame()
             self.eager_frames += 1
             self._key = key
-            return
+            return False
         graph, error = self._capture(frame)
         if graph is None and retry is not None and retry(error):
             if restore is not None:
@@ -111,11 +113,12 @@ class FrameCapture:
                 restore()
             frame()
             self.eager_frames += 1
-            return
+            return False
         self._graph = graph
         self.captures += 1
         wp.capture_launch(self._graph)
         self.replays += 1
+        return False
 
     def _capture(self, frame):
         """(the graph of ``frame()``, None), or (None, the exception where the capture failed)."""
@@ -125,56 +128,3 @@ class FrameCapture:
         except Exception as e:  # noqa: BLE001
             return None, e
         return capture.graph, None
-
-
-@wp.kernel
-def _bounds_kernel(
-    # Data in:
-    body_q: wp.array(dtype=wp.transform),
-    body_qd: wp.array(dtype=wp.spatial_vector),
-    max_distance2: float,
-    max_speed2: float,
-    # Data out:
-    flag: wp.array(dtype=wp.int32),
-):
-    """``flag[0]`` = 1 where a body's pose is not finite, it is farther than the distance from the origin or its
-    center of mass faster than the speed (NaN compares false: caught by the ``<=``)."""
-    b = wp.tid()
-    x = body_q[b]
-    p = wp.transform_get_translation(x)
-    q = wp.transform_get_rotation(x)
-    s = p[0] + p[1] + p[2] + q[0] + q[1] + q[2] + q[3]
-    v = wp.spatial_top(body_qd[b])
-    if not (s - s == 0.0 and wp.dot(p, p) <= max_distance2 and wp.dot(v, v) <= max_speed2):
-        flag[0] = 1
-
-
-class BoundsCheck:
-    """A device-side check of every body against a distance and a speed (and for NaN/Inf), for the end of a frame
-    function: it writes one flag on the device, read on the host after the frame (4 bytes, not the poses).
-
-    The flag is set by the kernel and cleared on the host where it was found set (:meth:`tripped`, :meth:`clear`),
-    not before every check: a frame's graph has no node for it (a small scene's frame is a few dozen nodes)."""
-
-    def __init__(self, device):
-        self.flag = wp.zeros(1, dtype=wp.int32, device=device)
-
-    def clear(self) -> None:
-        """After a tripped check was reported: the next checks start from a clear flag."""
-        self.flag.zero_()
-
-    def launch(self, state, max_distance: float, max_speed: float) -> None:
-        arrays = state.__dict__  # (the arrays themselves: an attribute read may convert pending joint states)
-        wp.launch(
-            _bounds_kernel,
-            dim=arrays["body_q"].shape[0],
-            inputs=[arrays["body_q"], arrays["body_qd"], float(max_distance) ** 2, float(max_speed) ** 2, self.flag],
-            device=self.flag.device,
-        )
-
-    def tripped(self) -> bool:
-        """Whether the last check found a body out of bounds (reads the flag: waits for the frame; clears it)."""
-        if not self.flag.numpy()[0]:
-            return False
-        self.clear()
-        return True

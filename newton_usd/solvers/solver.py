@@ -71,6 +71,19 @@ class SolverBase:
         follow them where the solver steps body states. The default does nothing: solvers that step joint
         coordinates, or detect edits themselves (SolverMuJoCo), need no word."""
 
+    @classmethod
+    def setup_kernel_modules(cls, device, options: dict) -> list:
+        """The Warp modules a solver of this class, made on ``device`` with ``options`` (its constructor's keyword
+        arguments, as far as they are known), will launch kernels of, known before it is made: compiled in parallel
+        while it is made (:mod:`~newton_usd.solvers.kernel_loading`). The default: none."""
+        return []
+
+    def kernel_modules(self) -> list:
+        """The Warp modules its steps launch kernels of, as far as they are known before the first step (compiled in
+        parallel beside it: :mod:`~newton_usd.solvers.kernel_loading`). The default: none (a solver that runs no Warp
+        kernel, or leaves them to be loaded as they are met)."""
+        return []
+
     def stable_step(self) -> float:
         """s: the longest step estimated stable on this model (where the solver integrates stiff forces
         explicitly); inf where it has no such bound. The default: inf."""

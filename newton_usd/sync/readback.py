@@ -44,10 +44,10 @@ class PoseReadback:
         return i
 
     def finish(self, slot: int) -> tuple:
-        """(the poses copied into ``slot``, a numpy copy of its rows; the flag set) once its copy is done."""
+        """(the poses copied into ``slot``, a numpy copy of its rows; the flag's value) once its copy is done."""
         event = self._events[slot]
         if event is not None:
             wp.synchronize_event(event)
             self._events[slot] = None
         poses = np.array(self._poses[slot].numpy()[: self._counts[slot]])
-        return poses, bool(self._flags[slot].numpy()[0])
+        return poses, int(self._flags[slot].numpy()[0])

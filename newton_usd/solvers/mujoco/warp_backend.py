@@ -10,10 +10,19 @@ import numpy as np
 import warp as wp
 
 from ..frame import FrameCapture
+from ..kernel_loading import modules_named
 from .exchange import discard_pending
 from .warp_exchange import DeviceExchange
 
 logger = logging.getLogger("newton_usd")
+
+_MJW_MODULES = ("constraint", "derivative", "forward", "passive", "smooth", "solver", "support")
+"""The modules of ``mujoco_warp._src`` whose kernels ``mujoco_warp.step`` launches on a rigid-body model (4.0)."""
+
+
+def _warp_modules() -> list:
+    names = [f"mujoco_warp._src.{name}" for name in _MJW_MODULES]
+    return modules_named([*names, "newton_usd.solvers.mujoco.warp_exchange"])
 
 
 class WarpBackend:
@@ -72,6 +81,22 @@ class WarpBackend:
         if capture is not None:
             capture.invalidate(reason)
 
+    @classmethod
+    def setup_kernel_modules(cls, device, options: dict) -> list:
+        """:meth:`kernel_modules`'s, where the solver will be the warp backend (``backend`` "warp", or "auto" on
+        CUDA)."""
+        backend = options.get("backend") or "auto"
+        if backend == "cpu" or (backend == "auto" and not wp.get_device(device).is_cuda):
+            return []
+        import mujoco_warp  # noqa: F401, PLC0415  (its modules exist once imported: the warp backend imports it anyway)
+
+        return _warp_modules()
+
+    def kernel_modules(self) -> list:
+        """MuJoCo-Warp's modules its step launches kernels of (the kernels it generates inside its step functions, a
+        module each, are loaded as the first step meets them) and our exchange's; none for the cpu backend."""
+        return _warp_modules() if getattr(self, "_mjw", None) is not None else []
+
     @property
     def simulates_frames(self) -> bool:
         """Whether a frame's steps run as one function (:meth:`simulate_frame`): the warp backend exchanging on the
@@ -115,7 +140,8 @@ class WarpBackend:
                 if control is not None:
                     arrays += [getattr(control, n) for n in self._CONTROLS]
                     arrays.append(getattr(getattr(control, "mujoco", None), "ctrl", None))
-                key = (tuple(id(a) for a in arrays), float(dt), int(substeps), after_key)
+                # (the arrays' addresses, what the graph bakes in: an id can be another array's once one is freed)
+                key = (tuple(None if a is None else a.ptr for a in arrays), float(dt), int(substeps), after_key)
                 self.frame_capture.run(key, frame, retry=self._one_phase_instead)
             else:
                 frame()  # (pushes every world and computes the position stage again: never captured)

@@ -25,6 +25,7 @@ from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 from .implicit_joint_forces import ImplicitJointForces
 from .stable_step import StableStep, featherstone_stable_dt, penalty_joint_stable_dt
 from .support import UNLIMITED
+from .warp_modules import setup_modules, step_modules
 
 logger = logging.getLogger("newton_usd")
 
@@ -165,6 +166,18 @@ class SolverNewton(SolverBase):
         return self.newton_class(newton_model, **options)
 
     @classmethod
+    def setup_kernel_modules(cls, device, options: dict) -> list:
+        """Newton's model finalize's kernels (the bridge's), and :meth:`kernel_modules`'s (:mod:`.warp_modules`)."""
+        return setup_modules(cls.name)
+
+    def kernel_modules(self) -> list:
+        """Newton's collision pipeline's modules, the solver's and our exchange's (:mod:`.warp_modules`): what the
+        first frame would load one after the other (``tests/test_kernel_loading.py`` checks that it loads nothing else
+        that could be loaded before it; the generic kernels of Newton's narrow phase get their code when launched, and
+        compile then)."""
+        return step_modules(self.name)
+
+    @classmethod
     def options_from_scene(cls, settings: dict) -> dict:
         """The constructor's keyword arguments from a scene's resolved settings (name -> value; None and
         absent: the solver's default)."""
@@ -242,7 +255,17 @@ class SolverNewton(SolverBase):
                 if pending is not None:
                     state.__dict__["_pending"] = pending
 
-        self.frame_capture.run(key, frame, restore)
+        if self.frame_capture.run(key, frame, restore):
+            # A replay ran the kernels only: the states' pending joint states as the captured frame left them (XPBD
+            # and semi_implicit leave state_0's to be computed from its bodies when read; without this a replayed
+            # frame's joint states read back as those of the frame read last: `--write-joint-states` under xpbd on
+            # CUDA wrote one joint angle over and over)
+            for state, pending in zip((state_0, state_1), self._pending_after_frame, strict=True):
+                state.__dict__.pop("_pending", None)
+                if pending is not None:
+                    state.__dict__["_pending"] = pending
+        else:
+            self._pending_after_frame = (state_0.__dict__.get("_pending"), state_1.__dict__.get("_pending"))
 
     def _frame_start(self, state_0, state_1) -> None:
         """The host-side start of every frame alike (a graph replays what its capture saw): ``state_0`` holds its

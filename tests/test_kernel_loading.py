@@ -1,0 +1,104 @@
+"""The Warp modules a run's frames use are loaded, in parallel, before its first frame (Simulation.load_kernels):
+the first frame then loads none that existed before it (only the kernels a library generates inside its step), and
+usdsim's summary says how long the load took and how much of it was compiling."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import warp as wp
+
+from newton_usd.cli import main
+from newton_usd.solvers.kernel_loading import load_modules
+
+from conftest import usdsim_command
+from stages import falling_cube
+
+CHECK = r"""
+import json, sys
+import warp as wp
+wp.config.enable_backward = False  # (the suite's kernels: see conftest.py)
+wp.config.log_level = wp.LOG_WARNING
+from warp._src.context import user_modules
+from newton_usd import Simulation
+from stages import falling_cube
+
+def loaded(device):
+    return {name for name, m in user_modules.items() if any(key[0] == device.context for key in m.execs)}
+
+out = {}
+Simulation.kernel_workers = 2  # (a pool, whatever the cores: what is checked is what it is given)
+for engine in sys.argv[1:]:
+    kw = {"solver": "mujoco", "backend": "warp"} if engine == "mujoco" else {"solver": engine}
+    sim = Simulation.open(falling_cube(), device="cpu", live=False, record=False, **kw)
+    device = sim.model.device
+    load = sim.load_kernels()
+    preloaded = loaded(device)
+    # (what could be loaded before the frame: a module that existed, but for a generic kernel not yet overloaded,
+    # whose code is made when it is launched)
+    existing = {name for name, m in user_modules.items()
+                if not any(k.is_generic and not k.overloads for k in m.kernels.values())}
+    sim.run(2)
+    missed = sorted((loaded(device) - preloaded) & existing)  # (could have been loaded before the frame, was by it)
+    out[engine] = {"missed": missed, "modules": load.modules, "workers": load.workers}
+    sim.close()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("engines", [("xpbd", "featherstone", "semi_implicit", "mujoco")])
+def test_the_first_frame_loads_no_module_that_could_have_been_loaded_before_it(engines):
+    """In a fresh process (nothing loaded yet), each engine's modules loaded by load_kernels cover every module its
+    first frames load that could be loaded before them (Newton's solver and collision modules, MuJoCo-Warp's, ours;
+    not the generic kernels overloaded at their launch, nor the kernels generated inside a step): the lists in the
+    solvers keep up with Newton and MuJoCo-Warp."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    r = subprocess.run([sys.executable, "-c", CHECK, *engines], capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    for engine in engines:
+        assert result[engine]["missed"] == [], (engine, result[engine])
+    assert result[engines[0]]["modules"] >= 6 and result[engines[0]]["workers"] == 2, result
+
+
+def test_usdsim_says_how_long_the_kernels_took(tmp_path, capsys):
+    """The summary's line (a fresh process: none is loaded yet), and the JSON record's keys."""
+    src = tmp_path / "cube.usda"
+    falling_cube(src).Save()
+    r = subprocess.run([*usdsim_command(), str(src), "--solver", "xpbd", "-n", "3", "--format", "json"],
+                       capture_output=True, text=True, timeout=1800)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    record = json.loads(r.stdout)
+    assert record["kernel_modules"] >= 6 and 0 <= record["kernels_compiled"] <= record["kernel_modules"], record
+    assert 0.0 < record["kernel_seconds"] < record["setup_seconds"] + 1800
+    r = subprocess.run([*usdsim_command(), str(src), "--solver", "xpbd", "-n", "3"], capture_output=True, text=True,
+                       timeout=1800)  # fmt: skip
+    loaded = r"usdsim: \d+ Warp modules loaded from the kernel cache for the setup and the first frame in [0-9.]+ s"
+    compiled = r"usdsim: [0-9.]+ s loading Warp kernels for the setup and the first frame \(\d+ of \d+ Warp modules "
+    said = re.search(f"{loaded}|{compiled}", r.stdout + r.stderr)
+    assert said, r.stdout + r.stderr
+    assert main([str(src), "--solver", "xpbd", "-n", "1", "--format", "json"]) == 0
+    assert {"kernel_seconds", "kernel_modules", "kernels_compiled"} <= set(json.loads(capsys.readouterr().out))
+
+
+def test_load_modules_compiles_what_the_cache_lacks_once(tmp_path, monkeypatch):
+    """A module missing from Warp's kernel cache is compiled, and counted so; loaded, it is not loaded again."""
+    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path))
+
+    @wp.kernel(module="unique")
+    def _scale(x: wp.array(dtype=wp.float32), by: float):
+        x[wp.tid()] = x[wp.tid()] * by
+
+    load = load_modules([_scale.module, _scale.module], "cpu", max_workers=2)
+    assert (load.modules, load.compiled) == (1, 1), load
+    assert any(name.startswith(f"wp_{_scale.module.name}") for name in os.listdir(tmp_path))
+    assert load_modules([_scale.module], "cpu").modules == 0  # (loaded already)
+    x = wp.full(3, 2.0, dtype=wp.float32, device="cpu")
+    wp.launch(_scale, dim=3, inputs=[x, 1.5], device="cpu")
+    assert x.numpy().tolist() == [3.0, 3.0, 3.0]
