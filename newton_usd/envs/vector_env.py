@@ -254,7 +254,7 @@ class StageVectorEnv(VectorEnv):
         self.model_values.apply(worlds, self._host_rng)
         if self.model_values.terms:
             self._invalidate("model values randomized")
-        state = self.sim.state
+        state = self.sim.device_state
         self.starts.reset(state, mask_wp)
         self._joint_states_written(state, mask_wp)
         wp.launch(start_episodes, dim=self.num_envs, inputs=[mask_wp], outputs=[self._elapsed, self._skip, self._done],
@@ -315,9 +315,9 @@ class StageVectorEnv(VectorEnv):
         self.actions.write(self._action_buf, sim.control)
         self._frames()
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._any(self._skip):
-            self.starts.reset(sim.state, self._skip, draw=False)
-            self._joint_states_written(sim.state, self._skip)
-        self.observations.gather(sim.state, self._obs)
+            self.starts.reset(sim.device_state, self._skip, draw=False)
+            self._joint_states_written(sim.device_state, self._skip)
+        self.observations.gather(sim.device_state, self._obs)
 
     def _call(self) -> None:
         """The user's reward and termination callables, their results into the environment's arrays (Warp arrays in
@@ -344,7 +344,7 @@ class StageVectorEnv(VectorEnv):
         )  # fmt: skip
         if mode == AutoresetMode.DISABLED:
             return
-        state = self.sim.state
+        state = self.sim.device_state
         if mode == AutoresetMode.SAME_STEP:
             wp.copy(self._final_obs, self._obs)
         if self._any(self._done):
@@ -368,9 +368,9 @@ class StageVectorEnv(VectorEnv):
             return
         solver, n = sim.solver, sim.substeps * self.frames_per_step
         if getattr(solver, "simulates_frames", False):
-            solver.simulate_frame(sim.state, self._scratch, sim.control, sim.dt, n)
+            solver.simulate_frame(sim.device_state, self._scratch, sim.control, sim.dt, n)
         else:
-            a, b = sim.state, self._scratch
+            a, b = sim.device_state, self._scratch
             for _ in range(n):
                 solver.step(a, b, sim.control, None, sim.dt)
                 a, b = b, a
@@ -415,7 +415,7 @@ class StageVectorEnv(VectorEnv):
 
     def _key(self) -> tuple:
         sim = self.sim
-        arrays = [*vars(sim.state).values(), *vars(self._scratch).values(), *vars(sim.control).values()]
+        arrays = [*vars(sim.device_state).values(), *vars(self._scratch).values(), *vars(sim.control).values()]
         return (tuple(id(a) for a in arrays if isinstance(a, wp.array)), id(sim.model), id(sim.solver), sim.dt,
                 sim.substeps, self.frames_per_step, self.max_episode_steps, self.autoreset_mode)  # fmt: skip
 

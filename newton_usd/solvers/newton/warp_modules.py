@@ -38,6 +38,7 @@ SOLVERS = {
         "newton._src.sim.articulation",
         "newton._src.solvers.featherstone.kernels",
         "newton._src.solvers.semi_implicit.kernels_contact",
+        "newton_usd.solvers.newton.implicit_joint_forces",
     ),
     "semi_implicit": (
         "newton._src.solvers.solver",
