@@ -238,7 +238,8 @@ class LiveEdits:
         with what the old one wrote."""
         sync = StageSync(self.stage, self.output_layer, written_labels(self.model, self.copies), self.imported.frame,
                          self.sync.xform_ops)  # fmt: skip
-        sync.carry_over(self.sync)
+        with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
+            sync.carry_over(self.sync)
         self.sync = sync
 
     def _apply_by_import(self) -> str | None:
@@ -304,7 +305,8 @@ class LiveEdits:
         )
         self._kinematic = kinematic_bodies(self.stage, model)
         if keep_state:
-            sync.carry_over(self.sync)
+            with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
+                sync.carry_over(self.sync)
         if self.joint_sync is not None:
             self._retired_joint_syncs.append(self.joint_sync)
             self.joint_sync = JointStateSync(self.output_layer, model, imported.frame.meters_per_unit)

@@ -83,5 +83,6 @@ class WorldCopying:
             self.stage, self.output_layer, written_labels(self.model, self.copies), self.imported.frame,
             self.sync.xform_ops,
         )  # fmt: skip
-        sync.carry_over(self.sync)
+        with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
+            sync.carry_over(self.sync)
         self.sync = sync
