@@ -129,8 +129,9 @@ def joint_qd_from_body_qd(builder):
             builder.joint_qd[j][k] = float(np.dot(lin if k < n_lin else ang, axis))
 
 
-def body_q_from_joint_q(builder):
-    """The work of :meth:`ModelBuilder.body_q_from_joint_q` on ``builder``."""
+def body_q_from_joint_q(builder, children=None):
+    """The work of :meth:`ModelBuilder.body_q_from_joint_q` on ``builder``; ``children``: only these bodies (a set
+    of body indices) are placed, each on its parent's pose as it is then (a parent among them placed first)."""
     dof_start = np.concatenate([[0], np.cumsum([len(qd) for qd in builder.joint_qd])]).astype(np.int64)
     stacks = {}
     for j, child in enumerate(builder.joint_child):
@@ -138,7 +139,7 @@ def body_q_from_joint_q(builder):
     done = set()
 
     def place(child):
-        if child in done or child not in stacks:
+        if child in done or child not in stacks or (children is not None and child not in children):
             return
         joints = stacks[child]
         parent = builder.joint_parent[joints[0]]
@@ -160,5 +161,5 @@ def body_q_from_joint_q(builder):
                 pose = transform_multiply(pose, in_body)
         builder.body_q[child] = pose
 
-    for child in list(stacks):
+    for child in list(stacks) if children is None else sorted(children):
         place(child)
