@@ -69,6 +69,18 @@ def test_articulation_links_start_where_their_joints_put_them(caplog, capsys, tm
     assert "/Arm/H2 (/Arm/L2: 5.16 m)" in capsys.readouterr().out
 
 
+def test_a_link_whose_own_joint_agrees_moves_with_its_parent():
+    """Only the first hinge disagrees (L2 authored at its hinge on L1's authored pose): L2 follows L1, only H1 is named."""
+    stage = _spread_arm()
+    along = np.array([math.cos(math.radians(TURN)), 0.0, -math.sin(math.radians(TURN))])
+    at_hinge = np.array([3.0, 0.0, 2.0]) + 0.5 * along + (0.5, 0.0, 0.0)
+    UsdGeom.Xformable(stage.GetPrimAtPath("/Arm/L2")).GetOrderedXformOps()[0].Set(Gf.Vec3d(*at_hinge))
+    builder = ModelBuilder()
+    imported = builder.add_usd(stage)
+    np.testing.assert_allclose(builder.body_q[imported.body_index["/Arm/L2"]][0], _where_the_hinges_put_them()[1])
+    assert [joint for joint, *_ in imported.placed_links] == ["/Arm/H1"]
+
+
 def test_joints_outside_articulations_keep_their_bodies_as_authored():
     builder = ModelBuilder()
     imported = builder.add_usd(_spread_arm(articulation=False))

@@ -17,9 +17,12 @@ import math
 
 import numpy as np
 
+from ..core.joint_coords import off_their_joints
 from ..core.quat import transform_inverse, transform_multiply
 from ..core.types import JointType
 
+PLACED_WITHIN = 1e-6
+"""m or rad: a link this close to where its joint puts it is left as authored (a float32 joint frame's rounding)."""
 MOVED_DISTANCE = 1e-3
 """m: a joint whose frames are farther apart than this at the authored poses is named in the warning."""
 MOVED_ANGLE = math.radians(0.1)
@@ -41,6 +44,9 @@ def place_articulation_links(builder, result) -> list[tuple[str, str, float, flo
         first_joint.setdefault(child, j)
         if builder.joint_articulation[j] >= 0 and builder.joint_type[j] != JointType.FREE and not kinematic[child]:
             children.add(child)
+    if not children:
+        return []
+    children = _with_descendants(builder, off_their_joints(builder, children, PLACED_WITHIN), children)
     if not children:
         return []
     before = {b: _pose(builder.body_q[b]) for b in children}
@@ -66,6 +72,21 @@ def place_articulation_links(builder, result) -> list[tuple[str, str, float, flo
         turned = f", turned {math.degrees(angle):.3g} deg" if angle > MOVED_ANGLE else ""
         result.diagnostics.add(MOVED_KIND, f"{joint} ({body}: {distance:.3g} m{turned})")
     return moved
+
+
+def _with_descendants(builder, off, children) -> set:
+    """The bodies of ``off`` and their descendants among ``children`` (a parent moved moves its links)."""
+    kids = {}
+    for parent, child in zip(builder.joint_parent, builder.joint_child, strict=True):
+        if child in children:
+            kids.setdefault(parent, []).append(child)
+    out, stack = set(), list(off)
+    while stack:
+        b = stack.pop()
+        if b not in out:
+            out.add(b)
+            stack.extend(kids.get(b, ()))
+    return out
 
 
 def _pose(q) -> tuple:
