@@ -70,7 +70,7 @@ def test_articulation_links_start_where_their_joints_put_them(caplog, capsys, tm
 
 
 def test_a_link_whose_own_joint_agrees_moves_with_its_parent():
-    """Only the first hinge disagrees (L2 authored at its hinge on L1's authored pose): L2 follows L1, only H1 is named."""
+    """Only the first hinge disagrees (L2 authored at its hinge on L1's authored pose): L2 follows L1, H1 is named."""
     stage = _spread_arm()
     along = np.array([math.cos(math.radians(TURN)), 0.0, -math.sin(math.radians(TURN))])
     at_hinge = np.array([3.0, 0.0, 2.0]) + 0.5 * along + (0.5, 0.0, 0.0)
