@@ -672,7 +672,8 @@ def test_a_body_too_heavy_for_the_penalty_contacts_is_said_before_the_run(tmp_pa
     assert "/Heavy (sinks 0.981 m of its 1 m; ke 2.45e+05 N/m holds it)" in out and "/Light (" not in out, out
     if solver == "semi_implicit":
         return
-    stage.GetPrimAtPath("/PhysicsScene").CreateAttribute("newton:contactStiffness", Sdf.ValueTypeNames.Float).Set(2.45e5)
+    scene = stage.GetPrimAtPath("/PhysicsScene")
+    scene.CreateAttribute("newton:contactStiffness", Sdf.ValueTypeNames.Float).Set(2.45e5)
     stage.Save()
     assert main(["check", str(tmp_path / "heavy.usda"), "--solver", solver]) == 0
     assert "cannot hold" not in capsys.readouterr().out
