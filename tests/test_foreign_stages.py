@@ -654,3 +654,29 @@ def test_the_jointed_pair_and_the_quad_ground_from_python(tmp_path):
             sim.close()
         off = np.abs(q[:3] - where)
         assert off[2] < 4e-3 and off[:2].max() < (4e-3 if name == "pair" else 0.02), (name, q)  # (the box slides)
+
+
+@pytest.mark.parametrize("solver", ["featherstone", "semi_implicit"])
+def test_a_body_too_heavy_for_the_penalty_contacts_is_said_before_the_run(tmp_path, capsys, solver):
+    """A 1000 kg, 1 m box on the two-triangle ground sank through it under featherstone at Newton's contact stiffness
+    (2.5e3 N/m: 0.98 m deep on four points), at exit 0. It is named before the run with its sink and the stiffness
+    that holds it (a 1 kg box is not); at that stiffness (and the step --substeps auto takes) it rests on the ground."""
+    stage = new_stage(tmp_path / "heavy.usda")
+    _quad_ground_prims(stage, left_handed=False)
+    add_box(stage, "/Heavy", 1.0, (0.0, 0.0, 0.51), mass=1000.0)
+    add_box(stage, "/Light", 0.2, (0.7, 0.7, 0.11), mass=1.0)
+    stage.Save()
+    assert main(["check", str(tmp_path / "heavy.usda"), "--solver", solver]) == 0
+    out = capsys.readouterr().out
+    assert f"the {solver} solver's penalty contacts (Newton's contact stiffness, ke 2.5e+03 N/m) cannot hold" in out
+    assert "/Heavy (sinks 0.981 m of its 1 m; ke 2.45e+05 N/m holds it)" in out and "/Light (" not in out, out
+    if solver == "semi_implicit":
+        return
+    scene = stage.GetPrimAtPath("/PhysicsScene")
+    scene.CreateAttribute("newton:contactStiffness", Sdf.ValueTypeNames.Float).Set(2.45e5)
+    stage.Save()
+    assert main(["check", str(tmp_path / "heavy.usda"), "--solver", solver]) == 0
+    assert "cannot hold" not in capsys.readouterr().out
+    assert usdsim(tmp_path / "heavy.usda", "--solver", solver, "-n", 30, "--substeps", "auto") == 0
+    z = positions(tmp_path / "heavy.sim.usda", "/Heavy", [30])[0, 2]
+    assert z == pytest.approx(0.5, abs=0.01), z

@@ -231,3 +231,21 @@ def test_tendon_attachments_whose_parent_is_missing_are_said(tmp_path, capsys):
     assert main(["check", str(tmp_path / "broken.usda")]) == 0
     out = capsys.readouterr().out
     assert "PhysX spatial tendon leaves not joined to a root attachment" in out and "/Link.physxTendon:Tip" in out
+
+
+def test_tendon_limits_without_a_limit_stiffness_are_said_to_exert_no_force(tmp_path, capsys):
+    """PhysX's FixedTendonTest.usda: limits of +-0.001 and no ``limitStiffness`` (its fallback 0: PhysX's limit is a
+    spring of that stiffness), stiffness 0, gearings of two ratios to their force coefficients: a tendon without force
+    (said once), whose unequal ratios pull nothing (not said)."""
+    stage = new_stage()
+    _link(stage, "/Link1", 0.0)
+    _link(stage, "/Link2", 1.0)
+    root = _hinge(stage, "/Hinge1", None, "/Link1", (0, 0, 1))
+    axis = _hinge(stage, "/Hinge2", "/Link1", "/Link2", (1, 0, 0))
+    _api(root, "PhysxTendonAxisRootAPI", "t", stiffness=0.0, lowerLimit=-0.001, upperLimit=0.001, gearing=[-0.00805])
+    _api(axis, "PhysxTendonAxisAPI", "t", gearing=[0.00705])
+    stage.Export(str(tmp_path / "limits.usda"))
+    assert main(["check", str(tmp_path / "limits.usda")]) == 0
+    out = capsys.readouterr().out
+    assert "PhysX tendon limits without a limit stiffness" in out and "/Hinge1.physxTendon:t" in out, out
+    assert "forceCoefficient is not one multiple" not in out, out

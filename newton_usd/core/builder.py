@@ -621,13 +621,14 @@ class ModelBuilder:
         velocity in the child joint frame)."""
         joint_coords.joint_qd_from_body_qd(self)
 
-    def body_q_from_joint_q(self):
+    def body_q_from_joint_q(self, children=None):
         """Set the body poses from the joint coordinates (forward kinematics), parents first.
 
         Bodies without a joint keep their pose; a joint's child is placed at X_p * J(q) * X_c^-1 on its
         parent (the first joint of a stack places it, every joint of the stack moves it, in order).
+        ``children`` (body indices): place only these, each on its parent's pose as it is then.
         """
-        joint_coords.body_q_from_joint_q(self)
+        joint_coords.body_q_from_joint_q(self, children)
 
     # ------------------------------------------------------------------ finalize
     def finalize(self, device=None) -> Model:

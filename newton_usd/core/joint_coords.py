@@ -104,6 +104,42 @@ def _joint_relative_pose(builder, parent, child, j) -> tuple:
     return compose((-ix, -iy, -iz), inv_q, wc_p, wc_q)
 
 
+def off_their_joints(builder, children, tolerance: float) -> set:
+    """The bodies of ``children`` not where their joints put them on their parents' current poses: their joint frames
+    apart, turned off the joint's free axes, or at other coordinates than ``builder.joint_q``'s, by more than
+    ``tolerance`` (m or rad). A lone revolute or prismatic joint is checked on the relative pose alone (the common
+    case, cheaply); any other joint stack counts as off (forward kinematics places it exactly)."""
+    off = set()
+    dof_start = None
+    stacks = {}
+    for j, child in enumerate(builder.joint_child):
+        if child in children:
+            stacks.setdefault(child, []).append(j)
+    for child, joints in stacks.items():
+        j = joints[0]
+        jt = builder.joint_type[j]
+        if len(joints) != 1 or jt not in (JointType.REVOLUTE, JointType.PRISMATIC):
+            off.add(child)
+            continue
+        if dof_start is None:
+            dof_start = np.concatenate([[0], np.cumsum([len(qd) for qd in builder.joint_qd])]).astype(np.int64)
+        rel_p, rel_q = _joint_relative_pose(builder, builder.joint_parent[j], child, j)
+        a = [float(x) for x in builder.joint_axis[dof_start[j]]]
+        q = float(builder.joint_q[j][0])
+        if jt == JointType.REVOLUTE:
+            along = rel_q[0] * a[0] + rel_q[1] * a[1] + rel_q[2] * a[2]
+            across = [rel_q[k] - along * a[k] for k in range(3)]
+            turn = 2.0 * math.atan2(along, rel_q[3]) - q
+            errors = (math.hypot(*rel_p), 2.0 * math.hypot(*across), abs((turn + math.pi) % (2.0 * math.pi) - math.pi))
+        else:
+            along = rel_p[0] * a[0] + rel_p[1] * a[1] + rel_p[2] * a[2]
+            across = [rel_p[k] - along * a[k] for k in range(3)]
+            errors = (math.hypot(*across), 2.0 * math.hypot(*rel_q[:3]), abs(along - q))
+        if max(errors) > tolerance:
+            off.add(child)
+    return off
+
+
 def joint_qd_from_body_qd(builder):
     """The work of :meth:`ModelBuilder.joint_qd_from_body_qd` on ``builder``."""
     dof_start = np.concatenate([[0], np.cumsum([len(qd) for qd in builder.joint_qd])]).astype(np.int64)
@@ -129,8 +165,9 @@ def joint_qd_from_body_qd(builder):
             builder.joint_qd[j][k] = float(np.dot(lin if k < n_lin else ang, axis))
 
 
-def body_q_from_joint_q(builder):
-    """The work of :meth:`ModelBuilder.body_q_from_joint_q` on ``builder``."""
+def body_q_from_joint_q(builder, children=None):
+    """The work of :meth:`ModelBuilder.body_q_from_joint_q` on ``builder``; ``children``: only these bodies (a set
+    of body indices) are placed, each on its parent's pose as it is then (a parent among them placed first)."""
     dof_start = np.concatenate([[0], np.cumsum([len(qd) for qd in builder.joint_qd])]).astype(np.int64)
     stacks = {}
     for j, child in enumerate(builder.joint_child):
@@ -138,7 +175,7 @@ def body_q_from_joint_q(builder):
     done = set()
 
     def place(child):
-        if child in done or child not in stacks:
+        if child in done or child not in stacks or (children is not None and child not in children):
             return
         joints = stacks[child]
         parent = builder.joint_parent[joints[0]]
@@ -160,5 +197,5 @@ def body_q_from_joint_q(builder):
                 pose = transform_multiply(pose, in_body)
         builder.body_q[child] = pose
 
-    for child in list(stacks):
+    for child in list(stacks) if children is None else sorted(children):
         place(child)

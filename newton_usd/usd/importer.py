@@ -7,7 +7,8 @@ bodies (:mod:`~newton_usd.usd.bodies`), colliders (:mod:`~newton_usd.usd.collide
 (:mod:`~newton_usd.usd.instancers`), mass properties with the UsdPhysics precedence (:mod:`~newton_usd.usd.mass`),
 joints oriented into trees rooted at the world and loop closures (:mod:`~newton_usd.usd.articulations`, one joint:
 :mod:`~newton_usd.usd.joints`, its axes, limits and drives: :mod:`~newton_usd.usd.joint_axes`), initial joint states
-(:mod:`~newton_usd.usd.joint_states`), sites (:mod:`~newton_usd.usd.sites`), visual geoms
+(:mod:`~newton_usd.usd.joint_states`), articulation links placed where their joints put them
+(:mod:`~newton_usd.usd.link_poses`), sites (:mod:`~newton_usd.usd.sites`), visual geoms
 (:mod:`~newton_usd.usd.gprims`), MuJoCo actuators, tendons and contact pairs (:mod:`~newton_usd.usd.mjc_elements`),
 PhysX tendons (:mod:`~newton_usd.usd.physx_tendons`),
 equalities (:mod:`~newton_usd.usd.equalities`), keyframes (:mod:`~newton_usd.usd.keyframes`), collision filters
@@ -40,6 +41,7 @@ from .instancers import add_instances, instancer_prototypes
 from .joint_states import D6_AXIS_TOKENS, import_joint_states
 from .joints import import_distance_joints
 from .keyframes import import_keyframes
+from .link_poses import place_articulation_links
 from .mass import SHAPELESS_RADIUS, import_mass, resolve_massless
 from .mjc_elements import import_mjc_typed
 from .physx_tendons import import_physx_tendons
@@ -90,6 +92,9 @@ class UsdImport:
             when the stage has several scenes, ``scene`` was given or an owner is authored; else None.
         context: the resolver's :class:`~newton_usd.usd.resolver.Context` of the import (units, the scene's
             angle unit), for reading a prim's values again (:mod:`~newton_usd.usd.live_values`).
+        placed_links: ``(joint, child body, m, rad)`` for each articulation joint whose frames disagreed with its
+            bodies' authored poses: its child link starts where the joint puts it, this far (and this turned) from
+            its authored pose (:mod:`~newton_usd.usd.link_poses`).
     """
 
     stage: Usd.Stage
@@ -106,6 +111,7 @@ class UsdImport:
     scene_path: str | None = None
     scenes: Scenes | None = None
     context: Context | None = None
+    placed_links: list = field(default_factory=list)
 
 
 def _collector_paused(func):
@@ -221,8 +227,7 @@ def add_usd(
     builder.joint_q_from_body_q()
     if any(np.any(v) for v in builder.body_qd):
         builder.joint_qd_from_body_qd()
-    if import_joint_states(builder, stage, result, frame):
-        builder.body_q_from_joint_q()
+    states = import_joint_states(builder, stage, result, frame)
     import_sites(builder, typed["sites"], result, frame, ctx)
     import_visual_geoms(builder, typed["visuals"], result, frame, ctx)
     import_mjc_typed(builder, typed, result, ctx)
@@ -230,6 +235,10 @@ def add_usd(
     import_joint_equalities(builder, stage, result, ctx)
     import_tendon_equalities(builder, typed["MjcTendon"], result)
     import_keyframes(builder, typed["MjcKeyframe"], result, frame, order)
+    # ---- the bodies moved to their joints' coordinates last: what is put on a body above read its authored pose
+    if states:
+        builder.body_q_from_joint_q()
+    result.placed_links = place_articulation_links(builder, result)
     import_collision_filters(builder, stage, descs, result)
     record_display_names(builder, typed["display_names"], labels_before)
     if result.environments is not None:

@@ -77,12 +77,17 @@ def _entry(path: str, kind: str, wrap: list, values: dict, limit_gains) -> dict:
     return out
 
 
-def _spring_and_limits(root, offset: float, rest: float, lower: float, upper: float) -> tuple[dict, tuple | None]:
+def _spring_and_limits(root, offset: float, rest: float, lower: float, upper: float, tendon: str, diag):
     """MjcTendon's spring length and range of a PhysX tendon's ``rest`` length and limits (m, with its ``offset``);
-    the limit's gains (stiffness, damping) where it has one."""
+    the limit's gains (stiffness, damping) where it has one. Limits without a limit stiffness (its fallback 0) exert
+    no force in PhysX (its limit is a spring of that stiffness): said once, and left open."""
     values = {"springlength": (rest - offset,) * 2 if math.isfinite(rest) else (-1.0, -1.0)}
-    limited = root["limitStiffness"] > 0.0 and (math.isfinite(lower) or math.isfinite(upper))
+    bounded = math.isfinite(lower) or math.isfinite(upper)
+    limited = root["limitStiffness"] > 0.0 and bounded
     values["limited"] = "true" if limited else "false"
+    if bounded and not limited:
+        diag.add("PhysX tendon limits without a limit stiffness (physxTendon:<name>:limitStiffness, fallback 0): "
+                 "they exert no force, as in PhysX (its limit is a spring of that stiffness)", tendon)  # fmt: skip
     if not limited:
         return values, None
     values["range:min"] = lower - offset if math.isfinite(lower) else -UNBOUNDED
@@ -135,12 +140,13 @@ def _fixed_tendons(builder, prims, result, ctx) -> list:
             diag.add("PhysX fixed tendons whose force coefficients push away from their rest length (or whose "
                      "gearings are all zero): not built", tendon)  # fmt: skip
             continue
-        if max(ratios) - min(ratios) > 1e-6 * scale:
+        values, gains = _spring_and_limits(root, root["offset"], root["restLength"], root["lowerLimit"],
+                                           root["upperLimit"], tendon, diag)  # fmt: skip
+        forceless = root["stiffness"] == 0.0 and root["damping"] == 0.0 and gains is None
+        if max(ratios) - min(ratios) > 1e-6 * scale and not forceless:  # (a tendon without force pulls no joint)
             diag.add("PhysX fixed tendons whose forceCoefficient is not one multiple of |gearing| on every axis: "
                      "MuJoCo pulls each joint by its gearing times the tendon's force (simulated with their mean "
                      "ratio)", tendon)  # fmt: skip
-        values, gains = _spring_and_limits(root, root["offset"], root["restLength"], root["lowerLimit"],
-                                           root["upperLimit"])  # fmt: skip
         values.update({"stiffness": root["stiffness"] * scale, "damping": root["damping"] * scale,
                        "path:coef": coef})  # fmt: skip
         if gains is not None:
@@ -212,7 +218,7 @@ def _spatial_tendons(builder, prims, result, frame, ctx) -> list:
         wrap = [_site(builder, nodes[k], k, sites, result, frame) for k in chain]
         leaf = _resolved(result, prim, "leaf", key[1], ctx)
         values, gains = _spring_and_limits(root, root["offset"], leaf["restLength"], leaf["lowerLimit"],
-                                           leaf["upperLimit"])  # fmt: skip
+                                           leaf["upperLimit"], tendon, diag)  # fmt: skip
         values.update({"stiffness": root["stiffness"], "damping": root["damping"]})
         if any(g != 1.0 for g in gearings):  # each segment a pulley branch [parent, child] of divisor 1 / gearing
             n = len(gearings)

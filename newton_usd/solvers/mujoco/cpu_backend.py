@@ -63,7 +63,7 @@ class CpuBackend:
                 label = self.model.joint_label[int(hits[0])] if len(hits) else None
             where = f" in world {w}" if self.num_worlds > 1 else ""
             reason = f"the {what} became NaN, infinite or huge{where} (the simulation blew up)"
-            raise SimulationError(reason, label=label)
+            raise SimulationError(reason + shorter_step_advice(float(self.mj_model.opt.timestep)), label=label)
         if (
             new[:, int(mujoco.mjtWarning.mjWARN_CNSTRFULL)].any()
             or new[:, int(mujoco.mjtWarning.mjWARN_CONTACTFULL)].any()
@@ -72,3 +72,16 @@ class CpuBackend:
                 f"MuJoCo's arena of {self.mj_model.narena / 2**20:.0f} MiB is full: contacts or constraints would be "
                 "dropped (give more: usdsim --mujoco-memory MIB, Simulation.open(mujoco_memory=bytes))"
             )
+
+
+def shorter_step_advice(dt: float) -> str:
+    """What a C MuJoCo run whose state went NaN or huge at steps of ``dt`` s is told. MuJoCo integrates some forces
+    explicitly whatever its integrator (Coriolis and centrifugal forces; springs and actuator stiffness; under Euler
+    damping too), and the step they allow depends on how fast the model moves, which the model at rest does not say:
+    no stable step is estimated (Newton's explicit solvers estimate theirs from gains and masses), the run's own is
+    halved."""
+    return (
+        f"; MuJoCo integrates velocity-dependent forces (Coriolis, centrifugal), springs and actuator stiffness "
+        f"explicitly, so motion too fast for the step blows up: try a shorter step than this run's {dt:.3g} s "
+        f"(--dt {dt / 2:.3g}, half of it; halve it again while it blows up)"
+    )

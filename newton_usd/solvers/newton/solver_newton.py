@@ -20,9 +20,10 @@ from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..frame import FrameCapture
 from ..solver import SolverBase
+from .contact_hold import say_soft_contacts
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
-from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 from .implicit_joint_forces import ImplicitJointForces
+from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 from .stable_step import StableStep, featherstone_stable_dt, penalty_joint_stable_dt
 from .support import UNLIMITED
 from .warp_modules import setup_modules, step_modules
@@ -88,6 +89,9 @@ class SolverNewton(SolverBase):
     parent joint frame (featherstone, semi_implicit, kamino): the exchange converts ours into it
     (:mod:`~.newton.exchange`)."""
     beta = False
+    penalty_contacts = False
+    """Whether its contacts are Newton's penalty springs (``shape_material_ke``): bodies they cannot hold up are said
+    (:mod:`.contact_hold`)."""
     stable_dt = math.inf
     """s: the longest step estimated stable on this model (inf: no estimate; see :meth:`step_diagnostics`)."""
     _said_dt = None
@@ -125,6 +129,8 @@ class SolverNewton(SolverBase):
             limits=JointLimitSettings(joint_limit_ke, joint_limit_kd),
             requires_grad=requires_grad,
         )
+        if self.penalty_contacts:
+            say_soft_contacts(bridge.newton_model, model, self.name, self.diagnostics)
         self.diagnostics.emit(model.source)
         self.newton_model = bridge.newton_model
         self.shape_map = bridge.shape_map
@@ -520,6 +526,7 @@ class SolverFeatherstone(SolverNewton):
     penalty contacts and limits."""
 
     name = "featherstone"
+    penalty_contacts = True
     newton_class = newton.solvers.SolverFeatherstone
     OPTIONS = {"newton.angular_damping": "angular_damping"}
 
@@ -574,6 +581,7 @@ class SolverSemiImplicit(SolverNewton):
     size, naming the joint that sets it."""
 
     name = "semi_implicit"
+    penalty_contacts = True
     newton_class = newton.solvers.SolverSemiImplicit
     writes_joint_state = False  # (it integrates body states only: its joint_q/joint_qd are left as they were)
     OPTIONS = {"newton.angular_damping": "angular_damping"}

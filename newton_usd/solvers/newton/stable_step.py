@@ -226,7 +226,7 @@ def _shape_mobility(nm, state, s: int, mobility) -> float:
     if b not in mobility:
         return 0.0
     m = mobility[b][1]
-    corners = _box_corners(nm, s)  # in the body frame
+    corners = box_corners(nm, s)  # in the body frame
     body_q = state.body_q.numpy()[b].astype(np.float64)
     com = nm.body_com.numpy()[b].astype(np.float64)
     r = quat_rotate(body_q[3:], corners - com)  # lever from the COM, world frame
@@ -238,7 +238,7 @@ def _shape_mobility(nm, state, s: int, mobility) -> float:
     return float(np.linalg.eigvalsh(point)[:, -1].max())
 
 
-def _box_corners(nm, s: int) -> np.ndarray:
+def box_corners(nm, s: int) -> np.ndarray:
     """The 8 corners of shape ``s``'s bounding box in its body's frame (a mesh's or height field's: the cube about
     its bounding sphere)."""
     kind = int(nm.shape_type.numpy()[s])
