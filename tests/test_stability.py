@@ -76,9 +76,7 @@ def _chain(path, damping=1e8, links=4):
     stage.Save()
 
 
-def test_a_drive_of_damping_1e8_holds_a_chain_under_featherstone_and_names_itself_under_semi_implicit(
-    tmp_path, capsys
-):
+def test_a_drive_of_damping_1e8_holds_a_chain_under_featherstone_and_names_itself_under_semi_implicit(tmp_path, capsys):
     _chain(tmp_path / "chain.usda")
     tip = {}
     for solver in ("mujoco", "featherstone"):
@@ -91,8 +89,9 @@ def test_a_drive_of_damping_1e8_holds_a_chain_under_featherstone_and_names_itsel
     capsys.readouterr()
     assert usdsim(tmp_path / "chain.usda", "--solver", "semi_implicit", "-n", 20) == 3
     err = capsys.readouterr().err
-    said = re.search(r"the simulation blew up\); the semi_implicit solver integrates the force of /Chain/Hinge\d, its "
-                     r"drive's damping 5.73e\+09 N\*m\*s/rad, explicitly and would need steps of ([0-9.e-]+) s", err)  # fmt: skip
+    said = re.search(r"the simulation blew up\); the semi_implicit solver integrates the force of /Chain/Hinge\d, "
+                     r"its drive's damping 5.73e\+09 N\*m\*s/rad, explicitly and would need steps of ([0-9.e-]+) s",
+                     err)  # fmt: skip
     assert said and float(said.group(1)) < 1e-7, err
     assert "--solver mujoco, --solver xpbd or --solver featherstone, which take it as it is" in err, err
     assert "Traceback" not in err and "internal error" not in err, err
