@@ -21,8 +21,8 @@ from ...errors import NewtonUsdError
 from ..frame import FrameCapture
 from ..solver import SolverBase
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
-from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 from .implicit_joint_forces import ImplicitJointForces
+from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 from .stable_step import StableStep, featherstone_stable_dt, penalty_joint_stable_dt
 from .support import UNLIMITED
 from .warp_modules import setup_modules, step_modules
@@ -88,6 +88,9 @@ class SolverNewton(SolverBase):
     parent joint frame (featherstone, semi_implicit, kamino): the exchange converts ours into it
     (:mod:`~.newton.exchange`)."""
     beta = False
+    switches_in_place = True
+    """Whether a body switched between kinematic and dynamic (``body_kinematic``) is taken in place: its Newton flag
+    flipped and the solver told (False: Kamino, which decides which bodies are immovable once, when it is made)."""
     stable_dt = math.inf
     """s: the longest step estimated stable on this model (inf: no estimate; see :meth:`step_diagnostics`)."""
     _said_dt = None
@@ -380,10 +383,16 @@ class SolverNewton(SolverBase):
         device)."""
         names = set(names)
         leftover = names - set(_IN_PLACE) - {"gravity", "joint_target_pos", "joint_target_vel"}
+        leftover -= {"body_kinematic"} if self.switches_in_place else set()
         if leftover:
             return leftover
         nm = self.newton_model
         flags = 0
+        if "body_kinematic" in names:  # (Newton's solvers read the flags each step, and are told)
+            kinematic = model.body_kinematic.numpy().astype(bool)
+            nm.body_flags.assign(np.where(kinematic, int(newton.BodyFlags.KINEMATIC), int(newton.BodyFlags.DYNAMIC)))
+            flags |= int(_MODEL_FLAGS.BODY_PROPERTIES)
+            names.add("body_flags")
         if "gravity" in names:
             nm.set_gravity(tuple(float(g) for g in model.gravity))
             flags |= int(_MODEL_FLAGS.MODEL_PROPERTIES)
@@ -521,6 +530,7 @@ class SolverFeatherstone(SolverNewton):
 
     name = "featherstone"
     newton_class = newton.solvers.SolverFeatherstone
+    kinematic_joint_q = True  # (its state is the joint coordinates: a kinematic root's free joint is pinned there)
     OPTIONS = {"newton.angular_damping": "angular_damping"}
 
     def __init__(self, model, **options):
@@ -607,6 +617,7 @@ class SolverKamino(SolverNewton):
     name = "kamino"
     newton_class = newton.solvers.SolverKamino
     beta = True
+    switches_in_place = False
 
     def _make_solver(self, newton_model, options):
         config = newton.solvers.SolverKamino.Config(**options) if options else None
