@@ -20,6 +20,7 @@ from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..frame import FrameCapture
 from ..solver import SolverBase
+from .contact_pairs import SwitchedPairs
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
 from .implicit_joint_forces import ImplicitJointForces
 from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
@@ -143,6 +144,7 @@ class SolverNewton(SolverBase):
             kw["rigid_contact_max"] = int(rigid_contact_max)
         self.collision_pipeline = newton.CollisionPipeline(self.newton_model, **kw)
         self.newton_contacts = self.collision_pipeline.contacts()
+        self._pairs = SwitchedPairs.of(self.collision_pipeline, self.shape_map, model.shape_collision_enabled.numpy())
         self.contact_forces = None
         """Newton's per-contact forces of the last step (its ``CONTACT_F`` observable), where the solver reports
         them (xpbd, kamino); None where it does not (featherstone, semi_implicit: penalty contacts inside their
@@ -384,6 +386,9 @@ class SolverNewton(SolverBase):
         names = set(names)
         leftover = names - set(_IN_PLACE) - {"gravity", "joint_target_pos", "joint_target_vel"}
         leftover -= {"body_kinematic"} if self.switches_in_place else set()
+        if "shape_collision_enabled" in leftover and self._pairs is not None:
+            if self._pairs.switch(model.shape_collision_enabled.numpy()):  # (else: a collider that had no pairs)
+                leftover.discard("shape_collision_enabled")
         if leftover:
             return leftover
         nm = self.newton_model
