@@ -200,7 +200,8 @@ class LiveEdits:
         hold_bodies(tree, self.state, bodies)
         self.solver.joint_states_written(self.state)
         self._kinematic = kinematic_bodies(self.stage, self.model)
-        self.sync.hold(held)
+        with self._own_writes():  # (the sync's batch flushed: the run's own writes)
+            self.sync.hold(held)
 
     def _write_values(self, plan) -> set:
         """Write ``plan``'s values into the model's arrays (and the drive targets into the controls); the names of
@@ -253,8 +254,9 @@ class LiveEdits:
     def _refresh_sync(self) -> None:
         """The stage sync anew (prims whose parents moved: their local transforms are of the new places), going on
         with what the old one wrote."""
-        self.sync = stage_sync(self.stage, self.output_layer, self.model, self.copies, self.imported.frame,
-                               self.sync.xform_ops, old=self.sync)  # fmt: skip
+        with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
+            self.sync = stage_sync(self.stage, self.output_layer, self.model, self.copies, self.imported.frame,
+                                   self.sync.xform_ops, old=self.sync)  # fmt: skip
 
     def _apply_by_import(self) -> str | None:
         """The edits through an import of the stage, compared with the running model (see :meth:`apply_edits`)."""
@@ -316,8 +318,9 @@ class LiveEdits:
             for s in (first, *first.scenes):
                 if s is not self:
                     s._resync()
-        sync = stage_sync(self.stage, self.output_layer, model, self.copies, imported.frame, self.sync.xform_ops,
-                          old=self.sync if keep_state else None)  # fmt: skip
+        with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
+            sync = stage_sync(self.stage, self.output_layer, model, self.copies, imported.frame, self.sync.xform_ops,
+                              old=self.sync if keep_state else None)  # fmt: skip
         self._kinematic = kinematic_bodies(self.stage, model)
         if self.joint_sync is not None:
             self._retired_joint_syncs.append(self.joint_sync)

@@ -85,5 +85,6 @@ class WorldCopying:
     def _resync(self) -> None:
         """A new sync of this scene's bodies, onto the prims and the copies of the environment as they are
         now (:attr:`copies`, made by the first scene's Simulation), going on from the old one."""
-        self.sync = stage_sync(self.stage, self.output_layer, self.model, self.copies, self.imported.frame,
-                               self.sync.xform_ops, old=self.sync)  # fmt: skip
+        with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
+            self.sync = stage_sync(self.stage, self.output_layer, self.model, self.copies, self.imported.frame,
+                                   self.sync.xform_ops, old=self.sync)  # fmt: skip
