@@ -12,8 +12,8 @@ value, no import; in place after a new solver at the first edit, where the first
 (MuJoCo's kinematic switch: that frame's ratio in brackets); or an import of the stage and a rebuild, where the edit
 changes what is simulated). Plain and edited frames alternate on the same Simulation (the same contacts, the same
 state), ``--repeat`` of each per edit; the table shows the best of each and the ratio (the best: the machine's other
-work left out). Each switch (collider, kinematic, body enabled) toggles a box of its own. The physics step is the one each engine estimates stable (``substeps="auto"``). The target:
-at most 1.5x.
+work left out). Each switch (collider, kinematic, body enabled) toggles a box of its own. The physics step is the
+one each engine estimates stable (``substeps="auto"``). The target: at most 1.5x.
 """
 
 from __future__ import annotations

@@ -19,8 +19,10 @@ _PER_WORLD_FIELDS = frozenset(
     }
 )  # fmt: skip
 """The MjModel fields :meth:`Parameters.update_parameters` writes that MuJoCo-Warp holds per world (or shared), which
-it takes in place: the same arrays, new values (a captured step or frame replays them). Any other (a joint's
+it takes in place: the same arrays, new values (a captured step or frame replays them). The contact bits
+(:data:`_CONTACT_BITS`) go in by filtering its pair lists again (:mod:`.warp_pairs`). Any other (a joint's
 ``jnt_limited``, an actuator's ``forcelimited``: MuJoCo-Warp builds index lists from them) puts the model anew."""
+_CONTACT_BITS = frozenset({"geom_contype", "geom_conaffinity", "body_contype", "body_conaffinity"})
 
 
 class Parameters:
@@ -242,6 +244,10 @@ class Parameters:
     def _write_warp_fields(self, fields) -> bool:
         """Write the MjModel ``fields`` into MuJoCo-Warp's arrays in place (per world, or shared where every world
         has the same values); False where one cannot be (the model is then put anew)."""
+        if fields & _CONTACT_BITS:
+            if not self._switch_warp_pairs():
+                return False
+            fields = fields - _CONTACT_BITS
         if not fields <= _PER_WORLD_FIELDS | {"opt.gravity"}:
             return False
         split = self.mj_models[-1] is not self.mj_model
