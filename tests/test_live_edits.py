@@ -682,6 +682,30 @@ def test_switches_kinematic_enabled_and_collider_in_place(engine, no_import):
         assert m.geom_contype[g] == m.geom_conaffinity[g] == 1 and m.body_contype[m.geom_bodyid[g]] == 1
 
 
+@pytest.mark.parametrize("record", [False, True], ids=["live", "recording"])
+@pytest.mark.parametrize("engine", [("mujoco", "cpu"), ("xpbd", None)], ids=["mujoco", "xpbd"])
+def test_a_body_made_kinematic_goes_where_the_user_moves_it(engine, record, no_import):
+    """A body made kinematic during the run, then dragged by its own translate op (on the root layer, under the ops
+    the run wrote): it goes there and holds, the stage shows it there; made dynamic, it falls from there."""
+    solver, backend = engine
+    stage = switch_stage()
+    sim = Simulation.open(stage, solver=solver, backend=backend, device="cpu", record=record)
+    sim.check_flung = False
+    sim.run(5)
+    prim = stage.GetPrimAtPath("/Falling")
+    UsdPhysics.RigidBodyAPI(prim).CreateKinematicEnabledAttr(True)
+    sim.run(2)
+    prim.GetAttribute("xformOp:translate").Set(Gf.Vec3d(0.5, 0.0, 2.0), sim.time_code)
+    sim.run(3)
+    b = sim.model.body_label.index("/Falling")
+    np.testing.assert_allclose(sim.state.body_q.numpy()[b, :3], [0.5, 0.0, 2.0], atol=1e-4)
+    np.testing.assert_allclose(world_pos(stage, "/Falling", sim.time_code), [0.5, 0.0, 2.0], atol=1e-4)
+    UsdPhysics.RigidBodyAPI(prim).GetKinematicEnabledAttr().Set(False)
+    sim.run(5)
+    x, _, z = sim.state.body_q.numpy()[b, :3]
+    assert x == pytest.approx(0.5, abs=1e-3) and 1.8 < z < 2.0 - 0.02 and sim.rebuilds == 0
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_an_animated_kinematic_body_moves_and_made_dynamic_falls(engine, no_import):
     """A body kinematic from the start (its free joint flagged, as Newton's importer gives it) follows its prim's

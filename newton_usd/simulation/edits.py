@@ -176,18 +176,36 @@ class LiveEdits:
                     said.add(key)
                     logger.warning("%s: %s was not moved: %s", self.source_file, key[0], why)
             self.solver.joint_states_written(self.state)
+        if plan.placed:
+            self._place_held(plan.placed, index.tree)
         if plan.moved_ancestors:
             self._refresh_sync()
-        if not (changed or moved):
+        if not (changed or moved or plan.placed):
             return None
         self.edits_applied += 1
         logger.info("%s: frame %d: applied edits in place (%s)", self.source_file, self.frame,
-                    ", ".join(sorted(changed | ({"body poses"} if moved else set()))))  # fmt: skip
+                    ", ".join(sorted(changed | ({"body poses"} if moved else set())
+                                     | ({"kinematic body poses"} if plan.placed else set()))))  # fmt: skip
         if changed & _BOUND_BY or moved:  # (what bounds how far a body goes changed: measured anew)
             self.restart_flung_check(model_changed=self._reach_changed(changed, rows))
         if "body_kinematic" in changed:
             self.restart_flung_check(model_changed=True)  # (a check of a model with kinematic bodies: none)
         return "values"
+
+    def _place_held(self, placed, tree) -> None:
+        """Kinematic bodies the user moved (``placed``: body -> pose, SI) put there at once, at rest (MuJoCo's welded
+        body with its mocap body), and shown there: where the run wrote one's prim (a body made kinematic during the
+        run), its ops on the output layer get the new pose, which they would hide."""
+        rows = np.fromiter(placed, dtype=np.int64, count=len(placed))
+        body_q = np.array(self.state.body_q.numpy(), dtype=np.float32)
+        body_q[rows] = np.array([np.concatenate(p) for p in placed.values()], dtype=np.float32)
+        self.state.body_q.assign(body_q)
+        hold_bodies(tree, self.state, rows)
+        self.solver.joint_states_written(self.state)
+        if self._display_offset is not None:
+            body_q[:, :3] += self._display_offset[: len(body_q)]
+        with self._own_writes():
+            self.sync.place(body_q[: self.sync.body_count], rows, self.time_code if self.record else None)
 
     def _switched(self, bodies, tree) -> None:
         """``bodies`` were switched between held (kinematic, or disabled) and simulated (their flags written): each

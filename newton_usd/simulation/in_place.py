@@ -85,6 +85,7 @@ class Plan:
         values: model array name (``"mujoco.<name>"`` for MuJoCo-only values) -> {row: new value}.
         kinds: the element kind of each name's rows ("body", "shape", "dof", ...).
         poses: body index -> (position, Warp quaternion), SI: where it is teleported.
+        placed: kinematic body index -> its pose, SI: where the user put it (the stage shows it there).
         velocities: body index -> origin velocity (6, world frame).
         gravity: the new gravity (SI), or None.
         moved_ancestors: an ancestor prim of bodies was moved (the stage sync reads its parents again).
@@ -95,6 +96,7 @@ class Plan:
     values: dict = field(default_factory=dict)
     kinds: dict = field(default_factory=dict)
     poses: dict = field(default_factory=dict)
+    placed: dict = field(default_factory=dict)
     velocities: dict = field(default_factory=dict)
     gravity: np.ndarray | None = None
     moved_ancestors: bool = False
@@ -307,9 +309,8 @@ class Planner:
             self._refuse(e, (path, e.attribute))
             return
         kinematic = self.array("body_kinematic")
-        for r in rows:
-            if not kinematic[r]:  # (a kinematic body follows its prim's transform anyway, step by step)
-                self.plan.poses[int(r)] = pose
+        for r in rows:  # (a kinematic body follows its prim's transform, step by step: placed there, not teleported)
+            (self.plan.placed if kinematic[r] else self.plan.poses)[int(r)] = pose
 
     def _sim_pose(self, world: Gf.Matrix4d, path: str, attribute: str) -> tuple:
         """A world transform in stage units and axes as a pose in SI; a transform of no finite, invertible pose is

@@ -324,6 +324,32 @@ class StageSync:
             if len(self._batch) >= self.batch_frames:
                 self.flush()
 
+    def place(self, body_q: np.ndarray, bodies, time: float | None = None) -> None:
+        """Write the poses of ``bodies`` (body indices) alone from ``body_q`` (as :meth:`write` takes it), held or not,
+        where this sync wrote them before (their ops on the layer show them): a held body the user moved goes where
+        it was put, the layer's ops no longer hiding the move."""
+        rows = np.asarray(bodies, dtype=np.int64)
+        if self._rows is not None:
+            at = np.searchsorted(self._rows, rows)
+            rows = at[(at < len(self._rows)) & (self._rows[np.minimum(at, len(self._rows) - 1)] == rows)]
+        rows = rows[self._prepared[rows] != 0]
+        if not len(rows):
+            return
+        self.flush()
+        trans, quats, matrices = self._local_poses(body_q)
+        with Sdf.ChangeBlock():
+            for i in rows.tolist():
+                if self._prepared[i] == _TRS:
+                    values = (Vt.Vec3dArray.FromNumpy(trans[i : i + 1])[0],
+                              Vt.QuatdArray.FromNumpy(quats[i : i + 1])[0])  # fmt: skip
+                else:
+                    values = (Vt.Matrix4dArray.FromNumpy(np.ascontiguousarray(matrices[i : i + 1]))[0],)
+                for (path, spec), value in zip(self._specs[i], values, strict=True):
+                    if time is None:
+                        spec.default = value
+                    else:
+                        self.layer.SetTimeSample(path, float(time), value)
+
     def flush(self) -> None:
         """Write the frames kept by :attr:`batch_frames`: attribute by attribute, each with its samples of
         every kept frame in a row, in one change block. The frames are forgotten once written (a flush
