@@ -22,6 +22,8 @@ _PER_WORLD_FIELDS = frozenset(
 it takes in place: the same arrays, new values (a captured step or frame replays them). The contact bits
 (:data:`_CONTACT_BITS`) go in by filtering its pair lists again (:mod:`.warp_pairs`). Any other (a joint's
 ``jnt_limited``, an actuator's ``forcelimited``: MuJoCo-Warp builds index lists from them) puts the model anew."""
+_MASS_PROPERTIES = frozenset({"body_mass", "body_inertia", "body_com", "body_inv_mass", "body_inv_inertia"})
+"""What a pending state's body velocities are computed with (``mj_kinematics``, ``mj_comPos``, ``mj_comVel``)."""
 _CONTACT_BITS = frozenset({"geom_contype", "geom_conaffinity", "body_contype", "body_conaffinity"})
 
 
@@ -65,8 +67,8 @@ class Parameters:
             return leftover
         if not self._frames_hold(model, names, rows):
             return {"body_com"}  # (a body's inertial frame moved out of the class its compile gave it)
-        if self._exchange is not None:  # pending states: their body velocities are of the model as it was
-            self._exchange.fill_pending()
+        if self._exchange is not None and names & _MASS_PROPERTIES:  # (pending states: their body velocities are
+            self._exchange.fill_pending()  # computed with the model's masses and centers of mass: as they were)
         split = self._worlds_differ(model, names)
         if split:
             self._split_models(model)
