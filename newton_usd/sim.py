@@ -23,11 +23,11 @@ from .simulation.edits import LiveEdits, import_stage
 from .simulation.pipelined import PipelinedRun
 from .simulation.recording import Recording, attach_output_layer, default_output
 from .simulation.stepping import Stepping, kinematic_bodies
-from .simulation.worlds import WorldCopying, written_labels
+from .simulation.worlds import WorldCopying, stage_sync
 from .solvers import SOLVERS
 from .solvers.kernel_loading import KernelLoading
 from .solvers.stability import auto_substeps
-from .sync import JointStateSync, StageSync
+from .sync import JointStateSync
 from .sync.clips import DEFAULT_CLIP_FRAMES
 from .sync.live_edits import StageWatcher
 from .sync.stage_sync import XFORM_OPS
@@ -154,7 +154,7 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
         self._first_scene = None  # another scene's: the first scene's Simulation (None: this is the first)
         if write_worlds == "all" and env_root is None and self.worlds > 1:
             self._copy_environment(world_spacing)
-        self.sync = StageSync(stage, self.output_layer, written_labels(model, self.copies), imported.frame, xform_ops)
+        self.sync = stage_sync(stage, self.output_layer, model, self.copies, imported.frame, xform_ops)
         self._kinematic = kinematic_bodies(stage, model)
         self.joint_sync = (
             JointStateSync(self.output_layer, model, imported.frame.meters_per_unit) if joint_states else None

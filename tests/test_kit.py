@@ -85,7 +85,8 @@ def test_live_edit_applies_while_playing(kit_run):
 
 def test_edits_while_playing_take_effect_at_the_next_update_and_stop_puts_them_back(kit_run):
     """A script moves a body, changes a mass and a drive gain and drags a drive target during play: each takes
-    effect at the next update, in place (the same solver, no rebuild); Stop puts the authored values back."""
+    effect at the next update, in place (the same solver, no rebuild); the body made kinematic and dragged up holds
+    there, made dynamic it falls (no rebuild); Stop puts the authored values back."""
     live = kit_run["live_edits"]
     x, y, z = live["moved_to"]
     assert (x, y) == pytest.approx((0.0, 0.5), abs=1e-3) and z == pytest.approx(2.0, abs=0.02)  # there, then falls
@@ -95,6 +96,8 @@ def test_edits_while_playing_take_effect_at_the_next_update_and_stop_puts_them_b
     assert live["angle"] == pytest.approx(10.0, abs=3.0)  # the pendulum followed the dragged target
     assert live["box_z_after"] < 0.2  # fell back onto the ground
     assert live["same_solver"] and live["rebuilds"] == 0 and live["edits"] - live["edits_before"] == 8
+    assert live["kinematic_z"] == pytest.approx(1.0, abs=1e-3)
+    assert live["released_z"] < 0.9 and live["switch_rebuilds"] == 0
     assert live["authored_after_stop"] == live["authored_before"]
     assert live["box_z_stopped"] == pytest.approx(0.1)
 

@@ -132,10 +132,14 @@ def test_added_prim_rebuilds_and_the_others_keep_their_state():
 def test_disabled_body_stops_being_simulated_and_reset_restores_it():
     sim = Simulation.open(private_stage("boxes_on_ground.usda"), device="cpu", record=True)
     sim.run(10)
-    z_frozen = sim.state.body_q.numpy()[sim.model.body_label.index("/World/TiltedBox"), 2]
+    tilted_row = sim.model.body_label.index("/World/TiltedBox")
+    z_frozen = sim.state.body_q.numpy()[tilted_row, 2]
     UsdPhysics.RigidBodyAPI(sim.stage.GetPrimAtPath("/World/TiltedBox")).CreateRigidBodyEnabledAttr(False)
     sim.run(5)
-    assert "/World/TiltedBox" not in sim.model.body_label and sim.rebuilds == 1
+    # Held where it was (its colliders static), in place: no import, no rebuild (MuJoCo's weld to a mocap body lets
+    # it sag a few micrometres).
+    assert sim.rebuilds == 0 and sim.model.body_kinematic.numpy()[tilted_row]
+    assert sim.state.body_q.numpy()[tilted_row, 2] == pytest.approx(z_frozen, abs=1e-5)
     # The recording goes on for the others, from frame 0; the disabled body keeps its samples so far.
     box = sim.stage.GetPrimAtPath("/World/Box").GetAttribute("xformOp:translate:physics")
     assert len(box.GetTimeSamples()) == 16
@@ -481,6 +485,28 @@ def test_edits_inside_one_environment_leave_the_others(no_import):
     assert [m.body_mass[mj] for m in sim.solver.mj_models] == pytest.approx([1.0, 5.0, 1.0])
 
 
+@pytest.mark.parametrize("engine", [("mujoco", "cpu"), ("xpbd", None)], ids=["mujoco", "xpbd"])
+def test_a_body_switched_in_one_environment_leaves_the_others(engine, no_import):
+    """env_1's box made kinematic while the boxes fall: world 1's holds, the others fall on (MuJoCo: one compile makes
+    the box switchable in every world, its weld active in world 1 only)."""
+    from stages import environments
+
+    solver, backend = engine
+    sim = Simulation.open(environments(n=3, style="flat"), env_root="/World/envs", solver=solver, backend=backend,
+                          device="cpu", record=False)  # fmt: skip
+    sim.run(3)
+    boxes = [sim.model.body_label.index(f"/World/envs/env_{w}/box") for w in range(3)]
+    prim = sim.stage.GetPrimAtPath("/World/envs/env_1/box")
+    UsdPhysics.RigidBodyAPI(prim).CreateKinematicEnabledAttr(True)
+    sim.step_frame()
+    before = sim.state.body_q.numpy()[boxes, 2].copy()
+    sim.run(5)
+    after = sim.state.body_q.numpy()[boxes, 2]
+    assert after[1] == pytest.approx(before[1], abs=1e-5)
+    assert after[0] < before[0] - 0.02 and after[2] < before[2] - 0.02
+    assert sim.model.body_kinematic.numpy()[boxes].tolist() == [False, True, False]
+
+
 def test_a_moved_environment_carries_its_free_bodies_and_the_stage_shows_them_there(no_import):
     """An edited ancestor of bodies (an environment's Xform lifted 1 m) moves its free box with it (its hinged arm
     stays held by its hinge to the world); the poses written after are where the stage shows them."""
@@ -604,23 +630,132 @@ def test_a_captured_frame_keeps_replaying_after_value_edits(engine, device):
     assert sim.state.body_q.numpy()[b, 2] > 2.5  # moved up there, and falling at 5 m/s^2 from it
 
 
-@pytest.mark.parametrize("engine", [("mujoco", "cpu"), ("xpbd", None)], ids=["mujoco", "xpbd"])
-def test_a_collider_switched_off_lets_its_body_fall_through(engine, no_import):
-    """physics:collisionEnabled off while the box is on the ground: it falls through. MuJoCo takes it in place (the
-    geom's and its body's contact bits, as its compiler sets them; back on, they come back), Newton's solvers with a
-    new solver of the edited model (their collision pipelines precompute the pairs): no import either way."""
+def switch_stage():
+    """A box falling from 1 m (/Falling), a box resting on the ground (/Resting), and a pad in the air (/Pad) with a box
+    0.2 m above it (/Dropped)."""
+    from stages import add_box, add_ground, new_stage  # noqa: PLC0415
+
+    stage = new_stage()
+    add_ground(stage)
+    add_box(stage, "/Falling", 0.2, (0, 0, 1.0), mass=1.0)
+    add_box(stage, "/Resting", 0.2, (-1, 0, 0.1), mass=1.0)
+    add_box(stage, "/Pad", 0.4, (1, 0, 0.5), mass=1.0)
+    add_box(stage, "/Dropped", 0.2, (1, 0, 0.9), mass=1.0)
+    return stage
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_switches_kinematic_enabled_and_collider_in_place(engine, no_import):
+    """During a run: a falling box made kinematic stops and holds its pose, made dynamic again it falls; a body
+    disabled (physics:rigidBodyEnabled off) hangs where it is and its collider holds a box dropped on it, as a static
+    one; a collider switched off lets its box fall through the ground. Nothing is imported; each engine takes the
+    switches in place (Kamino: the kinematic ones with a new solver of the edited model; MuJoCo: a body's first
+    kinematic switch compiles it switchable, a weld to a mocap body, and the next switch is in place)."""
     solver, backend = engine
-    sim = open_sim("boxes_on_ground.usda", solver=solver, backend=backend)
-    sim.run(40)
-    assert 0.05 < body_z(sim, "/World/Box") < 0.3  # (on the ground)
-    prim = sim.stage.GetPrimAtPath("/World/Box")
-    UsdPhysics.CollisionAPI(prim).GetCollisionEnabledAttr().Set(False)
+    stage = switch_stage()
+    sim = Simulation.open(stage, solver=solver, backend=backend, device="cpu", record=False)
     sim.check_flung = False
-    sim.run(20)
-    assert body_z(sim, "/World/Box") < -0.2 and sim.rebuilds == 0
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Pad")).CreateRigidBodyEnabledAttr(False)
+    sim.run(6)
+    z = body_z(sim, "/Falling")
+    assert z < 0.99
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Falling")).CreateKinematicEnabledAttr(True)
+    UsdPhysics.CollisionAPI(stage.GetPrimAtPath("/Resting")).CreateCollisionEnabledAttr(False)
+    sim.run(10)
+    held = body_z(sim, "/Falling")
+    assert held == pytest.approx(z, abs=1e-4)  # (MuJoCo's weld to a mocap body: micrometres of sag)
+    assert world_pos(stage, "/Falling")[2] == pytest.approx(z, abs=1e-4)  # the stage shows it where it stopped
+    solver_before = sim.solver
+    UsdPhysics.RigidBodyAPI(stage.GetPrimAtPath("/Falling")).GetKinematicEnabledAttr().Set(False)
+    sim.run(10)
+    assert body_z(sim, "/Falling") < z - 0.05  # falling again
+    assert (sim.solver is solver_before) == (solver != "kamino")
+    assert body_z(sim, "/Pad") == pytest.approx(0.5, abs=1e-4)  # disabled: held in the air
+    assert body_z(sim, "/Dropped") == pytest.approx(0.8, abs=0.02)  # on the pad, as on a static collider
+    assert body_z(sim, "/Resting") < -0.1  # through the ground
+    assert sim.rebuilds == 0
     if solver == "mujoco":
-        m, g = sim.solver.mj_model, sim.solver.spec_map.shape_mj[sim.model.shape_label.index("/World/Box")]
+        m, g = sim.solver.mj_model, sim.solver.spec_map.shape_mj[sim.model.shape_label.index("/Resting")]
         assert m.geom_contype[g] == m.geom_conaffinity[g] == 0 and m.body_contype[m.geom_bodyid[g]] == 0
-        UsdPhysics.CollisionAPI(prim).GetCollisionEnabledAttr().Set(True)
+        UsdPhysics.CollisionAPI(stage.GetPrimAtPath("/Resting")).GetCollisionEnabledAttr().Set(True)
         sim.apply_edits()
         assert m.geom_contype[g] == m.geom_conaffinity[g] == 1 and m.body_contype[m.geom_bodyid[g]] == 1
+
+
+@pytest.mark.parametrize("record", [False, True], ids=["live", "recording"])
+@pytest.mark.parametrize("engine", [("mujoco", "cpu"), ("xpbd", None)], ids=["mujoco", "xpbd"])
+def test_a_body_made_kinematic_goes_where_the_user_moves_it(engine, record, no_import):
+    """A body made kinematic during the run, then dragged by its own translate op (on the root layer, under the ops
+    the run wrote): it goes there and holds, the stage shows it there; made dynamic, it falls from there."""
+    solver, backend = engine
+    stage = switch_stage()
+    sim = Simulation.open(stage, solver=solver, backend=backend, device="cpu", record=record)
+    sim.check_flung = False
+    sim.run(5)
+    prim = stage.GetPrimAtPath("/Falling")
+    UsdPhysics.RigidBodyAPI(prim).CreateKinematicEnabledAttr(True)
+    sim.run(2)
+    prim.GetAttribute("xformOp:translate").Set(Gf.Vec3d(0.5, 0.0, 2.0), sim.time_code)
+    sim.run(3)
+    b = sim.model.body_label.index("/Falling")
+    np.testing.assert_allclose(sim.state.body_q.numpy()[b, :3], [0.5, 0.0, 2.0], atol=1e-4)
+    np.testing.assert_allclose(world_pos(stage, "/Falling", sim.time_code), [0.5, 0.0, 2.0], atol=1e-4)
+    UsdPhysics.RigidBodyAPI(prim).GetKinematicEnabledAttr().Set(False)
+    sim.run(5)
+    x, _, z = sim.state.body_q.numpy()[b, :3]
+    assert x == pytest.approx(0.5, abs=1e-3) and 1.8 < z < 2.0 - 0.02 and sim.rebuilds == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_animated_kinematic_body_moves_and_made_dynamic_falls(engine, no_import):
+    """A body kinematic from the start (its free joint flagged, as Newton's importer gives it) follows its prim's
+    animation under every engine (Featherstone through the free joint's coordinates) and lifts a box resting on it;
+    made dynamic during the run, it falls from where it was, with no import."""
+    from stages import add_box, new_stage  # noqa: PLC0415
+
+    solver, backend = engine
+    stage = new_stage()
+    platform = add_box(stage, "/Platform", 1.0, (0, 0, 0), mass=1.0)
+    op = platform.GetPrim().GetAttribute("xformOp:translate")
+    op.Set(Gf.Vec3d(0, 0, 0), 0)
+    op.Set(Gf.Vec3d(0, 0, 0.5), 60)
+    UsdPhysics.RigidBodyAPI(platform.GetPrim()).CreateKinematicEnabledAttr(True)
+    add_box(stage, "/Box", 0.2, (0, 0, 0.6), mass=1.0)
+    sim = Simulation.open(stage, solver=solver, backend=backend, device="cpu", record=False)
+    sim.check_flung = False
+    sim.run(15)
+    assert body_z(sim, "/Platform") == pytest.approx(0.125, abs=1e-5)
+    # Carried up: soft contacts let it sink a little into a platform moved without a velocity (Kamino's, 9 cm).
+    assert body_z(sim, "/Box") == pytest.approx(0.125 + 0.6, abs=0.1 if solver == "kamino" else 0.06)
+    UsdPhysics.RigidBodyAPI(platform.GetPrim()).GetKinematicEnabledAttr().Set(False)
+    sim.run(10)
+    assert body_z(sim, "/Platform") < 0.125 - 0.05 and sim.rebuilds == 0  # falling
+
+
+@pytest.mark.soak
+def test_a_collider_switched_under_mujoco_warp_s_sweep_and_prune(monkeypatch, no_import):
+    """MuJoCo-Warp sweeps and prunes where a model has many geom pairs (250,000: 1,000 bodies), reading its table of
+    pairs, not its list: a collider switched off there lets its box fall through the ground too, and switched on its
+    pairs come back (the sweep forced on this small stage)."""
+    import mujoco_warp as mjw  # noqa: PLC0415
+
+    put = mjw.put_model
+
+    def sweeping(mj_model):
+        m = put(mj_model)
+        m.opt.broadphase = mjw.BroadphaseType.SAP_TILE
+        return m
+
+    monkeypatch.setattr(mjw, "put_model", sweeping)
+    stage = switch_stage()
+    sim = Simulation.open(stage, solver="mujoco", backend="warp", device="cpu", record=False)
+    sim.check_flung = False
+    table = sim.solver.mjw_model.nxn_pairid.numpy().copy()
+    sim.run(3)
+    UsdPhysics.CollisionAPI(stage.GetPrimAtPath("/Resting")).CreateCollisionEnabledAttr(False)
+    sim.run(15)
+    assert body_z(sim, "/Resting") < -0.1 and body_z(sim, "/Falling") < 0.9
+    UsdPhysics.CollisionAPI(stage.GetPrimAtPath("/Resting")).GetCollisionEnabledAttr().Set(True)
+    sim.step_frame()
+    np.testing.assert_array_equal(sim.solver.mjw_model.nxn_pairid.numpy(), table)
+    assert sim.rebuilds == 0

@@ -15,15 +15,15 @@ from ..core.builder import ModelBuilder
 from ..core.quat import quat_rotate
 from ..core.types import JointType
 from ..errors import NewtonUsdError
-from ..sync import JointStateSync, StageSync
+from ..sync import JointStateSync
 from ..sync.live_edits import model_differences
 from ..usd import add_usd, read_scenes
 from ..usd.live_values import NotInPlace
 from ..usd.resolver import DIALECTS
 from .in_place import ModelIndex, Planner
 from .stepping import kinematic_bodies
-from .teleport import move_bodies
-from .worlds import written_labels
+from .teleport import hold_bodies, move_bodies
+from .worlds import stage_sync
 
 logger = logging.getLogger("newton_usd")
 _CONTROL_TARGETS = ("joint_target_pos", "joint_target_vel")
@@ -161,6 +161,8 @@ class LiveEdits:
             if kind is not None:
                 rows.setdefault(kind, set()).update(plan.values[name])
         rows = {k: np.array(sorted(v), dtype=np.int64) for k, v in rows.items()}
+        if "body_kinematic" in changed:
+            self._switched(np.fromiter(plan.values["body_kinematic"], dtype=np.int64), index.tree)
         if changed:
             leftover = self.solver.update_parameters(self.model, changed, rows)
             if leftover:  # (values the engine compiles: a new solver of the edited model, no import)
@@ -174,16 +176,50 @@ class LiveEdits:
                     said.add(key)
                     logger.warning("%s: %s was not moved: %s", self.source_file, key[0], why)
             self.solver.joint_states_written(self.state)
+        if plan.placed:
+            self._place_held(plan.placed, index.tree)
         if plan.moved_ancestors:
             self._refresh_sync()
-        if not (changed or moved):
+        if not (changed or moved or plan.placed):
             return None
         self.edits_applied += 1
         logger.info("%s: frame %d: applied edits in place (%s)", self.source_file, self.frame,
-                    ", ".join(sorted(changed | ({"body poses"} if moved else set()))))  # fmt: skip
+                    ", ".join(sorted(changed | ({"body poses"} if moved else set())
+                                     | ({"kinematic body poses"} if plan.placed else set()))))  # fmt: skip
         if changed & _BOUND_BY or moved:  # (what bounds how far a body goes changed: measured anew)
             self.restart_flung_check(model_changed=self._reach_changed(changed, rows))
+        if "body_kinematic" in changed:
+            self.restart_flung_check(model_changed=True)  # (a check of a model with kinematic bodies: none)
         return "values"
+
+    def _place_held(self, placed, tree) -> None:
+        """Kinematic bodies the user moved (``placed``: body -> pose, SI) put there at once, at rest (MuJoCo's welded
+        body with its mocap body), and shown there: where the run wrote one's prim (a body made kinematic during the
+        run), its ops on the output layer get the new pose, which they would hide."""
+        rows = np.fromiter(placed, dtype=np.int64, count=len(placed))
+        body_q = np.array(self.state.body_q.numpy(), dtype=np.float32)
+        body_q[rows] = np.array([np.concatenate(p) for p in placed.values()], dtype=np.float32)
+        self.state.body_q.assign(body_q)
+        hold_bodies(tree, self.state, rows)
+        self.solver.joint_states_written(self.state)
+        if self._display_offset is not None:
+            body_q[:, :3] += self._display_offset[: len(body_q)]
+        with self._own_writes():
+            self.sync.place(body_q[: self.sync.body_count], rows, self.time_code if self.record else None)
+
+    def _switched(self, bodies, tree) -> None:
+        """``bodies`` were switched between held (kinematic, or disabled) and simulated (their flags written): each
+        stays where it is, at rest (:func:`~.teleport.hold_bodies`); the held ones are moved by their prims from the
+        next step on (the stage shows them where they are: the frame written first, where it was not), no longer
+        written, and the others written again."""
+        held = self.model.body_kinematic.numpy().astype(bool)
+        if held[bodies].any():
+            self.flush()
+        hold_bodies(tree, self.state, bodies)
+        self.solver.joint_states_written(self.state)
+        self._kinematic = kinematic_bodies(self.stage, self.model)
+        with self._own_writes():  # (the sync's batch flushed: the run's own writes)
+            self.sync.hold(held)
 
     def _write_values(self, plan) -> set:
         """Write ``plan``'s values into the model's arrays (and the drive targets into the controls); the names of
@@ -236,11 +272,9 @@ class LiveEdits:
     def _refresh_sync(self) -> None:
         """The stage sync anew (prims whose parents moved: their local transforms are of the new places), going on
         with what the old one wrote."""
-        sync = StageSync(self.stage, self.output_layer, written_labels(self.model, self.copies), self.imported.frame,
-                         self.sync.xform_ops)  # fmt: skip
         with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
-            sync.carry_over(self.sync)
-        self.sync = sync
+            self.sync = stage_sync(self.stage, self.output_layer, self.model, self.copies, self.imported.frame,
+                                   self.sync.xform_ops, old=self.sync)  # fmt: skip
 
     def _apply_by_import(self) -> str | None:
         """The edits through an import of the stage, compared with the running model (see :meth:`apply_edits`)."""
@@ -254,7 +288,9 @@ class LiveEdits:
         if same and not changed:
             return None
         self.edits_applied += 1
-        leftover = self.solver.update_parameters(model, changed) if same else changed
+        # (a body switched beside edits only the import takes: rebuilt, so that its hold starts as at an import)
+        taken = same and "body_kinematic" not in changed
+        leftover = self.solver.update_parameters(model, changed) if taken else changed
         if same and not leftover:
             self._take_values(model, changed)
             logger.info("%s: frame %d: applied edits of %s", self.source_file, self.frame, ", ".join(sorted(changed)))
@@ -300,13 +336,10 @@ class LiveEdits:
             for s in (first, *first.scenes):
                 if s is not self:
                     s._resync()
-        sync = StageSync(
-            self.stage, self.output_layer, written_labels(model, self.copies), imported.frame, self.sync.xform_ops
-        )
+        with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
+            sync = stage_sync(self.stage, self.output_layer, model, self.copies, imported.frame, self.sync.xform_ops,
+                              old=self.sync if keep_state else None)  # fmt: skip
         self._kinematic = kinematic_bodies(self.stage, model)
-        if keep_state:
-            with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
-                sync.carry_over(self.sync)
         if self.joint_sync is not None:
             self._retired_joint_syncs.append(self.joint_sync)
             self.joint_sync = JointStateSync(self.output_layer, model, imported.frame.meters_per_unit)

@@ -12,12 +12,14 @@ environment's prim: its world; a replicated stage's prim: every world, or world 
   a body or of one of its colliders, a collider's material binding, a material's friction, restitution and
   density: the body's mass properties, the colliders' friction and restitution;
 - a collider's ``physics:collisionEnabled``: whether it collides;
+- a free body's ``physics:kinematicEnabled`` / ``physics:rigidBodyEnabled``: whether it is held (moved by its prim:
+  a kinematic body, or a disabled one, whose colliders UsdPhysics makes static) or simulated;
 - any property of a joint: its limits, drive gains, targets and force limits, friction, armature and MuJoCo values
   (the joint is added again as the import adds it, into a builder of its own, and its rows compared);
 - the simulated PhysicsScene's gravity.
 
-What changes more than values (a prim added, removed or retyped, a body or joint disabled, a kinematic body, a
-joint locked, a collider's shape) raises :class:`~newton_usd.usd.live_values.NotInPlace`: the caller imports the
+What changes more than values (a prim added, removed or retyped, a jointed body made kinematic or disabled, a joint
+disabled or locked, a collider's shape) raises :class:`~newton_usd.usd.live_values.NotInPlace`: the caller imports the
 stage again. An edit the import refuses (a negative mass, a NaN position, a transform of zero scale) is said once
 (:attr:`Plan.refused`) and left out.
 """
@@ -32,6 +34,7 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from ..core.quat import gf_to_xyzw
+from ..core.types import JointType
 from ..errors import UsdInputError
 from ..sync.live_edits import user_world_transform, xform_edit
 from ..sync.stage_sync import OP_MATRIX, OP_ORIENT, OP_SCALE, OP_TRANSLATE
@@ -45,6 +48,7 @@ MASS_ATTRIBUTES = frozenset(
     ("physics:mass", "physics:density", "physics:centerOfMass", "physics:diagonalInertia", "physics:principalAxes")
 )
 VELOCITY_ATTRIBUTES = frozenset(("physics:velocity", "physics:angularVelocity"))
+SWITCH_ATTRIBUTES = frozenset(("physics:kinematicEnabled", "physics:rigidBodyEnabled"))
 _COLLISION_ENABLED = "physics:collisionEnabled"
 _PHYSICS_OPS = frozenset((OP_TRANSLATE, OP_ORIENT, OP_SCALE, OP_MATRIX))
 _SCHEMA_PREFIXES = ("Physics", "Mjc", "Newton", "Physx")
@@ -81,6 +85,7 @@ class Plan:
         values: model array name (``"mujoco.<name>"`` for MuJoCo-only values) -> {row: new value}.
         kinds: the element kind of each name's rows ("body", "shape", "dof", ...).
         poses: body index -> (position, Warp quaternion), SI: where it is teleported.
+        placed: kinematic body index -> its pose, SI: where the user put it (the stage shows it there).
         velocities: body index -> origin velocity (6, world frame).
         gravity: the new gravity (SI), or None.
         moved_ancestors: an ancestor prim of bodies was moved (the stage sync reads its parents again).
@@ -91,6 +96,7 @@ class Plan:
     values: dict = field(default_factory=dict)
     kinds: dict = field(default_factory=dict)
     poses: dict = field(default_factory=dict)
+    placed: dict = field(default_factory=dict)
     velocities: dict = field(default_factory=dict)
     gravity: np.ndarray | None = None
     moved_ancestors: bool = False
@@ -285,7 +291,9 @@ class Planner:
             self._velocity(path, rows)
         if rest & MASS_ATTRIBUTES:
             self._mass(path, rows)
-        rest -= VELOCITY_ATTRIBUTES | MASS_ATTRIBUTES
+        if rest & SWITCH_ATTRIBUTES:
+            self._switch(path, rows)
+        rest -= VELOCITY_ATTRIBUTES | MASS_ATTRIBUTES | SWITCH_ATTRIBUTES
         if rest and path in self.index.shape:
             self._collider(path, rest, set())
         elif rest:
@@ -301,9 +309,8 @@ class Planner:
             self._refuse(e, (path, e.attribute))
             return
         kinematic = self.array("body_kinematic")
-        for r in rows:
-            if not kinematic[r]:  # (a kinematic body follows its prim's transform anyway, step by step)
-                self.plan.poses[int(r)] = pose
+        for r in rows:  # (a kinematic body follows its prim's transform, step by step: placed there, not teleported)
+            (self.plan.placed if kinematic[r] else self.plan.poses)[int(r)] = pose
 
     def _sim_pose(self, world: Gf.Matrix4d, path: str, attribute: str) -> tuple:
         """A world transform in stage units and axes as a pose in SI; a transform of no finite, invertible pose is
@@ -348,6 +355,20 @@ class Planner:
             raise NotInPlace(f"{path} became kinematic or dynamic")
         for r in rows:
             self.plan.velocities[int(r)] = np.asarray(body.body_qd[0], dtype=np.float64)
+
+    def _switch(self, path, rows) -> None:
+        """Body ``path`` made kinematic or dynamic, disabled or enabled: held where it is (a kinematic body, moved by
+        its prim; a disabled one, whose colliders UsdPhysics makes static, likewise), or let go. In place where it is a
+        free body (one free joint from the world: the flag flips, no joint changes), else through the import."""
+        enabled, kinematic = self.read.body_switches(path)
+        held = kinematic or not enabled
+        tree, now = self.index.tree, self.array("body_kinematic")
+        for r in rows:
+            joints = tree.joints_of.get(int(r), [])
+            free = len(joints) == 1 and tree.type[joints[0]] == JointType.FREE and tree.parent[joints[0]] < 0
+            if bool(now[r]) != held and not free:
+                raise NotInPlace(f"{path} was made {'kinematic' if held else 'dynamic'}: its joints change")
+        self._set_if_changed("body", "body_kinematic", rows, held)
 
     def _mass(self, path, rows) -> None:
         """The mass properties of body ``path`` (every row: the same prims), as the import computes them."""

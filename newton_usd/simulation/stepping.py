@@ -9,23 +9,34 @@ import numpy as np
 from pxr import Gf, Sdf, UsdGeom
 
 from ..core.quat import gf_to_xyzw
+from ..core.types import JointType
 from ..errors import SimulationError
 from ..solvers.kernel_loading import KernelLoading, modules_named
 from .clock import DEFAULT_FRAMES
 
 
 def kinematic_bodies(stage, model) -> list:
-    """``[(rows in body_q of every world, prim)]`` of the kinematic bodies (welded mocap bodies)."""
+    """``[(rows in body_q of every world, prim, coordinates)]`` of the kinematic bodies (moved by their prims'
+    transforms; a disabled body switched off during the run too: it stays where its prim is). ``coordinates``:
+    each row's free joint's 7 rows in ``joint_q`` (-1 where it has none)."""
     kinematic = np.nonzero(model.body_kinematic.numpy())[0]
     if not len(kinematic):
         return []
+    free = {}  # body -> its free joint's first coordinate
+    joint_type, child = model.joint_type.numpy(), model.joint_child.numpy()
+    q_start = model.joint_q_start.numpy()
+    for j in np.nonzero(joint_type == int(JointType.FREE))[0]:
+        free[int(child[j])] = int(q_start[j])
     out = {}
     for b in kinematic:
         label = model.body_label[b]
         prim = stage.GetPrimAtPath(label) if Sdf.Path.IsValidPathString(label) else None
         if prim:
             out.setdefault(label, ([], prim))[0].append(int(b))
-    return [(np.array(rows), prim) for rows, prim in out.values()]
+    return [
+        (np.array(rows), prim, np.array([free.get(b, -1) for b in rows])[:, None] + np.arange(7))
+        for rows, prim in out.values()
+    ]
 
 
 class Stepping:
@@ -159,18 +170,39 @@ class Stepping:
         self.steps += n
 
     def _move_kinematic(self, time_code: float) -> None:
-        """Kinematic bodies to their prims' (animated) world transforms at ``time_code``."""
+        """Kinematic bodies to their prims' (animated) world transforms at ``time_code``: their poses, and their free
+        joints' coordinates where the solver steps joint coordinates (``kinematic_joint_q``: Featherstone). Poses the
+        solver was given last into this state are not written again (every solver carries a kinematic body's pose
+        through a step; MuJoCo moves a mocap body, and then computes its position stage anew, only when written)."""
         cache = UsdGeom.XformCache(time_code)
         frame = self.imported.frame
-        body_q = self._state.body_q.numpy()
-        for rows, prim in self._kinematic:
+        poses = []
+        for _, prim, _ in self._kinematic:
             xf = Gf.Transform(cache.GetLocalToWorldTransform(prim))
             pos, rot = frame.world_pose_to_sim(
                 np.array(xf.GetTranslation(), dtype=np.float64), gf_to_xyzw(xf.GetRotation().GetQuat())
             )
-            body_q[rows] = np.concatenate([pos, rot])
+            poses.append(np.concatenate([pos, rot]))
+        poses = np.array(poses, dtype=np.float32)
+        key = (id(self.solver), id(self._kinematic))
+        written = self.__dict__.get("_kinematic_written")
+        if written is None or written[0] != key:
+            written = self._kinematic_written = (key, {})
+        last = written[1].get(id(self._state))
+        if last is not None and last[0] is self._state and np.array_equal(last[1], poses):
+            return
+        written[1][id(self._state)] = (self._state, poses)
+        body_q = self._state.body_q.numpy()
+        joint_q = self._state.joint_q.numpy() if self.solver.kinematic_joint_q else None
+        for (rows, _, coordinates), pose in zip(self._kinematic, poses, strict=True):
+            body_q[rows] = pose
+            if joint_q is not None:
+                free = coordinates[coordinates[:, 0] >= 0]
+                joint_q[free] = pose
         if not self.model.device.is_cpu:  # numpy() was a copy
             self._state.body_q.assign(body_q)
+            if joint_q is not None:
+                self._state.joint_q.assign(joint_q)
 
     def run(self, frames: int | None = None, progress=None) -> None:
         """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each. Returns once the

@@ -154,3 +154,18 @@ def move_bodies(model, tree: JointTree, state, poses: dict, velocities: dict) ->
     for name, values in (("body_q", body_q), ("body_qd", body_qd), ("joint_q", joint_q), ("joint_qd", joint_qd)):
         getattr(state, name).assign(values.astype(np.float32))
     return refused
+
+
+def hold_bodies(tree: JointTree, state, bodies) -> None:
+    """Free bodies switched between kinematic and dynamic: each stays where it is, at rest (its velocity zero), its
+    free joint's coordinates its pose (a solver stepping joint coordinates, or compiled anew, starts from them)."""
+    body_q, body_qd = state.body_q.numpy(), state.body_qd.numpy().copy()
+    joint_q, joint_qd = state.joint_q.numpy().copy(), state.joint_qd.numpy().copy()
+    for b in np.asarray(bodies, dtype=np.int64).tolist():
+        body_qd[b] = 0.0
+        for j in tree.joints_of.get(b, []):
+            if tree.type[j] == JointType.FREE:
+                joint_q[tree.q_start[j] : tree.q_start[j] + 7] = body_q[b]
+                joint_qd[tree.qd_start[j] : tree.qd_start[j] + 6] = 0.0
+    for name, values in (("body_qd", body_qd), ("joint_q", joint_q), ("joint_qd", joint_qd)):
+        getattr(state, name).assign(values)

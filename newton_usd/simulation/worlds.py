@@ -11,19 +11,25 @@ from ..sync.instancer_sync import instance_of
 from ..sync.world_copies import WorldCopies, default_spacing, environment_roots, grid_offsets
 
 
+def stage_sync(stage, layer, model, copies, frame, xform_ops, old=None) -> StageSync:
+    """The StageSync of ``model``'s bodies (:func:`written_labels`), the kinematic ones held (the stage moves them:
+    :meth:`~newton_usd.sync.StageSync.hold`); ``old``: the sync it goes on from (its prepared specs, what it wrote)."""
+    held = model.body_kinematic.numpy().astype(bool)
+    sync = StageSync(stage, layer, written_labels(model, copies), frame, xform_ops, held=held)
+    if old is not None:
+        sync.carry_over(old)
+    return sync
+
+
 def written_labels(model, copies=None) -> list:
-    """Body labels for the StageSync, for the bodies of every world: None for the kinematic bodies (the
-    stage moves them) and for a label met before (a replicated world's copy of a prim: only its first
-    world is written, unless ``copies`` (:class:`WorldCopies`) has a copy of it for that world; worlds of
-    environments have labels of their own, so each is written)."""
-    kinematic = model.body_kinematic.numpy()
+    """Body labels for the StageSync, for the bodies of every world: None for a label met before (a replicated
+    world's copy of a prim: only its first world is written, unless ``copies`` (:class:`WorldCopies`) has a copy of
+    it for that world; worlds of environments have labels of their own, so each is written)."""
     world = model.body_world.numpy()
     seen = set()
     out = []
     for b, label in enumerate(model.body_label):
-        if kinematic[b]:
-            out.append(None)
-        elif label in seen:
+        if label in seen:
             out.append(copies.label(label, int(world[b])) if copies is not None else None)
         else:
             out.append(label)
@@ -79,10 +85,6 @@ class WorldCopying:
     def _resync(self) -> None:
         """A new sync of this scene's bodies, onto the prims and the copies of the environment as they are
         now (:attr:`copies`, made by the first scene's Simulation), going on from the old one."""
-        sync = StageSync(
-            self.stage, self.output_layer, written_labels(self.model, self.copies), self.imported.frame,
-            self.sync.xform_ops,
-        )  # fmt: skip
         with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
-            sync.carry_over(self.sync)
-        self.sync = sync
+            self.sync = stage_sync(self.stage, self.output_layer, self.model, self.copies, self.imported.frame,
+                                   self.sync.xform_ops, old=self.sync)  # fmt: skip

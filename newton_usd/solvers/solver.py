@@ -20,6 +20,10 @@ class SolverBase:
     name = ""
     """The name ``usdsim --solver`` takes."""
 
+    kinematic_joint_q = False
+    """Whether the solver takes a kinematic body's pose from its free joint's coordinates (a solver that steps joint
+    coordinates): the stepping writes them with the body's pose (else its ``body_q`` row alone)."""
+
     def __init__(self, model):
         self.model = model
         self.device = model.device

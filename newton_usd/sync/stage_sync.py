@@ -62,9 +62,11 @@ class StageSync:
         xform_ops: ``"trs"`` (translate, orient and, on scaled prims, scale ops: readable, and what
             other tools expect) or ``"matrix"`` (one ``xformOp:transform:physics`` per prim: one value
             per body and frame instead of two, the fastest to write).
+        held: per body (body order), whether the stage moves it (a kinematic body): not written, until
+            :meth:`hold` says otherwise (None: none).
     """
 
-    def __init__(self, stage: Usd.Stage, layer: Sdf.Layer, body_paths, frame, xform_ops: str = "trs"):
+    def __init__(self, stage: Usd.Stage, layer: Sdf.Layer, body_paths, frame, xform_ops: str = "trs", held=None):
         if xform_ops not in XFORM_OPS:
             raise ValueError(f"xform_ops must be one of {', '.join(XFORM_OPS)}, got {xform_ops!r}")
         self.stage = stage
@@ -84,6 +86,9 @@ class StageSync:
                 instances.append((row, *of))
         self.paths = [Sdf.Path(str(body_paths[r])) for r in rows]
         self._rows = None if len(rows) == self.body_count else np.array(rows, dtype=np.int64)
+        self._held = np.zeros(len(rows), dtype=bool)  # per prim row: the stage moves it (not written)
+        if held is not None:
+            self._held[:] = np.asarray(held, dtype=bool)[rows]
         self.instancers = InstancerSync(stage, layer, instances, self._stage_world) if instances else None
         n = len(self.paths)
         index = {p: i for i, p in enumerate(self.paths)}
@@ -190,6 +195,17 @@ class StageSync:
             local[nested] = mine[nested] @ np.linalg.inv(parent)
         return local
 
+    def hold(self, held) -> None:
+        """Which bodies the stage moves from now on (``held``: per body, body order): those are not written (what
+        was written of them stays, so a body made kinematic stays where it was shown), the others are."""
+        held = np.asarray(held, dtype=bool)
+        rows = held if self._rows is None else held[self._rows]
+        if np.array_equal(rows, self._held):
+            return
+        self.flush()  # (the kept frames are of the prims written so far)
+        self._held = rows.copy()
+        self._groups = None
+
     # ------------------------------------------------------------------ writing
     def _prepare(self, i: int, mode: int):
         prim_spec = over_prim_spec(self.layer, self.paths[i])
@@ -241,7 +257,7 @@ class StageSync:
         if self._groups is None:
             self._groups = {}
             for mode in (_TRS, _MATRIX):
-                rows = np.flatnonzero(self._prepared == mode)
+                rows = np.flatnonzero((self._prepared == mode) & ~self._held)
                 if not len(rows):
                     continue
                 self._groups[mode] = (
@@ -259,7 +275,7 @@ class StageSync:
             with Sdf.ChangeBlock():
                 self.instancers.write(np.asarray(body_q, dtype=np.float64), time)
         trans, quats, matrices = self._local_poses(body_q)
-        new = np.flatnonzero(self._op_mode != self._prepared)  # prims new to this sync (or restored)
+        new = np.flatnonzero((self._op_mode != self._prepared) & ~self._held)  # prims new to this sync (or restored)
         if len(new) and self._batch:
             self.flush()  # (the batch is in the prims' rows as they were)
         for i in new:
@@ -307,6 +323,32 @@ class StageSync:
             self._batch.append((time, kept))
             if len(self._batch) >= self.batch_frames:
                 self.flush()
+
+    def place(self, body_q: np.ndarray, bodies, time: float | None = None) -> None:
+        """Write the poses of ``bodies`` (body indices) alone from ``body_q`` (as :meth:`write` takes it), held or not,
+        where this sync wrote them before (their ops on the layer show them): a held body the user moved goes where
+        it was put, the layer's ops no longer hiding the move."""
+        rows = np.asarray(bodies, dtype=np.int64)
+        if self._rows is not None:
+            at = np.searchsorted(self._rows, rows)
+            rows = at[(at < len(self._rows)) & (self._rows[np.minimum(at, len(self._rows) - 1)] == rows)]
+        rows = rows[self._prepared[rows] != 0]
+        if not len(rows):
+            return
+        self.flush()
+        trans, quats, matrices = self._local_poses(body_q)
+        with Sdf.ChangeBlock():
+            for i in rows.tolist():
+                if self._prepared[i] == _TRS:
+                    values = (Vt.Vec3dArray.FromNumpy(trans[i : i + 1])[0],
+                              Vt.QuatdArray.FromNumpy(quats[i : i + 1])[0])  # fmt: skip
+                else:
+                    values = (Vt.Matrix4dArray.FromNumpy(np.ascontiguousarray(matrices[i : i + 1]))[0],)
+                for (path, spec), value in zip(self._specs[i], values, strict=True):
+                    if time is None:
+                        spec.default = value
+                    else:
+                        self.layer.SetTimeSample(path, float(time), value)
 
     def flush(self) -> None:
         """Write the frames kept by :attr:`batch_frames`: attribute by attribute, each with its samples of

@@ -113,11 +113,11 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
     }
     moving = {result.body_index[p] for p in kinematic if p in result.body_index}
     for b in sorted(result.body_index.values()):
-        if b not in visited:  # a floating tree: its root gets a free joint (a kinematic root is welded)
+        if b not in visited:  # a floating tree: its root gets a free joint (a kinematic root's too)
             root = _pick_root(b, edges, valid, moving) if moving else None
             if root is None or root not in moving:
                 root = _pick_root(b, edges, valid, roots)
-            adds.append((root, partial(_add_root_joint, builder, root, kinematic, result)))
+            adds.append((root, partial(_add_root_joint, builder, root, result)))
             tree_parent[root] = -1
             walk(root)
     for _, add in _in_body_order(adds, tree_parent):
@@ -126,14 +126,12 @@ def import_joints(builder, stage, descs, frame, result, kinematic, ctx, order):
         add_loop_closure(builder, stage, path, d, jt, b0, b1, frame, result, ctx)
 
 
-def _add_root_joint(builder, root, kinematic, result) -> None:
-    """A floating tree's root: a free joint (a kinematic root, moved by the stage's animated transform, is
-    welded: see Simulation)."""
+def _add_root_joint(builder, root, result) -> None:
+    """A floating tree's root: a free joint. A kinematic root's too (as Newton's USD importer gives it): the
+    stage's (animated) transform moves it through its pose and free coordinates (see Simulation), its flag says that
+    nothing else does, so that switching it on or off during a run changes no joint."""
     label = builder.body_label[root]
-    if label in kinematic:
-        j = builder.add_joint_fixed(-1, root, builder.body_q[root], None, label=label)
-    else:
-        j = builder.add_joint_free(root, label=label)
+    j = builder.add_joint_free(root, label=label)
     result.joint_index.setdefault(label, j)
 
 

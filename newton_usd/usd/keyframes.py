@@ -6,7 +6,7 @@ gives it: bodies in depth-first (prim) order, each body's joints in prim order; 
 free joint takes 7 positions (position, quaternion w x y z) and 6 velocities (linear in world,
 angular in the body frame), a spherical joint 4 and 3, other joints one per degree of freedom,
 positions including the joint's ``mjc:ref``. Controls and activations follow the MjcActuator prims
-in prim order, mocap poses the kinematic bodies welded to the world in prim order. The keyframe's time
+in prim order, mocap poses the kinematic roots (bodies moved by the stage) in prim order. The keyframe's time
 is NewtonUsdKeyframeAPI's ``newton:usd:time`` (MjcKeyframe has none).
 """
 
@@ -75,13 +75,15 @@ def _layout(builder, result, order):
     bodies = sorted((b for p, b in result.body_index.items() if p in order), key=lambda b: order[builder.body_label[b]])
     by_child = {}
     for j in set(result.joint_index.values()):
-        if builder.joint_type[j] != JointType.FIXED:
-            by_child.setdefault(builder.joint_child[j], []).append(j)
+        child, jt = builder.joint_child[j], builder.joint_type[j]
+        mocap = jt == JointType.FREE and builder.body_kinematic[child] and builder.joint_parent[j] < 0
+        if jt != JointType.FIXED and not mocap:  # (a kinematic root's free joint: MuJoCo's mocap body has none)
+            by_child.setdefault(child, []).append(j)
     to_world = {builder.joint_child[j] for j in result.joint_index.values() if builder.joint_parent[j] < 0}
     joints, mocap = [], []
     for b in bodies:
         joints.extend(sorted(by_child.get(b, []), key=lambda j: order.get(builder.joint_label[j], -1)))
-        if builder.body_kinematic[b] and b not in by_child and b in to_world:  # welded to the world
+        if builder.body_kinematic[b] and b not in by_child and b in to_world:  # a kinematic root
             mocap.append(b)
     return joints, mocap
 

@@ -132,6 +132,12 @@ class LiveValues:
             raise NotInPlace(f"{path} was disabled (physics:rigidBodyEnabled)")
         return builder
 
+    def body_switches(self, path: str) -> tuple:
+        """``(enabled, kinematic)`` of the rigid body ``path``, as USD's parser reads them
+        (``physics:rigidBodyEnabled``, ``physics:kinematicEnabled``)."""
+        _, d = self._one(path, (OT.RigidBody,))
+        return bool(d.rigidBodyEnabled), bool(d.kinematicBody)
+
     def mass(self, path: str, model, shapes, shape_materials) -> tuple:
         """``(mass, com, inertia)`` of the body ``path`` as the import computes them (its MassAPI, its colliders'
         and their materials' densities) over the model's colliders ``shapes`` (model shape indices: their

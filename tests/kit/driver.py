@@ -84,6 +84,7 @@ def Xform "World"
 LIVE_PROPERTIES = (
     "/World/Box.xformOp:translate",
     "/World/Box.physics:mass",
+    "/World/Box.physics:kinematicEnabled",
     "/World/Hinge.drive:angular:physics:stiffness",
     "/World/Hinge.drive:angular:physics:targetPosition",
 )
@@ -91,10 +92,11 @@ LIVE_PROPERTIES = (
 
 def live_edits(ext, timeline, app, workdir):
     """During play a script moves a body, changes a mass and a drive gain and drags a drive target: each takes
-    effect at the next update, in place; Stop puts the authored values back."""
+    effect at the next update, in place; then it makes the body kinematic, drags it up and makes it dynamic again;
+    Stop puts the authored values back."""
     import math
 
-    from pxr import Gf
+    from pxr import Gf, UsdPhysics
 
     path = os.path.join(workdir, "live_edits.usda")
     with open(path, "w") as f:
@@ -103,7 +105,8 @@ def live_edits(ext, timeline, app, workdir):
 
     def authored():
         layer = stage.GetRootLayer()
-        return {p: repr(layer.GetAttributeAtPath(p).default) for p in LIVE_PROPERTIES}
+        specs = {p: layer.GetAttributeAtPath(p) for p in LIVE_PROPERTIES}
+        return {p: repr(spec.default) if spec else None for p, spec in specs.items()}
 
     before = authored()
     timeline.play()
@@ -137,6 +140,17 @@ def live_edits(ext, timeline, app, workdir):
     out["angle"] = math.degrees(float(q))
     out["box_z_after"] = world_z(stage, "/World/Box")
     out.update(same_solver=pb.sim.solver is solver, rebuilds=pb.sim.rebuilds, edits=pb.sim.edits_applied)
+    body = UsdPhysics.RigidBodyAPI(box_prim)  # made kinematic while it rests, dragged up, made dynamic again
+    body.CreateKinematicEnabledAttr(True)
+    app.update()
+    box_prim.GetAttribute("xformOp:translate").Set(Gf.Vec3d(0.0, 0.0, 1.0))
+    for _ in range(5):
+        app.update()
+    out["kinematic_z"] = world_z(stage, "/World/Box")
+    body.GetKinematicEnabledAttr().Set(False)
+    for _ in range(10):
+        app.update()
+    out.update(released_z=world_z(stage, "/World/Box"), switch_rebuilds=pb.sim.rebuilds)
     timeline.stop()
     app.update()
     out["authored_before"], out["authored_after_stop"] = before, authored()

@@ -39,6 +39,7 @@ class DataEngine:
         self.qpos, self.qvel, self.act = d.qpos[None], d.qvel[None], d.act[None]
         self.ctrl, self.qfrc_applied = d.ctrl[None], d.qfrc_applied[None]
         self.mocap_pos, self.mocap_quat = d.mocap_pos[None], d.mocap_quat[None]
+        self.eq_active = d.eq_active[None]
         self.body = tuple(getattr(d, n)[None] for n in BODY_FIELDS)
         self.xmat, self.qLD, self.qLDiagInv = d.xmat[None], d.qLD[None], d.qLDiagInv[None]
         self.warning_counts, self.warning_info = d.warning.number[None], d.warning.lastinfo[None]
@@ -67,6 +68,10 @@ class DataEngine:
         """The position and velocity stages at the current state."""
         mujoco.mj_step1(self.model, self.data)
         self.stale = False
+
+    def constraints_changed(self) -> None:
+        """Which constraints are active changed (``eq_active``): the next step makes them anew first."""
+        self.stale = True
 
     def step(self) -> None:
         m, d = self.model, self.data
@@ -98,6 +103,7 @@ class BatchEngine:
         self.qpos, self.qvel, self.act = b.bind("qpos"), b.bind("qvel"), b.bind("act")
         self.ctrl, self.qfrc_applied = b.bind("ctrl"), b.bind("qfrc_applied")
         self.mocap_pos, self.mocap_quat = b.bind("mocap_pos"), b.bind("mocap_quat")
+        self.eq_active = b.bind("eq_active")
         self.body = tuple(b.bind(n) for n in BODY_FIELDS)
         self.xmat, self.qLD, self.qLDiagInv = b.bind("xmat"), b.bind("qLD"), b.bind("qLDiagInv")
         self.warning_counts, self.warning_info = b.warning[:, :, 1], b.warning[:, :, 0]  # (views)
@@ -126,6 +132,10 @@ class BatchEngine:
     def forward(self) -> None:
         self.batch.forward(stage=_VEL)
         self.stale = False
+
+    def constraints_changed(self) -> None:
+        """Which constraints are active changed (``eq_active``): the stages again, at once."""
+        self.forward()
 
     def step(self) -> None:
         try:

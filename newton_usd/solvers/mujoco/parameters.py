@@ -19,8 +19,12 @@ _PER_WORLD_FIELDS = frozenset(
     }
 )  # fmt: skip
 """The MjModel fields :meth:`Parameters.update_parameters` writes that MuJoCo-Warp holds per world (or shared), which
-it takes in place: the same arrays, new values (a captured step or frame replays them). Any other (a joint's
+it takes in place: the same arrays, new values (a captured step or frame replays them). The contact bits
+(:data:`_CONTACT_BITS`) go in by filtering its pair lists again (:mod:`.warp_pairs`). Any other (a joint's
 ``jnt_limited``, an actuator's ``forcelimited``: MuJoCo-Warp builds index lists from them) puts the model anew."""
+_MASS_PROPERTIES = frozenset({"body_mass", "body_inertia", "body_com", "body_inv_mass", "body_inv_inertia"})
+"""What a pending state's body velocities are computed with (``mj_kinematics``, ``mj_comPos``, ``mj_comVel``)."""
+_CONTACT_BITS = frozenset({"geom_contype", "geom_conaffinity", "body_contype", "body_conaffinity"})
 
 
 class Parameters:
@@ -32,7 +36,7 @@ class Parameters:
             "joint_limit_lower", "joint_limit_upper", "joint_limited", "joint_target_ke", "joint_target_kd",
             "joint_target_pos", "joint_target_vel", "joint_effort_limit", "joint_armature", "joint_friction",
             "shape_material_mu", "shape_material_mu_torsional", "shape_material_mu_rolling",
-            "shape_material_restitution", "shape_collision_enabled",
+            "shape_material_restitution", "shape_collision_enabled", "body_kinematic",
         }
     )  # fmt: skip
     """Model values :meth:`update_parameters` writes into the compiled MuJoCo model (the targets are
@@ -57,12 +61,14 @@ class Parameters:
             if np.array_equal(driven, self._driven):
                 names.discard("joint_target_mode")
         leftover = names - self._IN_PLACE
+        if "body_kinematic" in names and np.any(self._unswitchable(model)):
+            leftover.add("body_kinematic")  # (a mocap body made dynamic, a free body made one: a new compile)
         if leftover:
             return leftover
         if not self._frames_hold(model, names, rows):
             return {"body_com"}  # (a body's inertial frame moved out of the class its compile gave it)
-        if self._exchange is not None:  # pending states: their body velocities are of the model as it was
-            self._exchange.fill_pending()
+        if self._exchange is not None and names & _MASS_PROPERTIES:  # (pending states: their body velocities are
+            self._exchange.fill_pending()  # computed with the model's masses and centers of mass: as they were)
         split = self._worlds_differ(model, names)
         if split:
             self._split_models(model)
@@ -72,8 +78,38 @@ class Parameters:
         for w in range(1 if shared else self.num_worlds):
             fields |= self._write_parameters(w, model.world_view(w), names, _world_rows(model, w, rows, shared))
         self._models_changed(fields=fields)
+        if "body_kinematic" in names:
+            self._write_switches(model)
         self.model = model
         return set()
+
+    def _unswitchable(self, model) -> np.ndarray:
+        """Per body (every world's row): its kinematic flag differs from what the compiled model can hold (a mocap
+        body, a body without a switch: see :func:`~.spec.build_spec`)."""
+        switch = np.tile(self.spec_map.body_switch >= 0, self.num_worlds)
+        compiled = np.array(list(self._kinematic.values()), dtype=bool)  # (the same model: its rows, in order)
+        return (model.body_kinematic.numpy().astype(bool) != compiled) & ~switch
+
+    def _write_switches(self, model) -> None:
+        """The switchable bodies held kinematic or let go as ``model`` says, in every world: their welds'
+        ``eq_active`` in the engine's data (and the MjModel's ``eq_active0``, world 0's, for a data made anew)."""
+        switch = self.spec_map.body_switch
+        bodies = np.nonzero(switch >= 0)[0]
+        if not len(bodies):
+            return
+        active = self._per_world(model.body_kinematic, bool)[:, bodies]
+        eqs = switch[bodies]
+        for m in {id(m): m for m in self.mj_models}.values():
+            m.eq_active0[eqs] = active[0]
+        self._data.eq_active[eqs] = active[0]
+        if self._engine is not None:
+            self._engine.eq_active[:, eqs] = active
+            self._engine.constraints_changed()
+        elif self.mjw_data is not None:  # (in place: a captured step reads the same array)
+            values = self.mjw_data.eq_active.numpy()
+            values[:, eqs] = active
+            self.mjw_data.eq_active.assign(values)
+            self._warp_stale = True
 
     def _write_parameters(self, w, world, names, rows=None) -> set:
         """Write the values named in ``names`` of the one-world model ``world`` into world ``w``'s MjModel (``rows``:
@@ -210,6 +246,10 @@ class Parameters:
     def _write_warp_fields(self, fields) -> bool:
         """Write the MjModel ``fields`` into MuJoCo-Warp's arrays in place (per world, or shared where every world
         has the same values); False where one cannot be (the model is then put anew)."""
+        if fields & _CONTACT_BITS:
+            if not self._switch_warp_pairs():
+                return False
+            fields = fields - _CONTACT_BITS
         if not fields <= _PER_WORLD_FIELDS | {"opt.gravity"}:
             return False
         split = self.mj_models[-1] is not self.mj_model
@@ -241,6 +281,27 @@ class Parameters:
             self.mjw_model.opt.timestep.fill_(dt)
             self._warp_stale = True  # (constraint references depend on the timestep)
             self._drop_graphs("a new time step")
+
+
+def kinematic_flags(model) -> dict:
+    """``(world, body label) -> kinematic`` of ``model``'s bodies (what a solver was compiled with)."""
+    per = max(1, model.body_count // model.num_worlds)
+    flags = model.body_kinematic.numpy().astype(bool).tolist()
+    return {(b // per, label): flag for b, (label, flag) in enumerate(zip(model.body_label, flags, strict=True))}
+
+
+def switched_bodies(model, compiled: dict) -> frozenset:
+    """World 0's labels of the bodies whose kinematic flag differs, in some world, from world 0's or from
+    ``compiled`` (:func:`kinematic_flags` of the model a solver was compiled from)."""
+    now = model.body_kinematic.numpy().astype(bool)
+    if not len(now):
+        return frozenset()
+    worlds = now.reshape(model.num_worlds, -1)
+    per = worlds.shape[1]
+    pairs = enumerate(zip(model.body_label, now.tolist(), strict=True))
+    before = np.array([compiled.get((b // per, label), k) for b, (label, k) in pairs], dtype=bool)
+    differ = (worlds != worlds[:1]).any(axis=0) | (now != before).reshape(worlds.shape).any(axis=0)
+    return frozenset(model.body_label[b] for b in np.nonzero(differ)[0])
 
 
 def _world_rows(model, w, rows, shared) -> dict | None:

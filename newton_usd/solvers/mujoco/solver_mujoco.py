@@ -32,7 +32,7 @@ from .convert import CoordinateMap
 from .cpu_backend import CpuBackend
 from .host_exchange import HostExchange
 from .keyframes import Keyframes
-from .parameters import Parameters
+from .parameters import Parameters, kinematic_flags, switched_bodies
 from .spec import build_spec, compile_spec
 from .warp_backend import WarpBackend
 from .worlds import WorldModels, world_placements
@@ -76,6 +76,9 @@ class SolverMuJoCo(
         njmax: constraint rows per world for the warp backend (default: from nconmax and joints).
         memory: bytes of C MuJoCo's arena per world (contacts, constraints, solver stack; default: from the
             model, see :func:`~newton_usd.solvers.mujoco.spec.arena_bytes`); a run that fills it stops.
+        switchable: labels of free bodies to compile switchable between kinematic and dynamic at run time (a mocap
+            body welded to each while it is kinematic: :func:`~newton_usd.solvers.mujoco.spec.build_spec`); a body
+            whose flag differs between worlds is made so too. :meth:`rebuilt` adds the bodies switched since.
         **options: MuJoCo options by MuJoCo's name (``integrator="euler"``, ``iterations=50``,
             ``cone="elliptic"``, ``o_solref=(0.02, 1)``, ...; tokens or enum values). They override the
             model's ``mjc:option:*`` values, which override the defaults (implicitfast integrator,
@@ -105,11 +108,14 @@ class SolverMuJoCo(
         nconmax: int | None = None,
         njmax: int | None = None,
         memory: int | None = None,
+        switchable=None,
         **options,
     ):
         super().__init__(model)
         route_mujoco_warnings()
         self.options = {"backend": backend, "nconmax": nconmax, "njmax": njmax, "memory": memory, **options}
+        if switchable:
+            self.options["switchable"] = frozenset(switchable)
         if backend not in BACKENDS:
             raise NewtonUsdError(f"unknown MuJoCo backend {backend!r}; valid: {', '.join(BACKENDS)}")
         if backend == "auto":
@@ -121,7 +127,9 @@ class SolverMuJoCo(
         world0 = model.world_view(0)
         if memory is not None and not (isinstance(memory, int) and memory > 0):
             raise NewtonUsdError(f"memory must be a number of bytes > 0, got {memory!r}")
-        spec, handles = build_spec(world0, self.diagnostics, options, memory)
+        self._kinematic = kinematic_flags(model)  # (as compiled: see rebuilt)
+        switchable = frozenset(switchable or ()) | switched_bodies(model, self._kinematic)
+        spec, handles = build_spec(world0, self.diagnostics, options, memory, switchable)
         self._spec = spec
         self.mj_model, self.spec_map = compile_spec(spec, handles, world0, file=model.source)
         if self.mj_model.opt.solver == mujoco.mjtSolver.mjSOL_PGS and backend == "warp":
@@ -174,8 +182,19 @@ class SolverMuJoCo(
         else:
             self._init_warp(nconmax, njmax, qpos, qvel)
         self._scale_acceleration_drives()
+        self._write_switches(model)
 
     name = "mujoco"
+
+    def rebuilt(self, model) -> "SolverMuJoCo":
+        """A solver of the same options for ``model``, compiled with the bodies switched between kinematic and
+        dynamic since this one was (and those switchable before) switchable at run time: a body switched once is
+        switched again in place (see :func:`~newton_usd.solvers.mujoco.spec.build_spec`)."""
+        options = dict(self.options)
+        switched = switched_bodies(model, self._kinematic)
+        if switched:
+            options["switchable"] = frozenset(options.get("switchable") or ()) | switched
+        return type(self)(model, **options)
 
     @classmethod
     def options_from_scene(cls, settings: dict) -> dict:

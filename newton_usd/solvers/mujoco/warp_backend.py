@@ -13,6 +13,7 @@ from ..frame import FrameCapture
 from ..kernel_loading import modules_named
 from .exchange import discard_pending
 from .warp_exchange import DeviceExchange
+from .warp_pairs import WarpPairs
 
 logger = logging.getLogger("newton_usd")
 
@@ -56,8 +57,31 @@ class WarpBackend:
     def _put_warp_model(self):
         """The MuJoCo-Warp model of world 0, with a per-world batch for every field that differs."""
         self.mjw_model = self._mjw.put_model(self.mj_model)
+        self._warp_pairs = WarpPairs.of(self.mjw_model, self.mj_model)
         if self.mj_models[-1] is not self.mj_model:
             self._batch_warp_fields()
+
+    def _switch_warp_pairs(self) -> bool:
+        """Colliders switched on or off (the MjModel's contact bits written): MuJoCo-Warp's collision pair lists
+        filtered again in place (:mod:`.warp_pairs`), and its bits; False where they cannot be (the model is then put
+        anew): a geom given a bit it lacked when the model was put, or worlds whose bits differ."""
+        m, pairs = self.mj_model, getattr(self, "_warp_pairs", None)
+        bits = ("geom_contype", "geom_conaffinity", "body_contype", "body_conaffinity")
+        if pairs is None or any(
+            not np.array_equal(getattr(other, name), getattr(m, name)) for other in self.mj_models for name in bits
+        ):
+            return False
+        all_pairs = self.mjw_model.opt.broadphase == self._mjw.BroadphaseType.NXN
+        done = pairs.switch(m.geom_contype, m.geom_conaffinity, all_pairs)
+        if done is None:
+            return False
+        for name in bits:
+            target = getattr(self.mjw_model, name, None)
+            if target is not None:
+                target.assign(np.asarray(getattr(m, name), dtype=np.int32))
+        if done == "resized":
+            self._drop_graphs("the collision pair list's length changed")
+        return True
 
     def _batch_warp_fields(self, names=None):
         hints = type(self.mjw_model).__annotations__

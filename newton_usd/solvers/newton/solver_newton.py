@@ -21,6 +21,7 @@ from ...errors import NewtonUsdError
 from ..frame import FrameCapture
 from ..solver import SolverBase
 from .contact_hold import say_soft_contacts
+from .contact_pairs import SwitchedPairs
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
 from .implicit_joint_forces import ImplicitJointForces
 from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
@@ -92,6 +93,9 @@ class SolverNewton(SolverBase):
     penalty_contacts = False
     """Whether its contacts are Newton's penalty springs (``shape_material_ke``): bodies they cannot hold up are said
     (:mod:`.contact_hold`)."""
+    switches_in_place = True
+    """Whether a body switched between kinematic and dynamic (``body_kinematic``) is taken in place: its Newton flag
+    flipped and the solver told (False: Kamino, which decides which bodies are immovable once, when it is made)."""
     stable_dt = math.inf
     """s: the longest step estimated stable on this model (inf: no estimate; see :meth:`step_diagnostics`)."""
     _said_dt = None
@@ -146,6 +150,7 @@ class SolverNewton(SolverBase):
             kw["rigid_contact_max"] = int(rigid_contact_max)
         self.collision_pipeline = newton.CollisionPipeline(self.newton_model, **kw)
         self.newton_contacts = self.collision_pipeline.contacts()
+        self._pairs = SwitchedPairs.of(self.collision_pipeline, self.shape_map, model.shape_collision_enabled.numpy())
         self.contact_forces = None
         """Newton's per-contact forces of the last step (its ``CONTACT_F`` observable), where the solver reports
         them (xpbd, kamino); None where it does not (featherstone, semi_implicit: penalty contacts inside their
@@ -386,10 +391,19 @@ class SolverNewton(SolverBase):
         device)."""
         names = set(names)
         leftover = names - set(_IN_PLACE) - {"gravity", "joint_target_pos", "joint_target_vel"}
+        leftover -= {"body_kinematic"} if self.switches_in_place else set()
+        if "shape_collision_enabled" in leftover and self._pairs is not None:
+            if self._pairs.switch(model.shape_collision_enabled.numpy()):  # (else: a collider that had no pairs)
+                leftover.discard("shape_collision_enabled")
         if leftover:
             return leftover
         nm = self.newton_model
         flags = 0
+        if "body_kinematic" in names:  # (Newton's solvers read the flags each step, and are told)
+            kinematic = model.body_kinematic.numpy().astype(bool)
+            nm.body_flags.assign(np.where(kinematic, int(newton.BodyFlags.KINEMATIC), int(newton.BodyFlags.DYNAMIC)))
+            flags |= int(_MODEL_FLAGS.BODY_PROPERTIES)
+            names.add("body_flags")
         if "gravity" in names:
             nm.set_gravity(tuple(float(g) for g in model.gravity))
             flags |= int(_MODEL_FLAGS.MODEL_PROPERTIES)
@@ -528,6 +542,7 @@ class SolverFeatherstone(SolverNewton):
     name = "featherstone"
     penalty_contacts = True
     newton_class = newton.solvers.SolverFeatherstone
+    kinematic_joint_q = True  # (its state is the joint coordinates: a kinematic root's free joint is pinned there)
     OPTIONS = {"newton.angular_damping": "angular_damping"}
 
     def __init__(self, model, **options):
@@ -615,6 +630,7 @@ class SolverKamino(SolverNewton):
     name = "kamino"
     newton_class = newton.solvers.SolverKamino
     beta = True
+    switches_in_place = False
 
     def _make_solver(self, newton_model, options):
         config = newton.solvers.SolverKamino.Config(**options) if options else None

@@ -114,7 +114,8 @@ class SpecMap:
     """Index maps between the Model and the compiled MuJoCo model (filled after compiling)."""
 
     body_mj: np.ndarray = None  # model body -> mj body id
-    body_mocap: np.ndarray = None  # model body -> mj mocap id (-1: not a mocap body)
+    body_mocap: np.ndarray = None  # model body -> mj mocap id of its kinematic pose (-1: none)
+    body_switch: np.ndarray = None  # model body -> mj equality that holds it kinematic (-1: not switchable)
     shape_mj: np.ndarray = None  # model shape -> mj geom id (-1: not simulated)
     geom_shape: np.ndarray = None  # mj geom id -> model shape (-1: none)
     joint_mj: np.ndarray = None  # model joint -> (first) mj joint id (-1: fixed)
@@ -125,13 +126,24 @@ class SpecMap:
     joint_names: list = field(default_factory=list)
 
 
-def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | None = None, memory: int | None = None):
+def build_spec(
+    model,
+    diagnostics: Diagnostics | None = None,
+    options: dict | None = None,
+    memory: int | None = None,
+    switchable=(),
+):
     """Build the MjSpec of ``model``; returns ``(spec, handles)`` where handles keeps the spec elements
     needed to fill a :class:`SpecMap` after compiling.
 
     Options: ``options`` (constructor arguments) > ``model.mujoco.option``/``flag`` (from ``mjc:option:*``
     and ``mjc:flag:*``, or MjcSceneAPI's fallbacks when it is applied) > implicitfast integrator and
     MuJoCo's defaults. ``memory``: MuJoCo's arena in bytes (default: :func:`arena_bytes`).
+
+    A kinematic root (a body jointed to the world by one free joint, or welded to it) is a mocap body, its pose
+    taken from ``State.body_q``. A free root labelled in ``switchable`` keeps its free joint, kinematic or not, and
+    gets a mocap body of its own welded to it by an equality active while it is kinematic (:func:`add_switch`):
+    switching it on or off is then ``eq_active`` at run time, with no new compile.
     """
     diag = diagnostics if diagnostics is not None else Diagnostics()
     a = ModelArrays(model)
@@ -191,6 +203,7 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         return pose
 
     kinematic = model.body_kinematic.numpy()
+    switches = []  # free roots that can be switched kinematic at run time (see add_switch)
     # Add bodies parents first (iterative DFS from the world).
     order, stack = [], list(reversed(children[-1]))
     while stack:
@@ -207,8 +220,12 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
         body = parent_handle.add_body(name=body_names(model.body_label[b]), pos=pos, quat=xyzw_to_wxyz(quat))
         body_handles[b] = body
         welded = all(int(a.joint_type[j]) == JointType.FIXED for j in stack)
-        if parent < 0 and welded and kinematic[b]:
+        free = len(stack) == 1 and int(a.joint_type[stack[0]]) == JointType.FREE
+        if parent < 0 and free and model.body_label[b] in switchable:
+            switches.append(b)
+        elif parent < 0 and (welded or free) and kinematic[b]:
             body.mocap = True  # its pose comes from State.body_q every step
+            stack = []  # (a free joint's coordinates: its pose, which MuJoCo takes as the mocap body's)
         mass = float(a.body_mass[b])
         body.explicitinertial = True
         body.mass = mass
@@ -248,12 +265,38 @@ def build_spec(model, diagnostics: Diagnostics | None = None, options: dict | No
     add_contact_pairs(spec, model, geom_names_by_label, diag)
     add_equalities(spec, model, body_handles, joint_handles, tendon_names, diag)
     add_distance_constraints(spec, model, body_handles)
+    switch_handles = [(b, *add_switch(spec, body_handles[b], bool(kinematic[b]))) for b in switches]
     mjc_actuators = add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names, site_names)
     key_names = ElementNames(model)
     for label, time in zip(model.keyframe_label, model.keyframe_time, strict=True):
         spec.add_key(name=key_names(label), time=float(time))  # values: set by SolverMuJoCo after compiling
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles,
-                  soft_tendons, labels)  # fmt: skip
+                  soft_tendons, switch_handles, labels)  # fmt: skip
+
+
+SWITCH_SOLREF = (0.002, 1.0)
+"""The solref of a switchable body's weld to its mocap body: a time constant below any step's, which MuJoCo's refsafe
+raises to two steps (the stiffest it keeps stable), critically damped."""
+SWITCH_SOLIMP = (0.9995, 0.9999, 0.001, 0.5, 2.0)
+"""Its solimp: an impedance near 1, so that the weld holds what it carries where it is put (at MuJoCo's default
+solimp a 1 kg body held against gravity sags 0.4 mm; with this, a 1 kg pad carrying a 1 kg box at 1/480 s steps
+sags 0.2 um under C MuJoCo, 7 um under MuJoCo-Warp's float32)."""
+
+
+def add_switch(spec, body, kinematic: bool):
+    """The mocap body and weld that hold ``body`` (a free root) kinematic while the weld is active (``kinematic``: at
+    the start): the mocap body placed at ``body``, no geoms, welded to it at the identity (the body's frame on the
+    mocap body's). Returns ``(mocap body, equality)``."""
+    mocap = spec.worldbody.add_body(name=f"{body.name}:kinematic", pos=body.pos, quat=body.quat, mocap=True)
+    eq = spec.add_equality(
+        type=mujoco.mjtEq.mjEQ_WELD, objtype=mujoco.mjtObj.mjOBJ_BODY, name1=mocap.name, name2=body.name,
+        active=kinematic, solref=list(SWITCH_SOLREF), solimp=list(SWITCH_SOLIMP),
+    )  # fmt: skip
+    data = np.zeros(len(eq.data))
+    data[6] = 1.0  # the relative pose: the identity (w = 1)
+    data[10] = 1.0  # torquescale
+    eq.data = data
+    return mocap, eq
 
 
 def compile_spec(spec, handles, model, file=None):
@@ -268,13 +311,18 @@ def compile_spec(spec, handles, model, file=None):
         if "out of memory" in said or "Could not allocate memory" in said:
             said += " (give MuJoCo more memory: usdsim --mujoco-memory MIB, Simulation.open(mujoco_memory=bytes))"
         raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model{where}: {said}") from None
-    body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles, soft, _ = handles
+    body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles = handles[:7]
+    soft, switches = handles[7:9]
     stiffen_cone_limits(mj_model, model, joint_handles)
     soft_limit_solref(mj_model, model, dof_handles)
     soft_tendon_limits(mj_model, soft)
     m = SpecMap()
     m.body_mj = np.array([h.id for h in body_handles], dtype=np.int32)
     m.body_mocap = mj_model.body_mocapid[m.body_mj] if len(m.body_mj) else np.zeros(0, np.int32)
+    m.body_switch = np.full(len(m.body_mj), -1, dtype=np.int32)
+    for b, mocap, eq in switches:  # (a switchable body's kinematic pose: its mocap body's)
+        m.body_mocap[b] = mj_model.body_mocapid[mocap.id]
+        m.body_switch[b] = eq.id
     m.shape_mj = np.array([h.id if h is not None else -1 for h in geom_handles], dtype=np.int32)
     m.geom_shape = np.full(mj_model.ngeom, -1, dtype=np.int32)
     for s, g in enumerate(m.shape_mj):
