@@ -86,6 +86,25 @@ def test_next_step_autoreset_reports_the_reset_observation_with_zero_reward():
     env.close()
 
 
+def test_an_eager_step_that_gives_warp_arrays_autoresets_as_on_the_cpu():
+    """On CUDA the results are Warp arrays, and an eager step (capture="off") reads which environments finished from
+    the device: the same observations and flags as the CPU's numpy path (the CUDA path run on the CPU here)."""
+    runs = []
+    for warp_out in (False, True):
+        env = cartpole(2, solver="featherstone", capture="off", max_episode_steps=2)
+        env._host = not warp_out  # (what a CUDA device sets: Warp arrays in and out)
+        host = (lambda x: x.numpy()) if warp_out else np.asarray
+        steps = [host(env.reset(seed=0)[0])]
+        for _ in range(4):
+            obs, _, _, truncated, _ = env.step(np.zeros((2, 1), np.float32))
+            steps.append(np.concatenate([host(obs), host(truncated)[:, None]], axis=1))
+        env.close()
+        runs.append(steps)
+    assert runs[0][2][:, -1].all() and not runs[0][3][:, -1].any()  # (truncated at step 2, reset at step 3)
+    for eager, warp_out in zip(runs[0], runs[1], strict=True):
+        np.testing.assert_allclose(warp_out, eager, atol=1e-6)
+
+
 def test_same_step_autoreset_returns_the_final_observation_in_info():
     env = cartpole(2, terminated=ends_at_step(2), autoreset_mode="SameStep", max_episode_steps=10)
     assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP

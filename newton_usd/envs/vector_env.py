@@ -354,9 +354,11 @@ class StageVectorEnv(VectorEnv):
                 self.observations.gather(state, self._obs, mask=self._done)
 
     def _any(self, mask) -> bool:
-        """Whether any environment is in ``mask``: read on the host eagerly on the CPU (skipping the launches when
-        none is); always True where the step is captured (the kernels are masked)."""
-        return self._captured() or bool(self._out(mask).any())
+        """Whether any environment is in ``mask``: read on the host in an eager step (a copy on CUDA; skipping the
+        launches when none is); always True where the step is captured (the kernels are masked)."""
+        if self._captured():
+            return True
+        return bool((self._out(mask) if self._host else mask.numpy()).any())
 
     def _frames(self) -> None:
         """``frames_per_step`` frames: the solver's steps (or frame function), or the Simulation's frames with
