@@ -25,7 +25,7 @@ from .simulation.recording import Recording, attach_output_layer, default_output
 from .simulation.stepping import Stepping, kinematic_bodies
 from .simulation.worlds import WorldCopying, stage_sync
 from .solvers import SOLVERS
-from .solvers.kernel_loading import KernelLoading
+from .solvers.kernel_loading import KernelLoading, tape_safe_workers
 from .solvers.stability import auto_substeps
 from .sync import JointStateSync
 from .sync.clips import DEFAULT_CLIP_FRAMES
@@ -321,7 +321,8 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
             raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
         model = builder.finalize(device)
         options = dict(solver_options or {})
-        kernels = KernelLoading(model.device, cls.kernel_workers)  # (the solver's Warp modules, compiled as it is made)
+        # (the solver's Warp modules, compiled as it is made; none beside a differentiable run: see tape_safe_workers)
+        kernels = KernelLoading(model.device, tape_safe_workers(cls.kernel_workers, options))
         kernels.add(SOLVERS[solver].setup_kernel_modules(model.device, {**options, "backend": backend}))
         if mujoco_memory is not None:
             if solver != "mujoco":

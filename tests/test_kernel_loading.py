@@ -13,8 +13,9 @@ import sys
 import pytest
 import warp as wp
 
+from newton_usd import Simulation
 from newton_usd.cli import main
-from newton_usd.solvers.kernel_loading import load_modules
+from newton_usd.solvers.kernel_loading import load_modules, tape_safe_workers
 
 from conftest import usdsim_command
 from stages import falling_cube
@@ -102,3 +103,31 @@ def test_load_modules_compiles_what_the_cache_lacks_once(tmp_path, monkeypatch):
     x = wp.full(3, 2.0, dtype=wp.float32, device="cpu")
     wp.launch(_scale, dim=3, inputs=[x, 1.5], device="cpu")
     assert x.numpy().tolist() == [3.0, 3.0, 3.0]
+
+
+def test_the_pool_leaves_an_active_tape_alone(tmp_path, monkeypatch):
+    """Warp's load of a module opens and closes a scope on the process's active ``wp.Tape``, whichever thread loads:
+    a pool's load that straddled the caller's ``with wp.Tape()`` broke the tape ("ended tape scope, but scope not
+    present", then replayed at every load of the module). Under a tape the pool loads nothing (the module is loaded by
+    the caller's launch, on its own thread), and a differentiable Simulation (requires_grad) starts no pool."""
+    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path))
+
+    @wp.kernel(module="unique", enable_backward=True)  # (the suite compiles without adjoints: conftest.py)
+    def _twice(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32)):
+        y[wp.tid()] = 2.0 * x[wp.tid()]
+
+    x = wp.full(3, 1.0, dtype=wp.float32, device="cpu", requires_grad=True)
+    y = wp.zeros(3, dtype=wp.float32, device="cpu", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        load = load_modules([_twice.module], "cpu", max_workers=2)
+        assert load.modules == 0 and tape.scopes == [], (load, tape.scopes)  # (the pool's threads kept off it)
+        wp.launch(_twice, dim=3, inputs=[x], outputs=[y], device="cpu")
+    tape.backward(grads={y: wp.ones(3, dtype=wp.float32, device="cpu")})
+    assert x.grad.numpy().tolist() == [2.0, 2.0, 2.0]
+
+    assert tape_safe_workers(4, {"requires_grad": True}) == 0 and tape_safe_workers(4, {}) == 4
+    sim = Simulation.open(falling_cube(), solver="semi_implicit", solver_options={"requires_grad": True}, device="cpu",
+                          live=False, record=False)  # fmt: skip
+    assert sim.load_kernels().workers == 0
+    sim.close()

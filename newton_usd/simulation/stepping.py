@@ -11,7 +11,7 @@ from pxr import Gf, Sdf, UsdGeom
 from ..core.quat import gf_to_xyzw
 from ..core.types import JointType
 from ..errors import SimulationError
-from ..solvers.kernel_loading import KernelLoading, modules_named
+from ..solvers.kernel_loading import KernelLoading, modules_named, tape_safe_workers
 from .clock import DEFAULT_FRAMES
 
 
@@ -65,6 +65,7 @@ class Stepping:
             modules += modules_named(["newton_usd.simulation.device_check"])
         if self._kernel_loading is None:
             workers = self.kernel_workers if max_workers is None else max_workers
+            workers = tape_safe_workers(workers, getattr(self.solver, "options", None) or {})
             self._kernel_loading = KernelLoading(self.model.device, workers)
         self._kernel_loading.add(modules)
         return self._kernels_loaded() if wait else None

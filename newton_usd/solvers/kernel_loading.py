@@ -92,6 +92,8 @@ class KernelLoading:
             try:
                 if module is None:
                     return
+                if _tape_active():  # (left to the caller's launch, on its own thread: see tape_safe_workers)
+                    continue
                 wp.force_load(device=self.device, modules=[module], max_workers=0)
             except BaseException as e:  # noqa: BLE001  (raised by wait, in the caller's thread)
                 self._errors.append(e)
@@ -128,6 +130,22 @@ class KernelLoading:
                 except OSError:
                     return False
         return False
+
+
+def tape_safe_workers(max_workers: int | None, solver_options: dict) -> int | None:
+    """The pool's threads for a solver made with ``solver_options``: none (0) for a differentiable one
+    (``requires_grad``). Warp times a module's load in a ``ScopedTimer``, which opens and closes a scope on the
+    ``wp.Tape`` active at the time, the process's one, whichever thread loads: a pool's load that began before the
+    caller entered its tape ends a scope the tape never had (``RuntimeError: ended tape scope, but scope not present``,
+    which Warp then replays at every load of that module), and one inside it interleaves scopes with the caller's.
+    A run that means to differentiate compiles each module where it is first launched, on the caller's thread."""
+    return 0 if solver_options.get("requires_grad") else max_workers
+
+
+def _tape_active() -> bool:
+    from warp._src import context  # noqa: PLC0415  (the active wp.Tape: no public accessor)
+
+    return context.runtime is not None and context.runtime.tape is not None
 
 
 def load_modules(modules, device, max_workers: int = 1) -> KernelLoad:
