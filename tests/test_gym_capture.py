@@ -135,3 +135,19 @@ def test_xpbd_steps_the_environments():
     assert obs[0, 0] > 0.01 and obs[1, 0] < -0.01 and abs(obs[2, 0]) < 1e-3  # the pushed carts move, the others not
     assert obs[2, 1] > first[2, 1]  # the pole falls
     env.close()
+
+
+def test_the_simulation_clock_counts_replayed_steps():
+    """A replayed step runs the graph's kernels only: the Simulation's steps, frames and seconds are still counted on
+    the host, as for an eager step (they stopped at the two steps run as Python: the warm-up and the capture)."""
+    env = StageVectorEnv(2, CARTPOLE, joints=["/CartPole/CartSlider"], solver="featherstone", device="cpu",
+                         frames_per_step=2)  # fmt: skip
+    env.captures_on_cpu = True
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step(np.zeros((2, 1), np.float32))
+    sim = env.sim
+    assert (env.captures[0].eager_frames, env.captures[0].replays) == (1, 4)  # (the 2nd captured, then launched)
+    assert (sim.frame, sim.steps) == (10, 10 * sim.substeps)
+    assert sim.sim_seconds == pytest.approx(5 * env.dt)
+    env.close()

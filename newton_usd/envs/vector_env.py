@@ -296,14 +296,18 @@ class StageVectorEnv(VectorEnv):
             self._act_and_observe()
             self._call()
             self._episodes_and_resets()
-            return
-        key = self._key()
-        if self.capture == "all":
-            first.run(key, self._whole_step)
-            return
-        first.run(key, self._act_and_observe)
-        self._call()
-        second.run(key, self._episodes_and_resets)
+        elif self.capture == "all":
+            first.run(self._key(), self._whole_step)
+        else:
+            key = self._key()
+            first.run(key, self._act_and_observe)
+            self._call()
+            second.run(key, self._episodes_and_resets)
+        if not self.write_stage:  # (the host's count, once per step: a replayed graph runs the kernels only)
+            sim = self.sim
+            sim.steps += sim.substeps * self.frames_per_step
+            sim.frame += self.frames_per_step
+            sim.sim_seconds = sim.steps * sim.dt
 
     def _whole_step(self) -> None:
         self._act_and_observe()
@@ -362,7 +366,7 @@ class StageVectorEnv(VectorEnv):
 
     def _frames(self) -> None:
         """``frames_per_step`` frames: the solver's steps (or frame function), or the Simulation's frames with
-        ``write_stage``."""
+        ``write_stage`` (which count themselves; the others are counted by :meth:`_run_step`)."""
         sim = self.sim
         if self.write_stage:
             for _ in range(self.frames_per_step):
@@ -377,9 +381,6 @@ class StageVectorEnv(VectorEnv):
                 solver.step(a, b, sim.control, None, sim.dt)
                 a, b = b, a
             sim.state, self._scratch = a, b
-        sim.steps += n
-        sim.frame += self.frames_per_step
-        sim.sim_seconds = sim.steps * sim.dt
 
     # ------------------------------------------------------------------ capture
     def _captured(self) -> bool:
