@@ -151,3 +151,36 @@ def test_the_simulation_clock_counts_replayed_steps():
     assert (sim.frame, sim.steps) == (10, 10 * sim.substeps)
     assert sim.sim_seconds == pytest.approx(5 * env.dt)
     env.close()
+
+
+def test_a_reset_inside_a_captured_step_reads_nothing_on_the_host(monkeypatch):
+    """Under MuJoCo (its frames a frame function with the warp backend) the observed bodies of a reset environment are
+    brought up to date here, inside the step's graph: on CUDA a host read there (the centers of mass, an index array
+    from numpy) fails the capture, and every step then ran eagerly. On the CPU a read while capturing raises here as it
+    would there; the steps are still captured, and read as eager ones."""
+    real = wp.array.numpy
+
+    def numpy(self):
+        if wp.get_device("cpu").is_capturing:
+            raise RuntimeError("a host read inside a graph capture")
+        return real(self)
+
+    def run(capture):
+        env = StageVectorEnv(
+            2, CARTPOLE, joints=["/CartPole/CartSlider"], solver="mujoco", backend="warp", device="cpu",
+            observations=["body_velocities:/CartPole/Pole"], max_episode_steps=2, capture=capture,
+            randomize={"/CartPole/PoleHinge.state:angular:physics:velocity": (-60, 60)},
+        )  # fmt: skip
+        env.captures_on_cpu = True
+        out = [env.reset(seed=2)[0]]
+        with monkeypatch.context() as m:
+            m.setattr(wp.array, "numpy", numpy)
+            out += [env.step(np.zeros((2, 1), np.float32))[0] for _ in range(5)]
+        reason, captures = env.captures[0].eager_reason, env.captures[0].captures
+        env.close()
+        return np.stack(out), reason, captures
+
+    eager, _, _ = run("off")
+    captured, reason, captures = run("auto")
+    assert (reason, captures) == (None, 1)
+    np.testing.assert_allclose(captured, eager, atol=1e-5)
