@@ -184,3 +184,25 @@ def test_a_reset_inside_a_captured_step_reads_nothing_on_the_host(monkeypatch):
     captured, reason, captures = run("auto")
     assert (reason, captures) == (None, 1)
     np.testing.assert_allclose(captured, eager, atol=1e-5)
+
+
+def test_a_callable_that_answers_on_the_host_is_not_frozen_into_the_graph():
+    """With capture="all" the callables run once, inside the capture: a result made on the host (numpy) would be
+    copied into the graph as it was then, and every replayed step would report that step's rewards. Such a step runs
+    eagerly instead (said once), with the rewards of every step."""
+
+    def host_reward(obs, actions, env):  # (reads the observations on the host: not a Warp launch)
+        return host(obs)[:, 0] * 10.0
+
+    rewards = {}
+    for capture in ("off", "all"):
+        env = StageVectorEnv(2, CARTPOLE, joints=["/CartPole/CartSlider"], solver="featherstone", device="cpu",
+                             reward=host_reward, capture=capture)  # fmt: skip
+        env.captures_on_cpu = True
+        env.reset(seed=0)
+        rewards[capture] = np.stack([env.step(np.full((2, 1), 20.0, np.float32))[1] for _ in range(4)])
+        reason = env.captures[0].eager_reason
+        env.close()
+    assert "reward returned a ndarray inside a captured step" in reason, reason
+    assert len(np.unique(rewards["off"][:, 0])) == 4  # (the cart moves: a new reward every step)
+    np.testing.assert_allclose(rewards["all"], rewards["off"], rtol=1e-6)

@@ -458,6 +458,16 @@ class StageVectorEnv(VectorEnv):
     def _store(self, target: wp.array, values, what: str) -> None:
         """A callable's result (numpy, a Warp array, anything with DLPack; ``(num_envs,)``) into ``target``."""
         n = self.num_envs
+        if self.device.is_capturing and not (  # (capture="all": only a Warp launch's result is replayed anew)
+            isinstance(values, wp.array)
+            and values.device == target.device
+            and (target.dtype == wp.bool or values.dtype == target.dtype)
+        ):
+            raise NewtonUsdError(
+                f"{what} returned a {type(values).__name__} inside a captured step (capture='all'), not a Warp array "
+                f"of {target.dtype.__name__} on {target.device} made by Warp launches: values made on the host (or "
+                "outside Warp's graph) would be repeated at every replay; use capture='auto', or Warp launches only"
+            )
         if isinstance(values, wp.array) or (hasattr(values, "__dlpack__") and not isinstance(values, np.ndarray)):
             arr = values if isinstance(values, wp.array) else wp.from_dlpack(values)
             if arr.shape != (n,):
