@@ -421,6 +421,9 @@ class Simulation(Stepping, PipelinedRun, BlowUpCheck, Recording, LiveEdits, Worl
             self.watcher = None
         for other in self.scenes:
             other.close()
+        if self._kernel_loading is not None:  # (a run that ran no frame, an environment's: its pool stops)
+            self._kernel_loading.cancel(wait=False)
+            self._kernel_loading = None
         subs = self.stage.GetSessionLayer().subLayerPaths
         for layer in (self.output_layer, self._copies_layer):
             if layer is not None and layer.identifier in subs:

@@ -135,3 +135,74 @@ def test_xpbd_steps_the_environments():
     assert obs[0, 0] > 0.01 and obs[1, 0] < -0.01 and abs(obs[2, 0]) < 1e-3  # the pushed carts move, the others not
     assert obs[2, 1] > first[2, 1]  # the pole falls
     env.close()
+
+
+def test_the_simulation_clock_counts_replayed_steps():
+    """A replayed step runs the graph's kernels only: the Simulation's steps, frames and seconds are still counted on
+    the host, as for an eager step (they stopped at the two steps run as Python: the warm-up and the capture)."""
+    env = StageVectorEnv(2, CARTPOLE, joints=["/CartPole/CartSlider"], solver="featherstone", device="cpu",
+                         frames_per_step=2)  # fmt: skip
+    env.captures_on_cpu = True
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step(np.zeros((2, 1), np.float32))
+    sim = env.sim
+    assert (env.captures[0].eager_frames, env.captures[0].replays) == (1, 4)  # (the 2nd captured, then launched)
+    assert (sim.frame, sim.steps) == (10, 10 * sim.substeps)
+    assert sim.sim_seconds == pytest.approx(5 * env.dt)
+    env.close()
+
+
+def test_a_reset_inside_a_captured_step_reads_nothing_on_the_host(monkeypatch):
+    """Under MuJoCo (its frames a frame function with the warp backend) the observed bodies of a reset environment are
+    brought up to date here, inside the step's graph: on CUDA a host read there (the centers of mass, an index array
+    from numpy) fails the capture, and every step then ran eagerly. On the CPU a read while capturing raises here as it
+    would there; the steps are still captured, and read as eager ones."""
+    real = wp.array.numpy
+
+    def numpy(self):
+        if wp.get_device("cpu").is_capturing:
+            raise RuntimeError("a host read inside a graph capture")
+        return real(self)
+
+    def run(capture):
+        env = StageVectorEnv(
+            2, CARTPOLE, joints=["/CartPole/CartSlider"], solver="mujoco", backend="warp", device="cpu",
+            observations=["body_velocities:/CartPole/Pole"], max_episode_steps=2, capture=capture,
+            randomize={"/CartPole/PoleHinge.state:angular:physics:velocity": (-60, 60)},
+        )  # fmt: skip
+        env.captures_on_cpu = True
+        out = [env.reset(seed=2)[0]]
+        with monkeypatch.context() as m:
+            m.setattr(wp.array, "numpy", numpy)
+            out += [env.step(np.zeros((2, 1), np.float32))[0] for _ in range(5)]
+        reason, captures = env.captures[0].eager_reason, env.captures[0].captures
+        env.close()
+        return np.stack(out), reason, captures
+
+    eager, _, _ = run("off")
+    captured, reason, captures = run("auto")
+    assert (reason, captures) == (None, 1)
+    np.testing.assert_allclose(captured, eager, atol=1e-5)
+
+
+def test_a_callable_that_answers_on_the_host_is_not_frozen_into_the_graph():
+    """With capture="all" the callables run once, inside the capture: a result made on the host (numpy) would be
+    copied into the graph as it was then, and every replayed step would report that step's rewards. Such a step runs
+    eagerly instead (said once), with the rewards of every step."""
+
+    def host_reward(obs, actions, env):  # (reads the observations on the host: not a Warp launch)
+        return host(obs)[:, 0] * 10.0
+
+    rewards = {}
+    for capture in ("off", "all"):
+        env = StageVectorEnv(2, CARTPOLE, joints=["/CartPole/CartSlider"], solver="featherstone", device="cpu",
+                             reward=host_reward, capture=capture)  # fmt: skip
+        env.captures_on_cpu = True
+        env.reset(seed=0)
+        rewards[capture] = np.stack([env.step(np.full((2, 1), 20.0, np.float32))[1] for _ in range(4)])
+        reason = env.captures[0].eager_reason
+        env.close()
+    assert "reward returned a ndarray inside a captured step" in reason, reason
+    assert len(np.unique(rewards["off"][:, 0])) == 4  # (the cart moves: a new reward every step)
+    np.testing.assert_allclose(rewards["all"], rewards["off"], rtol=1e-6)

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 import warp as wp
@@ -131,3 +132,53 @@ def test_the_pool_leaves_an_active_tape_alone(tmp_path, monkeypatch):
                           live=False, record=False)  # fmt: skip
     assert sim.load_kernels().workers == 0
     sim.close()
+
+
+def test_a_differentiable_run_waits_for_the_pools_before_it(monkeypatch):
+    """A pool that nothing waited for (a Simulation that ran no frame, an environment's) could still be loading when a
+    later differentiable run enters its tape, and straddle it. The differentiable run's setup cancels such pools: the
+    modules not begun are dropped, the load under way is waited for, each module's loads are unlocked again; a closed
+    Simulation's pool stops likewise."""
+    from newton_usd.solvers import kernel_loading
+
+    @wp.kernel(module="unique")
+    def _one(x: wp.array(dtype=wp.float32)):
+        x[wp.tid()] = 1.0
+
+    @wp.kernel(module="unique")
+    def _two(x: wp.array(dtype=wp.float32)):
+        x[wp.tid()] = 2.0
+
+    began, release, loads = threading.Event(), threading.Event(), []
+
+    def force_load(device, modules, max_workers):  # (a load that takes as long as the test says)
+        loads.append(modules[0])
+        began.set()
+        assert release.wait(60)
+
+    monkeypatch.setattr(kernel_loading.wp, "force_load", force_load)
+    pool = kernel_loading.KernelLoading("cpu", 1)
+    pool.add([_one.module, _two.module])
+    assert began.wait(60)  # (the pool's thread is loading _one; _two waits in the queue)
+    settled = threading.Thread(target=tape_safe_workers, args=(None, {"requires_grad": True}))
+    settled.start()
+    settled.join(0.2)
+    assert settled.is_alive()  # (waits for the load under way)
+    release.set()
+    settled.join(60)
+    assert not settled.is_alive()
+    assert loads == [_one.module]  # (_two dropped: loaded where it is launched)
+    assert "load" not in _one.module.__dict__ and "load" not in _two.module.__dict__
+
+    began.clear()
+    release.clear()
+    monkeypatch.setattr(Simulation, "kernel_workers", 0)
+    sim = Simulation.open(falling_cube(), solver="xpbd", device="cpu", live=False, record=False)
+    sim._kernel_loading = pool = kernel_loading.KernelLoading("cpu", 1)  # (a pool still loading at the close)
+    pool.add([_two.module, _one.module])
+    assert began.wait(60)
+    sim.close()  # (does not wait for the load under way)
+    assert "load" not in _two.module.__dict__ and "load" not in _one.module.__dict__
+    release.set()
+    tape_safe_workers(None, {"requires_grad": True})  # (and a differentiable run waits for it)
+    assert loads == [_one.module, _two.module] and not kernel_loading._pools

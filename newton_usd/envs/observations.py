@@ -21,7 +21,8 @@ import numpy as np
 import warp as wp
 
 from ..errors import NewtonUsdError
-from ..kinematics import eval_fk, jacobian
+from ..kinematics import eval_fk
+from ..kinematics.jacobian import body_indices, jacobians
 from ..selection import ArticulationView, RigidBodyView, RigidContactView
 from ..selection.kernels import flat
 from .actions import per_env_columns
@@ -144,13 +145,24 @@ class Observations:
         if "body_qd" not in self.body_fields:
             return
         per = model.body_count // model.num_worlds
-        com = model.body_com.numpy()
         qd = state.joint_qd
-        for b in self._bodies:
-            local = b % per
-            J = jacobian(model, state, local, offset=tuple(float(c) for c in com[local]))
+        for local, index, com in self._jacobian_points(model):
+            J = jacobians(model, state, index, offset=com)
+            J = J.reshape((J.shape[0], 6, J.shape[3]))
             wp.launch(_body_velocity_from_jacobian, dim=J.shape[0], inputs=[J, qd, mask, local, per],
                       outputs=[state.body_qd], device=J.device)  # fmt: skip
+
+    def _jacobian_points(self, model) -> list:
+        """``[(world-0 body, its index array, its center of mass)]`` of the observed bodies, read from the model once
+        (a reset inside a captured step reads nothing on the host: on CUDA a read there fails the capture)."""
+        points = self.__dict__.get("_points")
+        if points is None or points[0] is not model:
+            per = model.body_count // model.num_worlds
+            com = model.body_com.numpy()
+            locals_ = sorted({b % per for b in self._bodies})
+            points = self._points = (model, [(b, body_indices(model, [b]), tuple(float(c) for c in com[b]))
+                                             for b in locals_])  # fmt: skip
+        return points[1]
 
 
 class _RowsOf:

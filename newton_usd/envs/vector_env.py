@@ -296,14 +296,18 @@ class StageVectorEnv(VectorEnv):
             self._act_and_observe()
             self._call()
             self._episodes_and_resets()
-            return
-        key = self._key()
-        if self.capture == "all":
-            first.run(key, self._whole_step)
-            return
-        first.run(key, self._act_and_observe)
-        self._call()
-        second.run(key, self._episodes_and_resets)
+        elif self.capture == "all":
+            first.run(self._key(), self._whole_step)
+        else:
+            key = self._key()
+            first.run(key, self._act_and_observe)
+            self._call()
+            second.run(key, self._episodes_and_resets)
+        if not self.write_stage:  # (the host's count, once per step: a replayed graph runs the kernels only)
+            sim = self.sim
+            sim.steps += sim.substeps * self.frames_per_step
+            sim.frame += self.frames_per_step
+            sim.sim_seconds = sim.steps * sim.dt
 
     def _whole_step(self) -> None:
         self._act_and_observe()
@@ -362,7 +366,7 @@ class StageVectorEnv(VectorEnv):
 
     def _frames(self) -> None:
         """``frames_per_step`` frames: the solver's steps (or frame function), or the Simulation's frames with
-        ``write_stage``."""
+        ``write_stage`` (which count themselves; the others are counted by :meth:`_run_step`)."""
         sim = self.sim
         if self.write_stage:
             for _ in range(self.frames_per_step):
@@ -377,9 +381,6 @@ class StageVectorEnv(VectorEnv):
                 solver.step(a, b, sim.control, None, sim.dt)
                 a, b = b, a
             sim.state, self._scratch = a, b
-        sim.steps += n
-        sim.frame += self.frames_per_step
-        sim.sim_seconds = sim.steps * sim.dt
 
     # ------------------------------------------------------------------ capture
     def _captured(self) -> bool:
@@ -457,6 +458,16 @@ class StageVectorEnv(VectorEnv):
     def _store(self, target: wp.array, values, what: str) -> None:
         """A callable's result (numpy, a Warp array, anything with DLPack; ``(num_envs,)``) into ``target``."""
         n = self.num_envs
+        if self.device.is_capturing and not (  # (capture="all": only a Warp launch's result is replayed anew)
+            isinstance(values, wp.array)
+            and values.device == target.device
+            and (target.dtype == wp.bool or values.dtype == target.dtype)
+        ):
+            raise NewtonUsdError(
+                f"{what} returned a {type(values).__name__} inside a captured step (capture='all'), not a Warp array "
+                f"of {target.dtype.__name__} on {target.device} made by Warp launches: values made on the host (or "
+                "outside Warp's graph) would be repeated at every replay; use capture='auto', or Warp launches only"
+            )
         if isinstance(values, wp.array) or (hasattr(values, "__dlpack__") and not isinstance(values, np.ndarray)):
             arr = values if isinstance(values, wp.array) else wp.from_dlpack(values)
             if arr.shape != (n,):

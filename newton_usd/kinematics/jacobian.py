@@ -164,19 +164,29 @@ def jacobian(model, state, body, offset=(0.0, 0.0, 0.0), joint_q=None) -> wp.arr
 
 
 def jacobians(model, state, bodies, offset=(0.0, 0.0, 0.0), joint_q=None) -> wp.array:
-    """:func:`jacobian` of several bodies at once: ``(worlds, len(bodies), 6, dofs)`` (the frames computed once)."""
+    """:func:`jacobian` of several bodies at once: ``(worlds, len(bodies), 6, dofs)`` (the frames computed once).
+    ``bodies`` may be an int32 Warp array of world-0 body indices on the model's device (:func:`body_indices`): then
+    nothing is copied from the host, as a call inside a captured graph needs."""
     t = tables(model)
-    index = np.array([t.body_index(b) for b in bodies], dtype=np.int32)
+    index = bodies if isinstance(bodies, wp.array) else body_indices(model, bodies)
     f = _frames(model, state, joint_q)
-    out = wp.zeros((t.worlds, len(index), 6, t.dofs), dtype=wp.float32, device=model.device)
-    if t.dofs and len(index):
+    n = index.shape[0]
+    out = wp.zeros((t.worlds, n, 6, t.dofs), dtype=wp.float32, device=model.device)
+    if t.dofs and n:
         wp.launch(
-            body_jacobians, dim=(t.worlds, len(index), t.dofs),
-            inputs=[t.dof_angular, t.chain, wp.array(index, dtype=wp.int32, device=model.device), t.bodies, t.dofs,
+            body_jacobians, dim=(t.worlds, n, t.dofs),
+            inputs=[t.dof_angular, t.chain, index, t.bodies, t.dofs,
                     wp.vec3d(*np.asarray(offset, dtype=np.float64)), f.body_x, f.dof_axis, f.dof_anchor],
             outputs=[out], device=model.device,
         )  # fmt: skip
     return out
+
+
+def body_indices(model, bodies) -> wp.array:
+    """``bodies`` (world-0 indices or prim paths) as the int32 Warp array of world-0 indices :func:`jacobians` takes."""
+    t = tables(model)
+    index = np.array([t.body_index(b) for b in bodies], dtype=np.int32)
+    return wp.array(index, dtype=wp.int32, device=model.device)
 
 
 def mass_matrix(model, state, joint_q=None) -> wp.array:

@@ -21,6 +21,7 @@ import os
 import queue
 import threading
 import time
+import weakref
 
 import warp as wp
 
@@ -39,6 +40,9 @@ class KernelLoad:
     """Of which compiled (not found in Warp's kernel cache)."""
     workers: int = 0
     """The pool's threads (0: none; the caller loaded them all as it met them)."""
+
+
+_pools = weakref.WeakSet()  # the KernelLoadings whose pools may be loading (until wait or cancel)
 
 
 def modules_named(names) -> list:
@@ -71,12 +75,14 @@ class KernelLoading:
         self._given = []  # the modules given to the pool (their loads made one at a time)
         self._threads = 0
         self._errors = []
+        self._finished = False
         self._t0, self._started = time.perf_counter(), time.time()
         self._loaded_before = _loaded_modules(self.device)
 
     def add(self, modules) -> None:
-        """Give the pool ``modules`` (Warp modules) to load, those not loaded nor given yet (none without a pool)."""
-        for module in modules if self._workers else ():
+        """Give the pool ``modules`` (Warp modules) to load, those not loaded nor given yet (none without a pool, or
+        once waited for or cancelled)."""
+        for module in modules if self._workers and not self._finished else ():
             if _loaded(module, self.device) or any(module is m for m in self._given):
                 continue
             _one_load_at_a_time(module)
@@ -85,6 +91,7 @@ class KernelLoading:
             if self._threads < self._workers:
                 threading.Thread(target=self._work, name="newton_usd-kernels", daemon=True).start()
                 self._threads += 1
+                _pools.add(self)
 
     def _work(self) -> None:
         while True:
@@ -103,18 +110,39 @@ class KernelLoading:
     def wait(self) -> KernelLoad:
         """Once the pool has loaded every module given: what was loaded since the start (raises the pool's first
         error, e.g. a compile that failed)."""
-        self._queue.join()
-        for _ in range(self._threads):
-            self._queue.put(None)
-        for module in self._given:
-            if getattr(module.__dict__.get("load"), "_one_at_a_time", False):
-                del module.load
+        self._finish()
         if self._errors:
             raise self._errors[0]
         seconds = time.perf_counter() - self._t0
         loaded = _loaded_modules(self.device) - self._loaded_before
         compiled = sum(1 for name in loaded if self._compiled(name))
         return KernelLoad(seconds, len(loaded), compiled, self._threads)
+
+    def cancel(self, wait: bool = True) -> None:
+        """Drop the modules the pool has not begun (the run that started it ended, or a differentiable one starts: see
+        :func:`tape_safe_workers`), and with ``wait`` wait for the loads under way (else the threads end after them);
+        their errors are dropped (a module that failed fails again where it is launched)."""
+        while not self._finished:  # (once finished, the queue holds the threads' stops only)
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+            self._queue.task_done()
+        self._finish(wait)
+
+    def _finish(self, wait: bool = True) -> None:
+        """The threads told to stop and each module's loads unlocked; with ``wait``, once the loads given are done."""
+        if wait:
+            self._queue.join()
+            _pools.discard(self)
+        if self._finished:
+            return
+        self._finished = True
+        for _ in range(self._threads):
+            self._queue.put(None)
+        for module in self._given:
+            if getattr(module.__dict__.get("load"), "_one_at_a_time", False):
+                del module.load
 
     def _compiled(self, name: str) -> bool:
         """Whether module ``name`` was compiled since the start: its folder in Warp's kernel cache (where a compile
@@ -138,8 +166,14 @@ def tape_safe_workers(max_workers: int | None, solver_options: dict) -> int | No
     ``wp.Tape`` active at the time, the process's one, whichever thread loads: a pool's load that began before the
     caller entered its tape ends a scope the tape never had (``RuntimeError: ended tape scope, but scope not present``,
     which Warp then replays at every load of that module), and one inside it interleaves scopes with the caller's.
-    A run that means to differentiate compiles each module where it is first launched, on the caller's thread."""
-    return 0 if solver_options.get("requires_grad") else max_workers
+    A run that means to differentiate compiles each module where it is first launched, on the caller's thread, and
+    the pools of the runs before it (one that ran no frame, an environment's: nothing waited for them) are cancelled
+    here, their loads under way waited for, so that none straddles its tape."""
+    if not solver_options.get("requires_grad"):
+        return max_workers
+    for pool in list(_pools):
+        pool.cancel()
+    return 0
 
 
 def _tape_active() -> bool:
