@@ -2,9 +2,12 @@
 spaces, Gymnasium's autoreset modes, repeatable seeding, resets to the authored state, a keyframe or randomized
 starts and model values (in place), observation fields by pattern, actions by prim pattern and their errors."""
 
+import logging
+
 import gymnasium
 import numpy as np
 import pytest
+import warp as wp
 from gymnasium.vector import AutoresetMode
 from pxr import Sdf, Usd, Vt
 
@@ -262,6 +265,24 @@ def test_bad_actions_say_what_is_wrong():
         env.reward_fn = lambda obs, a, env: np.zeros(3)
         env.step(np.zeros((2, 1)))
     env.close()
+
+
+def test_nan_device_actions_are_written_as_zero_counted_and_said_at_close(caplog):
+    """Actions given as a device array (what a CUDA policy hands over) are not read back: a NaN or infinite value is
+    written as 0, as a zero action steps, counted in nan_actions, and close() says so, naming the DOFs."""
+    runs = []
+    for actions in (np.array([[np.nan], [np.inf]], np.float32), np.zeros((2, 1), np.float32)):
+        env = cartpole(2)
+        env.reset(seed=0)
+        obs = env.step(wp.array(actions, dtype=wp.float32, device="cpu"))[0]
+        runs.append((np.array(obs), env.nan_actions))
+        with caplog.at_level(logging.WARNING, logger="newton_usd"):
+            env.close()
+    (bad_obs, bad_count), (zero_obs, zero_count) = runs
+    assert (bad_count, zero_count) == (2, 0)
+    np.testing.assert_array_equal(bad_obs, zero_obs)
+    said = [r.getMessage() for r in caplog.records if "NaN or infinite" in r.getMessage()]
+    assert len(said) == 1 and "2 action value(s)" in said[0] and "CartSlider" in said[0], said
 
 
 def test_without_gymnasium_the_error_names_the_extra(tmp_path):

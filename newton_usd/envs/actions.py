@@ -82,7 +82,7 @@ class Actions:
         self.index = wp.array(dofs.astype(np.int32), dtype=wp.int32, device=device)
         self._low = wp.array(self.low, dtype=wp.float32, device=device)
         self._high = wp.array(self.high, dtype=wp.float32, device=device)
-        self.bad = wp.zeros(1, dtype=wp.int32, device=device)  # NaN actions seen (see write_actions)
+        self.bad = wp.zeros(1, dtype=wp.int32, device=device)  # NaN/infinite device actions (write_actions)
         self._launch = Launches()
 
     @property
@@ -132,8 +132,8 @@ class Actions:
 
     def load(self, actions, buffer: wp.array) -> None:
         """Copy ``actions`` into ``buffer`` (``(num_envs, size)`` float32, on the model's device); a clear error for a
-        wrong shape or NaN (checked on the host for host arrays; a device array's NaNs are counted in :attr:`bad`
-        by the kernel and written as 0)."""
+        wrong shape or NaN (checked on the host for host arrays; a device array's NaN or infinite values are
+        counted in :attr:`bad` by the kernel and written as 0: reading them would wait for the device every step)."""
         shape = (self.num_envs, self.size)
         if isinstance(actions, wp.array) or (hasattr(actions, "__dlpack__") and not isinstance(actions, np.ndarray)):
             arr = actions if isinstance(actions, wp.array) else wp.from_dlpack(actions)

@@ -23,11 +23,11 @@ def write_actions(
     target: wp.array(dtype=wp.float32),
     bad: wp.array(dtype=wp.int32),
 ):
-    """``target[index[e, a]] = clamp(actions[e, a], low[a], high[a])``; a NaN action is counted in ``bad[0]`` and
-    written as 0 (it never reaches the solver)."""
+    """``target[index[e, a]] = clamp(actions[e, a], low[a], high[a])``; a NaN or infinite action is counted in
+    ``bad[0]`` and written as 0 (it never reaches the solver)."""
     e, a = wp.tid()
     v = actions[e, a]
-    if v != v:
+    if not wp.isfinite(v):
         wp.atomic_add(bad, 0, 1)
         v = 0.0
     target[index[e, a]] = wp.clamp(v, low[a], high[a])

@@ -20,6 +20,8 @@ then one graph launch and nothing is read back. C MuJoCo steps on the host: its 
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import warp as wp
 from gymnasium import spaces
@@ -35,6 +37,8 @@ from .actions import Actions
 from .kernels import Launches, episode_bookkeeping, flags_from, start_episodes
 from .observations import Observations
 from .resets import ModelValues, Starts, split_randomize
+
+logger = logging.getLogger("newton_usd")
 
 CAPTURE = ("auto", "all", "off")
 
@@ -201,6 +205,13 @@ class StageVectorEnv(VectorEnv):
     def observation_names(self) -> list:
         """What each observation column is."""
         return list(self.observations.names)
+
+    @property
+    def nan_actions(self) -> int:
+        """How many action values given as device arrays (Warp arrays, tensors) were NaN or infinite since the
+        environment was made: each was written as 0 (never reaching the solver). Reading it waits for the device;
+        :meth:`close` warns when it is not 0. Actions given as numpy with such values raise at :meth:`step`."""
+        return int(self.actions.bad.numpy()[0])
 
     @property
     def episode_steps(self):
@@ -452,7 +463,12 @@ class StageVectorEnv(VectorEnv):
         return obs, reward, terminated, truncated, info
 
     def close_extras(self, **kwargs) -> None:
-        """Close the Simulation (its output layer leaves the stage); ``close()`` calls it once."""
+        """Close the Simulation (its output layer leaves the stage); ``close()`` calls it once. Says how many device
+        actions were NaN or infinite (:attr:`nan_actions`), if any."""
+        bad = self.nan_actions
+        if bad:
+            logger.warning("%s: %d action value(s) given as device arrays were NaN or infinite and were written as 0 "
+                           "(columns: %s)", self.sim.source_file, bad, ", ".join(self.actions.names))  # fmt: skip
         self.sim.close()
 
     def _store(self, target: wp.array, values, what: str) -> None:
