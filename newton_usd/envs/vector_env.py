@@ -488,6 +488,8 @@ class StageVectorEnv(VectorEnv):
             arr = values if isinstance(values, wp.array) else wp.from_dlpack(values)
             if arr.shape != (n,):
                 raise NewtonUsdError(f"{what} returned shape {tuple(arr.shape)}: expected ({n},), one per environment")
+            if arr.device != target.device:  # (e.g. a CPU tensor for a CUDA environment: copied over)
+                arr = arr.to(target.device)
             if target.dtype == wp.bool:
                 wp.launch(flags_from, dim=n, inputs=[arr], outputs=[target], device=target.device)
             elif arr.dtype == target.dtype:
