@@ -556,6 +556,62 @@ def test_usdsim_run_view_writes_the_page(tmp_path, capsys):
     assert "watching the run at http://127.0.0.1:" in err.err
 
 
+def _red_cube_and_camera(path):
+    """A red 0.2 m cube (a rigid body over a ground) at (0, 0, 1) and /Cam, 6 m in front of it, looking at it."""
+    stage = falling_cube(str(path))
+    UsdGeom.Gprim(stage.GetPrimAtPath("/Cube")).CreateDisplayColorAttr([Gf.Vec3f(*RED)])
+    cam = UsdGeom.Camera.Define(stage, "/Cam")
+    cam.CreateFocalLengthAttr(35.0)
+    look = Gf.Matrix4d().SetLookAt(Gf.Vec3d(0, -6, 1), Gf.Vec3d(0, 0, 1), Gf.Vec3d(0, 0, 1)).GetInverse()
+    cam.AddTransformOp().Set(look)
+    stage.Save()
+    return str(path)
+
+
+@needs_gl
+def test_usdsim_run_video_looks_through_the_camera_asked(tmp_path, capsys):
+    """usdsim STAGE --video OUT --camera PATH: the run's video through the stage's camera (the cube it looks at in
+    the middle of the first frame); a camera that is not there is one line, exit 2, before simulating: nothing
+    written; a view flag without --view or --video is an error too."""
+    from newton_usd.cli import main  # noqa: PLC0415
+
+    stage = _red_cube_and_camera(tmp_path / "cube.usda")
+    out = tmp_path / "run.mp4"
+    assert main([stage, "-n", "3", "--video", str(out), "--camera", "/Cam", "-q"]) == 0
+    assert "through /Cam" in capsys.readouterr().out
+    x, y, _ = _red_centroid(_decode(out)[0])
+    assert abs(x - 320) < 4 and abs(y - 240) < 4, (x, y)
+    before = set(os.listdir(tmp_path))
+    assert main([stage, "-n", "3", "--video", str(tmp_path / "nope.mp4"), "--camera", "/Nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--camera /Nope: no such prim (the stage's cameras: /Cam)" in err and len(err.strip().splitlines()) == 1
+    assert main([stage, "-n", "3", "--fixed"]) == 2
+    assert "--fixed chooses the view of --view or --video" in capsys.readouterr().err
+    assert set(os.listdir(tmp_path)) == before
+
+
+def test_live_run_looks_through_the_camera_asked_or_the_primary_one(tmp_path):
+    """usdsim STAGE --view --camera PATH serves the run through that camera; without it, through the camera the
+    stage marks as its primary one; --follow frames the default view on the prim."""
+    from pxr import Usd  # noqa: PLC0415
+
+    from newton_usd.view.serve import LiveRun  # noqa: PLC0415
+
+    stage = Usd.Stage.Open(_red_cube_and_camera(tmp_path / "cube.usda"))
+    for kw, what in (({"camera": "/Cam"}, "through /Cam"), ({"follow": "/Cube"}, "framed on /Cube"), ({}, "default")):
+        live = LiveRun(stage, port=0, **kw)
+        try:
+            assert what in live.view.view.what, (kw, live.view.view.what)
+        finally:
+            live.close()
+    stage.GetRootLayer().customLayerData = {"cameraSettings": {"boundCamera": "/Cam"}}
+    live = LiveRun(stage, port=0)
+    try:
+        assert "through /Cam" in live.view.view.what
+    finally:
+        live.close()
+
+
 def test_recording_of_every_nth_frame_plays_its_frames(tmp_path):
     """usdsim --record-every 3 writes frames 0, 3, ..., and the last: those are the frames shown, each
     at its own time."""

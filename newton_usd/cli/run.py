@@ -14,7 +14,7 @@ from ..errors import UsdInputError
 from ..run_options import DEFAULT_CLIP_FRAMES, run_parser
 from ..usd.files import check_stage_file
 from .common import EXIT_INTERRUPTED, EXIT_SIMULATION, WRITE_BATCH, count, fail, init_warp, listed
-from .view import add_run_flags, after_run, check_run_flags, live_view
+from .view import add_run_flags, after_run, check_run_camera, check_run_flags, live_view
 
 
 def _run(args) -> int:
@@ -50,6 +50,7 @@ def _run(args) -> int:
         return fail(problem, args)
     try:  # a wrong path said at once, before the imports of USD's plugins, Warp and Newton (seconds)
         check_stage_file(args.stage)
+        check_run_camera(args)  # --camera: a camera of the stage, before simulating
     except UsdInputError as e:
         return fail(str(e), args)
     return interruptible(lambda job: _simulate(args, job))

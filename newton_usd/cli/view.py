@@ -218,6 +218,7 @@ def add_run_flags(parser) -> None:
     g.add_argument("--view", action="store_true", help="watch the run live in a browser (http://127.0.0.1:8080, "
                    "or a free port), and write a page playing it (OUTPUT's name with .html) at the end")  # fmt: skip
     g.add_argument("--video", metavar="OUT.mp4", help="render the recording to an MP4 after the run")
+    _add_view_flags(parser)
 
 
 def check_run_flags(args) -> str | None:
@@ -236,7 +237,29 @@ def check_run_flags(args) -> str | None:
         return str(e)
     if (getattr(args, "view", False) or getattr(args, "video", None)) and getattr(args, "benchmark", False):
         return "--view and --video show what the run writes: not with --benchmark"
+    chosen = next((f for f in ("camera", "follow", "fixed") if getattr(args, f, None)), None)
+    if chosen and not (getattr(args, "view", False) or getattr(args, "video", None)):
+        return f"--{chosen} chooses the view of --view or --video: give one of them"
     return None
+
+
+def check_run_camera(args) -> None:
+    """``usdsim STAGE --camera PATH``: a Camera prim of STAGE (else :class:`UsdInputError`), checked before
+    simulating (the file itself checked already)."""
+    if getattr(args, "camera", None):
+        from ..view.scene import open_stage  # noqa: PLC0415
+
+        _check_camera(open_stage(args.stage), args)
+
+
+def _view_argv(args) -> list:
+    """The view flags of ``usdsim STAGE`` (``--camera``, ``--follow``, ``--fixed``) as ``usdsim view/video`` take
+    them."""
+    if getattr(args, "camera", None):
+        return ["--camera", args.camera]
+    if getattr(args, "follow", None):
+        return ["--follow", args.follow]
+    return ["--fixed"] if getattr(args, "fixed", False) else []
 
 
 def live_view(args, sim):
@@ -246,7 +269,7 @@ def live_view(args, sim):
         return None
     from ..view.serve import LiveRun  # noqa: PLC0415
 
-    return LiveRun(sim.stage)
+    return LiveRun(sim.stage, camera=getattr(args, "camera", None), follow=getattr(args, "follow", None))
 
 
 def after_run(args, output, live=None) -> int:
@@ -258,9 +281,9 @@ def after_run(args, output, live=None) -> int:
         return 0
     status = 0
     if getattr(args, "view", False):
-        status = main(["view", str(output)]) or status
+        status = main(["view", str(output), *_view_argv(args)]) or status
     if getattr(args, "video", None):
-        status = main(["video", str(output), "-o", args.video]) or status
+        status = main(["video", str(output), "-o", args.video, *_view_argv(args)]) or status
     if not getattr(args, "view", False) and not getattr(args, "video", None) and not getattr(args, "quiet", False):
         print(f"usdsim: to watch it: usdsim view {output} (a web page) or usdsim video {output}", file=sys.stderr)
     return status

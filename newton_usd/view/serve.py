@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..errors import UsdInputError
-from .camera import CameraView, default_view
+from .camera import CameraView, choose_view, default_view, primary_camera
 from .page import SceneNodes, set_camera, start_server, stop_server
 from .scene import Scene, read_scene
 
@@ -122,15 +122,23 @@ class LiveRun:
     Args:
         stage: The simulation's stage (its output layer receives the frames).
         port: The port (None: 8080, or any free one when 8080 is taken).
+        camera: Look through this Camera prim (None: the stage's primary camera, if it marks one).
+        follow: Without a camera, the default view framed on this prim (None: on the bodies).
+
+    The frames to come are unknown when the page opens: the view is the one at the first frame, kept still (the
+    page written at the end, and the video, follow the bodies or the camera's animation).
     """
 
     POLL_SECONDS = 0.5
 
-    def __init__(self, stage, port: int | None = None):
+    def __init__(self, stage, port: int | None = None, camera: str | None = None, follow: str | None = None):
         self.scene = read_scene(stage, frames=1)
         self.scene.shown = None  # (a visibility that varies in time is not followed live)
         self.scene.animated = True
         self.scene.times = self.scene.times[:1]
+        if camera is None and follow is None and (primary := primary_camera(stage)) is not None:
+            camera = str(primary[0])
+        view = choose_view(stage, self.scene, camera=camera, follow=follow, fixed=True)
         if port is None:
             try:
                 check_port(DEFAULT_PORT)
@@ -138,7 +146,7 @@ class LiveRun:
             except UsdInputError:
                 port = 0
         self.server = start_server(HOST, port)
-        self.view = LiveScene(self.server, self.scene, live=True)
+        self.view = LiveScene(self.server, self.scene, live=True, view=view)
         self._polled = 0.0
         self._shown = None  # the last time code shown
         self._start = stage.GetStartTimeCode() if stage.HasAuthoredTimeCodeRange() else 0.0
