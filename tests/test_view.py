@@ -541,6 +541,9 @@ def test_live_run_shows_frames_as_they_are_written(tmp_path):
             op.Set(Gf.Vec3d(-0.4, 0, 2.0 - 0.05 * f), f)
         live.update(29, 30, 40, force=True)
         assert live.scene.frames == 30 and "frame 30 of 40" in live.view.status.content
+        view = live.view.view  # (the default view follows the bodies as their frames arrive)
+        assert view.frames == 30 and "following" in view.what, view.what
+        assert view.target[-1][2] < view.target[0][2] - 0.3, view.target[[0, -1]]
     finally:
         live.close()
 

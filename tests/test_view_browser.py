@@ -212,3 +212,36 @@ def test_the_page_looks_through_the_stage_camera(browser, tmp_path):
             assert page.errors == []
         finally:
             page.close()
+
+
+def test_the_live_page_follows_a_falling_body(browser, tmp_path):
+    """usdsim STAGE --view: as the run's frames arrive, the default view follows the bodies: a box falling 29 m
+    stays in the middle third of the page at every batch."""
+    from pxr import Usd, UsdGeom  # noqa: PLC0415
+
+    from newton_usd.view.serve import LiveRun  # noqa: PLC0415
+
+    stage = Usd.Stage.Open(tracked_fall(tmp_path / "fall.usda", frames=48, companion=False))
+    op = UsdGeom.Xformable(stage.GetPrimAtPath("/Falling")).GetOrderedXformOps()[0]
+    samples = {t: op.Get(t) for t in op.GetAttr().GetTimeSamples()}
+    op.GetAttr().Clear()  # the run has not written anything yet
+    op.Set(samples[0])
+    live = LiveRun(stage, port=0)
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        page.goto(f"http://127.0.0.1:{live.server.get_port()}/")
+        page.wait_for_selector("canvas", timeout=LOAD_TIMEOUT_MS)
+        for written in (16, 32, 48):  # three batches of frames, as usdsim writes them
+            for t in range(written):
+                op.Set(samples[t], t)
+            live.update(written - 1, written, 48, force=True)
+            page.wait_for_timeout(2500)  # (the browser's camera moves with the frame shown)
+            from PIL import Image  # noqa: PLC0415
+
+            image = np.asarray(Image.open(io.BytesIO(page.locator("canvas").first.screenshot())).convert("RGB"))
+            x, y, _ = red_centroid(image)
+            w, h = image.shape[1], image.shape[0]
+            assert w / 3 < x < 2 * w / 3 and h / 3 < y < 2 * h / 3, (written, x, y, samples[written - 1])
+    finally:
+        page.close()
+        live.close()

@@ -41,7 +41,8 @@ class LiveScene:
     Args:
         server: A ``viser.ViserServer``.
         scene: The scene.
-        live: A run being simulated (the frames grow; the view is the first frame's, still).
+        live: A run being simulated (the frames grow; the default view is the first frame's, still, unless the
+            caller sets :attr:`view` anew as they come: :class:`LiveRun` does).
         view: Where the camera is at each frame (default: the default view); where it moves, each
             browser's camera moves with it as the frame changes.
     """
@@ -125,8 +126,9 @@ class LiveRun:
         camera: Look through this Camera prim (None: the stage's primary camera, if it marks one).
         follow: Without a camera, the default view framed on this prim (None: on the bodies).
 
-    The frames to come are unknown when the page opens: the view is the one at the first frame, kept still (the
-    page written at the end, and the video, follow the bodies or the camera's animation).
+    Without a camera the default view follows the bodies (or the ``follow`` prim) as their frames arrive, framed
+    at the first frame (the camera's pose recomputed with each batch); a camera's view is its pose at the first
+    frame, kept still (its animation, if any, is seen in the page written at the end, and the video).
     """
 
     POLL_SECONDS = 0.5
@@ -139,6 +141,7 @@ class LiveRun:
         if camera is None and follow is None and (primary := primary_camera(stage)) is not None:
             camera = str(primary[0])
         view = choose_view(stage, self.scene, camera=camera, follow=follow, fixed=True)
+        self._follows = None if camera else (follow or "")  # (the default view: recomputed as the frames arrive)
         if port is None:
             try:
                 check_port(DEFAULT_PORT)
@@ -174,6 +177,8 @@ class LiveRun:
             s.positions = np.concatenate([s.positions, positions])
             s.wxyz = np.concatenate([s.wxyz, wxyz])
         self._shown = float(last)
+        if self._follows is not None:  # the default view following the frames shown so far
+            self.view.view = default_view(s, follow=self._follows or None)
         self.view.frame.max = max(s.frames - 1, 1)
         if not self.view.playing.value:  # following the run: show its newest frame
             self.view.frame.value = s.frames - 1
