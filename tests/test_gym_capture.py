@@ -85,6 +85,18 @@ def test_a_captured_step_equals_an_eager_one(mode, device):
             assert (captures, eager_frames) == (1, 1) and replays == 39
 
 
+def test_a_captured_xpbd_step_equals_an_eager_one():
+    """XPBD steps bodies, its joint states computed from them when read: the captured step's resets, masked and run
+    at every step, leave the environments that do not reset as stepped, as the eager step's (which runs them only
+    when one resets)."""
+    eager, first, _ = run("off", "NextStep", steps=14, solver="xpbd")
+    captured, first_c, counts = run("auto", "NextStep", steps=14, cpu_graphs=True, solver="xpbd")
+    assert counts[0][:2] == (1, 13)
+    assert eager[:, :, 5].any() and eager[:, :, 6].any()  # (episodes ended both ways: terminated, truncated)
+    np.testing.assert_array_equal(first_c, first)
+    np.testing.assert_allclose(captured, eager, atol=2e-6)
+
+
 @pytest.mark.gpu
 def test_mujoco_warp_steps_captured_on_cuda():
     """MuJoCo-Warp's frames on CUDA: the whole step one graph (capture='all'), as eager steps."""

@@ -279,7 +279,7 @@ class StageVectorEnv(VectorEnv):
         """After starts were written into ``state``: the rest of the state follows (the solver's bodies, or the
         observed bodies here), and a Simulation stepping frames measures the flung check from there."""
         solver = self.sim.solver
-        solver.joint_states_written(state)
+        solver.joint_states_written(state, mask)  # (the other environments' bodies left as they were stepped)
         if not self._solver_moves_bodies and self.observations.body_fields:
             self.observations.bodies_from_joints(self.sim.model, state, mask)
         if self.write_stage:

@@ -70,10 +70,11 @@ class SolverBase:
         """
         raise NotImplementedError
 
-    def joint_states_written(self, state) -> None:
+    def joint_states_written(self, state, worlds=None) -> None:
         """``state``'s joint coordinates or velocities were written (a view, a reset): make the rest of the state
-        follow them where the solver steps body states. The default does nothing: solvers that step joint
-        coordinates, or detect edits themselves (SolverMuJoCo), need no word."""
+        follow them where the solver steps body states, in the worlds of ``worlds`` (a bool Warp array, one per
+        world; None: every world). The default does nothing: solvers that step joint coordinates, or detect edits
+        themselves (SolverMuJoCo), need no word."""
 
     @classmethod
     def setup_kernel_modules(cls, device, options: dict) -> list:

@@ -228,6 +228,16 @@ def _joint_force_kernel(
         f_out[d + k] = tau[k]
 
 
+@wp.kernel
+def _articulations_of_worlds(
+    worlds: wp.array(dtype=wp.bool), articulation_world: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.bool)
+):
+    """``out[a]``: articulation ``a`` is in one of ``worlds`` (one flag per world; a global one, world -1, is not)."""
+    a = wp.tid()
+    w = articulation_world[a]
+    out[a] = w >= 0 and worlds[w]
+
+
 class PendingJointState:
     """A State's pending joint states (``State._pending``; see :class:`~newton_usd.core.model.State`): XPBD
     moves bodies only, so ``joint_q`` and ``joint_qd`` are computed from the bodies when first read."""
@@ -437,21 +447,28 @@ class StateExchange:
         newton.eval_ik(self.newton_model, ns, arrays["joint_q"] if q is None else q, qd)
         self._from_slot(state, 0)
 
-    def bodies_from_joints(self, state) -> None:
-        """``state``'s body poses and velocities from its joint coordinates and velocities (``newton.eval_fk``)."""
+    def bodies_from_joints(self, state, worlds=None) -> None:
+        """``state``'s body poses and velocities from its joint coordinates and velocities (``newton.eval_fk``): in
+        the worlds of ``worlds`` (a bool array, one per world; None: every world), the others' bodies untouched."""
         arrays = state.__dict__
         ns = self._ik_state
         ns.body_q, ns.body_qd = arrays["body_q"], arrays["body_qd"]
         q, qd = arrays["joint_q"], arrays["joint_qd"]
+        nm, mask = self.newton_model, None
+        if worlds is not None and nm.articulation_count:
+            mask = self.__dict__.get("_articulation_mask")
+            if mask is None:
+                mask = self._articulation_mask = wp.zeros(nm.articulation_count, dtype=wp.bool, device=nm.device)
+            self._launch(_articulations_of_worlds, nm.articulation_count, [worlds, nm.articulation_world, mask])
         if self._convert_qd:
             q_n, qd_n = self._scratch()
             q_n = q if q_n is None else q_n
             self._convert(arrays["body_q"], q, qd, q_n, qd_n, True)
             if self._convert_free:  # (a free joint's velocity depends on its body's pose: placed first)
-                newton.eval_fk(self.newton_model, q_n, qd_n, ns)
+                newton.eval_fk(nm, q_n, qd_n, ns, mask=mask)
                 self._convert(arrays["body_q"], q, qd, q_n, qd_n, True)
             q, qd = q_n, qd_n
-        newton.eval_fk(self.newton_model, q, qd, ns)
+        newton.eval_fk(nm, q, qd, ns, mask=mask)
 
     def _scratch(self):
         """Slot 0, free to write (a State whose pending joint states it holds converted first)."""

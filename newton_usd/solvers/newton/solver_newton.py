@@ -330,12 +330,14 @@ class SolverNewton(SolverBase):
         arrays["joint_qd"].assign(self.model.keyframe_joint_qd[k].astype(np.float32))
         self.joint_states_written(state)
 
-    def joint_states_written(self, state) -> None:
+    def joint_states_written(self, state, worlds=None) -> None:
         """The body poses and velocities of ``state``'s joint coordinates and velocities (``newton.eval_fk``):
         XPBD, semi-implicit and Kamino step body states, so a joint state written by a view or a reset moves
-        the bodies here."""
+        the bodies here; with ``worlds`` (a bool Warp array, one per world) those worlds' bodies only, the others'
+        left as stepped (their bodies need not satisfy the joints exactly: forward kinematics of the joint states
+        computed from them would move them)."""
         state.__dict__.pop("_pending", None)  # (the joint arrays hold what was written)
-        self.exchange.bodies_from_joints(state)
+        self.exchange.bodies_from_joints(state, worlds)
 
     def update_contacts(self, contacts) -> None:
         """Copy the last step's contacts (every world) into ``contacts``, up to its capacity; shape indices are
