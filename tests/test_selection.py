@@ -75,6 +75,25 @@ def test_a_write_with_indices_moves_only_those_worlds():
             np.testing.assert_array_equal(a[w], b[w])
 
 
+@pytest.mark.parametrize("solver", ["xpbd", "semi_implicit"])
+def test_a_joint_write_in_one_world_leaves_the_other_worlds_bodies_as_stepped(solver):
+    """Under a solver that steps body states, writing one world's joint positions moves that world's bodies to
+    them; the other worlds' bodies stay bit for bit as stepped (forward kinematics of the joint states computed
+    from bodies that satisfy their joints only to the solver's tolerance would move them)."""
+    sim = Simulation.open(robot_environments(n=N), env_root="/World/envs", record=False, device="cpu", solver=solver)
+    view = ArticulationView(sim, ROBOTS)
+    sim.run(5)
+    before_q, before_qd = sim.state.body_q.numpy().copy(), sim.state.body_qd.numpy().copy()  # (numpy(): a view)
+    view.set_dof_positions(np.array([[0.4, -0.3]]), indices=[2])
+    after_q, after_qd = sim.state.body_q.numpy(), sim.state.body_qd.numpy()
+    world = sim.model.body_world.numpy()
+    others = world != 2
+    np.testing.assert_array_equal(after_q[others], before_q[others])
+    np.testing.assert_array_equal(after_qd[others], before_qd[others])
+    assert np.abs(after_q[~others] - before_q[~others]).max() > 1e-2  # (world 2's links moved to the new angles)
+    np.testing.assert_allclose(view.get_dof_positions().numpy()[2], [0.4, -0.3], atol=1e-6)
+
+
 def test_warp_backend_views_write_one_world_on_the_device():
     sims = [open_robots(3, "warp"), open_robots(3, "warp")]
     views = [ArticulationView(s, ROBOTS) for s in sims]

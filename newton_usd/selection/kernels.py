@@ -37,6 +37,18 @@ def scatter_rows(
     dst[index[rows[i], col]] = values[value_rows[i], col]
 
 
+@wp.kernel
+def worlds_of_rows(
+    # In:
+    rows: wp.array(dtype=wp.int32),
+    row_world: wp.array(dtype=wp.int32),
+    # Out:
+    worlds: wp.array(dtype=wp.bool),
+):
+    """``worlds[w]`` set where one of ``rows`` is in world ``w`` (``worlds`` zeroed first by the caller)."""
+    worlds[row_world[rows[wp.tid()]]] = True
+
+
 def scalar_type(dtype):
     """The scalar type of a Warp dtype (``wp.transform`` -> ``wp.float32``)."""
     return getattr(dtype, "_wp_scalar_type_", dtype)

@@ -7,7 +7,7 @@ import warp as wp
 
 from ..core.model import _COUNTS, _WORLD_ARRAYS
 from ..errors import NewtonUsdError
-from .kernels import flat, gather_rows, numpy_dtype, scalar_type, scatter_rows
+from .kernels import flat, gather_rows, numpy_dtype, scalar_type, scatter_rows, worlds_of_rows
 from .pattern import match_prims, relative_name, under
 from .source import ViewSource
 
@@ -219,18 +219,34 @@ class View:
                 scatter_rows, dim=(rows.shape[0], table.shape[1]), inputs=[vals, value_rows, rows, table],
                 outputs=[self._flat(array)], device=model.device,
             )  # fmt: skip
-        self._joint_states_written(array)
+        self._joint_states_written(array, rows)
 
-    def _joint_states_written(self, array) -> None:
-        """After a write into the State: the solver makes the body states follow where it steps joint coordinates
-        or velocities (Newton's XPBD, semi-implicit, Kamino: ``joint_states_written``), and a Simulation measures
-        how far bodies are flung from the state written."""
+    def _joint_states_written(self, array, rows) -> None:
+        """After a write into the State of ``rows``: the solver makes the body states of their worlds follow where
+        it steps joint coordinates or velocities (Newton's XPBD, semi-implicit, Kamino: ``joint_states_written``;
+        the other worlds' bodies stay as stepped), and a Simulation measures how far bodies are flung from the
+        state written."""
         state, solver = self._source.state, self._source.solver
         arrays = getattr(state, "__dict__", {})
         if solver is not None and any(array is arrays.get(name) for name in ("joint_q", "joint_qd")):
-            solver.joint_states_written(state)
+            solver.joint_states_written(state, self._worlds_of(rows))
         if any(array is arrays.get(name) for name in ("joint_q", "joint_qd", "body_q", "body_qd")):
             self._source.state_moved()
+
+    def _worlds_of(self, rows) -> wp.array:
+        """The worlds of ``rows`` (int32 row numbers on the device), one bool per world of the model."""
+        model = self._model
+        cache = self.__dict__.setdefault("_world_flags", {})
+        if cache.get("rows") is not self._rows:  # (made again with the rows, after a rebuild of the model)
+            cache["rows"] = self._rows
+            cache["row_world"] = wp.array(self._rows.world, dtype=wp.int32, device=model.device)
+            cache["worlds"] = wp.zeros(model.num_worlds, dtype=wp.bool, device=model.device)
+        worlds = cache["worlds"]
+        worlds.zero_()
+        if rows.shape[0]:
+            wp.launch(worlds_of_rows, dim=rows.shape[0], inputs=[rows, cache["row_world"]], outputs=[worlds],
+                      device=model.device)  # fmt: skip
+        return worlds
 
     def _row_indices(self, indices, n_values):
         """``(rows, value rows)`` as Warp int32 arrays on the device."""
