@@ -75,6 +75,35 @@ def test_a_write_with_indices_moves_only_those_worlds():
             np.testing.assert_array_equal(a[w], b[w])
 
 
+class _GpuTensor:
+    """An array only DLPack reads, as numpy cannot read a torch or JAX array on a GPU (``np.asarray`` of a CUDA
+    tensor raises): what a learning loop on CUDA passes as its environment ids."""
+
+    def __init__(self, values, dtype):
+        self._array = wp.array(np.asarray(values, dtype=dtype), device="cpu")
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._array.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_indices_may_be_a_gpu_tensor():
+    """``indices`` as a learning loop on CUDA gives them (torch's int64 environment ids on the GPU, DLPack only): the
+    rows written are those, as with a list."""
+    sim = open_robots()
+    view = ArticulationView(sim, ROBOTS)
+    before = view.get_dof_positions().numpy()
+    view.set_dof_positions(np.array([[0.4, -0.3], [0.2, 0.1]]), indices=_GpuTensor([3, 1], np.int64))
+    after = view.get_dof_positions().numpy()
+    np.testing.assert_allclose(after[[3, 1]], [[0.4, -0.3], [0.2, 0.1]], atol=1e-7)
+    np.testing.assert_array_equal(after[[0, 2]], before[[0, 2]])
+    sv = SimulationView(sim)
+    sv.set_state_attr("joint_qd", _GpuTensor([1, 2], np.int64), [0.5, -0.5])
+    np.testing.assert_allclose(sv.get_state_attr("joint_qd", _GpuTensor([2, 1], np.int32)).numpy(), [-0.5, 0.5])
+
+
 @pytest.mark.parametrize("solver", ["xpbd", "semi_implicit"])
 def test_a_joint_write_in_one_world_leaves_the_other_worlds_bodies_as_stepped(solver):
     """Under a solver that steps body states, writing one world's joint positions moves that world's bodies to

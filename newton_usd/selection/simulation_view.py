@@ -81,7 +81,11 @@ def _attr(holder, key, what):
 
 
 def _index_array(indices, device):
+    if not isinstance(indices, wp.array | np.ndarray) and hasattr(indices, "__dlpack__"):
+        indices = wp.from_dlpack(indices)  # (a torch or JAX array on a GPU: numpy cannot read it)
     if isinstance(indices, wp.array):
+        if indices.dtype != wp.int32:  # (torch's indices are int64)
+            indices = wp.array(indices.numpy().astype(np.int32), dtype=wp.int32, device=device)
         return indices if indices.device == device else indices.to(device)
     return wp.array(np.asarray(indices, dtype=np.int32).reshape(-1), dtype=wp.int32, device=device)
 

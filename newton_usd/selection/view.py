@@ -256,6 +256,8 @@ class View:
             if n_values != count:
                 raise NewtonUsdError(f"{n_values} rows of values for a view of {count} rows")
             return self._all_rows, self._all_rows
+        if not isinstance(indices, wp.array | np.ndarray) and hasattr(indices, "__dlpack__"):
+            indices = wp.from_dlpack(indices)  # (a torch or JAX array on a GPU: numpy cannot read it)
         if isinstance(indices, wp.array):
             rows = indices if indices.dtype == wp.int32 else wp.array(indices.numpy().astype(np.int32), device=device)
             rows = rows if rows.device == device else rows.to(device)
