@@ -12,7 +12,9 @@
 #    goals 0.95 and 0.9 of examples at 4,096 worlds, 0.9 at 1 world);
 # 3. bench_warp_worlds.py: our MuJoCo-Warp backend against mujoco_warp's captured step, ant and humanoid, 4,096
 #    worlds (goal 0.95);
-# 4. the gpu-marked tests: the two that failed on the H200 first, alone and without xdist (their tracebacks come
+# 4. bench_vector_env.py: the cart-pole stage as 4,096 Gymnasium environments against the same solver's bare captured
+#    frames (goal: more than 2 M environment steps/s, at least 0.9x);
+# 5. the gpu-marked tests: the two that failed on the H200 first, alone and without xdist (their tracebacks come
 #    back), then every gpu-marked test of the files below with xdist, in the time left.
 # Each part runs under `timeout`, within its own limit and what is left of TOTAL_SECONDS (default 450: the call's 8
 # minutes less the unpacking), and writes its log in LOG_DIR (default gpu_logs); a part with too little time left is
@@ -32,7 +34,7 @@ export WARP_CACHE_PATH=${WARP_CACHE_PATH:-/tmp/newton_usd_gpu_warp_cache}
 mkdir -p "$WARP_CACHE_PATH"
 TOTAL=${TOTAL_SECONDS:-450}
 STEPS=${STEPS:-40}
-PARTS=" ${PARTS:-cold_start bench_newton_boxes bench_warp_worlds tests_known tests} "
+PARTS=" ${PARTS:-cold_start bench_newton_boxes bench_warp_worlds bench_vector_env tests_known tests} "
 
 # `part NAME LIMIT CMD...`: CMD under `timeout`, at most LIMIT seconds and what is left of TOTAL (less RESERVE for
 # what must still run after it), its output in LOG/NAME.txt; skipped where under 20 s are left.
@@ -72,10 +74,15 @@ part bench_newton_boxes 110 "$PY" "${bench[@]}" --worlds 4096,1 --eager-up-to 0
 site=$("$PY" -c "import os, newton, mujoco_warp as m; print(os.path.dirname(newton.__file__), os.path.dirname(m.__file__))")
 read -r newton_dir mjw_dir <<<"$site"
 models=("ant=$newton_dir/examples/assets/nv_ant.xml" "humanoid=$mjw_dir/test_data/humanoid/humanoid.xml")
-RESERVE=70
+RESERVE=110
 part bench_warp_worlds 60 "$PY" benchmarks/bench_warp_worlds.py --device cuda --worlds 4096 --no-host "${models[@]}"
 
-# 4. The GPU tests: the two that failed before first, alone; then all of them in what is left.
+# 4. The Gymnasium vector environment against the bare captured frames, cart-pole, 4,096 environments.
+RESERVE=70
+part bench_vector_env 45 "$PY" benchmarks/bench_vector_env.py --device cuda --envs 4096 --solvers featherstone mujoco \
+    --pairs 5
+
+# 5. The GPU tests: the two that failed before first, alone; then all of them in what is left.
 files=(tests/test_frame_capture.py tests/test_device_check.py tests/test_newton_solvers.py tests/test_cone_limit.py
     tests/test_solver_mujoco.py tests/test_newton_ball_joints.py tests/test_warp_backend.py tests/test_live_edits.py
     tests/test_gym_capture.py)
@@ -89,7 +96,7 @@ parallel=()  # (pytest-xdist, where installed)
 RESERVE=5
 part tests 600 "$PY" -m pytest -v -rfE --tb=short -m gpu "${parallel[@]}" -p no:cacheprovider --durations=10 \
     "${files[@]}"
-parts=(cold_start bench_newton_boxes bench_warp_worlds)
+parts=(cold_start bench_newton_boxes bench_warp_worlds bench_vector_env)
 if [ -n "${BASELINE_DIR:-}" ]; then  # the baseline's own benchmark, its code first on the path, if time is left
     RESERVE=0
     PARTS+="baseline_newton_4096 "
