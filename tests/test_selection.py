@@ -217,8 +217,26 @@ def test_bad_patterns_and_shapes_say_what_is_wrong():
         view.set_dof_positions(np.zeros((3, 2)))
     with pytest.raises(NewtonUsdError, match="row indices must be in"):
         view.set_dof_positions(np.zeros((1, 2)), indices=[5])
+    with pytest.raises(NewtonUsdError, match=r"row indices must be in \[0, 2\), got -1\.\.1"):
+        view.set_dof_positions(np.zeros((2, 2)), indices=wp.array([-1, 1], dtype=wp.int32, device="cpu"))
+    with pytest.raises(NewtonUsdError, match="row indices must be in"):
+        view.set_dof_positions(np.zeros((1, 2)), indices=wp.array([2], dtype=wp.int64, device="cpu"))
     with pytest.raises(NewtonUsdError, match="not a rigid body"):
         RigidBodyView(sim, "/World/envs/env_*/Robot")
+
+
+def test_a_device_write_skips_rows_out_of_range():
+    """On a GPU the rows are not read back to be checked: the write's kernel skips a row out of range rather than
+    writing out of bounds (the kernel run here on the CPU)."""
+    from newton_usd.selection.kernels import scatter_rows  # noqa: PLC0415
+
+    index = wp.array([[0, 1], [2, 3]], dtype=wp.int32, device="cpu")  # 2 rows of 2 scalars
+    dst = wp.zeros(4, dtype=wp.float32, device="cpu")
+    values = wp.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=wp.float32, device="cpu")
+    rows = wp.array([1, 7, -3], dtype=wp.int32, device="cpu")
+    value_rows = wp.array([0, 1, 2], dtype=wp.int32, device="cpu")
+    wp.launch(scatter_rows, dim=(3, 2), inputs=[values, value_rows, rows, index], outputs=[dst], device="cpu")
+    assert dst.numpy().tolist() == [0.0, 0.0, 1.0, 2.0]
 
 
 def test_a_users_model_array_does_not_rebuild_the_solver():

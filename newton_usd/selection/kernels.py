@@ -34,7 +34,10 @@ def scatter_rows(
     dst: wp.array(dtype=Any),
 ):
     i, col = wp.tid()
-    dst[index[rows[i], col]] = values[value_rows[i], col]
+    r = rows[i]
+    if r < 0 or r >= index.shape[0]:  # (a row out of range on the device: skipped, not written out of bounds)
+        return
+    dst[index[r, col]] = values[value_rows[i], col]
 
 
 @wp.kernel
@@ -46,7 +49,9 @@ def worlds_of_rows(
     worlds: wp.array(dtype=wp.bool),
 ):
     """``worlds[w]`` set where one of ``rows`` is in world ``w`` (``worlds`` zeroed first by the caller)."""
-    worlds[row_world[rows[wp.tid()]]] = True
+    r = rows[wp.tid()]
+    if r >= 0 and r < row_world.shape[0]:
+        worlds[row_world[r]] = True
 
 
 def scalar_type(dtype):

@@ -260,12 +260,13 @@ class View:
             indices = wp.from_dlpack(indices)  # (a torch or JAX array on a GPU: numpy cannot read it)
         if isinstance(indices, wp.array):
             rows = indices if indices.dtype == wp.int32 else wp.array(indices.numpy().astype(np.int32), device=device)
+            if rows.device.is_cpu:  # (read in place; on a GPU reading them would wait for it: rows out of range
+                _check_rows(rows.numpy(), count)  # are skipped by the write's kernel there)
             rows = rows if rows.device == device else rows.to(device)
             n = rows.shape[0]
         else:
             rows_np = np.asarray(indices, dtype=np.int64).reshape(-1)
-            if rows_np.size and (rows_np.min() < 0 or rows_np.max() >= count):
-                raise NewtonUsdError(f"row indices must be in [0, {count}), got {rows_np.min()}..{rows_np.max()}")
+            _check_rows(rows_np, count)
             rows = wp.array(rows_np.astype(np.int32), dtype=wp.int32, device=device)
             n = rows_np.size
         if n_values == count:
@@ -339,6 +340,12 @@ class View:
         for name, v in zip(names, values, strict=True):
             self._scatter(getattr(model, name), kind, v, indices, elements)
         self._source.push_parameters(set(names))
+
+
+def _check_rows(rows: np.ndarray, count: int) -> None:
+    """Row indices within ``[0, count)`` (else :class:`NewtonUsdError`)."""
+    if rows.size and (rows.min() < 0 or rows.max() >= count):
+        raise NewtonUsdError(f"row indices must be in [0, {count}), got {rows.min()}..{rows.max()}")
 
 
 def as_rows(values, width: int, scalar, device) -> wp.array:
