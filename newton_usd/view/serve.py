@@ -66,6 +66,8 @@ class LiveScene:
             else None
         )
         self.frame.on_update(lambda _: self._goto(int(self.frame.value)))
+        # (a browser that connects later sees the frame shown from where the view is then, not the first frame's)
+        server.on_client_connect(lambda client: self._aim(client, min(int(self.frame.value), self.scene.frames - 1)))
         self.colliders.on_update(lambda _: self._show())
         if self.world is not None:
             self.world.on_update(lambda _: self._show())
@@ -80,12 +82,16 @@ class LiveScene:
         frame = min(frame, self.scene.frames - 1)
         self.nodes.pose(frame)
         self.time.value = self._time_text(frame)
+        for client in self.server.get_clients().values():
+            self._aim(client, frame)
+
+    def _aim(self, client, frame: int) -> None:
+        """``client``'s camera where the view is at ``frame``, where the view moves."""
         if frame < self.view.frames and self.view.moves():
-            for client in self.server.get_clients().values():
-                with contextlib.suppress(AssertionError, ValueError):  # a browser whose camera is not yet known
-                    camera = client.camera
-                    camera.position = tuple(self.view.eye[frame])
-                    camera.look_at = tuple(self.view.target[frame])
+            with contextlib.suppress(AssertionError, ValueError):  # a browser whose camera is not yet known
+                camera = client.camera
+                camera.position = tuple(self.view.eye[frame])
+                camera.look_at = tuple(self.view.target[frame])
 
     def _show(self) -> None:
         world = None if self.world is None or self.world.value == "all" else int(self.world.value)
