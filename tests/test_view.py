@@ -548,6 +548,35 @@ def test_live_run_shows_frames_as_they_are_written(tmp_path):
         live.close()
 
 
+def test_live_run_through_a_moving_camera_moves_with_it(tmp_path):
+    """usdsim STAGE --view --camera PATH: an animated camera, or one under a body the run moves, is looked through at
+    each frame shown, as the frames arrive."""
+    from pxr import Usd  # noqa: PLC0415
+
+    from newton_usd.view.serve import LiveRun  # noqa: PLC0415
+
+    stage = Usd.Stage.Open(tracked_fall(tmp_path / "cam.usda", frames=30, camera="tracking", companion=False))
+    under = UsdGeom.Camera.Define(stage, "/Falling/Eye")  # (a camera riding on the body)
+    under.AddTranslateOp().Set(Gf.Vec3d(0, -20, 0))
+    op = UsdGeom.Xformable(stage.GetPrimAtPath("/Falling")).GetOrderedXformOps()[0]
+    samples = {t: op.Get(t) for t in op.GetAttr().GetTimeSamples()}
+    op.GetAttr().Clear()  # the run has not written anything yet
+    op.Set(samples[0])
+    lives = [LiveRun(stage, port=0, camera=path) for path in ("/Cam", "/Falling/Eye")]
+    try:
+        for t in range(30):
+            op.Set(samples[t], t)
+        for live in lives:
+            live.update(29, 30, 30, force=True)
+            view = live.view.view
+            assert view.frames == 30 and view.moves(), view.what
+            drop = view.eye[0][2] - view.eye[-1][2]  # (the box falls 29 m; each camera with it)
+            assert abs(drop - (samples[0][2] - samples[29][2])) < 1e-3, (view.what, drop)
+    finally:
+        for live in lives:
+            live.close()
+
+
 def test_usdsim_run_view_writes_the_page(tmp_path, capsys):
     from newton_usd.cli import main  # noqa: PLC0415
 

@@ -14,8 +14,9 @@ import time
 import numpy as np
 
 from ..errors import UsdInputError
-from .camera import CameraView, choose_view, default_view, primary_camera
+from .camera import CameraView, choose_view, default_view, primary_camera, stage_camera_view
 from .page import SceneNodes, set_camera, start_server, stop_server
+from .poses import mover_of
 from .scene import Scene, read_scene
 
 HOST = "127.0.0.1"
@@ -133,8 +134,8 @@ class LiveRun:
         follow: Without a camera, the default view framed on this prim (None: on the bodies).
 
     Without a camera the default view follows the bodies (or the ``follow`` prim) as their frames arrive, framed
-    at the first frame (the camera's pose recomputed with each batch); a camera's view is its pose at the first
-    frame, kept still (its animation, if any, is seen in the page written at the end, and the video).
+    at the first frame (the camera's pose recomputed with each batch); a camera's view is its pose at each frame
+    shown: an animated camera, or one under a body the run moves, moves with it.
     """
 
     POLL_SECONDS = 0.5
@@ -148,6 +149,7 @@ class LiveRun:
             camera = str(primary[0])
         view = choose_view(stage, self.scene, camera=camera, follow=follow, fixed=True)
         self._follows = None if camera else (follow or "")  # (the default view: recomputed as the frames arrive)
+        self._stage, self._camera = stage, camera
         if port is None:
             try:
                 check_port(DEFAULT_PORT)
@@ -185,6 +187,8 @@ class LiveRun:
         self._shown = float(last)
         if self._follows is not None:  # the default view following the frames shown so far
             self.view.view = default_view(s, follow=self._follows or None)
+        elif mover_of(self._stage.GetPrimAtPath(self._camera)) is not None:  # a camera that moves: its poses so far
+            self.view.view = stage_camera_view(self._stage, s, self._camera)
         self.view.frame.max = max(s.frames - 1, 1)
         if not self.view.playing.value:  # following the run: show its newest frame
             self.view.frame.value = s.frames - 1
