@@ -32,7 +32,6 @@ from gymnasium.vector.utils import batch_space
 from ..errors import NewtonUsdError
 from ..sim import Simulation
 from ..solvers.frame import FrameCapture
-from ..solvers.solver import SolverBase
 from .actions import Actions
 from .kernels import Launches, episode_bookkeeping, flags_from, start_episodes
 from .observations import Observations
@@ -190,7 +189,7 @@ class StageVectorEnv(VectorEnv):
         )
         # The solver computes body states from written joint states itself (Newton's solvers), or the observed
         # bodies are brought up to date here (MuJoCo: the next step would).
-        self._solver_moves_bodies = type(sim.solver).joint_states_written is not SolverBase.joint_states_written
+        self._solver_moves_bodies = sim.solver.follows_joint_writes
         self._host = device.is_cpu  # (numpy views of the buffers: zero-copy)
         self._views = {}  # id(buffer) -> (it, its numpy view): the buffers live as long as the environment
         self._launch = Launches()

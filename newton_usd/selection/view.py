@@ -228,7 +228,8 @@ class View:
         state written."""
         state, solver = self._source.state, self._source.solver
         arrays = getattr(state, "__dict__", {})
-        if solver is not None and any(array is arrays.get(name) for name in ("joint_q", "joint_qd")):
+        written = any(array is arrays.get(name) for name in ("joint_q", "joint_qd"))
+        if solver is not None and written and getattr(solver, "follows_joint_writes", True):  # (else no flags made)
             solver.joint_states_written(state, self._worlds_of(rows))
         if any(array is arrays.get(name) for name in ("joint_q", "joint_qd", "body_q", "body_qd")):
             self._source.state_moved()

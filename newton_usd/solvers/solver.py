@@ -76,6 +76,12 @@ class SolverBase:
         world; None: every world). The default does nothing: solvers that step joint coordinates, or detect edits
         themselves (SolverMuJoCo), need no word."""
 
+    @property
+    def follows_joint_writes(self) -> bool:
+        """Whether :meth:`joint_states_written` does something: the solver steps body states, and a joint state
+        written must be carried into them (a caller with nothing else to do for the write can skip its work)."""
+        return type(self).joint_states_written is not SolverBase.joint_states_written
+
     @classmethod
     def setup_kernel_modules(cls, device, options: dict) -> list:
         """The Warp modules a solver of this class, made on ``device`` with ``options`` (its constructor's keyword
