@@ -100,7 +100,7 @@ def test_frames_are_queued_without_a_wait_and_checked_at_the_sync_points(monkeyp
     sim.check_every = 1000  # (no poll in these frames: only the sync points check)
     reads = []
     sim.step_frame()  # (the first frame: waited for, its kernels loaded)
-    check = sim._device_check
+    check = sim.blow_up_check.device_check
     monkeypatch.setattr(check, "read", lambda read=check.read: reads.append(1) or read())
     view = RigidBodyView(sim, "/Box")
     for _ in range(39):  # (beyond max_speed from frame 19)

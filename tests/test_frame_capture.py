@@ -47,7 +47,7 @@ def _open(solver, device, substeps, worlds=1):
 
 def _stepped(sim, frames):
     """``frames`` frames of ``sim`` stepped one physics step at a time (solver.step, the states swapped)."""
-    a, b = sim.state, sim._next
+    a, b = sim.state, sim.physics.next
     for _ in range(frames * sim.substeps):
         sim.solver.step(a, b, sim.control, None, sim.dt)
         a, b = b, a
@@ -186,7 +186,7 @@ def test_run_writes_what_frame_after_frame_writes(solver, device):
         if pipelined:
             sim.solver.frame_capture.cpu_graphs = True  # (and replayed from a graph)
             sim.run(7)
-            assert sim._readback is not None and sim.solver.frame_capture.replays == 6
+            assert sim.pipeline.readback is not None and sim.solver.frame_capture.replays == 6
         else:
             for i in range(7):
                 sim.step_frame(last=i == 6)

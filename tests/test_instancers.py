@@ -96,7 +96,7 @@ def test_rotated_instancer_and_instances_round_trip():
     )
     np.testing.assert_allclose(b.body_q[2][0], expected.ExtractTranslation(), atol=1e-5)
     sim = Simulation.open(stage, device="cpu", record=False)
-    sim._write()
+    sim.recorder.write_frame()
     np.testing.assert_allclose(np.array(pi.GetPositionsAttr().Get())[:3], [(0, 0, 0.5), (1, 0, 1.5), (2, 0, 2.5)],
                                atol=1e-5)  # fmt: skip
     got = pi.GetOrientationsfAttr().Get()[2]

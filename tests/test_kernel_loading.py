@@ -174,7 +174,7 @@ def test_a_differentiable_run_waits_for_the_pools_before_it(monkeypatch):
     release.clear()
     monkeypatch.setattr(Simulation, "kernel_workers", 0)
     sim = Simulation.open(falling_cube(), solver="xpbd", device="cpu", live=False, record=False)
-    sim._kernel_loading = pool = kernel_loading.KernelLoading("cpu", 1)  # (a pool still loading at the close)
+    sim.stepper.kernel_loading = pool = kernel_loading.KernelLoading("cpu", 1)  # (a pool still loading at the close)
     pool.add([_two.module, _one.module])
     assert began.wait(60)
     sim.close()  # (does not wait for the load under way)

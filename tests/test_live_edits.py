@@ -174,14 +174,14 @@ def test_live_false_ignores_edits():
 def test_drive_target_edits_skip_the_re_import_and_match_it(monkeypatch):
     """A drive target edit (a slider dragged in a viewer) is applied without importing the stage again,
     to the value a re-import gives, in every world; so is a gain; a prim added goes through the import."""
-    import newton_usd.simulation.edits as edits_module
+    import newton_usd.simulation.opening as edits_module
 
     sim = open_sim("pendulum.usda", worlds=2)
     sim.run(2)
     hinge = sim.stage.GetPrimAtPath("/World/Pendulum/Hinge")
     imports = []
-    real_import = edits_module.import_stage
-    monkeypatch.setattr(edits_module, "import_stage", lambda *a: imports.append(a) or real_import(*a))
+    real_import = edits_module.reimport
+    monkeypatch.setattr(edits_module, "reimport", lambda *a: imports.append(a) or real_import(*a))
     hinge.GetAttribute("drive:angular:physics:targetPosition").Set(-30.0)
     hinge.GetAttribute("drive:angular:physics:targetVelocity").Set(5.0)
     sim.step_frame()
@@ -189,7 +189,7 @@ def test_drive_target_edits_skip_the_re_import_and_match_it(monkeypatch):
     hinges = [j for j, label in enumerate(sim.model.joint_label) if label.endswith("Hinge")]
     dofs = [int(sim.model.joint_qd_start.numpy()[j]) for j in hinges]
     assert len(dofs) == 2  # one per world
-    fresh = real_import(sim.stage, None, 2)[0].finalize("cpu")
+    fresh = edits_module.import_stage(sim.stage, None, 2)[0].finalize("cpu")
     for name in ("joint_target_pos", "joint_target_vel"):
         np.testing.assert_allclose(getattr(sim.control, name).numpy()[dofs], getattr(fresh, name).numpy()[dofs])
         np.testing.assert_allclose(getattr(sim.model, name).numpy(), getattr(fresh, name).numpy())
@@ -208,7 +208,7 @@ def test_gravity_edits_take_the_fast_path_and_match_a_fresh_import(monkeypatch, 
     """Edits of the scene's gravity direction and magnitude skip the re-import, and give the gravity a
     fresh import of the edited stage gives (units, up axis, a zero direction meaning -up, the -inf
     fallback magnitude meaning Earth's); with gravity disabled they go through the import and stay off."""
-    import newton_usd.simulation.edits as edits_module
+    import newton_usd.simulation.opening as edits_module
     from newton_usd.core.builder import ModelBuilder
     from newton_usd.usd import add_usd
 
@@ -229,8 +229,8 @@ def test_gravity_edits_take_the_fast_path_and_match_a_fresh_import(monkeypatch, 
     stage = stage_with()
     sim = Simulation.open(stage, device="cpu", record=False)
     scene = UsdPhysics.Scene(stage.GetPrimAtPath("/PhysicsScene"))
-    real_import = edits_module.import_stage
-    monkeypatch.setattr(edits_module, "import_stage", lambda *a, **k: pytest.fail("the gravity edit re-imported"))
+    real_import = edits_module.reimport
+    monkeypatch.setattr(edits_module, "reimport", lambda *a, **k: pytest.fail("the gravity edit re-imported"))
     for edit in (
         lambda: scene.CreateGravityDirectionAttr(Gf.Vec3f(1, 0, 0)),
         lambda: scene.CreateGravityMagnitudeAttr(500.0),
@@ -243,7 +243,7 @@ def test_gravity_edits_take_the_fast_path_and_match_a_fresh_import(monkeypatch, 
         np.testing.assert_allclose(sim.solver.mj_model.opt.gravity, fresh(stage), rtol=1e-6, atol=1e-9)
     assert sim.edits_applied == 4 and sim.rebuilds == 0
     sim.close()
-    monkeypatch.setattr(edits_module, "import_stage", real_import)
+    monkeypatch.setattr(edits_module, "reimport", real_import)
     stage = stage_with(enabled=False)
     sim = Simulation.open(stage, device="cpu", record=False)
     UsdPhysics.Scene(stage.GetPrimAtPath("/PhysicsScene")).CreateGravityDirectionAttr(Gf.Vec3f(1, 0, 0))
@@ -266,9 +266,9 @@ ENGINES = [
 @pytest.fixture
 def no_import(monkeypatch):
     """Edits must be applied in place: an import of the stage fails the test."""
-    import newton_usd.simulation.edits as edits_module
+    import newton_usd.simulation.opening as edits_module
 
-    monkeypatch.setattr(edits_module, "import_stage", lambda *a, **k: pytest.fail("the edit imported the stage"))
+    monkeypatch.setattr(edits_module, "reimport", lambda *a, **k: pytest.fail("the edit imported the stage"))
 
 
 def body_z(sim, label):

@@ -314,10 +314,7 @@ class StageVectorEnv(VectorEnv):
             self._call()
             second.run(key, self._episodes_and_resets)
         if not self.write_stage:  # (the host's count, once per step: a replayed graph runs the kernels only)
-            sim = self.sim
-            sim.steps += sim.substeps * self.frames_per_step
-            sim.frame += self.frames_per_step
-            sim.sim_seconds = sim.steps * sim.dt
+            self.sim.clock.advance(self.sim.substeps * self.frames_per_step, self.frames_per_step)
 
     def _whole_step(self) -> None:
         self._act_and_observe()

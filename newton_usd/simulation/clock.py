@@ -42,3 +42,51 @@ def scene_clocks(imports, fps, diag) -> None:
                 f"steps on the first scene's clock, {fps:g} frames per second",
                 imported.scene_path,
             )
+
+
+class Clock:
+    """A run's time: frames and physics steps taken, the simulated seconds, and where the wall time went.
+
+    Attributes:
+        fps: frames per second; substeps: physics steps per frame; dt: the physics step in seconds.
+        start_time: the time code of frame 0.
+        frame: frames simulated since the start; steps: physics steps taken; sim_seconds: ``steps * dt``.
+        wall_seconds: in the solver (stepping and the state exchange); sync_seconds: writing onto the stage.
+        first_step_seconds: the first frame's steps (its kernels compiled or loaded; None before it).
+    """
+
+    def __init__(self, options, start_time: float = 0.0):
+        self.fps, self.substeps, self.dt = options.fps, options.substeps, options.dt
+        self.start_time = float(start_time)
+        self.restart()
+
+    def restart(self) -> None:
+        """Back to frame 0 (:meth:`~newton_usd.sim.Simulation.reset`)."""
+        self.frame = self.steps = 0
+        self.sim_seconds = self.wall_seconds = self.sync_seconds = 0.0
+        self.first_step_seconds = None
+
+    @property
+    def time_code(self) -> float:
+        """The time code of the current frame: the simulated time in frames since the start."""
+        return self.start_time + round(self.sim_seconds * self.fps, 6)
+
+    def steps_to(self, until: float | None) -> int:
+        """The physics steps of the next frame: ``substeps``, or those that end closest to ``until`` (seconds)."""
+        return self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))
+
+    def time_code_after(self, steps: int) -> float:
+        """The time code ``steps`` physics steps from now (a kinematic body's pose is read there)."""
+        return self.start_time + (self.steps + steps) * self.dt * self.fps
+
+    def end_frame(self) -> None:
+        """A frame was simulated (its steps counted as they were taken)."""
+        self.frame += 1
+        self.sim_seconds = self.steps * self.dt
+
+    def advance(self, steps: int, frames: int = 1) -> None:
+        """``frames`` frames of ``steps`` physics steps in all were simulated outside :meth:`Stepper.step` (a
+        vector environment's captured step)."""
+        self.steps += int(steps)
+        self.frame += int(frames)
+        self.sim_seconds = self.steps * self.dt

@@ -1,7 +1,7 @@
-"""Live edits: the edits made on the stage while it runs, applied to the running model, state and solver at the next
-frame: values written in place and bodies moved, with no import (:mod:`~newton_usd.simulation.in_place`,
+"""The live editor: the edits made on the stage while it runs, applied to the running model, state and solver at the
+next frame: values written in place and bodies moved, with no import (:mod:`~newton_usd.simulation.in_place`,
 :mod:`~newton_usd.simulation.teleport`), or, where the edit changes what is simulated, the model rebuilt from a fresh
-import, the bodies going on from their simulated state."""
+import (:mod:`~newton_usd.simulation.opening`), the bodies going on from their simulated state."""
 
 from __future__ import annotations
 
@@ -11,19 +11,16 @@ import logging
 import numpy as np
 import warp as wp
 
-from ..core.builder import ModelBuilder
 from ..core.quat import quat_rotate
 from ..core.types import JointType
 from ..errors import NewtonUsdError
-from ..sync import JointStateSync
-from ..sync.live_edits import model_differences
-from ..usd import add_usd, read_scenes
+from ..sync.live_edits import StageWatcher, model_differences
+from ..usd import read_scenes
 from ..usd.live_values import NotInPlace
 from ..usd.resolver import DIALECTS
+from . import opening
 from .in_place import ModelIndex, Planner
-from .stepping import kinematic_bodies
 from .teleport import hold_bodies, move_bodies
-from .worlds import stage_sync
 
 logger = logging.getLogger("newton_usd")
 _CONTROL_TARGETS = ("joint_target_pos", "joint_target_vel")
@@ -33,17 +30,6 @@ _BOUND_BY = frozenset(
      "joint_limit_lower", "joint_limit_upper", "joint_limited"}
 )  # fmt: skip
 """Model values the flung check's bound reads (:mod:`~newton_usd.simulation.runaway`): an edit of one measures anew."""
-
-
-def import_stage(stage, order=None, worlds=1, env_root=None, scene=None):
-    """A new builder holding ``stage``'s model (replicated into ``worlds`` worlds, or one world per
-    environment under ``env_root``; ``scene``: of that PhysicsScene only), and the import record."""
-    builder = ModelBuilder()
-    kw = {"order": tuple(order)} if order else {}
-    imported = add_usd(builder, stage, env_root=env_root, scene=scene, **kw)
-    if worlds > 1:
-        builder.replicate(worlds)
-    return builder, imported
 
 
 def _carry_body_state(builder, model, state) -> None:
@@ -70,90 +56,78 @@ def _carry_body_state(builder, model, state) -> None:
     builder.joint_qd_from_body_qd()
 
 
-class LiveEdits:
-    """:class:`~newton_usd.sim.Simulation`'s live edits (its :attr:`watcher` sees them; its own writes are muted)."""
+class LiveEditor:
+    """A Simulation's part that applies the edits made on its stage while it runs: its :attr:`watcher` sees them (the
+    run's own writes muted, :meth:`muted`), and :meth:`apply` takes them into the run, through the other parts'
+    methods (the physics' model, solver and state; the recorder's sync; the stepper's kinematic bodies; the blow-up
+    check's start). See :meth:`~newton_usd.sim.Simulation.apply_edits`.
 
-    def _own_writes(self):
-        watcher = getattr(self, "watcher", None)  # (none yet while the constructor copies the environment)
-        return watcher.muted() if watcher is not None else contextlib.nullcontext()
+    Args:
+        run: the :class:`~newton_usd.sim.Simulation` edited (its parts, and what the in-place planner reads: the
+            stage, import, model, time code).
+        live: watch the stage (else edits are applied only when handed to :meth:`apply`: another scene's).
+    """
 
     edit_worlds = "all"
     """Which worlds an edit of a prim that several worlds share (a stage replicated with ``worlds``) reaches: "all"
     (every world), or "first" (world 0 only). An environment's prim (``env_root``) feeds its own world only."""
 
-    def apply_edits(self) -> str | None:
-        """Apply the edits made on the stage since the last frame to the running simulation.
+    def __init__(self, run, live: bool):
+        self._run = run
+        self.watcher = StageWatcher(run.stage) if live else None
+        self.edits_applied = 0  # edits applied to the running model (values, or a rebuild)
+        self.rebuilds = 0  # of which rebuilt the model (prims added or removed)
+        self._said_refused = set()  # (prim, attribute) of the refused edits said, until one of theirs is taken
+        self._index = None  # the ModelIndex of the running model
 
-        In place, with no import, where every edit sets values or moves bodies (see
-        :mod:`~newton_usd.simulation.in_place`): each edited property's new value is read as the import reads it
-        (units, degrees, schema precedence, mass rules) and written into the rows of the model it sets, in every
-        world the prim feeds; the solver takes them (:meth:`~newton_usd.solvers.solver.SolverBase.update_parameters`,
-        or, for values its engine compiles, a new solver of the edited model); an edited body transform or velocity
-        teleports the body (:mod:`~newton_usd.simulation.teleport`). Otherwise (a prim added or removed, a body or
-        joint disabled or retyped, a kinematic body, a collider's shape) the stage is imported again and compared
-        with the running model:
+    def muted(self):
+        """A context in which the stage's changes are the run's own writes, not edits."""
+        return self.watcher.muted() if self.watcher is not None else contextlib.nullcontext()
 
-        - same bodies, joints and shapes: the values that differ go into the running solver without
-          rebuilding it, and the run goes on from its state;
-        - otherwise: the model and solver are rebuilt, and every body that remains keeps its
-          simulated pose and velocity.
+    @property
+    def pending(self) -> bool:
+        """Whether edits wait for the next frame."""
+        return self.watcher is not None and self.watcher.pending
 
-        An edit the import refuses (a negative mass, a NaN position, a transform of zero scale) is said once
-        (logged, naming the file, prim and attribute) and not applied; the run goes on.
-        With several PhysicsScenes every scene applies the edits to its own model. Returns "values",
-        "rebuilt", or None when nothing was applied (the strongest of the scenes').
-        """
-        edits = self.watcher.take() if self.watcher is not None else None
-        if not edits:
-            return None
-        applied = self._apply(edits)
-        for other in self.scenes:
-            result = other._apply(edits)
-            if result == "rebuilt" or (result == "values" and applied is None):
-                applied = result
-        if self.scenes and edits.resynced:
-            self._check_scenes()
-        return applied
+    def take(self):
+        """The edits made since the last frame (None: none, or not watching)."""
+        return self.watcher.take() if self.watcher is not None else None
 
-    def _check_scenes(self) -> None:
-        """Warn when the edits changed which PhysicsScenes simulate bodies (not applied while running)."""
-        try:
-            now = read_scenes(self.stage, tuple(self._order) if self._order else DIALECTS).simulated()
-        except NewtonUsdError:
-            return
-        running = [s.scene_path for s in (self, *self.scenes)]
-        if now != running:
-            logger.warning(
-                "%s: the PhysicsScenes that simulate bodies are now %s (running: %s): open the stage again to "
-                "simulate them", self.source_file, ", ".join(now) or "none", ", ".join(running),
-            )  # fmt: skip
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.close()
+            self.watcher = None
 
-    def _apply(self, edits) -> str | None:
-        """:meth:`apply_edits` for this scene's model: in place where the edits set values or move bodies (no
-        import), else through an import of the stage."""
+    def apply(self, edits) -> str | None:
+        """The edits applied to this scene's run: in place where they set values or move bodies (no import), else
+        through an import of the stage; "values", "rebuilt" or None (nothing applied)."""
         try:
             return self._apply_in_place(edits)
         except NotInPlace as why:
-            logger.info("%s: frame %d: importing the stage again (%s)", self.source_file, self.frame, why)
+            logger.info("%s: frame %d: importing the stage again (%s)", self._run.source_file, self._run.frame, why)
         return self._apply_by_import()
 
     def _model_index(self) -> ModelIndex:
-        index = getattr(self, "_index", None)
-        if index is None or index.model is not self.model:
-            index = self._index = ModelIndex(self.model)
-        return index
+        model = self._run.physics.model
+        if self._index is None or self._index.model is not model:
+            self._index = ModelIndex(model)
+        return self._index
+
+    def _say(self, key, message: str) -> None:
+        """Warn of an edit not applied, once per (prim, attribute) until one of its edits is taken."""
+        if key not in self._said_refused:
+            self._said_refused.add(key)
+            logger.warning("%s: %s", self._run.source_file, message)
 
     def _apply_in_place(self, edits) -> str | None:
         """The edits as values written into the model's rows and bodies moved in the state (see
         :mod:`~newton_usd.simulation.in_place`); raises NotInPlace where they need an import."""
+        run, physics = self._run, self._run.physics
         index = self._model_index()
-        plan = Planner(self, index, first_world=self.edit_worlds == "first").add(edits)
-        said = self.__dict__.setdefault("_said_refused", set())
-        for key, message in plan.refused:  # (once per prim and attribute, until one of its edits is taken)
-            if key not in said:
-                said.add(key)
-                logger.warning("%s: an edit was not applied: %s", self.source_file, message)
-        said -= plan.applied - {key for key, _ in plan.refused}
+        plan = Planner(run, index, first_world=self.edit_worlds == "first").add(edits)
+        for key, message in plan.refused:
+            self._say(key, f"an edit was not applied: {message}")
+        self._said_refused -= plan.applied - {key for key, _ in plan.refused}
         changed = self._write_values(plan)
         rows = {}
         for name in changed:
@@ -164,71 +138,71 @@ class LiveEdits:
         if "body_kinematic" in changed:
             self._switched(np.fromiter(plan.values["body_kinematic"], dtype=np.int64), index.tree)
         if changed:
-            leftover = self.solver.update_parameters(self.model, changed, rows)
+            leftover = physics.solver.update_parameters(physics.model, changed, rows)
             if leftover:  # (values the engine compiles: a new solver of the edited model, no import)
-                self._rebuild_solver(leftover)
+                logger.info("%s: frame %d: a new solver of the edited model (%s)", run.source_file, run.frame,
+                            ", ".join(sorted(leftover)))  # fmt: skip
+                physics.new_solver()
         moved = bool(plan.poses or plan.velocities)
         if moved:
-            refused = move_bodies(self.model, index.tree, self.state, plan.poses, plan.velocities)
+            refused = move_bodies(physics.model, index.tree, physics.state, plan.poses, plan.velocities)
             for b, why in refused:
-                key = (self.model.body_label[b], "xformOp")
-                if key not in said:
-                    said.add(key)
-                    logger.warning("%s: %s was not moved: %s", self.source_file, key[0], why)
-            self.solver.joint_states_written(self.state)
+                label = physics.model.body_label[b]
+                self._say((label, "xformOp"), f"{label} was not moved: {why}")
+            physics.solver.joint_states_written(physics.state)
         if plan.placed:
             self._place_held(plan.placed, index.tree)
         if plan.moved_ancestors:
-            self._refresh_sync()
+            run.recorder.resync()  # (prims whose parents moved: their local transforms are of the new places)
         if not (changed or moved or plan.placed):
             return None
         self.edits_applied += 1
-        logger.info("%s: frame %d: applied edits in place (%s)", self.source_file, self.frame,
+        logger.info("%s: frame %d: applied edits in place (%s)", run.source_file, run.frame,
                     ", ".join(sorted(changed | ({"body poses"} if moved else set())
                                      | ({"kinematic body poses"} if plan.placed else set()))))  # fmt: skip
+        check = run.blow_up_check
         if changed & _BOUND_BY or moved:  # (what bounds how far a body goes changed: measured anew)
-            self.restart_flung_check(model_changed=self._reach_changed(changed, rows))
+            check.restart_flung_check(model_changed=self._reach_changed(changed, rows))
         if "body_kinematic" in changed:
-            self.restart_flung_check(model_changed=True)  # (a check of a model with kinematic bodies: none)
+            check.restart_flung_check(model_changed=True)  # (a check of a model with kinematic bodies: none)
         return "values"
 
     def _place_held(self, placed, tree) -> None:
         """Kinematic bodies the user moved (``placed``: body -> pose, SI) put there at once, at rest (MuJoCo's welded
         body with its mocap body), and shown there: where the run wrote one's prim (a body made kinematic during the
         run), its ops on the output layer get the new pose, which they would hide."""
+        physics = self._run.physics
         rows = np.fromiter(placed, dtype=np.int64, count=len(placed))
-        body_q = np.array(self.state.body_q.numpy(), dtype=np.float32)
+        body_q = np.array(physics.state.body_q.numpy(), dtype=np.float32)
         body_q[rows] = np.array([np.concatenate(p) for p in placed.values()], dtype=np.float32)
-        self.state.body_q.assign(body_q)
-        hold_bodies(tree, self.state, rows)
-        self.solver.joint_states_written(self.state)
-        if self._display_offset is not None:
-            body_q[:, :3] += self._display_offset[: len(body_q)]
-        with self._own_writes():
-            self.sync.place(body_q[: self.sync.body_count], rows, self.time_code if self.record else None)
+        physics.state.body_q.assign(body_q)
+        hold_bodies(tree, physics.state, rows)
+        physics.solver.joint_states_written(physics.state)
+        self._run.recorder.place(body_q, rows)
 
     def _switched(self, bodies, tree) -> None:
         """``bodies`` were switched between held (kinematic, or disabled) and simulated (their flags written): each
         stays where it is, at rest (:func:`~.teleport.hold_bodies`); the held ones are moved by their prims from the
         next step on (the stage shows them where they are: the frame written first, where it was not), no longer
         written, and the others written again."""
-        held = self.model.body_kinematic.numpy().astype(bool)
+        run, physics = self._run, self._run.physics
+        held = physics.model.body_kinematic.numpy().astype(bool)
         if held[bodies].any():
-            self.flush()
-        hold_bodies(tree, self.state, bodies)
-        self.solver.joint_states_written(self.state)
-        self._kinematic = kinematic_bodies(self.stage, self.model)
-        with self._own_writes():  # (the sync's batch flushed: the run's own writes)
-            self.sync.hold(held)
+            run.flush()
+        hold_bodies(tree, physics.state, bodies)
+        physics.solver.joint_states_written(physics.state)
+        run.stepper.refresh_kinematic()
+        run.recorder.hold(held)
 
     def _write_values(self, plan) -> set:
         """Write ``plan``'s values into the model's arrays (and the drive targets into the controls); the names of
         the arrays written."""
+        model, control = self._run.physics.model, self._run.physics.control
         changed = set()
         if plan.gravity is not None:
             gravity = plan.gravity.astype(np.float32)
-            if not np.array_equal(np.array(self.model.gravity, dtype=np.float32), gravity):
-                self.model.gravity = wp.vec3(*gravity)
+            if not np.array_equal(np.array(model.gravity, dtype=np.float32), gravity):
+                model.gravity = wp.vec3(*gravity)
                 changed.add("gravity")
         for name, values in plan.values.items():
             if not values:
@@ -236,10 +210,10 @@ class LiveEdits:
             rows = np.fromiter(values, dtype=np.int64, count=len(values))
             new = list(values.values())
             if name.startswith("mujoco."):
-                array = getattr(self.model.mujoco, name[len("mujoco.") :])
+                array = getattr(model.mujoco, name[len("mujoco.") :])
                 array[rows] = new
             else:
-                owners = (self.model, self.control) if name in _CONTROL_TARGETS else (self.model,)
+                owners = (model, control) if name in _CONTROL_TARGETS else (model,)
                 for owner in owners:
                     array = getattr(owner, name)
                     full = array.numpy().copy()
@@ -253,95 +227,80 @@ class LiveEdits:
         changed: a limit of a linear DOF."""
         if not changed & {"joint_limit_lower", "joint_limit_upper", "joint_limited"}:
             return False
-        reach = getattr(self, "_reach", None)
-        if reach is None or reach[0] is not self.model:
+        reach = self._run.blow_up_check.reach_of(self._run.physics.model)
+        if reach is None:
             return True
-        return bool(reach[1].linear[rows.get("dof", np.zeros(0, dtype=np.int64))].any())
-
-    def _rebuild_solver(self, why) -> None:
-        """A new solver of the (edited) running model: for values its engine compiles (``why``); every body goes on
-        from its state, no import."""
-        logger.info("%s: frame %d: a new solver of the edited model (%s)", self.source_file, self.frame,
-                    ", ".join(sorted(why)))  # fmt: skip
-        arrays = {n: getattr(self.state, n).numpy().copy() for n in ("joint_q", "joint_qd", "body_q", "body_qd")}
-        self.solver = self.solver.rebuilt(self.model)
-        self.state, self._next = self.model.state(), self.model.state()
-        for name, values in arrays.items():
-            getattr(self.state, name).assign(values)
-
-    def _refresh_sync(self) -> None:
-        """The stage sync anew (prims whose parents moved: their local transforms are of the new places), going on
-        with what the old one wrote."""
-        with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
-            self.sync = stage_sync(self.stage, self.output_layer, self.model, self.copies, self.imported.frame,
-                                   self.sync.xform_ops, old=self.sync)  # fmt: skip
+        return bool(reach.linear[rows.get("dof", np.zeros(0, dtype=np.int64))].any())
 
     def _apply_by_import(self) -> str | None:
-        """The edits through an import of the stage, compared with the running model (see :meth:`apply_edits`)."""
+        """The edits through an import of the stage, compared with the running model (see
+        :meth:`~newton_usd.sim.Simulation.apply_edits`)."""
+        run, physics = self._run, self._run.physics
         try:
-            builder, imported = import_stage(self.stage, self._order, self._replicas, self.env_root, self._scene)
-            model = builder.finalize(self.model.device)
+            builder, imported = opening.reimport(run.stage, run.options)
+            model = builder.finalize(physics.device)
         except NewtonUsdError as e:
-            logger.warning("%s: an edit was not applied: %s", self.source_file, e)
+            logger.warning("%s: an edit was not applied: %s", run.source_file, e)
             return None
-        same, changed = model_differences(self.model, model)
+        same, changed = model_differences(physics.model, model)
         if same and not changed:
             return None
         self.edits_applied += 1
         # (a body switched beside edits only the import takes: rebuilt, so that its hold starts as at an import)
         taken = same and "body_kinematic" not in changed
-        leftover = self.solver.update_parameters(model, changed) if taken else changed
+        leftover = physics.solver.update_parameters(model, changed) if taken else changed
         if same and not leftover:
             self._take_values(model, changed)
-            logger.info("%s: frame %d: applied edits of %s", self.source_file, self.frame, ", ".join(sorted(changed)))
-            self.restart_flung_check(model_changed=True)
+            logger.info("%s: frame %d: applied edits of %s", run.source_file, run.frame, ", ".join(sorted(changed)))
+            run.blow_up_check.restart_flung_check(model_changed=True)
             return "values"
         why = "the bodies, joints or shapes changed" if not same else f"{', '.join(sorted(leftover))} changed"
-        logger.info("%s: frame %d: rebuilding the model (%s)", self.source_file, self.frame, why)
-        self._rebuild(builder, imported, keep_state=True)
+        logger.info("%s: frame %d: rebuilding the model (%s)", run.source_file, run.frame, why)
+        self.rebuild(builder, imported, keep_state=True)
         self.rebuilds += 1
-        self.restart_flung_check(model_changed=True)
+        run.blow_up_check.restart_flung_check(model_changed=True)
         return "rebuilt"
 
     def _take_values(self, model, changed) -> None:
         """The running model takes the edited values; the controls take the edited drive targets."""
-        for name in ("joint_target_pos", "joint_target_vel"):
+        running, control = self._run.physics.model, self._run.physics.control
+        for name in _CONTROL_TARGETS:
             if name in changed:
                 new = getattr(model, name).numpy()
-                dofs = np.nonzero(getattr(self.model, name).numpy() != new)[0]
-                control = getattr(self.control, name)
-                values = control.numpy().copy()
+                dofs = np.nonzero(getattr(running, name).numpy() != new)[0]
+                array = getattr(control, name)
+                values = array.numpy().copy()
                 values[dofs] = new[dofs]
-                control.assign(values)
+                array.assign(values)
         for name in changed:
             if name.startswith("mujoco."):
                 key = name[len("mujoco.") :]
-                setattr(self.model.mujoco, key, getattr(model.mujoco, key))
+                setattr(running.mujoco, key, getattr(model.mujoco, key))
             else:
-                setattr(self.model, name, getattr(model, name))
+                setattr(running, name, getattr(model, name))
 
-    def _rebuild(self, builder, imported, keep_state: bool) -> None:
+    def rebuild(self, builder, imported, keep_state: bool) -> None:
         """A new model and solver from ``builder``; with ``keep_state``, the bodies that were simulated
         before go on from their simulated poses and velocities."""
+        run, physics = self._run, self._run.physics
         if keep_state:
-            _carry_body_state(builder, self.model, self.state)
-        model = builder.finalize(self.model.device)
-        solver = self.solver.rebuilt(model)
-        self.imported, self.model = imported, model
-        if self.copies is not None:  # the environment changed: copy it again (the first scene, for every scene)
-            first = self._first_scene or self
-            with first._own_writes():
-                first.copies.remove()
-            first._copy_environment(first.world_spacing)
-            for s in (first, *first.scenes):
-                if s is not self:
-                    s._resync()
-        with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
-            sync = stage_sync(self.stage, self.output_layer, model, self.copies, imported.frame, self.sync.xform_ops,
-                              old=self.sync if keep_state else None)  # fmt: skip
-        self._kinematic = kinematic_bodies(self.stage, model)
-        if self.joint_sync is not None:
-            self._retired_joint_syncs.append(self.joint_sync)
-            self.joint_sync = JointStateSync(self.output_layer, model, imported.frame.meters_per_unit)
-        self.imported, self.model, self.solver, self.sync = imported, model, solver, sync
-        self.state, self._next, self.control = model.state(), model.state(), model.control()
+            _carry_body_state(builder, physics.model, physics.state)
+        model = builder.finalize(physics.device)
+        physics.replace(imported, model, physics.solver.rebuilt(model))
+        run.recopy_environment()  # (the environment changed: copied again, where it is shown in copies)
+        run.recorder.rebuilt(keep=keep_state)
+        run.stepper.refresh_kinematic()
+
+
+def check_scenes(stage, order, running: list, source_file) -> None:
+    """Warn when the edits changed which PhysicsScenes simulate bodies (``running``: the scene paths simulated; not
+    applied while running)."""
+    try:
+        now = read_scenes(stage, tuple(order) if order else DIALECTS).simulated()
+    except NewtonUsdError:
+        return
+    if now != running:
+        logger.warning(
+            "%s: the PhysicsScenes that simulate bodies are now %s (running: %s): open the stage again to "
+            "simulate them", source_file, ", ".join(now) or "none", ", ".join(running),
+        )  # fmt: skip

@@ -178,7 +178,7 @@ class Planner:
     def __init__(self, sim, index: ModelIndex, first_world: bool = False):
         self.sim, self.index, self.first = sim, index, first_world
         self.model, self.stage = sim.model, sim.stage
-        self.read = LiveValues(sim.imported, sim._order or DIALECTS)
+        self.read = LiveValues(sim.imported, sim.options.order or DIALECTS)
         self.plan = Plan()
         self._arrays = {}
 

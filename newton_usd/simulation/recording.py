@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import time
 
-import numpy as np
 from pxr import Sdf, UsdUtils
 
 from ..errors import NewtonUsdError
+from ..sync import JointStateSync
 from ..sync.clips import DEFAULT_CLIP_FRAMES, ClipStream, remove_clips
+from .worlds import stage_sync
 
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 
@@ -31,74 +32,139 @@ def default_output(stage_path: str) -> str:
     return os.path.join(os.path.dirname(stage_path), f"{stem}.sim.usda")
 
 
-class Recording:
-    """:class:`~newton_usd.sim.Simulation`'s output: which frames are written, and where they are saved."""
+class Recorder:
+    """A Simulation's part that writes its frames onto the output layer (every :attr:`record_every`-th, in batches of
+    :attr:`batch_frames`, or streamed to value clips) and saves the output.
 
-    def _write_start(self) -> None:
+    Each simulated prim is written from its rows of the state (:attr:`rows`, a
+    :class:`~newton_usd.sync.state_rows.StateRows`): a rigid body's pose through the
+    :class:`~newton_usd.sync.StageSync`, and its joints' positions and velocities where asked (``joint_states``).
+
+    Args:
+        stage, output_layer: the stage and the layer the run writes.
+        physics, clock: the run's :class:`~newton_usd.simulation.physics.Physics` and clock.
+        options: the :class:`~newton_usd.simulation.options.RunOptions` (``record``, ``xform_ops``, ``joint_states``).
+        copies: the run's :class:`~newton_usd.simulation.worlds.EnvironmentCopies` (the other worlds' copies).
+        mute: a context manager's factory: the run's own writes, not edits of the user's.
+    """
+
+    def __init__(self, stage, output_layer, physics, clock, options, copies, mute):
+        self._stage, self.output_layer = stage, output_layer
+        self._physics, self._clock, self._copies, self._mute = physics, clock, copies, mute
+        self.record = options.record
+        self.record_every = 1  # write every n-th frame (the first and the last are always written)
+        self.write = True  # False: simulate only (benchmarking), nothing goes onto the stage
+        self.clips = None  # the ClipStream of a recording streamed to value clips (stream)
+        self._written_frame = None
+        self.sync, self.rows = stage_sync(stage, output_layer, physics.model, copies.copies, physics.imported.frame,
+                                          options.xform_ops)  # fmt: skip
+        self._joint_states = options.joint_states
+        self.joint_sync = self._joint_sync() if options.joint_states else None
+        self._retired_joint_syncs = []  # the joint syncs of models rebuilt during the run (restored at a reset)
+
+    def _joint_sync(self):
+        physics = self._physics
+        return JointStateSync(self.output_layer, physics.model, physics.imported.frame.meters_per_unit)
+
+    def write_start(self) -> None:
         """Before the first frame: the starting poses written as frame 0 (once)."""
-        if self.frame == 0 and self.sync.frames_written == 0 and self.write:
-            self._write()
+        if self._clock.frame == 0 and self.sync.frames_written == 0 and self.write:
+            self.write_frame()
 
-    def _records_frame(self, last: bool) -> bool:
+    def records_frame(self, last: bool) -> bool:
         """Whether the frame just simulated is written: every :attr:`record_every`-th, and the ``last``."""
-        return self.write and (last or self.frame % max(1, self.record_every) == 0)
+        return self.write and (last or self._clock.frame % max(1, self.record_every) == 0)
 
-    def _write(self, body_q=None, at=None):
-        """Write ``body_q`` (None: the state's) onto the stage as the current frame, or as ``at`` (frame, time
-        code): a frame read back late (:meth:`_run_pipelined`)."""
+    def written(self) -> bool:
+        """Whether the current frame was written."""
+        return self._written_frame == self._clock.frame
+
+    def write_frame(self, positions=None, at=None) -> None:
+        """Write the simulated prims from ``positions`` (their rows of the state: None, the current state's) onto the
+        stage as the current frame, or as ``at`` (frame, time code): a frame read back late (a pipelined run)."""
         t0 = time.perf_counter()
-        if body_q is None:
-            body_q = self.state.body_q.numpy()
-        if self._display_offset is not None:  # worlds written onto their copies, at their places
-            body_q = np.array(body_q, dtype=np.float32)
-            body_q[:, :3] += self._display_offset[: len(body_q)]
-        time_code = (self.time_code if at is None else at[1]) if self.record else None
-        with self._own_writes():
-            self.sync.write(body_q[: self.sync.body_count], time_code)
+        state = self._physics.state
+        if positions is None:
+            positions = self.rows.positions(state)
+        positions = self._copies.shown(positions)
+        time_code = (self._clock.time_code if at is None else at[1]) if self.record else None
+        with self._mute():
+            self.sync.write(positions[: self.rows.count], time_code)
             if self.joint_sync is not None:
-                self.joint_sync.write(self.state.joint_q.numpy(), self.state.joint_qd.numpy(), time_code)
+                self.joint_sync.write(state.joint_q.numpy(), state.joint_qd.numpy(), time_code)
             if self.clips is not None and time_code is not None:
                 if self.clips.moves_at_next_frame():
-                    self._flush_syncs()  # the chunk holds every frame written so far
+                    self.flush()  # the chunk holds every frame written so far
                 self.clips.frame_written(time_code)  # once per chunk: moves it to a clip file
-        self.sync_seconds += time.perf_counter() - t0
-        self._written_frame = self.frame if at is None else at[0]
+        self._clock.sync_seconds += time.perf_counter() - t0
+        self._written_frame = self._clock.frame if at is None else at[0]
 
     def flush(self) -> None:
-        """Write the current frame if it was not written (e.g. with ``record_every`` > 1, when a run
-        stops early), and the frames kept by :attr:`write_batch`: the stage shows the whole run."""
-        if self.write and getattr(self, "_written_frame", None) != self.frame:
-            self._write()
-        with self._own_writes():
-            for other in self.scenes:
-                other.flush()
-        self._flush_syncs()
+        """Write the frames the sync keeps (counted as time spent in the sync)."""
+        t0 = time.perf_counter()
+        with self._mute():
+            self.sync.flush()
+        self._clock.sync_seconds += time.perf_counter() - t0
 
     @property
-    def write_batch(self) -> int:
-        """Recorded frames written onto the stage together (default 1: every frame at once). More is
-        about twice as fast to write (see :attr:`~newton_usd.sync.StageSync.batch_frames`), but the stage
-        shows a frame only once its batch is written (:meth:`flush`, :meth:`save` and the value clips
-        write what is kept): for runs no one watches, as ``usdsim run``'s 32."""
+    def batch_frames(self) -> int:
+        """Recorded frames written onto the stage together (see :attr:`~newton_usd.sim.Simulation.write_batch`)."""
         return self.sync.batch_frames
 
-    @write_batch.setter
-    def write_batch(self, frames: int) -> None:
-        if int(frames) < 1:
-            raise NewtonUsdError(f"write_batch must be at least 1 frame, got {frames}")
-        self._flush_syncs()
-        for sim in (self, *self.scenes):
-            sim.sync.batch_frames = int(frames)
+    @batch_frames.setter
+    def batch_frames(self, frames: int) -> None:
+        self.flush()
+        self.sync.batch_frames = int(frames)
 
-    def _flush_syncs(self) -> None:
-        """Write the frames the syncs of every scene keep (counted as time spent in the sync)."""
-        with self._own_writes():
-            for sim in (self, *self.scenes):
-                t0 = time.perf_counter()
-                sim.sync.flush()
-                sim.sync_seconds += time.perf_counter() - t0
+    def place(self, body_q, rows) -> None:
+        """Bodies the user placed (``rows`` of ``body_q``, the state's poses) shown there at once."""
+        with self._mute():
+            self.sync.place(self._copies.shown(body_q)[: self.rows.count], rows,
+                            self._clock.time_code if self.record else None)  # fmt: skip
 
-    def stream_recording(self, path, frames_per_clip: int = DEFAULT_CLIP_FRAMES) -> str:
+    def hold(self, held) -> None:
+        """Bodies held by their prims (``held``: per body) are no longer written; the others are."""
+        with self._mute():  # (the sync's batch flushed: the run's own writes)
+            self.sync.hold(held)
+
+    def resync(self, keep: bool = True) -> None:
+        """A new sync of the model's bodies, onto the prims and the copies of the environment as they are now,
+        going on from the old one (``keep``: its prepared specs and what it wrote); a rebuilt model's joint sync."""
+        physics = self._physics
+        with self._mute():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
+            self.sync, self.rows = stage_sync(
+                self._stage, self.output_layer, physics.model, self._copies.copies, physics.imported.frame,
+                self.sync.xform_ops, old=self.sync if keep else None,
+            )  # fmt: skip
+
+    def rebuilt(self, keep: bool) -> None:
+        """The model was rebuilt: a new sync (see :meth:`resync`) and joint sync (the old one's writes restored at a
+        reset)."""
+        self.resync(keep)
+        if self.joint_sync is not None:
+            self._retired_joint_syncs.append(self.joint_sync)
+            self.joint_sync = self._joint_sync()
+
+    def restore(self) -> None:
+        """The authored poses on the stage again (a reset): everything written is removed; a streamed recording
+        starts a new run of clips."""
+        with self._mute():
+            if self.joint_sync is not None:
+                self.joint_sync.restore()
+            for old in self._retired_joint_syncs:
+                old.restore()
+            self._retired_joint_syncs = []
+            self.sync.restore()  # also prunes the prim specs left empty
+        if self.clips is not None:
+            self.clips.restart()  # the recording starts over: a new run of clips
+        self._written_frame = None
+
+    def close(self) -> None:
+        self.flush()
+        if self.clips is not None:
+            self.clips.close()
+
+    def stream(self, path, frames_per_clip: int = DEFAULT_CLIP_FRAMES) -> str:
         """Stream the recording to USD value clips as it runs, for a run of any length in bounded memory.
 
         ``path`` is where the recording will be saved (:meth:`save` with that path). Every
@@ -121,19 +187,19 @@ class Recording:
                 raise NewtonUsdError(f"the recording is already streamed to clips of {self.clips.output_path}")
             self.clips.frames_per_clip = max(1, int(frames_per_clip))
             return self.clips.directory
-        src = self.stage.GetRootLayer()
+        src = self._stage.GetRootLayer()
         if os.path.exists(path) and os.path.realpath(path) == os.path.realpath(src.realPath or ""):
             raise NewtonUsdError(f"{path}: refusing to overwrite the source stage; choose another output path")
         if Sdf.FileFormat.FindByExtension(path) is None:
             raise NewtonUsdError(f"{path}: cannot stream the recording there: not a USD file name")
-        self.clips = ClipStream(self.output_layer, path, frames_per_clip, time_codes_per_second=self.fps)
+        self.clips = ClipStream(self.output_layer, path, frames_per_clip, time_codes_per_second=self._clock.fps)
         return self.clips.directory
 
     def _streams_to(self, path, flatten: bool) -> bool:
         """Whether a save to ``path`` writes the streamed recording as clips (else it bakes them)."""
         return self.clips is not None and not flatten and os.path.abspath(path) == self.clips.output_path
 
-    def save(self, path, flatten: bool = False) -> str:
+    def save(self, path, flatten: bool = False, end_time: float | None = None) -> str:
         """Write the output layer to ``path`` as a stage that sublayers the source file (``flatten``:
         one self-contained file holding the whole composed stage).
 
@@ -142,8 +208,8 @@ class Recording:
         saved to another path, or flattened, its clips are baked into time samples.
         """
         path = os.fspath(path)
-        self._flush_syncs()
-        src = self.stage.GetRootLayer()
+        end_time = self._clock.time_code if end_time is None else end_time
+        src = self._stage.GetRootLayer()
         if os.path.exists(path) and os.path.realpath(path) == os.path.realpath(src.realPath or ""):
             raise NewtonUsdError(f"{path}: refusing to overwrite the source stage; choose another output path")
         directory = os.path.dirname(os.path.abspath(path))
@@ -151,7 +217,7 @@ class Recording:
             raise NewtonUsdError(f"{path}: cannot write the output: no directory {directory}")
         clips = self._streams_to(path, flatten)
         if clips:
-            with self._own_writes():
+            with self._mute():
                 self.clips.close_chunk()  # the last chunk becomes the last clip
         layer = self.clips.baked() if self.clips is not None and not clips else self.output_layer
         out = Sdf.Layer.Find(path) or Sdf.Layer.CreateNew(path)
@@ -159,15 +225,15 @@ class Recording:
             raise NewtonUsdError(f"{path}: cannot write the output (not a USD file name, or not writable)")
         if src.realPath and not flatten:
             out.TransferContent(layer)
-            if self._copies_layer is not None:  # the other worlds' copies of the environment
-                UsdUtils.StitchLayers(out, self._copies_layer)
+            if self._copies.layer is not None:  # the other worlds' copies of the environment
+                UsdUtils.StitchLayers(out, self._copies.layer)
             rel = os.path.relpath(src.realPath, directory)
             out.subLayerPaths = [rel.replace(os.sep, "/")]
         else:  # one file: the whole composed stage (an in-memory source has no file to sublayer)
             out.TransferContent(self._flattened(layer))
         if clips:
             self.clips.write_output(out)
-        self._stamp(out, src)
+        self._stamp(out, src, end_time)
         out.comment = f"Simulated by newton_usd from {os.path.basename(src.realPath or src.identifier)}"
         if not out.Save():
             raise NewtonUsdError(f"{path}: could not write the output stage")
@@ -183,33 +249,33 @@ class Recording:
     def _flattened(self, layer) -> Sdf.Layer:
         """The composed stage flattened, with ``layer`` in place of the output layer."""
         if layer is self.output_layer:
-            return self.stage.Flatten(addSourceFileComment=False)
-        subs = self.stage.GetSessionLayer().subLayerPaths
+            return self._stage.Flatten(addSourceFileComment=False)
+        subs = self._stage.GetSessionLayer().subLayerPaths
         at = list(subs).index(self.output_layer.identifier)
-        with self._own_writes():
+        with self._mute():
             subs[at] = layer.identifier
             try:
-                return self.stage.Flatten(addSourceFileComment=False)
+                return self._stage.Flatten(addSourceFileComment=False)
             finally:
                 subs[at] = self.output_layer.identifier
 
-    def save_in_place(self) -> str:
+    def save_in_place(self, end_time: float | None = None) -> str:
         """Write the simulated motion (and the ``overrides``) into the source file itself: every
         attribute of the output layer replaces the source's (a streamed recording's clips are baked
         into time samples). Only when the user asks for it."""
-        self._flush_syncs()
-        src = self.stage.GetRootLayer()
+        end_time = self._clock.time_code if end_time is None else end_time
+        src = self._stage.GetRootLayer()
         if not src.realPath:
             raise NewtonUsdError("the stage has no file to write in place (it was made in memory)")
-        if self.copies is not None:
+        if self._copies.copies is not None:
             raise NewtonUsdError(
                 f"{src.realPath}: will not write copies of the other worlds into the source; write to an output file"
             )
         if not os.access(src.realPath, os.W_OK):
             raise NewtonUsdError(f"{src.realPath}: cannot write in place: the file is not writable")
-        if src.HasTimeCodesPerSecond() and src.timeCodesPerSecond != self.fps:
+        if src.HasTimeCodesPerSecond() and src.timeCodesPerSecond != self._clock.fps:
             raise NewtonUsdError(
-                f"{src.realPath}: cannot write in place at {self.fps:g} fps: the stage's timeCodesPerSecond is "
+                f"{src.realPath}: cannot write in place at {self._clock.fps:g} fps: the stage's timeCodesPerSecond is "
                 f"{src.timeCodesPerSecond:g} (its other animation would change speed); write to an output file"
             )
         layer = self.clips.baked() if self.clips is not None else self.output_layer
@@ -221,12 +287,12 @@ class Recording:
 
         with Sdf.ChangeBlock():
             layer.Traverse(Sdf.Path.absoluteRootPath, copy)
-            self._stamp(src, src)
+            self._stamp(src, src, end_time)
         if not src.Save():
             raise NewtonUsdError(f"{src.realPath}: could not write the stage in place")
         return src.realPath
 
-    def _stamp(self, out, src) -> None:
+    def _stamp(self, out, src, end_time: float) -> None:
         """Stage metadata of an output layer: units and up axis of the source, the frame rate and range."""
         if out is not src:
             for key in _STAGE_METADATA:
@@ -234,8 +300,8 @@ class Recording:
                     out.pseudoRoot.SetInfo(key, src.pseudoRoot.GetInfo(key))
             if src.defaultPrim:
                 out.defaultPrim = src.defaultPrim
-        out.timeCodesPerSecond = self.fps
-        out.framesPerSecond = self.fps
+        out.timeCodesPerSecond = self._clock.fps
+        out.framesPerSecond = self._clock.fps
         if self.record:
-            out.startTimeCode = self.start_time
-            out.endTimeCode = max(s.time_code for s in (self, *self.scenes))
+            out.startTimeCode = self._clock.start_time
+            out.endTimeCode = end_time

@@ -109,12 +109,11 @@ class RunawayCheck:
         self.held = 0.5 * REACH_FACTOR * (self.reach + np.linalg.norm(start - structure.anchor, axis=1)) + REACH_MARGIN
 
     @classmethod
-    def of(cls, sim, structure=None) -> RunawayCheck:
-        """The check of a :class:`~newton_usd.sim.Simulation`'s run from its state now (``structure``: its model's
+    def of(cls, model, state, sim_seconds: float, structure=None) -> RunawayCheck:
+        """The check of a run of ``model`` from ``state`` at ``sim_seconds`` (``structure``: the model's
         :class:`ModelReach`, where known)."""
-        state = sim.state
         joint_qd = state.joint_qd.numpy() if getattr(state, "joint_qd", None) is not None else None
-        return cls(sim.model, state.body_q.numpy(), state.body_qd.numpy(), joint_qd, sim.sim_seconds, structure)
+        return cls(model, state.body_q.numpy(), state.body_qd.numpy(), joint_qd, sim_seconds, structure)
 
     def due(self, device, frame: int, last: bool) -> bool:
         """Whether the frame is checked: every frame on the CPU (the poses are read in place), every

@@ -1,5 +1,5 @@
-"""The stepping loop: one frame's physics steps (kinematic bodies moved between them, or one frame function),
-and :meth:`~Stepping.run`, frame after frame."""
+"""The stepper: one frame's physics steps (kinematic bodies moved between them, or one frame function), and the
+Warp modules they need, loaded beside the first frame."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from ..core.quat import gf_to_xyzw
 from ..core.types import JointType
 from ..errors import SimulationError
 from ..solvers.kernel_loading import KernelLoading, modules_named, tape_safe_workers
-from .clock import DEFAULT_FRAMES
 
 
 def kinematic_bodies(stage, model) -> list:
@@ -39,19 +38,31 @@ def kinematic_bodies(stage, model) -> list:
     ]
 
 
-class Stepping:
-    """:class:`~newton_usd.sim.Simulation`'s frames: the time, the steps of one frame and the run."""
+class Stepper:
+    """A Simulation's part that takes a frame's physics steps: one frame function (a CUDA graph where the device
+    allows, the blow-up checks its last kernels) where the solver has one and no body is kinematic, else step after
+    step with the kinematic bodies moved by their prims between them.
 
-    kernel_load = None
-    """What :meth:`load_kernels` did (a :class:`~newton_usd.solvers.kernel_loading.KernelLoad`: seconds, modules,
-    compiled); None before the first frame."""
+    Args:
+        stage: the stage whose prims move the kinematic bodies.
+        physics: the run's :class:`~newton_usd.simulation.physics.Physics` (stepped, its states swapped).
+        clock: the run's :class:`~newton_usd.simulation.clock.Clock` (its steps counted).
+        check: the run's :class:`~newton_usd.simulation.bounds.BlowUpCheck` (a frame function's device check).
+        kernel_workers: threads that load the Warp modules beside the first frame (None: one per core; 0: none).
+        kernel_loading: the :class:`~newton_usd.solvers.kernel_loading.KernelLoading` the solver's setup started.
+    """
 
-    kernel_workers = None
-    """Threads that compile the Warp modules of the solver's setup and first frame beside them (None: one per CPU
-    core; 0: none, each module compiled where it is first launched). Set on the class, it holds for the Simulations
-    opened after (the setup's load starts in :meth:`open`)."""
+    def __init__(self, stage, physics, clock, check, kernel_workers=None, kernel_loading=None):
+        self._stage, self._physics, self._clock, self._check = stage, physics, clock, check
+        self.kernel_workers = kernel_workers
+        self.kernel_loading = kernel_loading  # the KernelLoading under way (the solver's setup's, or the first frame's)
+        self.kernel_load = None  # what load_kernels did (None before the first frame)
+        self.refresh_kinematic()
 
-    _kernel_loading = None  # the KernelLoading under way (from the solver's setup, or the first frame)
+    def refresh_kinematic(self) -> None:
+        """The kinematic bodies anew (the model was rebuilt, or a body was switched)."""
+        self.kinematic = kinematic_bodies(self._stage, self._physics.model)
+        self._kinematic_written = {}  # id(state) -> (state, the kinematic poses written into it last)
 
     def load_kernels(self, max_workers: int | None = None, wait: bool = True):
         """Compile, or load from Warp's kernel cache, the Warp modules the frames will use (the solver's
@@ -60,160 +71,102 @@ class Stepping:
         frame does it, where it was not done, ``wait=False``: the modules load beside the frame, which compiles those
         that exist only once it runs, and waits for the rest at its end; :attr:`kernel_load` counts every module loaded
         from the solver's setup until then (see :mod:`~newton_usd.solvers.kernel_loading`)."""
-        modules = self.solver.kernel_modules()
-        if getattr(self.solver, "simulates_frames", False):
+        solver = self._physics.solver
+        modules = solver.kernel_modules()
+        if getattr(solver, "simulates_frames", False):
             modules += modules_named(["newton_usd.simulation.device_check"])
-        if self._kernel_loading is None:
+        if self.kernel_loading is None:
             workers = self.kernel_workers if max_workers is None else max_workers
-            workers = tape_safe_workers(workers, getattr(self.solver, "options", None) or {})
-            self._kernel_loading = KernelLoading(self.model.device, workers)
-        self._kernel_loading.add(modules)
-        return self._kernels_loaded() if wait else None
+            workers = tape_safe_workers(workers, getattr(solver, "options", None) or {})
+            self.kernel_loading = KernelLoading(self._physics.device, workers)
+        self.kernel_loading.add(modules)
+        return self.kernels_loaded() if wait else None
 
-    def _kernels_loaded(self):
+    def kernels_loaded(self):
         """After the first frame: the modules loading beside it waited for (:attr:`kernel_load`)."""
-        if self._kernel_loading is not None:
-            loading, self._kernel_loading = self._kernel_loading, None
+        if self.kernel_loading is not None:
+            loading, self.kernel_loading = self.kernel_loading, None
             self.kernel_load = loading.wait()
         return self.kernel_load
 
-    @property
-    def time_code(self) -> float:
-        """The time code of the current frame: the simulated time in frames since the start."""
-        return self.start_time + round(self.sim_seconds * self.fps, 6)
+    def stop_loading(self) -> None:
+        """The pool stops (a run that ran no frame, an environment's: its loads are not waited for)."""
+        if self.kernel_loading is not None:
+            self.kernel_loading.cancel(wait=False)
+            self.kernel_loading = None
 
-    def default_frames(self) -> int:
-        """The stage's authored frame range, or 120 frames when it has none."""
-        if self.stage.HasAuthoredTimeCodeRange():
-            n = int(round(self.stage.GetEndTimeCode() - self.stage.GetStartTimeCode()))
-            if n > 0:
-                return n
-        return DEFAULT_FRAMES
+    def as_frame(self, n: int) -> bool:
+        """Whether ``n`` steps run as one frame function (``solver.simulate_frame``): a Newton solver or MuJoCo-Warp
+        exchanging on the device (``solver.simulates_frames``), no kinematic body (their poses are read from the
+        stage between the steps)."""
+        return n >= 1 and not self.kinematic and getattr(self._physics.solver, "simulates_frames", False)
 
-    def step_frame(self, last: bool = True, until: float | None = None) -> None:
-        """Simulate one frame (``substeps`` physics steps) and write the poses onto the prims; then the
-        other scenes' frames (:attr:`scenes`).
-
-        Edits made on the stage since the last frame are applied first (see :meth:`apply_edits`).
-        With :attr:`record_every` > 1 only every n-th frame is written, and the frame with ``last``.
-        ``until`` (seconds of simulated time): take the steps that end closest to it instead of
-        ``substeps`` (another scene's frame: it keeps to the first scene's clock).
-
-        A frame function's frame (a Newton solver, MuJoCo-Warp) is queued on the device and not waited for unless it
-        is written onto the stage: its blow-up check is read every :attr:`check_every` frames and at the sync points
-        (see :class:`~newton_usd.simulation.bounds.BlowUpCheck`).
-        """
-        if self.watcher is not None and self.watcher.pending:
-            self.apply_edits()
+    def step(self, n: int) -> bool:
+        """Take ``n`` physics steps (the frame's, counted on the clock, which then ends the frame); whether they ran
+        as one frame function (queued on the device, not waited for: checked by the device check)."""
         if self.kernel_load is None:
             self.load_kernels(wait=False)
-        self._write_start()
-        self._start_flung_check()
-        n = self.substeps if until is None else max(0, round((until - self.sim_seconds) / self.dt))
+        physics, clock = self._physics, self._clock
+        as_frame = self.as_frame(n)
         t0 = time.perf_counter()
-        as_frame = self._as_frame(n)
         try:
             if as_frame:  # one frame function (a CUDA graph where the device allows), the checks in it
                 self._simulate_frame(n)
             for _ in range(0 if as_frame else n):
-                if self._kinematic:
-                    self._move_kinematic(self.start_time + (self.steps + 1) * self.dt * self.fps)
-                self.solver.step(self._state, self._next, self.control, None, self.dt)
-                self._state, self._next = self._next, self._state
-                self.steps += 1
-                if self.first_step_seconds is None:
-                    self.first_step_seconds = time.perf_counter() - t0
+                if self.kinematic:
+                    self.move_kinematic(clock.time_code_after(1))
+                physics.solver.step(physics.state, physics.next, physics.control, None, clock.dt)
+                physics.swap()
+                clock.steps += 1
+                if clock.first_step_seconds is None:
+                    clock.first_step_seconds = time.perf_counter() - t0
         except SimulationError as e:
-            raise SimulationError(e.reason, frame=self.frame + 1, label=e.label) from None
-        self.frame += 1
-        self.sim_seconds = self.steps * self.dt
-        write = self._records_frame(last)
-        if as_frame:
-            self.wall_seconds += time.perf_counter() - t0
-            if self.first_step_seconds is None:  # (the first frame, kernels loaded: waited for, timed)
-                self.synchronize()
-                self._kernels_loaded()
-                self.first_step_seconds = time.perf_counter() - t0
-            if write:
-                self.synchronize()  # (its poses are read: checked first)
-            else:
-                self._poll_device_check()
-            body_q = None
-        else:
-            body_q = self._state.body_q.numpy()
-            self.wall_seconds += time.perf_counter() - t0
-            self._kernels_loaded()
-            self._check_bounds(body_q)
-            self._check_flung(last)
-        if write:
-            self._write(body_q)
-        if self.scenes:
-            with self._own_writes():
-                for other in self.scenes:
-                    other.record_every, other.write = self.record_every, self.write
-                    other.step_frame(last, until=self.sim_seconds)
-
-    def _as_frame(self, n: int) -> bool:
-        """Whether ``n`` steps run as one frame function (``solver.simulate_frame``): a Newton solver or MuJoCo-Warp
-        exchanging on the device (``solver.simulates_frames``), no kinematic body (their poses are read from the
-        stage between the steps)."""
-        return n >= 1 and not self._kinematic and getattr(self.solver, "simulates_frames", False)
+            raise SimulationError(e.reason, frame=clock.frame + 1, label=e.label) from None
+        clock.end_frame()
+        clock.wall_seconds += time.perf_counter() - t0
+        return as_frame
 
     def _simulate_frame(self, n: int) -> None:
-        """``n`` steps as the solver's frame function (see :meth:`_as_frame`), the blow-up checks on the device last
+        """``n`` steps as the solver's frame function (see :meth:`as_frame`), the blow-up checks on the device last
         (:mod:`~newton_usd.simulation.device_check`)."""
-        self._prepare_device_check()
-        check, seconds = self._device_check, n * self.dt
-        self.solver.simulate_frame(
-            self._state, self._next, self.control, self.dt, n,
+        check = self._check.prepare_device_check()
+        physics, seconds = self._physics, n * self._clock.dt
+        physics.solver.simulate_frame(
+            physics.state, physics.next, physics.control, self._clock.dt, n,
             after=lambda state: check.launch(state, seconds), after_key=(check.key, seconds),
         )  # fmt: skip
-        self.steps += n
+        self._clock.steps += n
 
-    def _move_kinematic(self, time_code: float) -> None:
+    def move_kinematic(self, time_code: float) -> None:
         """Kinematic bodies to their prims' (animated) world transforms at ``time_code``: their poses, and their free
         joints' coordinates where the solver steps joint coordinates (``kinematic_joint_q``: Featherstone). Poses the
         solver was given last into this state are not written again (every solver carries a kinematic body's pose
         through a step; MuJoCo moves a mocap body, and then computes its position stage anew, only when written)."""
+        physics = self._physics
         cache = UsdGeom.XformCache(time_code)
-        frame = self.imported.frame
+        frame = physics.imported.frame
         poses = []
-        for _, prim, _ in self._kinematic:
+        for _, prim, _ in self.kinematic:
             xf = Gf.Transform(cache.GetLocalToWorldTransform(prim))
             pos, rot = frame.world_pose_to_sim(
                 np.array(xf.GetTranslation(), dtype=np.float64), gf_to_xyzw(xf.GetRotation().GetQuat())
             )
             poses.append(np.concatenate([pos, rot]))
         poses = np.array(poses, dtype=np.float32)
-        key = (id(self.solver), id(self._kinematic))
-        written = self.__dict__.get("_kinematic_written")
-        if written is None or written[0] != key:
-            written = self._kinematic_written = (key, {})
-        last = written[1].get(id(self._state))
-        if last is not None and last[0] is self._state and np.array_equal(last[1], poses):
+        state, written = physics.state, self._kinematic_written
+        key = (id(physics.solver), id(state))
+        last = written.get(key)
+        if last is not None and last[0] is state and np.array_equal(last[1], poses):
             return
-        written[1][id(self._state)] = (self._state, poses)
-        body_q = self._state.body_q.numpy()
-        joint_q = self._state.joint_q.numpy() if self.solver.kinematic_joint_q else None
-        for (rows, _, coordinates), pose in zip(self._kinematic, poses, strict=True):
+        written[key] = (state, poses)
+        body_q = state.body_q.numpy()
+        joint_q = state.joint_q.numpy() if physics.solver.kinematic_joint_q else None
+        for (rows, _, coordinates), pose in zip(self.kinematic, poses, strict=True):
             body_q[rows] = pose
             if joint_q is not None:
                 free = coordinates[coordinates[:, 0] >= 0]
                 joint_q[free] = pose
-        if not self.model.device.is_cpu:  # numpy() was a copy
-            self._state.body_q.assign(body_q)
+        if not physics.device.is_cpu:  # numpy() was a copy
+            state.body_q.assign(body_q)
             if joint_q is not None:
-                self._state.joint_q.assign(joint_q)
-
-    def run(self, frames: int | None = None, progress=None) -> None:
-        """Simulate ``frames`` frames (default: :meth:`default_frames`); ``progress(n)`` after each. Returns once the
-        device has simulated them all and their blow-up checks were read."""
-        n = self.default_frames() if frames is None else int(frames)
-        if self._pipelines():
-            self._run_pipelined(n, progress)
-        else:
-            for i in range(n):
-                self.step_frame(last=i == n - 1)
-                if progress is not None:
-                    progress(1)
-        self.synchronize()  # (the frames queued, waited for and checked)
+                state.joint_q.assign(joint_q)

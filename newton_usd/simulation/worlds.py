@@ -1,5 +1,5 @@
 """Worlds on the stage: which body of which world is written onto which prim, and the copies of the environment
-that show the worlds other than the first."""
+that show the worlds other than the first (:class:`EnvironmentCopies`, a Simulation's part)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,20 @@ from pxr import Sdf
 
 from ..sync import StageSync
 from ..sync.instancer_sync import instance_of
+from ..sync.state_rows import body_rows
 from ..sync.world_copies import WorldCopies, default_spacing, environment_roots, grid_offsets
 
 
-def stage_sync(stage, layer, model, copies, frame, xform_ops, old=None) -> StageSync:
-    """The StageSync of ``model``'s bodies (:func:`written_labels`), the kinematic ones held (the stage moves them:
+def stage_sync(stage, layer, model, copies, frame, xform_ops, old=None) -> tuple:
+    """(the StageSync of ``model``'s bodies, their :class:`~newton_usd.sync.state_rows.StateRows`): each body row
+    written onto its prim (:func:`written_labels`), the kinematic ones held (the stage moves them:
     :meth:`~newton_usd.sync.StageSync.hold`); ``old``: the sync it goes on from (its prepared specs, what it wrote)."""
     held = model.body_kinematic.numpy().astype(bool)
-    sync = StageSync(stage, layer, written_labels(model, copies), frame, xform_ops, held=held)
+    labels = written_labels(model, copies)
+    sync = StageSync(stage, layer, labels, frame, xform_ops, held=held)
     if old is not None:
         sync.carry_over(old)
-    return sync
+    return sync, body_rows(model, labels)
 
 
 def written_labels(model, copies=None) -> list:
@@ -51,40 +54,66 @@ def _environment_paths(model) -> list:
     return out
 
 
-class WorldCopying:
-    """:class:`~newton_usd.sim.Simulation`'s copies of the environment, one per world (``write_worlds="all"``)."""
+class EnvironmentCopies:
+    """A Simulation's part that shows the worlds other than the first: copies of the environment, one per world, in a
+    layer under the output layer (``write_worlds="all"``; see :class:`WorldCopies`), each world's bodies written onto
+    its copy, shown :attr:`display_offset` away from where they are simulated.
 
-    def _copy_environment(self, spacing=None) -> None:
-        """Copies of the environment for worlds 1 .. n-1 (see :class:`WorldCopies`), in a layer under
-        the output layer, ``spacing`` stage units apart on a grid (None: kept apart by their size).
+    With several PhysicsScenes the first scene's part makes the copies for every scene (:meth:`make`): one copy per
+    world holds every scene's bodies of that world.
 
-        The first scene's Simulation copies it for every scene (:attr:`scenes`): one copy per world holds
-        every scene's bodies of that world, and each scene writes its own onto it (see :meth:`_resync`)."""
-        sims = (self, *self.scenes)
-        roots = environment_roots(self.stage, [p for s in sims for p in _environment_paths(s.model)])
+    Args:
+        stage, output_layer: the stage and the run's output layer (the copies' layer goes under it).
+        mute: a context manager's factory: the run's own writes, not edits of the user's.
+    """
+
+    def __init__(self, stage, output_layer, mute):
+        self._stage, self._output_layer, self._mute = stage, output_layer, mute
+        self.copies = None  # the WorldCopies (None: world 0 only is shown)
+        self.layer = None  # the layer they are in
+        self.display_offset = None  # per body: where its world's copy is, from the environment (SI)
+        self.spacing = None  # stage units between the copies
+
+    def make(self, scenes, worlds: int, frame, spacing=None) -> bool:
+        """Copies of the environment for worlds 1 .. ``worlds``-1 of every scene's model (``scenes``: [(its
+        EnvironmentCopies, its model)], this part's first), ``spacing`` stage units apart on a grid (None: kept apart
+        by their size); whether there was an environment to copy."""
+        roots = environment_roots(self._stage, [p for _, model in scenes for p in _environment_paths(model)])
         if not roots:
-            return
-        if self._copies_layer is None:
-            self._copies_layer = Sdf.Layer.CreateAnonymous("newton_usd_world_copies.usda")
-            self._copies_layer.timeCodesPerSecond = self.stage.GetTimeCodesPerSecond()
-            subs = self.stage.GetSessionLayer().subLayerPaths
-            subs.insert(list(subs).index(self.output_layer.identifier) + 1, self._copies_layer.identifier)
+            return False
+        if self.layer is None:
+            self.layer = Sdf.Layer.CreateAnonymous("newton_usd_world_copies.usda")
+            self.layer.timeCodesPerSecond = self._stage.GetTimeCodesPerSecond()
+            subs = self._stage.GetSessionLayer().subLayerPaths
+            subs.insert(list(subs).index(self._output_layer.identifier) + 1, self.layer.identifier)
         if spacing is None:
-            spacing = default_spacing(self.stage, roots)
-        self.world_spacing = float(spacing)
-        offsets = grid_offsets(self.worlds, self.world_spacing, self.imported.frame.up_axis)
-        with self._own_writes():
-            self.copies = WorldCopies(self.stage, self._copies_layer, roots, offsets)
+            spacing = default_spacing(self._stage, roots)
+        self.spacing = float(spacing)
+        offsets = grid_offsets(worlds, self.spacing, frame.up_axis)
+        with self._mute():
+            self.copies = WorldCopies(self._stage, self.layer, roots, offsets)
         # World k's bodies are shown offsets[k] away: added to their simulated positions when written.
-        frame = self.imported.frame
         per_world = np.stack([frame.world_vector_to_sim(o) for o in offsets])
-        for s in sims:
-            s.copies = self.copies
-            s._display_offset = per_world[s.model.body_world.numpy()].astype(np.float32)
+        for part, model in scenes:
+            part.copies, part.spacing = self.copies, self.spacing
+            part.display_offset = per_world[model.body_world.numpy()].astype(np.float32)
+        return True
 
-    def _resync(self) -> None:
-        """A new sync of this scene's bodies, onto the prims and the copies of the environment as they are
-        now (:attr:`copies`, made by the first scene's Simulation), going on from the old one."""
-        with self._own_writes():  # (the old sync's batch flushed: the run's own writes, not the user's edits)
-            self.sync = stage_sync(self.stage, self.output_layer, self.model, self.copies, self.imported.frame,
-                                   self.sync.xform_ops, old=self.sync)  # fmt: skip
+    def remove(self) -> None:
+        """The copies removed (the environment changed: :meth:`make` copies it again)."""
+        with self._mute():
+            self.copies.remove()
+
+    def shown(self, body_q):
+        """``body_q`` where it is shown: each world's bodies on its copy (a copy of the array), or as it is."""
+        if self.display_offset is None:
+            return body_q
+        shown = np.array(body_q, dtype=np.float32)
+        shown[:, :3] += self.display_offset[: len(shown)]
+        return shown
+
+    def detach(self) -> None:
+        """The copies' layer leaves the stage (the run closes)."""
+        subs = self._stage.GetSessionLayer().subLayerPaths
+        if self.layer is not None and self.layer.identifier in subs:
+            subs.remove(self.layer.identifier)
