@@ -393,8 +393,9 @@ class Simulation:
                 self.blow_up_check.poll()
         else:
             self.stepper.kernels_loaded()
-            positions = self.physics.body_poses()
-            self.blow_up_check.check_frame(positions, last)
+            rows = self.recorder.rows  # (the simulated prims' rows of the state)
+            positions = rows.positions(self.physics.state)
+            self.blow_up_check.check_frame(positions, last, rows)
         if write:
             self.recorder.write_frame(positions)
         with self._own_writes():

@@ -7,12 +7,15 @@ import warp as wp
 
 from ..core.model import _COUNTS, _WORLD_ARRAYS
 from ..errors import NewtonUsdError
+from ..sync.state_rows import KINDS as STATE_ROW_KINDS
 from .kernels import flat, gather_rows, numpy_dtype, scalar_type, scatter_rows, worlds_of_rows
 from .pattern import match_prims, relative_name, under
 from .source import ViewSource
 
-# The element kind that indexes each State and Control array (the Model's come from core.model).
-_STATE_KINDS = {"body_q": "body", "body_qd": "body", "body_f": "body", "joint_q": "coord", "joint_qd": "dof"}
+# The element kind that indexes each State and Control array (the Model's come from core.model); the simulated prims'
+# rows (a body's pose and velocity, a deformable's points) as sync.state_rows describes them.
+_STATE_KINDS = {array: kind for kind, (pos, vel, *_) in STATE_ROW_KINDS.items() for array in (pos, vel)}
+_STATE_KINDS.update({"body_f": "body", "joint_q": "coord", "joint_qd": "dof"})
 _CONTROL_KINDS = {"joint_target_pos": "dof", "joint_target_vel": "dof", "joint_f": "dof"}
 _MODEL_KINDS = {name: kind for kind, names in _WORLD_ARRAYS.items() for name in names}
 _MODEL_KINDS.update({"shape_body": "shape", "joint_parent": "joint", "joint_child": "joint"})

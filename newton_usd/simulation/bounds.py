@@ -1,4 +1,4 @@
-"""Blow-up detection: a simulated prim whose rows are NaN or infinite, too far or too fast, or a body flung out of the
+"""Blow-up detection: a simulated prim whose rows of the state are NaN or infinite, too far or too fast, or a body flung out of the
 scene (:mod:`~newton_usd.simulation.runaway`) stops the run; on the device for frame functions
 (:mod:`~newton_usd.simulation.device_check`), read at sync points."""
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..solvers.stability import step_advice
+from ..sync.state_rows import body_rows
 from .device_check import DeviceCheck
 from .options import MAX_DISTANCE, MAX_SPEED
 from .runaway import ModelReach, RunawayCheck
@@ -90,7 +91,7 @@ class BlowUpCheck:
         runaway = check.runaway
         check.clear()
         self.unchecked = False
-        self.check_bounds(body_q, frame=frame, body_qd=body_qd)
+        self.check_bounds(body_q, frame=frame, velocities=body_qd)
         if runaway is not None:
             runaway.check(body_q, runaway.start_seconds + seconds, frame, self._advice)
         # (a body at a bound in float32 on the device and within it in float64 here: not a blow-up; the run goes on)
@@ -139,38 +140,42 @@ class BlowUpCheck:
                 self._reach = (model, ModelReach(model))
             self._runaway = RunawayCheck.of(model, self._physics.state, self._clock.sim_seconds, self._reach[1])
 
-    def check_frame(self, body_q, last: bool) -> None:
-        """After a frame of single steps: its bounds (:meth:`check_bounds`) and whether a body was flung out of the
-        scene: every frame on the CPU, every 10th and the last on CUDA (frame functions check on the device)."""
-        self.check_bounds(body_q)
+    def check_frame(self, positions, last: bool, rows=None) -> None:
+        """After a frame of single steps: the bounds of the simulated prims' ``rows`` (:meth:`check_bounds`) and
+        whether a body was flung out of the scene: every frame on the CPU, every 10th and the last on CUDA (frame
+        functions check on the device)."""
+        self.check_bounds(positions, rows=rows)
         check, clock = self._runaway, self._clock
         if check is not None and self.check_flung and check.due(self._physics.device, clock.frame, last):
             check.check(self._physics.body_poses(), clock.sim_seconds, clock.frame, self._advice)
 
-    def check_bounds(self, body_q, frame=None, body_qd=None) -> None:
-        """Stop (SimulationError naming the body and frame) when a body's pose is NaN or infinite, it is
-        farther than :attr:`max_distance` from the origin or faster than :attr:`max_speed`: a simulation that
-        blew up, caught here rather than left to MuJoCo's own check (which fires near 1e10 only). ``body_qd``: the
-        velocities of ``body_q``'s state (None: the state's now)."""
-        problem, rows = None, None
-        bad = ~np.isfinite(body_q).all(axis=1)
-        if bad.any():
-            problem, rows = "body pose became NaN or infinite", bad
+    def check_bounds(self, positions, frame=None, velocities=None, rows=None) -> None:
+        """Stop (SimulationError naming the prim's row and the frame) when a simulated prim's position (``rows``, a
+        :class:`~newton_usd.sync.state_rows.StateRows`; None: the bodies') is NaN or infinite, farther than
+        :attr:`max_distance` from the origin or faster than :attr:`max_speed`: a simulation that blew up, caught
+        here rather than left to MuJoCo's own check (which fires near 1e10 only). ``velocities``: the rows'
+        velocities in ``positions``' state (None: the state's now)."""
+        rows = rows or body_rows(self._physics.model, ())
+        problem, bad = None, None
+        element = rows.element
+        nonfinite = ~np.isfinite(positions).all(axis=1)
+        if nonfinite.any():
+            problem, bad = f"{rows.placement} became NaN or infinite", nonfinite
         else:
-            dist2 = np.einsum("ij,ij->i", body_q[:, :3], body_q[:, :3])
-            rows = dist2 > self.max_distance**2
-            if rows.any():
-                d = math.sqrt(float(dist2[int(np.argmax(rows))]))
-                problem = f"body is {d:.3g} m from the origin, beyond max_distance {self.max_distance:g} m"
+            dist2 = np.einsum("ij,ij->i", positions[:, :3], positions[:, :3])
+            bad = dist2 > self.max_distance**2
+            if bad.any():
+                d = math.sqrt(float(dist2[int(np.argmax(bad))]))
+                problem = f"{element} is {d:.3g} m from the origin, beyond max_distance {self.max_distance:g} m"
             else:
-                v = (self._physics.state.body_qd.numpy() if body_qd is None else body_qd)[:, :3]
+                v = (rows.velocities(self._physics.state) if velocities is None else velocities)[:, :3]
                 speed2 = np.einsum("ij,ij->i", v, v)
-                rows = ~(speed2 <= self.max_speed**2)  # (NaN too)
-                if rows.any():
-                    speed = math.sqrt(float(speed2[int(np.argmax(rows))]))
-                    problem = f"body moves at {speed:.3g} m/s, beyond max_speed {self.max_speed:g} m/s"
+                bad = ~(speed2 <= self.max_speed**2)  # (NaN too)
+                if bad.any():
+                    speed = math.sqrt(float(speed2[int(np.argmax(bad))]))
+                    problem = f"{element} moves at {speed:.3g} m/s, beyond max_speed {self.max_speed:g} m/s"
         if problem is not None:
-            label = self._physics.model.body_label[int(np.argmax(rows))]
+            label = rows.name(int(np.argmax(bad)))
             raise SimulationError(
                 f"{problem} (the simulation blew up){self._advice()}", frame=frame or self._clock.frame, label=label
             )

@@ -12,8 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-KINDS = {"body": ("body_q", "body_qd", "body"), "particle": ("particle_q", "particle_qd", "point")}
-"""kind -> (the State array of its positions, of its velocities, what one row is called in a message)."""
+KINDS = {
+    "body": ("body_q", "body_qd", "body", "body pose"),
+    "particle": ("particle_q", "particle_qd", "point", "point position"),
+}
+"""kind -> (the State array of its positions, of its velocities, what one row is called in a message, what its
+position is called)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,11 @@ class StateRows:
     def element(self) -> str:
         """What one row is, in a message ("body", "point")."""
         return KINDS[self.kind][2]
+
+    @property
+    def placement(self) -> str:
+        """What a row's position is called in a message ("body pose", "point position")."""
+        return KINDS[self.kind][3]
 
     @property
     def count(self) -> int:
