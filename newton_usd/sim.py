@@ -23,7 +23,15 @@ import warp as wp
 from .errors import NewtonUsdError
 from .simulation import opening
 from .simulation.bounds import BlowUpCheck
-from .simulation.clock import DEFAULT_FRAMES, MAX_PHYSICS_DT, MAX_SUBSTEPS, Clock, frame_rate, physics_steps, scene_clocks
+from .simulation.clock import (
+    DEFAULT_FRAMES,
+    MAX_PHYSICS_DT,
+    MAX_SUBSTEPS,
+    Clock,
+    frame_rate,
+    physics_steps,
+    scene_clocks,
+)
 from .simulation.edits import LiveEditor, check_scenes
 from .simulation.options import MAX_DISTANCE, MAX_SPEED, WRITE_WORLDS, RunOptions, check_options
 from .simulation.physics import Physics
@@ -64,8 +72,6 @@ def resolve_device(device):
         raise NewtonUsdError(
             f"device {device!r} is not available ({e}); Warp sees: {', '.join(d.alias for d in wp.get_devices())}"
         ) from None
-
-
 
 
 def _delegated(part: str, name: str, doc: str, settable: bool = True) -> property:

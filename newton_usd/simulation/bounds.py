@@ -1,5 +1,5 @@
-"""Blow-up detection: a simulated prim whose rows of the state are NaN or infinite, too far or too fast, or a body flung out of the
-scene (:mod:`~newton_usd.simulation.runaway`) stops the run; on the device for frame functions
+"""Blow-up detection: a simulated prim whose rows of the state are NaN or infinite, too far or too fast, or a body
+flung out of the scene (:mod:`~newton_usd.simulation.runaway`) stops the run; on the device for frame functions
 (:mod:`~newton_usd.simulation.device_check`), read at sync points."""
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ def open_scenes(cls, stage, file, output_layer, asked: dict, run: dict, override
     sim = open_scene(cls, stage, file, output_layer, first, asked, {**run, **several}, overrides=applied)
     fps = sim.fps  # (every scene on the first one's clock)
     for other in others:  # same stage, output layer, frame rate and worlds; the scene's own step and settings
-        scene = open_scene(cls, stage, file, output_layer, other, {**asked, "fps": fps}, {**run, **several, "live": False})
-        sim.add_scene(scene)
+        one = {**run, **several, "live": False}
+        sim.add_scene(open_scene(cls, stage, file, output_layer, other, {**asked, "fps": fps}, one))
     if others and run.get("write_worlds") == "all" and sim.worlds > 1 and run.get("env_root") is None:
         sim.copy_environment(run.get("world_spacing"))  # one copy per world, of every scene's bodies
     if others and asked.get("fps") is None:
