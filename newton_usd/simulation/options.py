@@ -8,7 +8,7 @@ a user may change during a run (``record_every``, ``write``, ``check_flung``, ..
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..errors import NewtonUsdError
 from ..sync.stage_sync import XFORM_OPS
@@ -68,10 +68,6 @@ class RunOptions:
             xform_ops=self.xform_ops, write_worlds=self.write_worlds, world_spacing=self.world_spacing,
             max_distance=self.max_distance, max_speed=self.max_speed,
         )  # fmt: skip
-
-    def but(self, **changes) -> RunOptions:
-        """These options with ``changes`` (e.g. another scene's: its own step)."""
-        return replace(self, **changes)
 
 
 def check_options(*, worlds=1, env_root=None, dt=None, xform_ops="trs", write_worlds="first", world_spacing=None,
