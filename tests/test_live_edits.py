@@ -173,7 +173,8 @@ def test_live_false_ignores_edits():
 
 def test_drive_target_edits_skip_the_re_import_and_match_it(monkeypatch):
     """A drive target edit (a slider dragged in a viewer) is applied without importing the stage again,
-    to the value a re-import gives, in every world; so is a gain; a prim added goes through the import."""
+    to the value a re-import gives, in every world; so is a gain; a prim added with no physics schema is not
+    imported; a physics schema applied to it goes through the import."""
     import newton_usd.simulation.opening as edits_module
 
     sim = open_sim("pendulum.usda", worlds=2)
@@ -198,7 +199,10 @@ def test_drive_target_edits_skip_the_re_import_and_match_it(monkeypatch):
     sim.step_frame()
     assert imports == [] and sim.edits_applied == 2 and sim.rebuilds == 0
     assert sim.model.joint_target_ke.numpy()[dofs] == pytest.approx([10.0 * 180 / np.pi] * 2, rel=1e-6)
-    UsdGeom.Cube.Define(sim.stage, "/World/Marker")  # (a prim added: the import finds nothing to simulate in it)
+    UsdGeom.Cube.Define(sim.stage, "/World/Marker")  # (a prim added with no physics schema: simulated by nothing)
+    sim.step_frame()
+    assert imports == []
+    UsdPhysics.MassAPI.Apply(sim.stage.GetPrimAtPath("/World/Marker"))  # (the import reads it, finds nothing new)
     sim.step_frame()
     assert len(imports) == 1 and sim.rebuilds == 0
 

@@ -9,8 +9,16 @@ environment's prim: its world; a replicated stage's prim: every world, or world 
   ancestor prim moves every body under it;
 - its ``physics:velocity`` / ``physics:angularVelocity``: its velocity;
 - the mass properties (``physics:mass``, ``density``, ``centerOfMass``, ``diagonalInertia``, ``principalAxes``) of
-  a body or of one of its colliders, a collider's material binding, a material's friction, restitution and
-  density: the body's mass properties, the colliders' friction and restitution;
+  a body or of one of its colliders, a material's friction, restitution and density: the body's mass properties,
+  the colliders' friction and restitution;
+- a material binding (``material:binding``, ``material:binding:physics``, collection bindings, a collection's
+  members) on a collider or an ancestor of colliders, and MaterialBindingAPI applied or removed (as Kit binds: the
+  API, then the binding): the colliders at and below that prim read their materials again as USD's parser binds
+  them (a collider with the API applied takes the material bound to it or above it), whether the material was there
+  or defined during the run: their friction and restitution rows, and their bodies' mass properties where the
+  material's density changes them;
+- a prim defined that the import simulates nothing of (a Material, a Shader, a Scope: no physics, MuJoCo or Newton
+  schema but a material's): nothing, but the colliders bound to a material defined there take it;
 - a collider's ``physics:collisionEnabled``: whether it collides;
 - a free body's ``physics:kinematicEnabled`` / ``physics:rigidBodyEnabled``: whether it is held (moved by its prim:
   a kinematic body, or a disabled one, whose colliders UsdPhysics makes static) or simulated;
@@ -18,8 +26,9 @@ environment's prim: its world; a replicated stage's prim: every world, or world 
   (the joint is added again as the import adds it, into a builder of its own, and its rows compared);
 - the simulated PhysicsScene's gravity.
 
-What changes more than values (a prim added, removed or retyped, a jointed body made kinematic or disabled, a joint
-disabled or locked, a collider's shape) raises :class:`~newton_usd.usd.live_values.NotInPlace`: the caller imports the
+What changes more than values (a prim added with a schema the import reads, a prim removed or retyped, another schema
+applied to the model's prims, a jointed body made kinematic or disabled, a joint disabled or locked, a collider's
+shape) raises :class:`~newton_usd.usd.live_values.NotInPlace`: the caller imports the
 stage again. An edit the import refuses (a negative mass, a NaN position, a transform of zero scale) is said once
 (:attr:`Plan.refused`) and left out.
 """
@@ -31,14 +40,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from ..core.quat import gf_to_xyzw
 from ..core.types import JointType
 from ..errors import UsdInputError
 from ..sync.live_edits import user_world_transform, xform_edit
 from ..sync.stage_sync import OP_MATRIX, OP_ORIENT, OP_SCALE, OP_TRANSLATE
-from ..usd.live_values import LiveValues, NotInPlace, bound_materials
+from ..usd.live_values import LiveValues, NotInPlace, bound_materials, collider_prim
 from ..usd.resolver import DIALECTS
 from ..usd.scenes import scene_gravity
 from .teleport import JointTree
@@ -52,12 +61,17 @@ SWITCH_ATTRIBUTES = frozenset(("physics:kinematicEnabled", "physics:rigidBodyEna
 _COLLISION_ENABLED = "physics:collisionEnabled"
 _PHYSICS_OPS = frozenset((OP_TRANSLATE, OP_ORIENT, OP_SCALE, OP_MATRIX))
 _SCHEMA_PREFIXES = ("Physics", "Mjc", "Newton", "Physx")
+_BINDING = "material:binding"  # (its relationships: material:binding, material:binding:physics, ...:collection:*)
+_BINDING_API = "MaterialBindingAPI"
+_COLLECTION = "collection:"
 _PRIM_FIELDS_KEPT = frozenset(
     {"specifier", "documentation", "comment", "customData", "assetInfo", "displayName", "displayGroupOrder", "hidden",
      "kind", "propertyOrder", "primOrder"}
 )  # fmt: skip
 """Prim metadata whose change simulates nothing new (an ``over`` made in another layer to hold an edit changes the
 ``specifier`` field of the prim and its parents)."""
+_PRIM_FIELDS_SCHEMAS = frozenset({"apiSchemas", "typeName"})
+"""Prim metadata whose change (a resync) is read here: what the prim is (a prim defined, a schema applied)."""
 
 DOF_VALUES = (
     "joint_limit_lower", "joint_limit_upper", "joint_limited", "joint_target_ke", "joint_target_kd",
@@ -133,6 +147,7 @@ class ModelIndex:
         """The static colliders' and sites' prims and their ancestors: a move of one moves what the import places
         in the world (only an import places it anew)."""
         self.materials = None  # shape label -> its material's path (see shape_materials)
+        self._collider_prims = None  # collider prim path -> its shape labels (see colliders_under)
 
     def rows(self, kind: str, label: str, first: bool) -> np.ndarray:
         """The rows of the elements of ``kind`` labelled ``label``; ``first``: world 0's only."""
@@ -143,9 +158,25 @@ class ModelIndex:
         return rows
 
     def shape_materials(self, stage) -> dict:
+        """Shape label -> the path of the material bound to its prim (read once, then kept by :meth:`rebound`)."""
         if self.materials is None:
             self.materials = bound_materials(stage, self.model.shape_label)
         return self.materials
+
+    def rebound(self, stage, labels) -> None:
+        """The bindings of the colliders ``labels`` (shape labels) changed: their materials are read again."""
+        if self.materials is not None and labels:
+            self.materials.update(bound_materials(stage, labels))
+
+    def colliders_under(self, path: str) -> list:
+        """The shape labels of the colliders at prim ``path`` or below it (an instancer's: ``<path>[i]/...``)."""
+        if self._collider_prims is None:
+            self._collider_prims = defaultdict(list)
+            for label in self.shape:
+                self._collider_prims[collider_prim(label)].append(label)
+        below = (path.rstrip("/") + "/", path + "[")
+        return [label for prim, labels in self._collider_prims.items() if prim == path or prim.startswith(below)
+                for label in labels]  # fmt: skip
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -181,6 +212,8 @@ class Planner:
         self.read = LiveValues(sim.imported, sim.options.order or DIALECTS)
         self.plan = Plan()
         self._arrays = {}
+        self._rebound = set()  # prim paths whose colliders (at or below them) are bound anew
+        self._rebound_all = False  # a collection changed: every collider's binding is read again
 
     def array(self, name: str) -> np.ndarray:
         """The model's values of ``name`` (numpy; a ``mujoco.<name>`` array of the MuJoCo namespace)."""
@@ -206,29 +239,83 @@ class Planner:
             same = np.array_equal(current, np.broadcast_to(value, current.shape))
         if not same:
             self.plan.set(kind, name, rows, value)
+        elif name in self.plan.values:  # (read again in this batch: the latest reading holds)
+            planned = self.plan.values[name]
+            for r in rows:
+                planned.pop(int(r), None)
 
     # ------------------------------------------------------------------ planning
     def add(self, edits) -> Plan:
         """Plan ``edits`` (:class:`~newton_usd.sync.live_edits.Edits`); raises NotInPlace where they need the import."""
         by_prim = defaultdict(set)
-        for path in edits.resynced:
-            if not path.IsPropertyPath():
-                raise NotInPlace(f"{path} was added, removed or recomposed")
+        resynced = {path for path in edits.resynced if not path.IsPropertyPath()}
+        for path in resynced:
+            self._resynced(path, edits.prim_fields.get(path) or {"?"})
         for path in edits.changed | edits.resynced:
             if not path.IsPropertyPath():
                 fields = edits.prim_fields.get(path, {"?"})
-                if fields - _PRIM_FIELDS_KEPT:
+                if path not in resynced and fields - _PRIM_FIELDS_KEPT:
                     raise NotInPlace(f"{path}'s {', '.join(sorted(fields - _PRIM_FIELDS_KEPT))} changed")
                 continue
             by_prim[str(path.GetPrimPath())].add(path.name)
         for prim_path, names in by_prim.items():
             self._prim(prim_path, names)
+        self._rebind()
         return self.plan
+
+    def _resynced(self, path: Sdf.Path, fields: set) -> None:
+        """A prim defined, or its schemas changed (USD recomposes it): in place where nothing the model simulates
+        comes or goes: a prim that is no physics body, collider or joint (a Material, a Shader, a Scope; a material's
+        bound colliders read it), or MaterialBindingAPI applied to (or removed from) the model's prims or their
+        ancestors (their colliders' bindings read again); else NotInPlace."""
+        where, prim = str(path), self.stage.GetPrimAtPath(path)
+        if path == Sdf.Path.absoluteRootPath or not _present(prim) or fields - _PRIM_FIELDS_KEPT - _PRIM_FIELDS_SCHEMAS:
+            raise NotInPlace(f"{path} was added, removed or recomposed")
+        index = self.index
+        if any(where in labels for labels in (index.body, index.shape, index.joint, index.ancestors,
+                                               index.static_places)):  # fmt: skip
+            if "typeName" in fields:
+                raise NotInPlace(f"{path} was retyped")
+            if "apiSchemas" in fields:
+                self._schemas_changed(where, prim)
+            return
+        if self._other_scene(where):
+            return
+        for p in Usd.PrimRange(prim, Usd.TraverseInstanceProxies()):
+            if _simulated(p):
+                raise NotInPlace(f"{p.GetPath()} may be simulated now (a physics type or schema)")
+            if p.IsA(UsdShade.Material):  # (colliders bound to its path before it was defined, or before it was
+                self._material(str(p.GetPath()), {"physics:density"})  # a physics material, read it now)
+
+    def _schemas_changed(self, path: str, prim) -> None:
+        """Schemas applied to or removed from the model's prim ``path`` (or an ancestor of its prims): in place where
+        only MaterialBindingAPI came or went since the import (it changes no value by itself; the bindings of the
+        colliders below are read again, as a binding the API now makes count), else NotInPlace."""
+        resolver = self.sim.imported.resolver
+        then = resolver.schemas_read(path) if resolver is not None else None
+        now = (str(prim.GetTypeName()), *prim.GetAppliedSchemas())
+        if then is None:  # (a prim the import read no schema of: an ancestor)
+            if _simulated(prim) or path in set(getattr(self.model, "articulation_label", ())):
+                raise NotInPlace(f"{path}: its schemas changed")
+        elif set(then) - {"", _BINDING_API} != set(now) - {"", _BINDING_API}:
+            changed = sorted((set(then) ^ set(now)) - {"", _BINDING_API})
+            raise NotInPlace(f"{path}: {', '.join(changed)} applied or removed")
+        self._rebound.add(path)
 
     def _prim(self, path: str, names: set) -> None:
         prim = self.stage.GetPrimAtPath(path)
         if not prim:
             raise NotInPlace(f"{path} is gone")
+        bindings = {n for n in names if n.startswith(_BINDING)}
+        collections = set() if prim.IsA(UsdPhysics.CollisionGroup) else {n for n in names if n.startswith(_COLLECTION)}
+        if bindings or collections:  # (read at the end of the batch: once per collider)
+            if bindings:
+                self._rebound.add(path)
+            self._rebound_all |= bool(collections)
+            self.plan.applied.update((path, n) for n in bindings | collections)
+            names = names - bindings - collections
+            if not names:
+                return
         index = self.index
         xform = {n for n in names if xform_edit(Sdf.Path(path).AppendProperty(n))}
         if path == self.sim.scene_path:
@@ -370,8 +457,9 @@ class Planner:
                 raise NotInPlace(f"{path} was made {'kinematic' if held else 'dynamic'}: its joints change")
         self._set_if_changed("body", "body_kinematic", rows, held)
 
-    def _mass(self, path, rows) -> None:
-        """The mass properties of body ``path`` (every row: the same prims), as the import computes them."""
+    def _mass(self, path, rows, only_changed: bool = False) -> None:
+        """The mass properties of body ``path`` (every row: the same prims), as the import computes them;
+        ``only_changed``: written where they differ from the model's (a material's density that may feed them)."""
         if not len(rows):
             return
         shapes = self.index.shapes_of.get(int(rows[0]), [])
@@ -383,30 +471,26 @@ class Planner:
             self._refuse(e, (path, e.attribute or "physics:mass"))
             return
         det = np.linalg.det(inertia)
-        self.plan.set("body", "body_mass", rows, mass)
-        self.plan.set("body", "body_inv_mass", rows, 1.0 / mass if mass > 0 else 0.0)
-        self.plan.set("body", "body_com", rows, com)
-        self.plan.set("body", "body_inertia", rows, inertia)
-        self.plan.set("body", "body_inv_inertia", rows, np.linalg.inv(inertia) if det > 0 else np.zeros((3, 3)))
+        put = self._set_if_changed if only_changed else self.plan.set
+        put("body", "body_mass", rows, mass)
+        put("body", "body_inv_mass", rows, 1.0 / mass if mass > 0 else 0.0)
+        put("body", "body_com", rows, com)
+        put("body", "body_inertia", rows, inertia)
+        put("body", "body_inv_inertia", rows, np.linalg.inv(inertia) if det > 0 else np.zeros((3, 3)))
 
     # ------------------------------------------------------------------ colliders and materials
     def _collider(self, path, names, xform) -> None:
         if xform:
             raise NotInPlace(f"{path}: a collider moved on its body")
-        binding = {n for n in names if n.startswith("material:binding")}
         mass = names & MASS_ATTRIBUTES
-        other = names - binding - mass - {_COLLISION_ENABLED}
+        other = names - mass - {_COLLISION_ENABLED}
         if other:
             raise NotInPlace(f"{path}: {', '.join(sorted(other))} changed")
         shapes = np.concatenate([self.index.rows("shape", label, self.first) for label in self._parts(path)])
         if _COLLISION_ENABLED in names:
             self._set_if_changed("shape", "shape_collision_enabled", shapes, self.read.collision_enabled(path))
         bodies = {int(self.index.shape_body[s]) for s in shapes}
-        if binding:
-            self.index.materials = None  # (the bindings changed: read again when next asked)
-            material = self.read.collider_materials([path])[path]
-            self._friction(shapes, material)
-        if binding or mass:
+        if mass:
             for label in {self.model.body_label[b] for b in bodies if b >= 0}:
                 self._mass(label, self.index.rows("body", label, self.first))
 
@@ -426,7 +510,40 @@ class Planner:
         if "physics:density" in names:
             bodies = {int(self.index.shape_body[s]) for s in shapes}
             for label in {self.model.body_label[b] for b in bodies if b >= 0}:
-                self._mass(label, self.index.rows("body", label, self.first))
+                self._mass(label, self.index.rows("body", label, self.first), only_changed=True)
+
+    def _rebind(self) -> None:
+        """The colliders bound anew in this batch (at or below a prim whose bindings or MaterialBindingAPI changed;
+        every collider whose binding differs, where a collection changed) take their materials (see
+        :meth:`_rematerial`)."""
+        if self._rebound_all:
+            labels, old = list(self.index.shape), self.index.materials
+            new = self.index.materials = bound_materials(self.stage, labels)
+            self._rematerial([label for label in labels if old is None or old.get(label) != new[label]])
+            return
+        roots = sorted(self._rebound)
+        kept = [r for i, r in enumerate(roots) if not any(r.startswith(o.rstrip("/") + "/") for o in roots[:i])]
+        self._rematerial(list(dict.fromkeys(lab for root in kept for lab in self.index.colliders_under(root))))
+
+    def _rematerial(self, labels) -> None:
+        """The colliders ``labels`` (shape labels) with their materials read again as the import reads their
+        bindings: their friction and restitution rows, and their bodies' mass properties where they differ (a
+        material's density feeds them where no mass is authored)."""
+        if not labels:
+            return
+        if any("[" in label for label in labels):
+            raise NotInPlace("the materials of an instancer's colliders changed")
+        self.index.rebound(self.stage, labels)
+        by_material = defaultdict(list)
+        for label, material in self.read.collider_materials(labels).items():
+            by_material[material].append(label)
+        bodies = set()
+        for material, group in by_material.items():
+            shapes = np.concatenate([self.index.rows("shape", label, self.first) for label in group])
+            self._friction(shapes, material)
+            bodies.update(int(b) for b in self.index.shape_body[shapes] if b >= 0)
+        for label in {self.model.body_label[b] for b in bodies}:
+            self._mass(label, self.index.rows("body", label, self.first), only_changed=True)
 
     def _friction(self, shapes, material) -> None:
         values = self.read.material(material)
@@ -480,6 +597,19 @@ class Planner:
             for k in range(n):
                 value = values.get(k, np.full(old.shape[1:], np.nan))
                 self._set_if_changed("dof", "mujoco." + name, dofs[k::n], value)
+
+
+def _present(prim) -> bool:
+    """Whether ``prim`` is on the stage as the import traverses it (defined, active, not abstract)."""
+    return bool(prim) and prim.IsActive() and prim.IsDefined() and not prim.IsAbstract()
+
+
+def _simulated(prim) -> bool:
+    """Whether the import may simulate something of ``prim``: a physics, MuJoCo or Newton type or applied schema
+    other than a material's (a body, a collider, a joint, a scene, an actuator, ...)."""
+    if str(prim.GetTypeName()).startswith(_SCHEMA_PREFIXES):
+        return True
+    return any(s.startswith(_SCHEMA_PREFIXES) and not s.endswith("MaterialAPI") for s in prim.GetAppliedSchemas())
 
 
 def _physics_prim(prim) -> bool:

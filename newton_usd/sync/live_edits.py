@@ -38,8 +38,9 @@ class Edits:
     Attributes:
         changed: property (or prim) paths whose values or metadata changed.
         resynced: prim paths added, removed or recomposed (a structural change).
-        prim_fields: prim path (of ``changed``) -> the names of the prim's metadata fields that changed (an ``over``
-            made in another layer changes its ``specifier``).
+        prim_fields: prim path (of ``changed`` or ``resynced``) -> the names of the prim's metadata fields that changed
+            (an ``over`` made in another layer changes its ``specifier``; a schema applied, its ``apiSchemas``; a prim
+            defined, its ``specifier`` and ``typeName``; none named: a change of its composition).
     """
 
     changed: set = field(default_factory=set)
@@ -76,7 +77,11 @@ class StageWatcher:
             return
         self.seen.update(notice.GetResyncedPaths())
         self.seen.update(p for p in notice.GetChangedInfoOnlyPaths() if p.IsPropertyPath())
-        self._edits.resynced.update(p for p in notice.GetResyncedPaths() if relevant(p))
+        for p in notice.GetResyncedPaths():
+            if relevant(p):
+                self._edits.resynced.add(p)
+                if not p.IsPropertyPath():
+                    self._edits.prim_fields.setdefault(p, set()).update(notice.GetChangedFields(p))
         for p in notice.GetChangedInfoOnlyPaths():
             if relevant(p):
                 self._edits.changed.add(p)

@@ -143,7 +143,7 @@ class LiveValues:
         and their materials' densities) over the model's colliders ``shapes`` (model shape indices: their
         geometry is the model's); ``shape_materials``: each one's material path (None: none)."""
         adapter = _ModelShapes(model, shapes)
-        prims = [_prim_path(model.shape_label[s]) for s in shapes]
+        prims = [collider_prim(model.shape_label[s]) for s in shapes]
         materials = {m: self.material_descriptor(m) for m in set(shape_materials) if m is not None}
         parts = []
         for s, prim_path, material in zip(shapes, prims, shape_materials, strict=True):
@@ -166,7 +166,7 @@ class LiveValues:
     def collider_materials(self, labels) -> dict:
         """Each collider's material prim path (None: none) as USD's parser binds it (``labels``: shape labels; a
         convex part ``<path>:partN`` is its collider's)."""
-        paths = [_prim_path(label) for label in labels]
+        paths = [collider_prim(label) for label in labels]
         descs = self.descriptors(paths)
         out = {}
         for label, path in zip(labels, paths, strict=True):
@@ -198,18 +198,28 @@ class LiveValues:
 
 
 def bound_materials(stage, labels) -> dict:
-    """Shape label -> the path of the material bound to its prim for physics (UsdShade's ``physics`` purpose, or
-    its fallback to an all-purpose binding; None: none), for many colliders at once."""
-    paths = [_prim_path(label) for label in labels]
-    prims = [stage.GetPrimAtPath(p) for p in paths]
-    found, _ = UsdShade.MaterialBindingAPI.ComputeBoundMaterials([p for p in prims if p], "physics")
+    """Shape label -> the path of the material bound to its prim for physics, as USD's UsdPhysics parser binds it
+    (None: none): a collider with MaterialBindingAPI applied has the material UsdShade computes for the ``physics``
+    purpose (or its fallback to an all-purpose binding), bound to the prim or an ancestor, directly or through a
+    collection; one without the API has none. For many colliders at once. A binding to a prim that is no material
+    (not defined yet) gives the path it targets: the material defined there later is the collider's."""
+    paths = [collider_prim(label) for label in labels]
+    prims = [p for p in (stage.GetPrimAtPath(p) for p in paths) if p and p.HasAPI(UsdShade.MaterialBindingAPI)]
+    found, rels = UsdShade.MaterialBindingAPI.ComputeBoundMaterials(prims, "physics")
     by_path = {}
-    for prim, material in zip([p for p in prims if p], found, strict=True):
-        by_path[str(prim.GetPath())] = str(material.GetPath()) if material else None
+    for prim, material, rel in zip(prims, found, rels, strict=True):
+        by_path[str(prim.GetPath())] = str(material.GetPath()) if material else _binding_target(rel)
     return {label: by_path.get(path) for label, path in zip(labels, paths, strict=True)}
 
 
-def _prim_path(label: str) -> str:
-    """The prim of a shape label (a convex part ``<path>:partN`` is its collider prim's)."""
+def _binding_target(rel) -> str | None:
+    """The material path a binding relationship targets (a collection binding's targets: the collection, then the
+    material), or None."""
+    targets = [t for t in rel.GetTargets() if t.IsPrimPath()] if rel else []
+    return str(targets[-1]) if targets else None
+
+
+def collider_prim(label: str) -> str:
+    """The prim path of a shape label (a convex part ``<path>:partN`` is its collider prim's)."""
     head, sep, tail = label.rpartition(":part")
     return head if sep and tail.isdigit() else label

@@ -210,6 +210,12 @@ class Resolver:
             v = self._views[key] = _PrimView(prim, str(key))
         return v
 
+    def schemas_read(self, path) -> tuple | None:
+        """The typed schema and applied schemas of prim ``path`` as this resolver first read them (an import's:
+        the prim's schemas then), or None where it read none of that prim."""
+        view = self._views.get(Sdf.Path(path))
+        return None if view is None else view.applied
+
     def add_view(self, prim: Usd.Prim, path: Sdf.Path, type_name: str, applied_schemas) -> None:
         """Prepare the view of ``prim`` from what a traversal already read of it (its ``path``, type name and
         ``GetAppliedSchemas()``), so that resolving its properties later does not read them again."""
