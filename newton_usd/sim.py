@@ -117,18 +117,13 @@ class Simulation:
         kernel_loading: the pool loading the solver's Warp modules (None: started at the first frame).
 
     Attributes:
-        stage, model, solver, state, control, sync: the pieces, reachable for inspection.
-        options: the :class:`~newton_usd.simulation.options.RunOptions` of the run.
-        worlds: the model's worlds; env_root: the parent of the environment prims simulated as worlds
-            (None: none).
-        fps: frames per second (the stage's timeCodesPerSecond unless given).
-        substeps: physics steps per frame; dt: the physics step in seconds.
-        frame: frames simulated since the start; start_time: the time code of frame 0.
-        steps: physics steps taken.
-        scene_path: the PhysicsScene this Simulation simulates (None: the stage has none).
+        stage: the stage simulated; options: the run's :class:`~newton_usd.simulation.options.RunOptions`.
         scenes: the Simulations of the stage's other PhysicsScenes (empty with one scene).
-        clips: the :class:`~newton_usd.sync.clips.ClipStream` of a recording streamed to value clips
-            (None: not streamed).
+        clock, physics, stepper, blow_up_check, recorder, editor, environment_copies, pipeline: the parts.
+
+    The pieces (``model``, ``solver``, ``state``, ``control``, ``sync``), the clock's values (``fps``, ``substeps``,
+    ``dt``, ``frame``, ``steps``, ``start_time``, ``time_code``), the recording's (``clips``, ``record_every``,
+    ``write``) and the other parts' settings are properties of their own, documented below.
     """
 
     kernel_workers = None
@@ -163,9 +158,9 @@ class Simulation:
     model = _delegated("physics", "model", "The model simulated.", settable=False)
     solver = _delegated("physics", "solver", "The model's solver (a view may make a new one of the same model).")
     control = _delegated("physics", "control", "The Control the steps read.", settable=False)
-    fps = _delegated("clock", "fps", "Frames per second.", settable=False)
-    substeps = _delegated("clock", "substeps", "Physics steps per frame.", settable=False)
-    dt = _delegated("clock", "dt", "The physics step in seconds.", settable=False)
+    fps = _delegated("clock", "fps", "Frames per second (the stage's timeCodesPerSecond unless given).")
+    substeps = _delegated("clock", "substeps", "Physics steps per frame.")
+    dt = _delegated("clock", "dt", "The physics step in seconds (a captured frame is captured anew when it changes).")
     start_time = _delegated("clock", "start_time", "The time code of frame 0.", settable=False)
     frame = _delegated("clock", "frame", "Frames simulated since the start.", settable=False)
     steps = _delegated("clock", "steps", "Physics steps taken.", settable=False)
@@ -200,14 +195,17 @@ class Simulation:
 
     @property
     def worlds(self) -> int:
+        """The model's worlds."""
         return self.physics.model.num_worlds
 
     @property
     def env_root(self) -> str | None:
+        """The parent of the environment prims simulated as worlds (None: none)."""
         return self.options.env_root
 
     @property
     def scene_path(self) -> str | None:
+        """The PhysicsScene this Simulation simulates (None: the stage has none)."""
         return self.physics.imported.scene_path
 
     @property
@@ -217,6 +215,10 @@ class Simulation:
         if self.blow_up_check.unchecked:
             self.synchronize()
         return self.physics.state
+
+    @state.setter
+    def state(self, value) -> None:
+        self.physics.state = value
 
     @property
     def device_state(self):
