@@ -35,6 +35,7 @@ stage again. An edit the import refuses (a negative mass, a NaN position, a tran
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -147,7 +148,7 @@ class ModelIndex:
         """The static colliders' and sites' prims and their ancestors: a move of one moves what the import places
         in the world (only an import places it anew)."""
         self.materials = None  # shape label -> its material's path (see shape_materials)
-        self._collider_prims = None  # collider prim path -> its shape labels (see colliders_under)
+        self._collider_prims = None  # (sorted collider prim paths, their shape labels): see colliders_under
 
     def rows(self, kind: str, label: str, first: bool) -> np.ndarray:
         """The rows of the elements of ``kind`` labelled ``label``; ``first``: world 0's only."""
@@ -171,12 +172,19 @@ class ModelIndex:
     def colliders_under(self, path: str) -> list:
         """The shape labels of the colliders at prim ``path`` or below it (an instancer's: ``<path>[i]/...``)."""
         if self._collider_prims is None:
-            self._collider_prims = defaultdict(list)
+            by_prim = defaultdict(list)
             for label in self.shape:
-                self._collider_prims[collider_prim(label)].append(label)
-        below = (path.rstrip("/") + "/", path + "[")
-        return [label for prim, labels in self._collider_prims.items() if prim == path or prim.startswith(below)
-                for label in labels]  # fmt: skip
+                by_prim[collider_prim(label)].append(label)
+            self._collider_prims = (sorted(by_prim), by_prim)
+        prims, by_prim = self._collider_prims
+        out = []
+        for i in range(bisect.bisect_left(prims, path), len(prims)):  # (the paths that start with it: in a row)
+            prim = prims[i]
+            if not prim.startswith(path):
+                break
+            if len(prim) == len(path) or prim[len(path)] in "/[" or path.endswith("/"):
+                out.extend(by_prim[prim])
+        return out
 
 
 _NONE = np.zeros(0, dtype=np.int64)
