@@ -1,6 +1,7 @@
 """What a live edit costs: a frame that carries one edit of the stage vs a plain frame, every engine on the CPU.
 
     python benchmarks/bench_live_edits.py [--bodies 1000] [--engines mujoco mujoco-warp xpbd ...] [--repeat 5]
+        [--edits "bind material" friction ...]
 
 The stage: ``--bodies`` rigid bodies, half of them boxes resting on the ground (a physics material bound to them),
 half the links of chains of 8 capsules hanging from the world on driven revolute joints (limits, drive gains,
@@ -12,13 +13,17 @@ value, no import; in place after a new solver at the first edit, where the first
 (MuJoCo's kinematic switch: that frame's ratio in brackets); or an import of the stage and a rebuild, where the edit
 changes what is simulated). Plain and edited frames alternate on the same Simulation (the same contacts, the same
 state), ``--repeat`` of each per edit; the table shows the best of each and the ratio (the best: the machine's other
-work left out). Each switch (collider, kinematic, body enabled) toggles a box of its own. The physics step is the
-one each engine estimates stable (``substeps="auto"``). The target: at most 1.5x.
+work left out). Each switch (collider, kinematic, body enabled) toggles a box of its own; so do the material bindings,
+made as Kit's material UI makes them: MaterialBindingAPI applied to the box, then its ``material:binding:physics``
+bound ("bind material": to the stage's material, and unbound with the API removed, in turn; "bind new material": to a
+material defined in the same frame, a new one each time). The physics step is the one each engine estimates stable
+(``substeps="auto"``). The target: at most 1.5x.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 
 import numpy as np
@@ -58,6 +63,7 @@ def live_stage(n: int) -> Usd.Stage:
     api.CreateRestitutionAttr(0.0)
     boxes = n // 2
     side = int(np.ceil(np.sqrt(max(boxes, 1))))
+    unbound = {4, 5}  # (the boxes the binding edits bind)
     for i in range(boxes):
         cube = UsdGeom.Cube.Define(stage, f"/Boxes/Box_{i}")
         cube.CreateSizeAttr(0.2)
@@ -66,7 +72,8 @@ def live_stage(n: int) -> Usd.Stage:
         UsdPhysics.RigidBodyAPI.Apply(prim)
         UsdPhysics.CollisionAPI.Apply(prim)
         UsdPhysics.MassAPI.Apply(prim).CreateMassAttr(1.0)
-        UsdShade.MaterialBindingAPI.Apply(prim).Bind(material, materialPurpose="physics")
+        if i not in unbound:
+            UsdShade.MaterialBindingAPI.Apply(prim).Bind(material, materialPurpose="physics")
     for c in range(max(1, (n - boxes) // LINKS)):
         x, y = -1.0 - 0.5 * (c % side), 0.5 * (c // side)
         parent = None
@@ -108,6 +115,7 @@ def edits(stage: Usd.Stage) -> dict:
     joint = stage.GetPrimAtPath("/Chains/Chain_0/Joint_3")
     material = stage.GetPrimAtPath("/Looks/Rubber")
     scene = UsdPhysics.Scene(stage.GetPrimAtPath("/Scene"))
+    bound = [stage.GetPrimAtPath(f"/Boxes/Box_{i}") for i in (4, 5)]  # (unbound at first)
 
     Bool = Sdf.ValueTypeNames.Bool  # noqa: N806
 
@@ -116,6 +124,20 @@ def edits(stage: Usd.Stage) -> dict:
 
     def move(k):  # a gizmo drag: the body's own translate op, at the current time
         attr(box, "xformOp:translate", Sdf.ValueTypeNames.Double3).Set(Gf.Vec3d(0.0, 0.0, 0.1 + 0.02 * (k + 1)))
+
+    def bind(k):  # Kit's material UI: the API applied, then the binding; unbound (and the API removed) in turn
+        if k % 2 == 0:
+            UsdShade.MaterialBindingAPI.Apply(bound[0]).Bind(UsdShade.Material(material), materialPurpose="physics")
+        else:
+            UsdShade.MaterialBindingAPI(bound[0]).UnbindDirectBinding("physics")
+            bound[0].RemoveAPI(UsdShade.MaterialBindingAPI)
+
+    def bind_new(k):  # a material defined during the run, then bound
+        new = UsdShade.Material.Define(stage, f"/Looks/New_{k}")
+        api = UsdPhysics.MaterialAPI.Apply(new.GetPrim())
+        api.CreateDynamicFrictionAttr(0.3 + 0.05 * k)
+        api.CreateStaticFrictionAttr(0.3 + 0.05 * k)
+        UsdShade.MaterialBindingAPI.Apply(bound[1]).Bind(new, materialPurpose="physics")
 
     return {
         "transform": move,
@@ -133,6 +155,8 @@ def edits(stage: Usd.Stage) -> dict:
         "collider on/off": lambda k: attr(switched[0], "physics:collisionEnabled", Bool).Set(k % 2 == 1),
         "kinematic on/off": lambda k: attr(switched[1], "physics:kinematicEnabled", Bool).Set(k % 2 == 0),
         "body on/off": lambda k: attr(switched[2], "physics:rigidBodyEnabled", Bool).Set(k % 2 == 1),
+        "bind material": bind,
+        "bind new material": bind_new,
     }
 
 
@@ -141,22 +165,39 @@ MAX_BODIES = {"kamino": 20}
 indexing), and on the CPU it takes 35 s a frame at 100."""
 
 
+class Imports(logging.Handler):
+    """Counts the frames that applied edits through an import of the stage (the run's log says so)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.count = 0
+
+    def emit(self, record) -> None:
+        self.count += "importing the stage again" in str(record.msg)
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
 
 
-def measure(engine: str, n: int, repeat: int, settle: int):
-    """Rows ``(edit, plain ms, edited ms, ratio, imports)`` of one engine."""
+def measure(engine: str, n: int, repeat: int, settle: int, only=None):
+    """Rows ``(edit, plain ms, edited ms, ratio, imports)`` of one engine (``only``: of those edits)."""
     solver, backend = ENGINES[engine]
     stage = live_stage(n)
     sim = Simulation.open(stage, solver=solver, backend=backend, device="cpu", record=False, substeps="auto")
     sim.check_flung = False  # (a benchmark of edits: the edited boxes jump)
     sim.run(settle)
+    imports, log = Imports(), logging.getLogger("newton_usd")
+    log.addHandler(imports)
+    level = log.level
+    log.setLevel(logging.INFO)
     rows = []
     for name, edit in edits(stage).items():
-        rebuilds, applied = sim.rebuilds, sim.edits_applied
+        if only and name not in only:
+            continue
+        rebuilds, applied, imported = sim.rebuilds, sim.edits_applied, imports.count
         plain, edited, new_solver = [], [], []
         for k in range(repeat):
             plain.append(timed(sim.step_frame))
@@ -172,12 +213,16 @@ def measure(engine: str, n: int, repeat: int, settle: int):
         how = "in place" if took == repeat else f"{took}/{repeat} applied"
         if sim.rebuilds > rebuilds:
             how = "import, rebuilt"
+        elif imports.count > imported:  # (the import's model had the same elements: its values taken)
+            how = "import, values taken"
         elif all(new_solver):
             how = "new solver, no import"
         elif any(new_solver):  # (MuJoCo: a body's first switch compiles it switchable; the later ones are in place)
             first = max(t for t, new in zip(edited, new_solver, strict=True) if new)
             how = f"in place after a new solver at the first ({first / a:.1f}x)"
         rows.append((name, a * 1e3, b * 1e3, b / a, how))
+    log.removeHandler(imports)
+    log.setLevel(level)
     sim.close()
     return sim.model.body_count, rows
 
@@ -188,18 +233,19 @@ def main():
     p.add_argument("--engines", nargs="+", default=list(ENGINES), choices=list(ENGINES))
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--settle", type=int, default=5, help="frames stepped before measuring")
+    p.add_argument("--edits", nargs="+", help="only these edits (names as the table prints them)")
     args = p.parse_args()
     print(f"Live edit cost ({args.bodies} bodies, CPU, ms per frame: best of {args.repeat}; target <= {TARGET}x)")
-    print(f"{'engine':<14} {'edit':<16} {'plain frame':>12} {'edited frame':>13} {'ratio':>7}  applied", flush=True)
+    print(f"{'engine':<14} {'edit':<17} {'plain frame':>12} {'edited frame':>13} {'ratio':>7}  applied", flush=True)
     worst, over = 0.0, []
     for engine in args.engines:
         n = min(args.bodies, MAX_BODIES.get(engine, args.bodies))
-        bodies, rows = measure(engine, n, args.repeat, args.settle)
+        bodies, rows = measure(engine, n, args.repeat, args.settle, args.edits)
         label = engine if n == args.bodies else f"{engine} ({bodies})"
         for name, a, b, ratio, how in rows:
             worst = max(worst, ratio) if how.startswith("in place") else worst
             over += [f"{label} {name} ({how})"] if ratio > TARGET else []
-            print(f"{label:<14} {name:<16} {a:>12.2f} {b:>13.2f} {ratio:>6.2f}x  {how}", flush=True)
+            print(f"{label:<14} {name:<17} {a:>12.2f} {b:>13.2f} {ratio:>6.2f}x  {how}", flush=True)
     print(f"worst ratio of the edits taken in place: {worst:.2f}x (target {TARGET}x); over the target: "
           f"{', '.join(over) or 'none'}")  # fmt: skip
 
