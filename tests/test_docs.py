@@ -11,6 +11,7 @@ from conftest import REPO
 pytest.importorskip("sphinx", reason="the docs extra (sphinx, myst-parser, furo) is not installed")
 
 
+@pytest.mark.soak  # (a whole Sphinx build, autodoc of every module: minutes on 2 cores; .ci/run's second step runs it)
 def test_the_docs_site_builds_without_warnings(tmp_path):
     html, doctrees = tmp_path / "html", tmp_path / "doctrees"
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(doctrees)]

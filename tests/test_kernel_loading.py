@@ -53,6 +53,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.soak  # (four engines' first frames on a kernel cache of their own: every module compiled again)
 @pytest.mark.parametrize("engines", [("xpbd", "featherstone", "semi_implicit", "mujoco")])
 def test_the_first_frame_loads_no_module_that_could_have_been_loaded_before_it(engines):
     """In a fresh process (nothing loaded yet), each engine's modules loaded by load_kernels cover every module its
@@ -69,6 +70,7 @@ def test_the_first_frame_loads_no_module_that_could_have_been_loaded_before_it(e
     assert result[engines[0]]["modules"] >= 6 and result[engines[0]]["workers"] == 2, result
 
 
+@pytest.mark.soak  # (a usdsim run on a kernel cache of its own, every module compiled again)
 def test_usdsim_says_how_long_the_kernels_took(tmp_path, capsys):
     """The summary's line (a fresh process: none is loaded yet), and the JSON record's keys."""
     src = tmp_path / "cube.usda"

@@ -262,6 +262,7 @@ def test_xpbd_restitution_rebounds_to_a_quarter_of_the_drop(tmp_path, device):
     assert abs(rebound - 0.25) < 0.03
 
 
+@pytest.mark.soak  # (its own process compiles Newton's kernels with their adjoints: a minute on an empty cache)
 def test_differentiable_through_semi_implicit_steps(tmp_path, device):
     """d(final height)/d(initial upward velocity) by wp.Tape through a Simulation's solver steps, against a
     central finite difference (the docs example), in a process that compiles the kernels' adjoints."""
