@@ -129,19 +129,33 @@ def has_cuda() -> bool:
         return False
 
 
-# The test files that take minutes (compiling Newton's or MuJoCo-Warp's kernels on the CPU, starting Ray or Kit,
-# building the docs, many usdsim processes), longest first: they start first, so that under pytest-xdist (a file per
-# worker) no worker is left with a long file when the others are done.
+# The test files that take minutes (compiling Newton's or MuJoCo-Warp's kernels on the CPU, many solver steps, starting
+# a browser or Kit, many usdsim processes), longest first: they start first, so that under pytest-xdist (a file per
+# worker) no worker is left with a long file when the others are done. The first two compile different kernels
+# (Newton's solvers', MuJoCo-Warp's) side by side, each worker its own, on an empty kernel cache.
 LONG_FILES = (
     "test_newton_solvers.py",
-    "test_warp_backend.py",
+    "test_live_edits.py",
+    "test_foreign_stages.py",
     "test_cone_limit.py",
+    "test_warp_backend.py",
+    "test_view_browser.py",
     "test_cli.py",
-    "test_batch.py",
-    "test_newton_ball_joints.py",
-    "test_docs.py",
+    "test_solver_mujoco.py",
+    "test_device_check.py",
     "test_kit.py",
+    "test_soft_limits.py",
+    "test_frame_capture.py",
+    "test_gym_capture.py",
 )
+
+
+def pytest_configure(config):
+    # pytest-xdist's --dist loadfile hands out the files with the most tests first (its --loadscope-reorder, on by
+    # default), which undid the order below: a long file of few tests (a browser's, Kit's) started last and ran on
+    # alone at the end. Its files go out in the order collected instead. (Without xdist: no such option, nothing.)
+    if getattr(config.option, "loadscopereorder", None):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config, items):
