@@ -15,6 +15,7 @@ import numpy as np
 
 from . import inertia as mass_props
 from . import joint_coords, worlds
+from .actuators import ActuatorSpec
 from .elements import EQUALITY_KINDS, Heightfield, JointAxis, Keyframe, Mesh, to_pose
 from .finalize import finalize_model
 from .model import Model
@@ -101,6 +102,8 @@ class ModelBuilder:
         # distance constraints: see add_distance_constraint
         self.distance_body0, self.distance_body1, self.distance_anchor0, self.distance_anchor1 = [], [], [], []
         self.distance_min, self.distance_max, self.distance_label = [], [], []
+        # joint actuators: see add_actuator
+        self.actuator_joint, self.actuator_spec, self.actuator_label = [], [], []
         # the source's own names (label -> name) where they are not the label's leaf: an authored USD
         # displayName, an MJCF element's whole name (attach prefixes kept); see element_name()
         self.element_names = {}
@@ -111,7 +114,7 @@ class ModelBuilder:
     def labels(self):
         """Every element's label: bodies, shapes, joints, sites, equalities, distance constraints,
         keyframes, and the MuJoCo-only elements (tendons, actuators, contact pairs: their ``path``)."""
-        for kind in ("body", "shape", "joint", "site", "equality", "distance", "articulation"):
+        for kind in ("body", "shape", "joint", "site", "equality", "distance", "articulation", "actuator"):
             yield from getattr(self, f"{kind}_label")
         yield from self.keyframes
         for entries in self.mujoco.values():
@@ -578,6 +581,16 @@ class ModelBuilder:
         self.site_size.append(np.asarray(size, dtype=np.float64))
         self.site_label.append(label or f"site_{len(self.site_label)}")
         return len(self.site_label) - 1
+
+    def add_actuator(self, joint: int, spec: ActuatorSpec, label: str | None = None) -> int:
+        """A joint actuator (:class:`~newton_usd.core.actuators.ActuatorSpec`) driving the one DOF of ``joint``
+        (a revolute or prismatic joint): its effort is computed each step from the joint's state and drive targets
+        (``Control.joint_target_pos``/``joint_target_vel``) and applied as a generalized force."""
+        self._check_not_replicated()
+        self.actuator_joint.append(int(joint))
+        self.actuator_spec.append(spec)
+        self.actuator_label.append(label or f"actuator_{len(self.actuator_label)}")
+        return len(self.actuator_label) - 1
 
     def add_articulation(self, joints, label: str | None = None) -> int:
         """Group ``joints`` into one articulation (e.g. under an ArticulationRootAPI prim)."""

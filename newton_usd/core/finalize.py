@@ -171,6 +171,10 @@ def finalize_model(builder, device=None) -> Model:
     m.site_label = list(builder.site_label)
     m.articulation_count = len(builder.articulation_label)
     m.articulation_label = list(builder.articulation_label)
+    m.actuator_count = len(builder.actuator_label)
+    m.actuator_joint = arr(builder.actuator_joint, wp.int32)
+    m.actuator_spec = list(builder.actuator_spec)
+    m.actuator_label = list(builder.actuator_label)
     return m
 
 

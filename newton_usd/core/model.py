@@ -44,6 +44,7 @@ _WORLD_ARRAYS = {
     "site": ("site_transform", "site_type", "site_size", "site_label"),
     "distance": ("distance_anchor0", "distance_anchor1", "distance_min", "distance_max", "distance_label"),
     "articulation": ("articulation_label",),
+    "actuator": ("actuator_spec", "actuator_label"),
 }  # fmt: skip
 # Index arrays: (kind indexed by, kind of the index values); -1 stays -1.
 _WORLD_INDEX_ARRAYS = {
@@ -58,6 +59,7 @@ _WORLD_INDEX_ARRAYS = {
     "site_body": ("site", "body"),
     "distance_body0": ("distance", "body"),
     "distance_body1": ("distance", "body"),
+    "actuator_joint": ("actuator", "joint"),
 }
 _COUNTS = {
     "body": "body_count",
@@ -69,6 +71,7 @@ _COUNTS = {
     "site": "site_count",
     "distance": "distance_count",
     "articulation": "articulation_count",
+    "actuator": "actuator_count",
 }
 
 
@@ -118,6 +121,9 @@ class Model:
       site_label: sites, frames that actuators, tendons and sensors attach to.
     - articulation_start (first joint of each articulation, plus the joint count),
       articulation_label.
+    - actuator_count, actuator_joint (the 1-DOF joint each drives), actuator_spec (list of
+      :class:`~newton_usd.core.actuators.ActuatorSpec`), actuator_label: joint actuators
+      (:meth:`ModelBuilder.add_actuator`; ``NewtonActuator`` prims), stepped by every solver.
     - gravity: ``wp.vec3`` in m/s^2.
     - mujoco: namespace for MuJoCo-only values (filled by importers; read by SolverMuJoCo):
       ``option`` and ``flag`` dicts (``mjc:option:*``, ``mjc:flag:*`` by MuJoCo name) and per-element
@@ -135,6 +141,9 @@ class Model:
         self.body_collision_filter_pairs = []
         self.body_shape_collision_filter_pairs = []
         self.source = None
+        self.actuator_count = 0
+        self.actuator_joint = wp.zeros(0, dtype=wp.int32, device=self.device)
+        self.actuator_spec, self.actuator_label = [], []
 
     def joint_cone(self, j: int) -> "JointCone | None":
         """The cone limit of ball joint ``j`` as the importers record it in ``mujoco`` (``joint_cone_limit``,
@@ -150,13 +159,13 @@ class Model:
         return JointCone(float(cones[j]), axis, swing)
 
     def world_ranges(self, world: int = 0) -> dict:
-        """Element kind ("body", "shape", "joint", "coord", "dof", "equality", "site", "articulation")
+        """Element kind ("body", "shape", "joint", "coord", "dof", "equality", "site", "articulation", "actuator")
         -> (start, end) of world ``world``'s elements (worlds are stored one after another)."""
         n = self.num_worlds
         if not 0 <= world < n:
             raise IndexError(f"world {world} does not exist (the model has {n})")
         out = {}
-        for kind in ("body", "shape", "joint", "equality", "site", "articulation", "distance"):
+        for kind in ("body", "shape", "joint", "equality", "site", "articulation", "distance", "actuator"):
             per = getattr(self, _COUNTS[kind]) // n
             out[kind] = (world * per, (world + 1) * per)
         j0, j1 = out["joint"]

@@ -68,6 +68,7 @@ ELEMENT_LISTS = {
         "distance_body0", "distance_body1", "distance_anchor0", "distance_anchor1", "distance_min",
         "distance_max", "distance_label",
     ),
+    "actuator": ("actuator_joint", "actuator_spec", "actuator_label"),
 }  # fmt: skip
 
 BODY_REFS = (
@@ -75,7 +76,7 @@ BODY_REFS = (
     "distance_body0", "distance_body1",
 )  # fmt: skip
 
-JOINT_REFS = ("equality_joint1", "equality_joint2")
+JOINT_REFS = ("equality_joint1", "equality_joint2", "actuator_joint")
 
 
 def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=None) -> None:
@@ -94,7 +95,7 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
     counts = {kind: len(getattr(builder, names[0])) for kind, names in ELEMENT_LISTS.items()}
     counts["dof"] = len(builder.joint_axis)
     nb, na, nj = counts["body"], counts["articulation"], counts["joint"]
-    labels = {kind: f"{kind}_label" for kind in ("body", "shape", "joint", "site", "equality", "distance")}
+    labels = {kind: f"{kind}_label" for kind in ("body", "shape", "joint", "site", "equality", "distance", "actuator")}
     labels["articulation"] = "articulation_label"
     plan = []  # (list name, its world-0 values, how to copy them)
     for kind, names in ELEMENT_LISTS.items():
@@ -104,8 +105,8 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
                 how = "index"
             elif relabel is not None and name in labels.values():
                 how = "label"
-            elif name == "shape_source" or all(isinstance(v, _SCALARS) for v in base):
-                how = "share"  # immutable values (meshes and height fields are never edited either)
+            elif name in ("shape_source", "actuator_spec") or all(isinstance(v, _SCALARS) for v in base):
+                how = "share"  # immutable values (meshes, height fields and actuator specs are never edited either)
             else:
                 how = "copy"
             plan.append((name, base, how))

@@ -10,6 +10,7 @@ joints oriented into trees rooted at the world and loop closures (:mod:`~newton_
 (:mod:`~newton_usd.usd.joint_states`), articulation links placed where their joints put them
 (:mod:`~newton_usd.usd.link_poses`), sites (:mod:`~newton_usd.usd.sites`), visual geoms
 (:mod:`~newton_usd.usd.gprims`), MuJoCo actuators, tendons and contact pairs (:mod:`~newton_usd.usd.mjc_elements`),
+Newton's joint actuators (:mod:`~newton_usd.usd.actuators`),
 PhysX tendons (:mod:`~newton_usd.usd.physx_tendons`),
 equalities (:mod:`~newton_usd.usd.equalities`), keyframes (:mod:`~newton_usd.usd.keyframes`), collision filters
 (:mod:`~newton_usd.usd.collision_filters`), and environments replicated as worlds (:mod:`~newton_usd.usd.envs`).
@@ -29,6 +30,7 @@ from pxr import Usd
 from ..core.builder import ModelBuilder
 from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
+from .actuators import ACTUATOR_TYPE, import_actuators
 from .articulations import import_joints
 from .bodies import import_bodies
 from .colliders import import_shape
@@ -184,7 +186,7 @@ def add_usd(
         builder.source = file
     joint_paths = {p for t in JOINT_OBJECT_TYPES for p, _ in descs.get(t, [])}
     body_paths = {p for p, _ in descs.get(OT.RigidBody, [])}
-    types = MJC_TYPED + ("MjcKeyframe", "PointInstancer")
+    types = MJC_TYPED + ("MjcKeyframe", "PointInstancer", ACTUATOR_TYPE)
     order, typed = scan_stage(stage, joint_paths | body_paths, types, exclude=others, resolver=result.resolver)
     if owners is not None:
         keep_scene_prims(typed, result.scenes, result.scene_path)
@@ -231,6 +233,7 @@ def add_usd(
     import_sites(builder, typed["sites"], result, frame, ctx)
     import_visual_geoms(builder, typed["visuals"], result, frame, ctx)
     import_mjc_typed(builder, typed, result, ctx)
+    import_actuators(builder, typed[ACTUATOR_TYPE], result)
     import_physx_tendons(builder, typed["physx_tendons"], result, frame, ctx)
     import_joint_equalities(builder, stage, result, ctx)
     import_tendon_equalities(builder, typed["MjcTendon"], result)

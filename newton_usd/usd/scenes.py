@@ -39,7 +39,7 @@ JOINT_OBJECT_TYPES = (
     OT.CustomJoint,
 )
 """Every UsdPhysics joint object type (the importer simulates all but CustomJoint, which it reports)."""
-_OWNED_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")
+_OWNED_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair", "NewtonActuator")
 """Typed prims that belong to the scene of the objects they target (their relationships)."""
 
 

@@ -1,0 +1,169 @@
+"""NewtonActuator prims (newton-usd-schemas 0.6): imported into the model, bad ones refused by name, and stepped by
+every engine: a PD actuator holds a horizontal arm where its gains balance gravity, a max-effort clamp lets it
+sink, a PID removes the steady error, a delay shifts the response.
+
+The stage: a 1 kg point-like arm 0.5 m out from a hinge about Y (horizontal), at rest along +X. Gravity's torque
+about +Y is ``m g l cos(q)``, turning the arm down (q > 0); a PD toward ``q_t`` holds it where
+``kp (q_t - q) + m g l cos(q) = 0``.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+
+import numpy as np
+import pytest
+from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+
+from newton_usd.core.builder import ModelBuilder
+from newton_usd.errors import UsdInputError
+from newton_usd.solvers import SOLVERS
+
+from conftest import usdsim_command
+from stages import new_stage
+
+M, L, G = 1.0, 0.5, 9.81
+DT = 0.002
+
+
+def arm_stage(path=None, drive="NewtonPDControlAPI", values=None, apis=(), target_deg=None, joint_type="revolute"):
+    """The arm, its hinge and one NewtonActuator /Actuator on it with ``drive`` and ``apis`` applied (the
+    apiSchemas list authored as metadata: the schemas need not be registered) and ``values`` authored
+    (``newton:NAME`` -> value); ``target_deg``: the hinge's PhysicsDriveAPI targetPosition (no gains)."""
+    stage = new_stage(path)
+    body = UsdGeom.Xform.Define(stage, "/Arm")
+    body.AddTranslateOp().Set(Gf.Vec3d(L, 0, 1))
+    prim = body.GetPrim()
+    UsdPhysics.RigidBodyAPI.Apply(prim)
+    mass = UsdPhysics.MassAPI.Apply(prim)
+    mass.CreateMassAttr(M)
+    mass.CreateCenterOfMassAttr(Gf.Vec3f(0, 0, 0))
+    mass.CreateDiagonalInertiaAttr(Gf.Vec3f(1e-3, 1e-3, 1e-3))
+    if joint_type == "revolute":
+        joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
+    else:
+        joint = UsdPhysics.SphericalJoint.Define(stage, "/Hinge")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Arm")])
+    joint.CreateAxisAttr("Y")
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 1))
+    joint.CreateLocalPos1Attr(Gf.Vec3f(-L, 0, 0))
+    if target_deg is not None:
+        UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "angular").CreateTargetPositionAttr(float(target_deg))
+    act = stage.DefinePrim("/Actuator", "NewtonActuator")
+    act.CreateRelationship("newton:targets").SetTargets([Sdf.Path("/Hinge")])
+    schemas = ([drive] if drive else []) + list(apis)
+    act.SetMetadata("apiSchemas", Sdf.TokenListOp.CreateExplicit(schemas))
+    for name, value in (values or {}).items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            type_name = Sdf.ValueTypeNames.Int
+        elif isinstance(value, list | tuple):
+            type_name = Sdf.ValueTypeNames.FloatArray
+        elif isinstance(value, str):
+            type_name = Sdf.ValueTypeNames.Asset
+        else:
+            type_name = Sdf.ValueTypeNames.Float
+        act.CreateAttribute(f"newton:{name}", type_name).Set(value)
+    return stage
+
+
+def held_angle(kp, target=0.0):
+    """q where ``kp (target - q) + m g l cos(q) = 0``."""
+    q = target
+    for _ in range(50):
+        q = target + M * G * L * math.cos(q) / kp
+    return q
+
+
+def simulate(stage, solver, steps, record=False):
+    """The hinge's angle (rad) after ``steps`` steps of DT under ``solver`` (each step's, with ``record``)."""
+    builder = ModelBuilder()
+    builder.add_usd(stage)
+    model = builder.finalize("cpu")
+    engine = SOLVERS[solver](model, **({"backend": "cpu"} if solver == "mujoco" else {}))
+    s0, s1, control = model.state(), model.state(), model.control()
+    angles = []
+    for _ in range(steps):
+        engine.step(s0, s1, control, None, DT)
+        s0, s1 = s1, s0
+        if record:
+            angles.append(float(s0.joint_q.numpy()[0]))
+    return np.array(angles) if record else float(s0.joint_q.numpy()[0])
+
+
+# ---------------------------------------------------------------- import
+
+
+def test_pd_actuator_is_imported_with_its_clamps_and_delay():
+    stage = arm_stage(
+        values={"kp": 100.0, "kd": 5.0, "constEffort": 0.5, "maxEffort": 3.0, "delaySteps": 4},
+        apis=("NewtonMaxEffortClampingAPI", "NewtonActuatorDelayAPI"),
+        target_deg=-10.0,
+    )
+    builder = ModelBuilder()
+    builder.add_usd(stage)
+    model = builder.finalize("cpu")
+    assert model.actuator_count == 1 and model.actuator_label == ["/Actuator"]
+    assert model.joint_label[model.actuator_joint.numpy()[0]] == "/Hinge"
+    spec = model.actuator_spec[0]
+    assert (spec.drive, spec.kp, spec.kd, spec.const_effort, spec.delay_steps) == ("pd", 100.0, 5.0, 0.5, 4)
+    assert spec.clamps == (("max_effort", {"max_effort": 3.0}),)
+    # the hinge's drive target, in degrees on the stage, without gains: the actuator's target in radians
+    assert model.joint_target_pos.numpy()[0] == pytest.approx(math.radians(-10.0), rel=1e-6)
+
+
+def test_pid_dc_motor_and_lookup_table_are_imported():
+    stage = arm_stage(
+        drive="NewtonPIDControlAPI",
+        values={"kp": 50.0, "ki": 20.0, "integralMax": 0.3, "saturationEffort": 8.0, "velocityLimit": 10.0,
+                "maxMotorEffort": 6.0, "lookupPositions": [-1.0, 0.0, 1.0], "lookupEfforts": [2.0, 4.0, 2.0]},
+        apis=("NewtonDCMotorClampingAPI", "NewtonPositionBasedClampingAPI"),
+    )  # fmt: skip
+    builder = ModelBuilder()
+    builder.add_usd(stage)
+    spec = builder.actuator_spec[0]
+    assert (spec.drive, spec.kp, spec.ki, spec.integral_max) == ("pid", 50.0, 20.0, pytest.approx(0.3))
+    assert spec.clamp("dc_motor") == {"saturation_effort": 8.0, "velocity_limit": 10.0, "max_motor_effort": 6.0}
+    assert spec.clamp("position_based") == {"lookup_positions": (-1.0, 0.0, 1.0), "lookup_efforts": (2.0, 4.0, 2.0)}
+    assert spec.delay_steps == 0
+
+
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("no_drive", "exactly one control law"),
+        ("two_drives", "two or more (NewtonPDControlAPI, NewtonPIDControlAPI)"),
+        ("ball_target", "not a 1-DOF joint"),
+        ("no_target", "needs a target"),
+        ("missing_model", "cannot be read"),
+        ("negative_kp", "newton:kp: must be a number >= 0"),
+    ],
+)
+def test_bad_actuator_is_refused_naming_its_prim(case, expected):
+    kw = {}
+    if case == "no_drive":
+        kw["drive"] = None
+    elif case == "two_drives":
+        kw["apis"] = ("NewtonPIDControlAPI",)
+    elif case == "ball_target":
+        kw["joint_type"] = "spherical"
+    elif case == "missing_model":
+        kw.update(drive="NewtonNeuralControlAPI", values={"modelPath": "/nonexistent/policy.onnx"})
+    elif case == "negative_kp":
+        kw["values"] = {"kp": -1.0}
+    stage = arm_stage(**kw)
+    if case == "no_target":
+        stage.GetPrimAtPath("/Actuator").GetRelationship("newton:targets").ClearTargets(True)
+    with pytest.raises(UsdInputError) as err:
+        ModelBuilder().add_usd(stage)
+    message = str(err.value)
+    assert "/Actuator" in message and expected in message, message
+    assert "\n" not in message
+
+
+def test_usdsim_exits_2_on_a_bad_actuator(tmp_path):
+    arm_stage(tmp_path / "bad.usda", drive=None).Save()
+    done = subprocess.run(usdsim_command() + [str(tmp_path / "bad.usda"), "-n", "1"], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "/Actuator" in line]
+    assert lines and "exactly one control law" in lines[0], done.stderr
