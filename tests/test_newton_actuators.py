@@ -2,7 +2,7 @@
 every engine: a PD actuator holds a horizontal arm where its gains balance gravity, a max-effort clamp lets it
 sink, a PID removes the steady error, a delay shifts the response.
 
-The stage: a 1 kg point-like arm 0.5 m out from a hinge about Y (horizontal), at rest along +X. Gravity's torque
+The stage: a 1 kg arm, a uniform rod 1 m long hinged at one end about Y (horizontal), at rest along +X. Gravity's torque
 about +Y is ``m g l cos(q)``, turning the arm down (q > 0); a PD toward ``q_t`` holds it where
 ``kp (q_t - q) + m g l cos(q) = 0``.
 """
@@ -14,7 +14,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from newton_usd.core.builder import ModelBuilder
 from newton_usd.errors import UsdInputError
@@ -24,14 +24,19 @@ from conftest import usdsim_command
 from stages import new_stage
 
 M, L, G = 1.0, 0.5, 9.81
+INERTIA = M * (2 * L) ** 2 / 12  # (a uniform rod 1 m long, hinged at its end: 1/3 kg m^2 about the hinge)
 DT = 0.002
 
 
-def arm_stage(path=None, drive="NewtonPDControlAPI", values=None, apis=(), target_deg=None, joint_type="revolute"):
+def arm_stage(
+    path=None, drive="NewtonPDControlAPI", values=None, apis=(), target_deg=None, joint_type="revolute", gravity=True
+):
     """The arm, its hinge and one NewtonActuator /Actuator on it with ``drive`` and ``apis`` applied (the
     apiSchemas list authored as metadata: the schemas need not be registered) and ``values`` authored
     (``newton:NAME`` -> value); ``target_deg``: the hinge's PhysicsDriveAPI targetPosition (no gains)."""
     stage = new_stage(path)
+    if not gravity:
+        UsdPhysics.Scene.Get(stage, "/PhysicsScene").CreateGravityMagnitudeAttr(0.0)
     body = UsdGeom.Xform.Define(stage, "/Arm")
     body.AddTranslateOp().Set(Gf.Vec3d(L, 0, 1))
     prim = body.GetPrim()
@@ -39,7 +44,7 @@ def arm_stage(path=None, drive="NewtonPDControlAPI", values=None, apis=(), targe
     mass = UsdPhysics.MassAPI.Apply(prim)
     mass.CreateMassAttr(M)
     mass.CreateCenterOfMassAttr(Gf.Vec3f(0, 0, 0))
-    mass.CreateDiagonalInertiaAttr(Gf.Vec3f(1e-3, 1e-3, 1e-3))
+    mass.CreateDiagonalInertiaAttr(Gf.Vec3f(1e-3, INERTIA, INERTIA))
     if joint_type == "revolute":
         joint = UsdPhysics.RevoluteJoint.Define(stage, "/Hinge")
     else:
@@ -75,15 +80,18 @@ def held_angle(kp, target=0.0):
     return q
 
 
-def simulate(stage, solver, steps, record=False):
-    """The hinge's angle (rad) after ``steps`` steps of DT under ``solver`` (each step's, with ``record``)."""
+def simulate(stage, solver, steps, record=False, target_at=None):
+    """The hinge's angle (rad) after ``steps`` steps of DT under ``solver`` (each step's, with ``record``);
+    ``target_at``: (step, rad), the Control's target set before that step."""
     builder = ModelBuilder()
     builder.add_usd(stage)
     model = builder.finalize("cpu")
     engine = SOLVERS[solver](model, **({"backend": "cpu"} if solver == "mujoco" else {}))
     s0, s1, control = model.state(), model.state(), model.control()
     angles = []
-    for _ in range(steps):
+    for i in range(steps):
+        if target_at is not None and i == target_at[0]:
+            control.joint_target_pos.assign(np.array([target_at[1]], dtype=np.float32))
         engine.step(s0, s1, control, None, DT)
         s0, s1 = s1, s0
         if record:
@@ -167,3 +175,61 @@ def test_usdsim_exits_2_on_a_bad_actuator(tmp_path):
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if "/Actuator" in line]
     assert lines and "exactly one control law" in lines[0], done.stderr
+
+
+# ---------------------------------------------------------------- stepped by each engine
+
+ENGINES = ["mujoco", "xpbd", "featherstone"]
+KP, KD = 100.0, 5.0  # (17 rad/s against the arm's 1/3 kg m^2 about the hinge, damping ratio 0.43: settled in 0.8 s)
+
+
+@pytest.mark.parametrize("solver", ENGINES)
+def test_pd_actuator_holds_the_arm_where_its_gains_balance_gravity(solver):
+    stage = arm_stage(values={"kp": KP, "kd": KD}, target_deg=-10.0)
+    q = simulate(stage, solver, 400)
+    expected = held_angle(KP, math.radians(-10.0))
+    assert abs(math.degrees(q - expected)) < 0.2, (math.degrees(q), math.degrees(expected))
+
+
+def test_pd_actuator_holds_the_arm_under_the_default_engine(tmp_path):
+    arm_stage(tmp_path / "arm.usda", values={"kp": KP, "kd": KD}, target_deg=-10.0).Save()
+    done = subprocess.run(usdsim_command() + [str(tmp_path / "arm.usda"), "-q", "-n", "48", "--write-joint-states"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = Usd.Stage.Open(str(tmp_path / "arm.sim.usda"))
+    q = out.GetPrimAtPath("/Hinge").GetAttribute("state:angular:physics:position").Get(48)  # degrees
+    assert abs(q - math.degrees(held_angle(KP, math.radians(-10.0)))) < 0.2, q
+
+
+@pytest.mark.parametrize("solver", ENGINES)
+def test_max_effort_below_gravity_lets_the_arm_sink(solver):
+    """A clamp at 2 N·m, below gravity's 4.9 N·m at the horizontal: the arm sinks until gravity's torque
+    ``m g l cos(q)`` is down to the clamp (66 deg), far below the 2.8 deg the gains alone would hold it at."""
+    stage = arm_stage(values={"kp": KP, "kd": KD, "maxEffort": 2.0}, apis=("NewtonMaxEffortClampingAPI",))
+    q = simulate(stage, solver, 400)
+    assert math.degrees(q) > 30.0, math.degrees(q)
+    unclamped = simulate(arm_stage(values={"kp": KP, "kd": KD}), solver, 400)
+    assert math.degrees(unclamped) < 3.0
+
+
+@pytest.mark.parametrize("solver", ENGINES)
+def test_pid_removes_the_steady_state_error(solver):
+    pd = simulate(arm_stage(values={"kp": KP, "kd": KD}), solver, 400)
+    pid = simulate(arm_stage(drive="NewtonPIDControlAPI", values={"kp": KP, "kd": KD, "ki": 400.0}), solver, 400)
+    assert math.degrees(pd) > 2.5  # (the PD's error, gravity over its kp)
+    assert abs(math.degrees(pid)) < 0.1 * math.degrees(pd), (math.degrees(pid), math.degrees(pd))
+
+
+@pytest.mark.parametrize("solver", ENGINES)
+def test_delay_shifts_the_response_by_its_steps(solver):
+    """Without gravity the arm rests at its target, 0, until the Control's target steps to -10 deg at step 10: the
+    actuator delayed by 5 steps moves the arm as the undelayed one does, 5 steps later."""
+    n, k = 5, 10
+    change = (k, math.radians(-10.0))
+    values = {"kp": KP, "kd": KD}
+    now = simulate(arm_stage(values=values, gravity=False), solver, 40, record=True, target_at=change)
+    delayed = simulate(arm_stage(values={**values, "delaySteps": n}, apis=("NewtonActuatorDelayAPI",), gravity=False),
+                       solver, 40, record=True, target_at=change)  # fmt: skip
+    assert np.abs(now[:k]).max() < 1e-6 and np.abs(delayed[: k + n]).max() < 1e-6  # (at rest until it responds)
+    assert abs(now[k + 10]) > 1e-3  # (it moves)
+    np.testing.assert_allclose(delayed[k + n :], now[k:-n], atol=1e-5)

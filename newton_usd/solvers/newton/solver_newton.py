@@ -20,6 +20,7 @@ from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..frame import FrameCapture
 from ..solver import SolverBase
+from .actuation import ACTUATED_RELAXATION, Actuation
 from .contact_hold import say_soft_contacts
 from .contact_pairs import SwitchedPairs
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
@@ -158,6 +159,9 @@ class SolverNewton(SolverBase):
         if _CONTACT_F in self.newton_solver.supported_observables:
             self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
         self.exchange = StateExchange(model, bridge, ball_torque_in_world=self.ball_torque_in_world)
+        self.actuation = Actuation.of(model)
+        """The model's joint actuators, their efforts added to ``joint_f`` each step (:mod:`.actuation`); None
+        without."""
         self._cone_dofs = _cone_dofs(model, bridge)
         self.exchange.initial_state()
         self._scratch = None  # our State to step into when state_in is state_out
@@ -227,6 +231,8 @@ class SolverNewton(SolverBase):
             for name in ("body_q", "body_qd", "joint_q", "joint_qd"):
                 wp.copy(getattr(state_out, name), getattr(self._scratch, name))
             return
+        if self.actuation is not None:
+            control = self.actuation.control(state_in, control, dt)
         ns_in, ns_out, nc = self.exchange.inputs(state_in, state_out, control, self.writes_joint_state)
         self.collision_pipeline.collide(ns_in, self.newton_contacts)
         self._before_solver_step(ns_in, dt)
@@ -491,6 +497,10 @@ class SolverXPBD(SolverNewton):
             chosen = xpbd_iterations(model)
             if chosen is not None:
                 options["iterations"] = chosen
+        if getattr(model, "actuator_count", 0):
+            for name in ("joint_linear_relaxation", "joint_angular_relaxation"):
+                if options.get(name) is None:
+                    options[name] = ACTUATED_RELAXATION
         super().__init__(model, **options)
         self._report(model)
 

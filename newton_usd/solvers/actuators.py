@@ -1,0 +1,124 @@
+"""Joint actuators stepped for every solver: Newton's actuator library (``newton.actuators``: its drives, clampings
+and delay, in Warp kernels) driven from our arrays, their efforts added to the joint forces of each step.
+
+:class:`JointActuators` groups a model's actuators by what their Newton objects share (the control law, the
+clampings, a lookup table, whether a delay is kept) into one ``newton.actuators.Actuator`` each, with the
+per-actuator values as arrays: one launch per stage of a group a step, whatever the number of worlds. Stateful
+actuators (a PID's integral, a delay's buffer) keep one state, advanced in place each step (no Python-side swap), so
+that a step captured in a CUDA graph replays alike.
+
+Each solver hands it the positions, velocities and targets it has, with the indices into them
+(:meth:`JointActuators.step`): Newton's solvers our State and Control themselves (``joint_q`` by coordinate,
+the rest by DOF), MuJoCo on the CPU compact rows gathered from ``qpos``/``qvel``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+from newton.actuators import (
+    Actuator,
+    ClampingDCMotor,
+    ClampingMaxEffort,
+    ClampingPositionBased,
+    Delay,
+    DrivePD,
+    DrivePID,
+)
+
+_CLAMP_CLASSES = {"max_effort": ClampingMaxEffort, "dc_motor": ClampingDCMotor}
+
+
+@dataclass
+class _Group:
+    actuator: Actuator
+    members: np.ndarray  # our actuator indices, in the group's order
+    state: object = None  # Actuator.State (advanced in place), or None
+    scratch: object = None  # the next state, copied back after each step
+
+
+def _group_key(spec) -> tuple:
+    clamps = tuple(
+        (kind, tuple(values["lookup_positions"]), tuple(values["lookup_efforts"])) if kind == "position_based" else kind
+        for kind, values in spec.clamps
+    )
+    return spec.drive, clamps, spec.delay_steps > 0
+
+
+class JointActuators:
+    """A model's joint actuators (``model.actuator_*``) as Newton actuator groups on ``device``.
+
+    Args:
+        specs: each actuator's :class:`~newton_usd.core.actuators.ActuatorSpec`.
+        pos_index: each actuator's index into the positions it is stepped with.
+        vel_index: its index into the velocities, the target positions and velocities and the output forces.
+        device: the Warp device of the arrays it is stepped with.
+    """
+
+    def __init__(self, specs, pos_index, vel_index, device):
+        self.device = wp.get_device(device)
+        self.count = len(specs)
+        pos_index = np.asarray(pos_index, dtype=np.uint32)
+        vel_index = np.asarray(vel_index, dtype=np.uint32)
+        keys = {}
+        for i, spec in enumerate(specs):
+            keys.setdefault(_group_key(spec), []).append(i)
+        self.groups = [self._group(specs, np.array(members), pos_index, vel_index) for members in keys.values()]
+        self.stateful = any(g.state is not None for g in self.groups)
+
+    def _group(self, specs, members, pos_index, vel_index) -> _Group:
+        chosen = [specs[i] for i in members]
+        d = self.device
+
+        def values(name):
+            return wp.array(np.array([getattr(s, name) for s in chosen], dtype=np.float32), dtype=wp.float32, device=d)
+
+        first = chosen[0]
+        if first.drive == "pd":
+            drive = DrivePD(kp=values("kp"), kd=values("kd"), const_effort=values("const_effort"))
+        else:
+            drive = DrivePID(kp=values("kp"), ki=values("ki"), kd=values("kd"), integral_max=values("integral_max"),
+                             const_effort=values("const_effort"))  # fmt: skip
+        clamping = []
+        for k, (kind, table) in enumerate(first.clamps):
+            if kind == "position_based":
+                clamping.append(ClampingPositionBased(lookup_positions=tuple(table["lookup_positions"]),
+                                                      lookup_efforts=tuple(table["lookup_efforts"])))  # fmt: skip
+                continue
+            columns = {
+                name: wp.array(np.array([s.clamps[k][1][name] for s in chosen], dtype=np.float32), device=d)
+                for name in table
+            }
+            clamping.append(_CLAMP_CLASSES[kind](**columns))
+        delay = None
+        if first.delay_steps > 0:
+            steps = np.array([s.delay_steps for s in chosen], dtype=np.int32)
+            delay = Delay(delay_steps=wp.array(steps, dtype=wp.int32, device=d), max_delay=int(steps.max()))
+        actuator = Actuator(
+            indices=wp.array(vel_index[members], dtype=wp.uint32, device=d),
+            pos_indices=wp.array(pos_index[members], dtype=wp.uint32, device=d),
+            target_pos_indices=wp.array(vel_index[members], dtype=wp.uint32, device=d),
+            drive=drive,
+            delay=delay,
+            clamping=clamping,
+            control_feedforward_attr=None,
+        )
+        return _Group(actuator, members, actuator.state(), actuator.state())
+
+    def step(self, positions, velocities, target_pos, target_vel, forces, dt: float) -> None:
+        """Every actuator's effort at this state added into ``forces`` (Warp arrays on :attr:`device`, indexed as
+        given to the constructor), and the stateful ones advanced by one step of ``dt``."""
+        sim_state = {"joint_q": positions, "joint_qd": velocities}
+        sim_control = {"joint_target_q": target_pos, "joint_target_qd": target_vel, "joint_f": forces}
+        for g in self.groups:
+            g.actuator.step(sim_state, sim_control, g.state, g.scratch, dt=float(dt))
+            if g.state is not None:
+                g.state.assign(g.scratch)
+
+    def reset(self) -> None:
+        """Every stateful actuator back to its start (a PID's integral zero, a delay's buffer empty)."""
+        for g in self.groups:
+            if g.state is not None:
+                g.state.reset()
