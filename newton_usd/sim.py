@@ -563,6 +563,7 @@ class Simulation:
         yet checked are dropped unchecked."""
         self.blow_up_check.forget()
         self.physics.fresh_states()
+        self.solver.reset_actuators()  # (a PID's integral, a delay's history)
         capture = getattr(self.solver, "frame_capture", None)
         if capture is not None:  # (new arrays: a graph of the old ones is not replayed, whatever their addresses)
             capture.invalidate("reset")

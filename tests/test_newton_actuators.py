@@ -14,6 +14,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import warp as wp
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from newton_usd.core.builder import ModelBuilder
@@ -233,3 +234,46 @@ def test_delay_shifts_the_response_by_its_steps(solver):
     assert np.abs(now[:k]).max() < 1e-6 and np.abs(delayed[: k + n]).max() < 1e-6  # (at rest until it responds)
     assert abs(now[k + 10]) > 1e-3  # (it moves)
     np.testing.assert_allclose(delayed[k + n :], now[k:-n], atol=1e-5)
+
+
+@pytest.mark.parametrize("solver", ["mujoco", "featherstone"])
+def test_reset_starts_a_pid_and_a_delay_over(solver):
+    """Run, reset the actuators (as a Simulation's reset and an environment's do), run again from the start: the same
+    motion; without the reset the PID's integral and the delay's history carry over."""
+    stage = arm_stage(drive="NewtonPIDControlAPI", values={"kp": KP, "kd": KD, "ki": 400.0, "delaySteps": 3},
+                      apis=("NewtonActuatorDelayAPI",))  # fmt: skip
+    builder = ModelBuilder()
+    builder.add_usd(stage)
+    model = builder.finalize("cpu")
+    engine = SOLVERS[solver](model, **({"backend": "cpu"} if solver == "mujoco" else {}))
+
+    def run():
+        s0, s1, control = model.state(), model.state(), model.control()
+        for _ in range(100):
+            engine.step(s0, s1, control, None, DT)
+            s0, s1 = s1, s0
+        return float(s0.joint_q.numpy()[0])
+
+    first, carried = run(), run()
+    engine.reset_actuators()
+    assert run() == pytest.approx(first, abs=1e-6) and abs(carried - first) > 1e-4, (first, carried)
+
+
+def test_actuators_are_replicated_into_worlds_and_reset_by_world():
+    builder = ModelBuilder()
+    builder.add_usd(arm_stage(drive="NewtonPIDControlAPI", values={"kp": KP, "kd": KD, "ki": 400.0}))
+    builder.replicate(2)
+    model = builder.finalize("cpu")
+    assert model.actuator_count == 2 and model.actuator_label == ["/Actuator", "/Actuator"]
+    assert model.actuator_joint.numpy().tolist() == [0, 1]
+    engine = SOLVERS["mujoco"](model, backend="cpu")
+    s0, s1, control = model.state(), model.state(), model.control()
+    for _ in range(100):
+        engine.step(s0, s1, control, None, DT)
+        s0, s1 = s1, s0
+    q = s0.joint_q.numpy()
+    assert q[0] == pytest.approx(q[1], abs=1e-9)
+    (group,) = engine.actuators.actuators.groups
+    engine.reset_actuators(wp.array([True, False], dtype=wp.bool, device="cpu"))
+    integral = group.state.drive_state.integral.numpy()
+    assert integral[0] == 0.0 and integral[1] != 0.0

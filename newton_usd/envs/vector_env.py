@@ -279,6 +279,7 @@ class StageVectorEnv(VectorEnv):
         observed bodies here), and a Simulation stepping frames measures the flung check from there."""
         solver = self.sim.solver
         solver.joint_states_written(state, mask)  # (the other environments' bodies left as they were stepped)
+        solver.reset_actuators(mask)  # (every caller is a reset: a PID's integral, a delay's history start over)
         if not self._solver_moves_bodies and self.observations.body_fields:
             self.observations.bodies_from_joints(self.sim.model, state, mask)
         if self.write_stage:

@@ -37,6 +37,14 @@ class _Group:
     members: np.ndarray  # our actuator indices, in the group's order
     state: object = None  # Actuator.State (advanced in place), or None
     scratch: object = None  # the next state, copied back after each step
+    world: wp.array = None  # each member's world
+    mask: wp.array = None  # each member's reset flag (see JointActuators.reset)
+
+
+@wp.kernel
+def _members_of_worlds(worlds: wp.array[wp.bool], member_world: wp.array[wp.int32], mask: wp.array[wp.bool]):
+    i = wp.tid()
+    mask[i] = worlds[member_world[i]]
 
 
 def _group_key(spec) -> tuple:
@@ -55,13 +63,15 @@ class JointActuators:
         pos_index: each actuator's index into the positions it is stepped with.
         vel_index: its index into the velocities, the target positions and velocities and the output forces.
         device: the Warp device of the arrays it is stepped with.
+        world: each actuator's world (for :meth:`reset` of some worlds; None: all in world 0).
     """
 
-    def __init__(self, specs, pos_index, vel_index, device):
+    def __init__(self, specs, pos_index, vel_index, device, world=None):
         self.device = wp.get_device(device)
         self.count = len(specs)
         pos_index = np.asarray(pos_index, dtype=np.uint32)
         vel_index = np.asarray(vel_index, dtype=np.uint32)
+        self._world = np.zeros(self.count, np.int32) if world is None else np.asarray(world, dtype=np.int32)
         keys = {}
         for i, spec in enumerate(specs):
             keys.setdefault(_group_key(spec), []).append(i)
@@ -105,7 +115,11 @@ class JointActuators:
             clamping=clamping,
             control_feedforward_attr=None,
         )
-        return _Group(actuator, members, actuator.state(), actuator.state())
+        group = _Group(actuator, members, actuator.state(), actuator.state())
+        if group.state is not None:
+            group.world = wp.array(self._world[members], dtype=wp.int32, device=d)
+            group.mask = wp.zeros(len(members), dtype=wp.bool, device=d)
+        return group
 
     def step(self, positions, velocities, target_pos, target_vel, forces, dt: float) -> None:
         """Every actuator's effort at this state added into ``forces`` (Warp arrays on :attr:`device`, indexed as
@@ -117,8 +131,18 @@ class JointActuators:
             if g.state is not None:
                 g.state.assign(g.scratch)
 
-    def reset(self) -> None:
-        """Every stateful actuator back to its start (a PID's integral zero, a delay's buffer empty)."""
+    def reset(self, worlds=None) -> None:
+        """The stateful actuators back to their start (a PID's integral zero, a delay's buffer empty): those of the
+        worlds flagged in ``worlds`` (a bool Warp array, one per world: kernels only, so that a captured step may
+        hold it), or every one (None)."""
+        if worlds is not None and worlds.device != self.device:
+            worlds = worlds.to(self.device)
         for g in self.groups:
-            if g.state is not None:
+            if g.state is None:
+                continue
+            if worlds is None:
                 g.state.reset()
+                continue
+            wp.launch(_members_of_worlds, dim=len(g.members), inputs=[worlds, g.world], outputs=[g.mask],
+                      device=self.device)  # fmt: skip
+            g.state.reset(g.mask)

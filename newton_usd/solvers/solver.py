@@ -76,6 +76,14 @@ class SolverBase:
         world; None: every world). The default does nothing: solvers that step joint coordinates, or detect edits
         themselves (SolverMuJoCo), need no word."""
 
+    def reset_actuators(self, worlds=None) -> None:
+        """The joint actuators' own state (a PID's integral, a delay's history) back to its start, in the worlds of
+        ``worlds`` (a bool Warp array, one per world; None: every world), as a reset of the simulation's state does.
+        The default: the actuators of :attr:`actuators` (None: the solver has none)."""
+        actuators = getattr(self, "actuators", None)
+        if actuators is not None:
+            actuators.reset(worlds)
+
     @property
     def follows_joint_writes(self) -> bool:
         """Whether :meth:`joint_states_written` does something: the solver steps body states, and a joint state

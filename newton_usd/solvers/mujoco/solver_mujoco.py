@@ -27,7 +27,7 @@ from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..solver import SolverBase
 from .acceleration_drives import AccelerationDrives
-from .actuators import ActuatorForces
+from .actuator_forces import ActuatorForces
 from .contacts import ContactsReport
 from .convert import CoordinateMap
 from .cpu_backend import CpuBackend
@@ -138,9 +138,9 @@ class SolverMuJoCo(
             self.mj_model.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
         self.diagnostics.emit(model.source)
         self.map = CoordinateMap(world0, self.mj_model, self.spec_map)
-        self.actuator_forces = ActuatorForces.of(self, model)
-        """The joint actuators (NewtonActuator prims) as applied forces each step (:mod:`.actuators`); None without
-        (or on the warp backend, which does not step them yet)."""
+        self.actuators = ActuatorForces.of(self, model)
+        """The joint actuators (NewtonActuator prims) as applied forces each step (:mod:`.actuator_forces`); None
+        without (or on the warp backend, which does not step them yet)."""
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
         self._mjc_built = self._mjc_ctrl >= 0
         self._ctl = None  # the Control last pushed, its arrays, views and bytes (see _push_controls)
@@ -222,8 +222,8 @@ class SolverMuJoCo(
         self._exchange.take(state_in)
         if control is not None:
             self._push_controls(control)
-        if self.actuator_forces is not None:  # (on top of the Control's joint forces, pushed anew next step)
-            self.actuator_forces.apply(self._qpos, self._qvel, self._qfrc, control, dt, pushed=control is not None)
+        if self.actuators is not None:  # (on top of the Control's joint forces, pushed anew next step)
+            self.actuators.apply(self._qpos, self._qvel, self._qfrc, control, dt, pushed=control is not None)
             self._ctl = None
         if self._has_accel:
             if e.stale:

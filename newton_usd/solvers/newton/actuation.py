@@ -4,6 +4,7 @@ input state, added to the Control's joint forces before Newton's step, in Warp k
 
 from __future__ import annotations
 
+import numpy as np
 import warp as wp
 
 from ..actuators import JointActuators
@@ -33,7 +34,11 @@ class Actuation:
         joints = model.actuator_joint.numpy()
         self.model = model
         self.actuators = JointActuators(
-            model.actuator_spec, model.joint_q_start.numpy()[joints], model.joint_qd_start.numpy()[joints], model.device
+            model.actuator_spec,
+            model.joint_q_start.numpy()[joints],
+            model.joint_qd_start.numpy()[joints],
+            model.device,
+            world=np.maximum(model.joint_world.numpy()[joints], 0),
         )
         self._joint_f = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device)
         self._own_control = None  # the model's targets, for a step given no Control
@@ -55,5 +60,5 @@ class Actuation:
                             f, dt)  # fmt: skip
         return ActuatedControl(control.joint_target_pos, control.joint_target_vel, f)
 
-    def reset(self) -> None:
-        self.actuators.reset()
+    def reset(self, worlds=None) -> None:
+        self.actuators.reset(worlds)

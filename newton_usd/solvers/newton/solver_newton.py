@@ -159,7 +159,7 @@ class SolverNewton(SolverBase):
         if _CONTACT_F in self.newton_solver.supported_observables:
             self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
         self.exchange = StateExchange(model, bridge, ball_torque_in_world=self.ball_torque_in_world)
-        self.actuation = Actuation.of(model)
+        self.actuators = Actuation.of(model)
         """The model's joint actuators, their efforts added to ``joint_f`` each step (:mod:`.actuation`); None
         without."""
         self._cone_dofs = _cone_dofs(model, bridge)
@@ -231,8 +231,8 @@ class SolverNewton(SolverBase):
             for name in ("body_q", "body_qd", "joint_q", "joint_qd"):
                 wp.copy(getattr(state_out, name), getattr(self._scratch, name))
             return
-        if self.actuation is not None:
-            control = self.actuation.control(state_in, control, dt)
+        if self.actuators is not None:
+            control = self.actuators.control(state_in, control, dt)
         ns_in, ns_out, nc = self.exchange.inputs(state_in, state_out, control, self.writes_joint_state)
         self.collision_pipeline.collide(ns_in, self.newton_contacts)
         self._before_solver_step(ns_in, dt)

@@ -36,7 +36,7 @@ class ActuatorForces:
         self.ref = solver.map.dof_ref[dofs % per_world]
         n = len(dofs)
         self.model = model
-        self.actuators = JointActuators(model.actuator_spec, np.arange(n), np.arange(n), "cpu")
+        self.actuators = JointActuators(model.actuator_spec, np.arange(n), np.arange(n), "cpu", world=self.world)
         self._arrays = [wp.zeros(n, dtype=wp.float32, device="cpu") for _ in range(5)]
         self._views = [a.numpy() for a in self._arrays]  # (views: Warp's CPU arrays are numpy's memory)
         self._pushed = None  # qfrc_applied as the Control's joint forces set it, without the actuators'
@@ -75,5 +75,5 @@ class ActuatorForces:
         self.actuators.step(*self._arrays, dt)
         np.add.at(qfrc, (self.world, self.qvel), force)
 
-    def reset(self) -> None:
-        self.actuators.reset()
+    def reset(self, worlds=None) -> None:
+        self.actuators.reset(worlds)
