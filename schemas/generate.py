@@ -92,15 +92,18 @@ file, except for the newton_usd column, which regeneration keeps. -->
 Every class of the codeless schemas this repository defines, with each attribute's type, fallback
 (the value when nothing is authored), unit and meaning. Three families:
 
-- **newton** (`schemas/newton/`): the `newton:*` API schemas of newton-usd-schemas 0.6 that the
-  runtime reads, identical to upstream in names, types, variability, allowed tokens and fallbacks.
+- **newton** (`schemas/newton/`): every class of newton-usd-schemas 0.6.0 (`newton:*`, 27 classes),
+  identical to upstream in names, types, variability, allowed tokens, fallbacks and built-in schemas
+  (`tests/test_upstream_schemas.py` compares them with upstream's file), including those the runtime
+  does not honor yet: an applied one is reported (`newton_usd/usd/honored.py`, `usdsim check`).
 - **newton_usd** (`schemas/newton_usd/`): `NewtonUsdSceneAPI`, newton_usd's own runtime settings.
 - **mjc** (`schemas/mjc/`): MuJoCo's mjcPhysics schemas (`mjc:*`) as shipped in
   mujoco-usd-converter 0.8, identical to upstream in the same respects.
 
 Units: *distance* and *mass* are the stage's units (`metersPerUnit`, `kilogramsPerUnit`); *force*
 and *effort* follow from them (effort: force for linear, torque for angular degrees of freedom);
-`newton:*` angles are in degrees; *angle* in `mjc:*` attributes is in degrees or radians as the
+`newton:*` angles are in degrees, except the actuators' (`NewtonActuator` and its control, clamping and
+delay APIs: per radian, as Newton's actuators); *angle* in `mjc:*` attributes is in degrees or radians as the
 scene's `mjc:compiler:angle` says. "—": dimensionless, or no unit. MuJoCo's XML reference is the
 authority on the meaning of each `mjc:*` value (the element/attribute it mirrors is named first).
 

@@ -10,23 +10,44 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from conftest import REPO
 
-NEWTON = [
+NEWTON_TYPED = ["NewtonActuator"]
+NEWTON_ACTUATOR_APIS = [
+    "NewtonActuatorDelayAPI",
+    "NewtonActuatorControlBaseAPI",
+    "NewtonPDControlAPI",
+    "NewtonPIDControlAPI",
+    "NewtonNeuralControlAPI",
+    "NewtonActuatorClampingBaseAPI",
+    "NewtonMaxEffortClampingAPI",
+    "NewtonDCMotorClampingAPI",
+    "NewtonPositionBasedClampingAPI",
+]
+NEWTON_APIS = [
     "NewtonSceneAPI",
     "NewtonXpbdSceneAPI",
+    "NewtonKaminoSceneAPI",
+    "NewtonVbdSceneAPI",
+    "NewtonMPMSceneAPI",
     "NewtonArticulationRootAPI",
     "NewtonJointAPI",
     "NewtonMimicAPI",
     "NewtonMassAPI",
     "NewtonCollisionAPI",
     "NewtonMeshCollisionAPI",
+    "NewtonSDFCollisionAPI",
     "NewtonSiteAPI",
+    "NewtonPointsDeformableSimAPI",
     "NewtonMaterialAPI",
-]
+    "NewtonMPMMaterialAPI",
+    "NewtonCurvesDeformableMaterialAPI",
+] + NEWTON_ACTUATOR_APIS
+NEWTON = NEWTON_APIS + NEWTON_TYPED  # every class of newton-usd-schemas 0.6.0 (tests/test_upstream_schemas.py)
 NEWTON_USD = ["NewtonUsdSceneAPI"]
 MJC_TYPED = ["MjcActuator", "MjcTendon", "MjcKeyframe"]
 MJC = [
@@ -57,6 +78,21 @@ FALLBACKS = {
     ("NewtonMaterialAPI", "newton:torsionalFriction"): ("float", False, 0.005),
     ("NewtonMimicAPI", "newton:mimicCoef1"): ("float", False, 1.0),
     ("NewtonXpbdSceneAPI", "newton:xpbd:jointAngularRelaxation"): ("float", True, 0.4),
+    ("NewtonKaminoSceneAPI", "newton:kamino:padmm:warmstarting"): ("token", True, "containers"),
+    ("NewtonKaminoSceneAPI", "newton:maxSolverIterations"): ("int", True, -1),  # (built-in NewtonSceneAPI)
+    ("NewtonVbdSceneAPI", "newton:vbd:rigid:jointAngularStiffness"): ("float", True, 1.0e5),
+    ("NewtonMPMSceneAPI", "newton:mpm:voxelSize"): ("float", True, -math.inf),
+    ("NewtonMPMMaterialAPI", "newton:mpm:poissonsRatio"): ("float", False, 0.3),
+    ("NewtonSDFCollisionAPI", "newton:sdfMaxResolution"): ("int", True, 64),
+    ("NewtonSDFCollisionAPI", "newton:hydroelasticStiffness"): ("float", False, 1.0e10),
+    ("NewtonSDFCollisionAPI", "newton:contactGap"): ("float", False, -math.inf),  # (built-in NewtonCollisionAPI)
+    ("NewtonCurvesDeformableMaterialAPI", "newton:curvesBendDamping"): ("float", False, -math.inf),
+    ("NewtonPointsDeformableSimAPI", "physics:masses"): ("float[]", False, None),
+    ("NewtonActuatorDelayAPI", "newton:delaySteps"): ("int", False, 1),
+    ("NewtonPIDControlAPI", "newton:integralMax"): ("float", False, math.inf),
+    ("NewtonPIDControlAPI", "newton:kp"): ("float", False, 0.0),
+    ("NewtonDCMotorClampingAPI", "newton:velocityLimit"): ("float", False, math.inf),
+    ("NewtonPositionBasedClampingAPI", "newton:lookupEfforts"): ("float[]", False, []),
     ("NewtonUsdSceneAPI", "newton:usd:solver"): ("token", True, "mujoco"),
     ("NewtonUsdSceneAPI", "newton:usd:mujocoBackend"): ("token", True, "auto"),
     ("NewtonUsdSceneAPI", "newton:usd:substeps"): ("int", True, 0),
@@ -126,6 +162,10 @@ PROBE = textwrap.dedent(
     out["joint_fallback"] = plain(out["joint_fallback"])
     out["mesh_schemas"] = list(mesh.GetAppliedSchemas())
     out["tendon"] = [tendon.IsA(Tf.Type.FindByName("MjcPhysicsTendon")), tendon.GetAttribute("mjc:width").Get()]
+    actuator = stage.DefinePrim("/Actuator", "NewtonActuator")
+    out["actuator"] = [actuator.ApplyAPI("NewtonPIDControlAPI"), actuator.ApplyAPI("NewtonMaxEffortClampingAPI"),
+                       list(actuator.GetAppliedSchemas()), actuator.GetAttribute("newton:integralMax").Get(),
+                       bool(xform.CanApplyAPI("NewtonPDControlAPI"))]
     out["can_apply"] = {
         "NewtonUsdSceneAPI on Xform": bool(xform.CanApplyAPI("NewtonUsdSceneAPI")),
         "NewtonUsdSceneAPI on PhysicsScene": bool(scene.CanApplyAPI("NewtonUsdSceneAPI")),
@@ -177,10 +217,15 @@ def assert_schemas_resolve(out):
     assert schemas["MjcSceneAPI"]["type"] == "MjcPhysicsSceneAPI"
     assert schemas["MjcActuator"]["type"] == "MjcPhysicsActuator"
     assert schemas["NewtonUsdSceneAPI"]["type"] == "NewtonUsdSceneAPI"
-    for name in MJC_TYPED:
+    assert schemas["NewtonActuator"]["type"] == "NewtonPhysicsActuator"
+    for name in MJC_TYPED + NEWTON_TYPED:
         assert schemas[name]["kind"] == "ConcreteTyped"
-    for name in NEWTON + NEWTON_USD + MJC[:-3]:
+    for name in NEWTON_APIS + NEWTON_USD + MJC[:-3]:
         assert schemas[name]["kind"] == "SingleApplyAPI", name
+    for name in NEWTON_ACTUATOR_APIS:
+        assert schemas[name]["canOnlyApplyTo"] == ["NewtonActuator"], name
+    assert schemas["NewtonSDFCollisionAPI"]["canOnlyApplyTo"] == ["Gprim"]
+    assert schemas["NewtonPointsDeformableSimAPI"]["canOnlyApplyTo"] == ["Points"]
     assert schemas["NewtonJointAPI"]["canOnlyApplyTo"] == ["PhysicsJoint"]
     assert schemas["NewtonMeshCollisionAPI"]["canOnlyApplyTo"] == ["Mesh"]
     assert schemas["NewtonUsdSceneAPI"]["canOnlyApplyTo"] == ["PhysicsScene"]
@@ -210,6 +255,14 @@ def assert_schemas_resolve(out):
         "PhysicsMeshCollisionAPI",
     ]
     assert out["tendon"] == [True, pytest.approx(0.003)]
+    assert out["actuator"] == [
+        True,
+        True,
+        ["NewtonPIDControlAPI", "NewtonActuatorControlBaseAPI", "NewtonMaxEffortClampingAPI",
+         "NewtonActuatorClampingBaseAPI"],
+        math.inf,
+        False,
+    ]  # fmt: skip
     assert out["can_apply"] == {
         "NewtonUsdSceneAPI on Xform": False,
         "NewtonUsdSceneAPI on PhysicsScene": True,
@@ -225,8 +278,12 @@ def test_repository_plugins_are_found_through_pxr_pluginpath_without_newton_usd(
     )
 
 
+HIDE_UPSTREAM = 'import sys\nsys.modules["newton_usd_schemas"] = sys.modules["mujoco_usd_converter"] = None\n'
+"""As if the upstream packages were not installed (newton-usd-schemas is in the test extra)."""
+
+
 def test_register_schemas_registers_the_packaged_copy():
-    out, r = probe(prelude=REGISTER)
+    out, r = probe(prelude=HIDE_UPSTREAM + REGISTER)
     assert registered(r) == {"newton": "newton_usd", "newton_usd": "newton_usd", "mjc": "newton_usd"}
     assert "LOG" not in r.stderr, r.stderr
     assert_schemas_resolve(out)
@@ -285,6 +342,25 @@ def test_an_installed_upstream_package_provides_its_schemas_and_imports_after_ne
     assert out["schemas"]["NewtonUsdSceneAPI"]["plugin"].startswith(str(REPO / "newton_usd" / "schemas_plugins"))
 
 
+def test_the_installed_newton_usd_schemas_package_provides_the_same_schemas():
+    """newton-usd-schemas 0.6.0 itself (the test extra installs it): register_schemas() registers its plugin,
+    Newton's own ``import newton_usd_schemas`` after it adds nothing, and every schema resolves as with ours (a
+    stage reads the same whichever is installed; tests/test_upstream_schemas.py compares the files)."""
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.find_spec("newton_usd_schemas")  # (finds it; does not import it)
+    if spec is None:
+        pytest.skip("newton-usd-schemas is not installed (it is in the test extra)")
+    imports = "import newton_usd_schemas\nprint('UPSTREAM IMPORTED')\n"
+    out, r = probe(prelude=REGISTER + imports)
+    assert registered(r)["newton"] == "newton_usd_schemas"
+    assert "UPSTREAM IMPORTED" in r.stdout
+    assert "LOG" not in r.stderr, r.stderr
+    assert_schemas_resolve(out)
+    folder = str(Path(spec.submodule_search_locations[0]).resolve())
+    assert out["schemas"]["NewtonActuator"]["plugin"].startswith(folder)
+
+
 def test_newton_usd_imports_after_an_upstream_package(fake_upstream):
     out, r = probe(prelude="import newton_usd_schemas, mujoco_usd_converter\n" + REGISTER, pythonpath=[fake_upstream])
     result = registered(r)
@@ -312,7 +388,7 @@ def test_registering_after_the_schema_registry_was_built_warns():
     code = "from pxr import Usd\nUsd.Stage.CreateInMemory().DefinePrim('/S', 'PhysicsScene')\n" + REGISTER
     r = run_python(code)
     assert r.returncode == 0, r.stderr
-    assert "LOG WARNING USD schemas NewtonArticulationRootAPI" in r.stderr
+    assert "LOG WARNING USD schemas NewtonActuator, NewtonActuatorClampingBaseAPI" in r.stderr
     assert "were registered too late" in r.stderr and "Import newton_usd before opening stages" in r.stderr
 
 
