@@ -10,6 +10,7 @@ import numpy as np
 from pxr import Sdf, Usd, UsdPhysics, UsdShade
 
 from .core.types import GeoType, JointType
+from .usd.honored import schema_rows
 from .usd.importer import UsdImport
 from .usd.joint_states import D6_AXIS_TOKENS
 from .usd.mass import SHAPELESS_RADIUS
@@ -37,7 +38,9 @@ def explain_rows(imports, prims=(), models=None) -> list[tuple[str, str, str, st
     :class:`UsdImport`, or several: one per PhysicsScene), optionally only for ``prims`` and their
     descendants, in prim then property order (a row that several imports resolve alike, once).
     ``models``: each import's builder, finalized (a Model, or a list in the order of ``imports``): adds the
-    rows of what UsdPhysics authors, as the model simulates it (see :func:`physics_rows`)."""
+    rows of what UsdPhysics authors, as the model simulates it (see :func:`physics_rows`). A prim that applies a
+    schema some engine does not honor has a ``schema`` row naming the engines that do
+    (:func:`~newton_usd.usd.honored.schema_rows`)."""
     units = {}
     from .usd import properties as props  # noqa: PLC0415
 
@@ -56,6 +59,7 @@ def explain_rows(imports, prims=(), models=None) -> list[tuple[str, str, str, st
                  imported.resolver.provenance.items()]  # fmt: skip
         if models is not None:
             found = _chosen_iterations(found, models[k]) + physics_rows(imported, models[k])
+        found += schema_rows(imported)
         for row in found:
             if roots and not any(Sdf.Path(row[0]).HasPrefix(root) for root in roots):
                 continue

@@ -24,8 +24,9 @@ def _inspect_parser(command: str) -> argparse.ArgumentParser:
         p = argparse.ArgumentParser(
             prog="usdsim check",
             description="Import the stage and build the solver's model without simulating; list what is ignored "
-            "or approximated, the colliders that start more than 1 cm in each other, and the authored "
-            "newton/mjc/physx attributes the runtime does not use.",
+            "or approximated (applied newton/mjc schemas the solver does not honor among them), the colliders that "
+            "start more than 1 cm in each other, and the authored newton/mjc/physx attributes the runtime does not "
+            "use.",
         )
         p.add_argument("stage", help="the USD stage")
         p.add_argument(
@@ -63,8 +64,9 @@ def _inspect(command: str, args) -> int:
             print(inspect.table(rows, ("prim", "property", "value", "unit", "source")))
             return 0
         from ..solvers import SOLVERS  # noqa: PLC0415
+        from ..usd.honored import report_unhonored  # noqa: PLC0415
 
-        solvers = []
+        solvers, engines = [], []
         for builder, imported in zip(builders, imports, strict=True):
             settings = {k: r.value for k, r in imported.scene.items()}
             name = args.solver or settings.get("solver") or "mujoco"
@@ -72,6 +74,7 @@ def _inspect(command: str, args) -> int:
                 raise NewtonUsdError(f"unknown solver {name!r}; valid: {', '.join(SOLVERS)}")
             asked = {"backend": "cpu"} if name == "mujoco" else {}
             solvers.append(SOLVERS[name].from_scene(builder.finalize("cpu"), settings, **asked))
+            engines.append(name)
     except (NewtonUsdError, ValueError) as e:
         return fail(str(e), args)
     kinds = Diagnostics()
@@ -79,6 +82,8 @@ def _inspect(command: str, args) -> int:
         for kind, paths in diag.kinds.items():
             for path in paths:
                 kinds.add(kind, path)
+    for imported, name in zip(imports, engines, strict=True):  # the applied schemas its engine does not honor
+        report_unhonored(imported, name, kinds)
     fps = frame_rate(stage, imports[0])
     scene_clocks(imports[1:], fps, kinds)
     for imported, solver in zip(imports, solvers, strict=True):  # what the scene's own step risks

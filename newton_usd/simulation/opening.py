@@ -11,6 +11,7 @@ from ..solvers import SOLVERS
 from ..solvers.kernel_loading import KernelLoading, tape_safe_workers
 from ..solvers.stability import auto_substeps
 from ..usd import add_usd, scenes_to_import
+from ..usd.honored import report_unhonored
 from ..usd.overrides import apply_overrides
 from ..usd.resolver import DIALECTS
 from .clock import MAX_SUBSTEPS, frame_rate, physics_steps, scene_clocks
@@ -83,6 +84,9 @@ def open_scene(cls, stage, file, output_layer, scene, asked: dict, run: dict, ov
             raise NewtonUsdError(f"mujoco_memory is C MuJoCo's arena: the {solver} solver has none")
         options["memory"] = int(memory)
     solver_obj = SOLVERS[solver].from_scene(model, settings, backend=backend, **options)
+    unhonored = Diagnostics()  # (the schemas the stage applies that this engine does not honor: said once per run)
+    report_unhonored(imported, solver, unhonored)
+    unhonored.emit(file)
     fps = frame_rate(stage, imported, asked.get("fps"))
     if fps <= 0:
         raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")

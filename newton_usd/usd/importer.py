@@ -97,6 +97,8 @@ class UsdImport:
         placed_links: ``(joint, child body, m, rad)`` for each articulation joint whose frames disagreed with its
             bodies' authored poses: its child link starts where the joint puts it, this far (and this turned) from
             its authored pose (:mod:`~newton_usd.usd.link_poses`).
+        schemas: schema name -> the prim paths that apply it (or are of that type), for the schemas some engine
+            does not honor (:mod:`~newton_usd.usd.honored`, which says them once the engine is known).
     """
 
     stage: Usd.Stage
@@ -114,6 +116,7 @@ class UsdImport:
     scenes: Scenes | None = None
     context: Context | None = None
     placed_links: list = field(default_factory=list)
+    schemas: dict = field(default_factory=dict)
 
 
 def _collector_paused(func):
@@ -188,6 +191,7 @@ def add_usd(
     body_paths = {p for p, _ in descs.get(OT.RigidBody, [])}
     types = MJC_TYPED + ("MjcKeyframe", "PointInstancer", ACTUATOR_TYPE)
     order, typed = scan_stage(stage, joint_paths | body_paths, types, exclude=others, resolver=result.resolver)
+    result.schemas = typed["schemas"]
     if owners is not None:
         keep_scene_prims(typed, result.scenes, result.scene_path)
     instanced = instancer_prototypes(stage, typed["PointInstancer"], result, owners)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pxr import Sdf, Tf, Usd
 
 from .gprims import VISUAL_API
+from .honored import TRACKED
 
 MJC_TYPED = ("MjcActuator", "MjcTendon", "NewtonUsdContactPair")  # (MjcKeyframe: see usd/keyframes.py)
 PHYSX_TENDON = "PhysxTendon"  # (the prefix of PhysxSchema's tendon APIs: see usd/physx_tendons.py)
@@ -21,12 +22,15 @@ def scan_stage(stage, paths, type_names, exclude=(), resolver=None):
     (under "sites"), the MuJoCo visual geoms (under "visuals"), the joints and bodies with a PhysX tendon API
     applied (under "physx_tendons": PhysxSchema is not registered here, so ``GetAppliedSchemas`` leaves its APIs out;
     the prim's type info keeps them) and the authored displayNames of the prims an
-    element can be labelled with (under "display_names", a dict: prim path -> name). The subtrees of
+    element can be labelled with (under "display_names", a dict: prim path -> name), and the prims of the schemas
+    some engine does not honor (under "schemas", a dict: schema name -> prim paths; see
+    :mod:`~newton_usd.usd.honored`). The subtrees of
     ``exclude`` are skipped. The ``resolver``'s views of the joints, rigid bodies and colliders are prepared on
     the way."""
     order, typed = {}, {t: [] for t in type_names}
     typed["sites"], typed["visuals"], typed["physx_tendons"], display_names = [], [], [], {}
     typed["display_names"] = display_names
+    schemas = typed["schemas"] = {}  # (schema -> prim paths, of the schemas in honored.TRACKED)
     wanted = set(paths)
     skip = {Sdf.Path(p) for p in exclude}
     site_apis = ("MjcSiteAPI", "NewtonSiteAPI")
@@ -47,6 +51,8 @@ def scan_stage(stage, paths, type_names, exclude=(), resolver=None):
         if kind[0] is not None:
             kind[0].append(prim)
         applied = prim.GetAppliedSchemas()
+        if type_name in TRACKED:
+            schemas.setdefault(type_name, []).append(str(prim.GetPath()))
         # (the prims elements are labelled with: an applied schema's, a joint's or one of ``type_names``)
         if (applied or kind[0] is not None or kind[1]) and prim.HasAuthoredDisplayName():
             display_names[str(prim.GetPath())] = prim.GetDisplayName()
@@ -61,6 +67,8 @@ def scan_stage(stage, paths, type_names, exclude=(), resolver=None):
             if resolver is not None:
                 resolver.add_view(prim, path, type_name, applied)
         if applied:
+            for name in TRACKED.intersection(applied):
+                schemas.setdefault(name, []).append(str(prim.GetPath()))
             if site_apis[0] in applied or site_apis[1] in applied:
                 typed["sites"].append(prim)
             elif VISUAL_API in applied and "PhysicsCollisionAPI" not in applied:

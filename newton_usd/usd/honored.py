@@ -1,0 +1,158 @@
+"""Which engines honor each ``newton:*`` and ``mjc:*`` schema that some engine does not: the one table a run and
+``usdsim check`` read to say, once per schema, which prims apply one that the chosen engine does not honor, and which
+engine would take it.
+
+A schema being defined (``schemas/``) does not make the runtime honor it. :data:`HONORED` lists the schemas that an
+engine leaves unused as a whole; what an engine drops value by value (a joint's friction under XPBD, an MjcActuator
+under Newton's solvers) is said where the solver builds its model (``solvers/newton/support.py``), and authored
+values nothing reads are listed by ``usdsim check``. A schema missing from the table is honored by every engine.
+When an engine starts honoring a schema, add it to that schema's ``engines`` here: nothing else reads a list of them.
+
+The scan of the stage (:func:`~newton_usd.usd.scan.scan_stage`) records the prims of every schema in the table
+(:data:`TRACKED`) on the import (``UsdImport.schemas``); :func:`report_unhonored` turns them into diagnostics for one
+engine and :func:`schema_rows` into ``usdsim explain`` rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ENGINES = ("mujoco", "xpbd", "featherstone", "semi_implicit", "kamino")
+"""The engines (``newton:usd:solver``, ``usdsim --solver``) the table speaks of."""
+
+
+@dataclass(frozen=True)
+class Honored:
+    """How the engines treat one schema."""
+
+    engines: tuple[str, ...]
+    """The engines that honor it today (empty: none yet)."""
+    effect: str
+    """What an engine that does not honor it does instead: said after the schema's name."""
+    taker: str = ""
+    """Where no engine honors it yet: who would take it."""
+    within: str | None = None
+    """A schema applied only beside this one (an actuator's control law, beside NewtonActuator): said only where the
+    engine honors ``within``, whose own report covers it otherwise."""
+    scene: bool = False
+    """Applied to PhysicsScenes: said only for the scene a run simulates."""
+
+
+_ACTUATORS = "Newton's actuator library would take it"
+_NOT_HERE = "would take it, not an engine of newton_usd yet"
+
+HONORED: dict[str, Honored] = {
+    # ---- scene settings of one engine
+    "NewtonXpbdSceneAPI": Honored(("xpbd",), "its XPBD settings are not used", scene=True),
+    "NewtonKaminoSceneAPI": Honored(
+        (),
+        "its Kamino settings are not used",
+        "the kamino solver runs with its own defaults until it reads them",
+        scene=True,
+    ),
+    "NewtonVbdSceneAPI": Honored((), "its VBD settings are not used", f"Newton's SolverVBD {_NOT_HERE}", scene=True),
+    "NewtonMPMSceneAPI": Honored(
+        (), "its MPM settings are not used", f"Newton's SolverImplicitMPM {_NOT_HERE}", scene=True
+    ),
+    "MjcSceneAPI": Honored(
+        ("mujoco",), "its MuJoCo options and flags are not used beyond the time step and the gravity flag", scene=True
+    ),
+    # ---- colliders, deformables and their materials
+    "NewtonSDFCollisionAPI": Honored(
+        (),
+        "the shape collides as its ordinary collider; its SDF and hydroelastic settings are not used",
+        "Newton's SDF and hydroelastic contacts would take it",
+    ),
+    "NewtonPointsDeformableSimAPI": Honored(
+        (),
+        "the points are not simulated",
+        "deformables are not imported yet: Newton's particle solvers would simulate them",
+    ),
+    "NewtonMPMMaterialAPI": Honored((), "its MPM material is not used", f"Newton's SolverImplicitMPM {_NOT_HERE}"),
+    "NewtonCurvesDeformableMaterialAPI": Honored(
+        (), "its curve dampings are not used", "Newton's curve deformables (cables, rods) would take them"
+    ),
+    # ---- actuators: the prim, then its parts (said on their own only where the engine drives actuators). Every
+    # engine steps PD and PID laws, clampings and delays (solvers/actuators.py; MuJoCo-Warp says itself where not).
+    "NewtonActuator": Honored(ENGINES, "its joint is not driven by it", _ACTUATORS),
+    "NewtonPDControlAPI": Honored(ENGINES, "its PD law is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonPIDControlAPI": Honored(ENGINES, "its PID law is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonNeuralControlAPI": Honored(
+        (),
+        "the actuator is left out, its joint not driven by it",
+        "Newton's actuator library would run its network",
+        "NewtonActuator",
+    ),
+    "NewtonMaxEffortClampingAPI": Honored(ENGINES, "its effort clamp is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonDCMotorClampingAPI": Honored(ENGINES, "its DC motor clamp is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonPositionBasedClampingAPI": Honored(
+        ENGINES, "its position-based clamp is not applied", _ACTUATORS, "NewtonActuator"
+    ),
+    "NewtonActuatorDelayAPI": Honored(ENGINES, "its delay is not applied", _ACTUATORS, "NewtonActuator"),
+}
+"""Schema name (an applied API schema or a prim type) -> how the engines treat it; every schema not listed is honored
+by every engine (those listed with every engine are kept for the record, and for a new engine)."""
+
+TRACKED = frozenset(name for name, entry in HONORED.items() if set(ENGINES) - set(entry.engines))
+"""The schemas some engine does not honor: the scan records their prims."""
+
+
+def honors(schema: str, engine: str) -> bool:
+    """Whether ``engine`` honors ``schema`` (a schema not in :data:`HONORED`: yes)."""
+    entry = HONORED.get(schema)
+    return entry is None or engine in entry.engines
+
+
+def message(schema: str, engine: str) -> str:
+    """The warning's text (its kind) for prims applying ``schema`` under ``engine``, which does not honor it."""
+    entry = HONORED[schema]
+    text = f"{schema} is not honored by the {engine} solver: {entry.effect}"
+    if entry.engines:
+        return f"{text} (honored by the {', '.join(entry.engines)} solver{'s' if len(entry.engines) > 1 else ''})"
+    return f"{text} (no engine honors it yet; {entry.taker})"
+
+
+def unhonored(schemas: dict, engine: str, scene_path: str | None = None) -> list[tuple[str, list[str]]]:
+    """``(message, prim paths)`` for each schema of ``schemas`` (schema name -> prim paths, as
+    ``UsdImport.schemas``) that ``engine`` does not honor, in the table's order. ``scene_path``: the PhysicsScene
+    simulated (scene settings on other scenes are not said)."""
+    out = []
+    for schema, entry in HONORED.items():
+        paths = schemas.get(schema)
+        if not paths or engine in entry.engines:
+            continue
+        if entry.within is not None and not honors(entry.within, engine):
+            continue  # (said as part of the prim it is applied to)
+        if entry.scene and scene_path is not None:
+            paths = [p for p in paths if p == scene_path]
+        if paths:
+            out.append((message(schema, engine), list(paths)))
+    return out
+
+
+def report_unhonored(imported, engine: str, diagnostics) -> None:
+    """Add to ``diagnostics`` (a :class:`~newton_usd.diagnostics.Diagnostics`) one kind per schema that ``imported``
+    (a :class:`~newton_usd.usd.importer.UsdImport`) applies and ``engine`` does not honor, with its prims."""
+    for kind, paths in unhonored(getattr(imported, "schemas", {}) or {}, engine, imported.scene_path):
+        for path in paths:
+            diagnostics.add(kind, path)
+
+
+def schema_rows(imported) -> list[tuple[str, str, str, str, str]]:
+    """``usdsim explain`` rows ``(prim, "schema", name, "", which engines honor it)`` for the prims of ``imported``
+    that apply (or are) a schema of :data:`HONORED`."""
+    rows = []
+    for schema, paths in (getattr(imported, "schemas", {}) or {}).items():
+        entry = HONORED.get(schema)
+        if entry is None or schema not in TRACKED:
+            continue
+        if entry.engines:
+            others = [e for e in ENGINES if e not in entry.engines]
+            source = f"honored by {', '.join(entry.engines)}; not by {', '.join(others)}: {entry.effect}"
+        else:
+            source = f"defined, not honored by any engine yet: {entry.effect}; {entry.taker}"
+        for path in paths:
+            if entry.scene and imported.scene_path is not None and path != imported.scene_path:
+                continue
+            rows.append((path, "schema", schema, "", source))
+    return rows
