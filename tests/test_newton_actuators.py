@@ -81,13 +81,20 @@ def held_angle(kp, target=0.0):
     return q
 
 
+def make_solver(model, solver):
+    """``solver`` for ``model``: a name of SOLVERS, "mujoco" the cpu backend, "mujoco_warp" the warp backend."""
+    if solver.startswith("mujoco"):
+        return SOLVERS["mujoco"](model, backend="warp" if solver == "mujoco_warp" else "cpu")
+    return SOLVERS[solver](model)
+
+
 def simulate(stage, solver, steps, record=False, target_at=None):
     """The hinge's angle (rad) after ``steps`` steps of DT under ``solver`` (each step's, with ``record``);
     ``target_at``: (step, rad), the Control's target set before that step."""
     builder = ModelBuilder()
     builder.add_usd(stage)
     model = builder.finalize("cpu")
-    engine = SOLVERS[solver](model, **({"backend": "cpu"} if solver == "mujoco" else {}))
+    engine = make_solver(model, solver)
     s0, s1, control = model.state(), model.state(), model.control()
     angles = []
     for i in range(steps):
@@ -181,10 +188,11 @@ def test_usdsim_exits_2_on_a_bad_actuator(tmp_path):
 # ---------------------------------------------------------------- stepped by each engine
 
 ENGINES = ["mujoco", "xpbd", "featherstone"]
+WARP = pytest.param("mujoco_warp", marks=pytest.mark.soak)  # (MuJoCo-Warp's kernels compiled on the CPU: minutes cold)
 KP, KD = 100.0, 5.0  # (17 rad/s against the arm's 1/3 kg m^2 about the hinge, damping ratio 0.43: settled in 0.8 s)
 
 
-@pytest.mark.parametrize("solver", ENGINES)
+@pytest.mark.parametrize("solver", [*ENGINES, WARP])
 def test_pd_actuator_holds_the_arm_where_its_gains_balance_gravity(solver):
     stage = arm_stage(values={"kp": KP, "kd": KD}, target_deg=-10.0)
     q = simulate(stage, solver, 400)
@@ -221,7 +229,7 @@ def test_pid_removes_the_steady_state_error(solver):
     assert abs(math.degrees(pid)) < 0.1 * math.degrees(pd), (math.degrees(pid), math.degrees(pd))
 
 
-@pytest.mark.parametrize("solver", ENGINES)
+@pytest.mark.parametrize("solver", [*ENGINES, WARP])
 def test_delay_shifts_the_response_by_its_steps(solver):
     """Without gravity the arm rests at its target, 0, until the Control's target steps to -10 deg at step 10: the
     actuator delayed by 5 steps moves the arm as the undelayed one does, 5 steps later."""
@@ -245,7 +253,7 @@ def test_reset_starts_a_pid_and_a_delay_over(solver):
     builder = ModelBuilder()
     builder.add_usd(stage)
     model = builder.finalize("cpu")
-    engine = SOLVERS[solver](model, **({"backend": "cpu"} if solver == "mujoco" else {}))
+    engine = make_solver(model, solver)
 
     def run():
         s0, s1, control = model.state(), model.state(), model.control()

@@ -140,7 +140,7 @@ class SolverMuJoCo(
         self.map = CoordinateMap(world0, self.mj_model, self.spec_map)
         self.actuators = ActuatorForces.of(self, model)
         """The joint actuators (NewtonActuator prims) as applied forces each step (:mod:`.actuator_forces`); None
-        without (or on the warp backend, which does not step them yet)."""
+        without."""
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
         self._mjc_built = self._mjc_ctrl >= 0
         self._ctl = None  # the Control last pushed, its arrays, views and bytes (see _push_controls)

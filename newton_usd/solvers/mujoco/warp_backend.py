@@ -204,9 +204,13 @@ class WarpBackend:
             if self.mj_model.nu:
                 w.ctrl.assign(ctrl.astype(np.float32))
             w.qfrc_applied.assign(qfrc.astype(np.float32))
+            if self.actuators is not None:
+                self.actuators.pushed(w)
         with wp.ScopedDevice(self.device):
             if len(self._accel):
                 self._scale_acceleration_drives(w.qpos.numpy().astype(np.float64))
+            if self.actuators is not None:
+                self.actuators.apply_device(w, control, self._dt)
             self._advance_warp()
         body = tuple(getattr(w, n).numpy() for n in self._BODY_FIELDS)
         self._pull(w.qpos.numpy(), w.qvel.numpy(), body, state_out)
@@ -275,9 +279,13 @@ class WarpBackend:
             x.push_mocap(state_in.body_q, d)
         if control is not None:
             x.push_controls(control, d)
+            if self.actuators is not None:
+                self.actuators.pushed(d)
         if self._two_phase and self._conditional_step1 and not self._warp_stale:
             wp.capture_if(x.moved, on_true=self._mjw.step1, m=self.mjw_model, d=d)
         for i in range(steps):
+            if self.actuators is not None:  # (each step's efforts at its state: NewtonActuators)
+                self.actuators.apply_device(d, control, self._dt)
             self._advance_warp(kinematics=i == steps - 1)
         x.pull(d, state_out)
 
