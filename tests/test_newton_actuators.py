@@ -285,3 +285,17 @@ def test_actuators_are_replicated_into_worlds_and_reset_by_world():
     engine.reset_actuators(wp.array([True, False], dtype=wp.bool, device="cpu"))
     integral = group.state.drive_state.integral.numpy()
     assert integral[0] == 0.0 and integral[1] != 0.0
+
+
+def test_a_vector_environment_s_position_actions_are_the_actuator_s_targets():
+    from newton_usd.envs import StageVectorEnv
+
+    stage = arm_stage(values={"kp": KP, "kd": KD})
+    env = StageVectorEnv(2, stage, actions="position", observations=["dof_positions:/Hinge"], device="cpu")
+    assert env.action_space.shape == (2, 1)  # (the actuated DOF: no joint drive of its own)
+    env.reset(seed=0)
+    target = math.radians(-10.0)
+    for _ in range(48):
+        obs, *_ = env.step(np.full((2, 1), target, dtype=np.float32))
+    np.testing.assert_allclose(obs[:, 0], held_angle(KP, target), atol=math.radians(0.2))
+    env.close()

@@ -19,6 +19,13 @@ UNBOUNDED = 1e10
 _TARGET = {"effort": "joint_f", "position": "joint_target_pos", "velocity": "joint_target_vel"}
 
 
+def _actuated_dofs(model) -> dict:
+    """The DOFs joint actuators drive (NewtonActuator prims): DOF -> its actuator's spec."""
+    joints = model.actuator_joint.numpy() if getattr(model, "actuator_count", 0) else ()
+    starts = model.joint_qd_start.numpy()
+    return {int(starts[j]): spec for j, spec in zip(joints, model.actuator_spec, strict=True)}
+
+
 def per_env_columns(view, kind: str, num_envs: int, what: str) -> np.ndarray:
     """A view's element indices of ``kind`` regrouped one row per environment ``(num_envs, n)``: each world's rows
     side by side (a pattern that matches several prims in a world gives them all)."""
@@ -54,8 +61,11 @@ class Actions:
         n_env = model.num_worlds
         self.num_envs = n_env
         mode_of = model.joint_target_mode.numpy()
+        self._actuated = _actuated_dofs(model)
         if joints is None:
-            driven = np.nonzero(mode_of != DriveMode.NONE)[0].reshape(n_env, -1)
+            drives = mode_of != DriveMode.NONE
+            drives[list(self._actuated)] = True
+            driven = np.nonzero(drives)[0].reshape(n_env, -1)
             if driven.shape[1] == 0:
                 raise NewtonUsdError(f"{model.source}: no DOF has a drive; name the DOFs to act on with joints=[...] "
                                      "(prim patterns of joints or articulations)")  # fmt: skip
@@ -96,11 +106,15 @@ class Actions:
         if self.mode == "velocity":
             wanted = (DriveMode.VELOCITY, DriveMode.POSITION_VELOCITY, DriveMode.POSITION)
         for d, j in zip(dofs, dof_joint, strict=True):
+            spec = self._actuated.get(int(d))  # (a NewtonActuator's law acts on the targets too)
+            if spec is not None and (spec.kp if self.mode == "position" else spec.kd) > 0:
+                continue
             if mode_of[d] not in wanted or not gain[d] > 0:
                 what = "stiffness" if self.mode == "position" else "damping"
                 raise NewtonUsdError(
                     f"{model.joint_label[j]}: {self.mode} targets need a drive with a {what} on this DOF "
-                    f"(PhysicsDriveAPI drive:*:physics:{what} > 0), and it has none; act on it with "
+                    f"(PhysicsDriveAPI drive:*:physics:{what} > 0, or a NewtonActuator's newton:"
+                    f"{'kp' if self.mode == 'position' else 'kd'} > 0), and it has none; act on it with "
                     "actions='effort', or author the drive"
                 )
 
