@@ -73,7 +73,7 @@ HONORED: dict[str, Honored] = {
         (), "its curve dampings are not used", "Newton's curve deformables (cables, rods) would take them"
     ),
     # ---- actuators: the prim, then its parts (said on their own only where the engine drives actuators). Every
-    # engine steps PD and PID laws, clampings and delays (solvers/actuators.py; MuJoCo-Warp says itself where not).
+    # engine steps PD and PID laws, clampings and delays (solvers/actuators.py), both MuJoCo backends included.
     "NewtonActuator": Honored(ENGINES, "its joint is not driven by it", _ACTUATORS),
     "NewtonPDControlAPI": Honored(ENGINES, "its PD law is not applied", _ACTUATORS, "NewtonActuator"),
     "NewtonPIDControlAPI": Honored(ENGINES, "its PID law is not applied", _ACTUATORS, "NewtonActuator"),
