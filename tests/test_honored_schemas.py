@@ -104,3 +104,17 @@ def test_the_table():
         (message("NewtonActuator", "nothing"), ["/Act"])
     ]
     assert "no engine honors it yet" in message("NewtonMPMSceneAPI", "xpbd")
+
+
+def test_several_scenes_each_say_their_own_prims():
+    class Scenes:  # (as usd/scenes.py's: the scene of a body's prims; the default scene takes the rest)
+        default = "/SceneA"
+
+        @staticmethod
+        def scene_of(path):
+            return {"/B/Sdf": "/SceneB", "/A/Sdf": "/SceneA"}.get(path)
+
+    found = {"NewtonSDFCollisionAPI": ["/A/Sdf", "/B/Sdf", "/Static"], "NewtonVbdSceneAPI": ["/SceneA", "/SceneB"]}
+    said = {scene: unhonored(found, "mujoco", scene, Scenes) for scene in ("/SceneA", "/SceneB")}
+    assert [paths for _, paths in said["/SceneA"]] == [["/SceneA"], ["/A/Sdf", "/Static"]]
+    assert [paths for _, paths in said["/SceneB"]] == [["/SceneB"], ["/B/Sdf"]]

@@ -112,10 +112,11 @@ def message(schema: str, engine: str) -> str:
     return f"{text} (no engine honors it yet; {entry.taker})"
 
 
-def unhonored(schemas: dict, engine: str, scene_path: str | None = None) -> list[tuple[str, list[str]]]:
+def unhonored(schemas: dict, engine: str, scene_path: str | None = None, scenes=None) -> list[tuple[str, list[str]]]:
     """``(message, prim paths)`` for each schema of ``schemas`` (schema name -> prim paths, as
     ``UsdImport.schemas``) that ``engine`` does not honor, in the table's order. ``scene_path``: the PhysicsScene
-    simulated (scene settings on other scenes are not said)."""
+    simulated; ``scenes``: the stage's :class:`~newton_usd.usd.scenes.Scenes` where it has several (prims of the
+    other scenes' bodies, and the other scenes' settings, are not said)."""
     out = []
     for schema, entry in HONORED.items():
         paths = schemas.get(schema)
@@ -123,17 +124,26 @@ def unhonored(schemas: dict, engine: str, scene_path: str | None = None) -> list
             continue
         if entry.within is not None and not honors(entry.within, engine):
             continue  # (said as part of the prim it is applied to)
-        if entry.scene and scene_path is not None:
-            paths = [p for p in paths if p == scene_path]
+        paths = [p for p in paths if _in_scene(p, entry, scene_path, scenes)]
         if paths:
-            out.append((message(schema, engine), list(paths)))
+            out.append((message(schema, engine), paths))
     return out
+
+
+def _in_scene(path: str, entry: Honored, scene_path: str | None, scenes) -> bool:
+    """Whether the prim at ``path`` belongs to the scene simulated: a scene setting on that scene; another prim on
+    a body of that scene, or on none where it is the default scene."""
+    if scene_path is None:
+        return True
+    if entry.scene:
+        return path == scene_path
+    return scenes is None or (scenes.scene_of(path) or scenes.default) == scene_path
 
 
 def report_unhonored(imported, engine: str, diagnostics) -> None:
     """Add to ``diagnostics`` (a :class:`~newton_usd.diagnostics.Diagnostics`) one kind per schema that ``imported``
     (a :class:`~newton_usd.usd.importer.UsdImport`) applies and ``engine`` does not honor, with its prims."""
-    for kind, paths in unhonored(getattr(imported, "schemas", {}) or {}, engine, imported.scene_path):
+    for kind, paths in unhonored(getattr(imported, "schemas", {}) or {}, engine, imported.scene_path, imported.scenes):
         for path in paths:
             diagnostics.add(kind, path)
 
@@ -152,7 +162,6 @@ def schema_rows(imported) -> list[tuple[str, str, str, str, str]]:
         else:
             source = f"defined, not honored by any engine yet: {entry.effect}; {entry.taker}"
         for path in paths:
-            if entry.scene and imported.scene_path is not None and path != imported.scene_path:
-                continue
-            rows.append((path, "schema", schema, "", source))
+            if _in_scene(path, entry, imported.scene_path, imported.scenes):
+                rows.append((path, "schema", schema, "", source))
     return rows
