@@ -188,11 +188,12 @@ def test_usdsim_exits_2_on_a_bad_actuator(tmp_path):
 # ---------------------------------------------------------------- stepped by each engine
 
 ENGINES = ["mujoco", "xpbd", "featherstone"]
+KAMINO = pytest.param("kamino", marks=pytest.mark.soak)  # (Kamino's kernels compiled on the CPU: a minute and more)
 WARP = pytest.param("mujoco_warp", marks=pytest.mark.soak)  # (MuJoCo-Warp's kernels compiled on the CPU: minutes cold)
 KP, KD = 100.0, 5.0  # (17 rad/s against the arm's 1/3 kg m^2 about the hinge, damping ratio 0.43: settled in 0.8 s)
 
 
-@pytest.mark.parametrize("solver", [*ENGINES, "semi_implicit", WARP])
+@pytest.mark.parametrize("solver", [*ENGINES, "semi_implicit", KAMINO, WARP])
 def test_pd_actuator_holds_the_arm_where_its_gains_balance_gravity(solver):
     stage = arm_stage(values={"kp": KP, "kd": KD}, target_deg=-10.0)
     # (semi_implicit's penalty joint is stable at steps up to 0.49 ms here: 0.8 s in steps of 0.4 ms)
@@ -300,3 +301,24 @@ def test_a_vector_environment_s_position_actions_are_the_actuator_s_targets():
         obs, *_ = env.step(np.full((2, 1), target, dtype=np.float32))
     np.testing.assert_allclose(obs[:, 0], held_angle(KP, target), atol=math.radians(0.2))
     env.close()
+
+
+def test_live_edits_of_the_drive_target_and_the_gains_reach_the_actuator():
+    from newton_usd.sim import Simulation
+
+    stage = arm_stage(values={"kp": KP, "kd": KD}, target_deg=-10.0)
+    sim = Simulation.open(stage, device="cpu", record=False)
+    sim.run(12)
+    stage.GetPrimAtPath("/Hinge").GetAttribute("drive:angular:physics:targetPosition").Set(-20.0)
+    sim.step_frame()
+    assert sim.rebuilds == 0  # (in place: the target of a drive without gains)
+    assert sim.control.joint_target_pos.numpy()[0] == pytest.approx(math.radians(-20.0), abs=1e-6)
+    sim.run(48)
+    q = float(sim.state.joint_q.numpy()[0])
+    assert abs(math.degrees(q - held_angle(KP, math.radians(-20.0)))) < 0.2, math.degrees(q)
+    stage.GetPrimAtPath("/Actuator").GetAttribute("newton:kp").Set(
+        2 * KP
+    )  # (the actuator's own values: imported again)
+    sim.run(48)
+    q = float(sim.state.joint_q.numpy()[0])
+    assert abs(math.degrees(q - held_angle(2 * KP, math.radians(-20.0)))) < 0.2, math.degrees(q)

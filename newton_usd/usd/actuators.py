@@ -5,7 +5,8 @@ The schemas' properties are read by name from the prim and its applied API schem
 them, so that a stage is read alike whether or not the schemas are registered here. Values are in joint space
 and radians (the schema's convention, not UsdPhysics' degrees); stage units are converted to SI. The target
 joint's own drive (``PhysicsDriveAPI``) gives the actuator's targets (``targetPosition``/``targetVelocity``, in
-the joint's units: degrees for a revolute joint), authored with or without gains.
+the joint's units: degrees for a revolute joint), authored with or without gains
+(:func:`~newton_usd.usd.joint_axes.joint_axis` reads them).
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from __future__ import annotations
 import math
 import os
 
-from pxr import Sdf, UsdPhysics
+from pxr import Sdf
 
 from ..core.actuators import ActuatorSpec
 from ..errors import UsdInputError
-from .descriptors import DEG
 
 ACTUATOR_TYPE = "NewtonActuator"
 
@@ -146,7 +146,6 @@ def import_actuators(builder, prims, result) -> None:
                     reader.fail(f"must be an integer >= 0, got {delay}", "newton:delaySteps")
         spec = ActuatorSpec(drive=drive, clamps=tuple(clamps), delay_steps=int(delay), **values)
         builder.add_actuator(joint, spec, label=path)
-        _drive_targets(builder, joint, prim.GetStage().GetPrimAtPath(_targets(prim)[0]), angular, result)
 
 
 def _targets(prim) -> list:
@@ -182,24 +181,6 @@ def _target_joint(builder, prim, result):
     if sum(builder.joint_dof_dim[joint]) != 1:
         fail(f"its target {targets[0]} has no free DOF (its limits lock it): an actuator drives one DOF")
     return joint, _JOINT_TYPES[type_name]
-
-
-def _drive_targets(builder, joint, target, angular, result) -> None:
-    """The joint's DriveAPI targets into the builder's (joint units -> SI), where its drive has no gains (with
-    gains, :func:`~newton_usd.usd.joint_axes.joint_axis` has set them)."""
-    drive = UsdPhysics.DriveAPI.Get(target, "angular" if angular else "linear")
-    if not drive:
-        return
-    dof = sum(sum(dim) for dim in builder.joint_dof_dim[:joint])
-    if builder.joint_target_ke[dof] or builder.joint_target_kd[dof]:
-        return
-    unit = DEG if angular else result.frame.meters_per_unit
-    for attr, values in ((drive.GetTargetPositionAttr(), builder.joint_target_pos),
-                         (drive.GetTargetVelocityAttr(), builder.joint_target_vel)):  # fmt: skip
-        value = attr.Get() if attr else None
-        if value is not None:
-            values[dof] = float(value) * unit
-            result.resolver.used.add((str(target.GetPath()), attr.GetName()))
 
 
 def _check_model_file(reader) -> None:

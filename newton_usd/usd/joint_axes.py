@@ -36,6 +36,9 @@ def joint_axis(axis, angular, lim, drv, frame, path, diag, report_locked=True, d
             if not (value >= 0 and math.isfinite(value)):  # (NaN fails both)
                 raise UsdInputError(f"must be a finite number >= 0, got {value}", file=file, prim=str(path),
                                     attribute=f"drive:{drive}:physics:{name}")  # fmt: skip
+    if drv is not None and drv.enabled:  # (the targets with or without gains: a joint actuator reads them too)
+        ax.target_pos = drv.targetPosition * unit
+        ax.target_vel = drv.targetVelocity * unit
     if drv is not None and drv.enabled and (drv.stiffness > 0 or drv.damping > 0):
         # Force drives: gains per degree for angular drives (UsdPhysics), per stage unit for linear ones.
         # Acceleration drives: (deg/s^2)/deg and (unit/s^2)/unit are unit-free, scaled by the
@@ -44,8 +47,6 @@ def joint_axis(axis, angular, lim, drv, frame, path, diag, report_locked=True, d
         ax.target_ke = drv.stiffness * gain_unit
         ax.target_kd = drv.damping * gain_unit
         ax.drive_acceleration = bool(drv.acceleration)
-        ax.target_pos = drv.targetPosition * unit
-        ax.target_vel = drv.targetVelocity * unit
         if math.isfinite(drv.forceLimit) and drv.forceLimit < 1e30:
             ax.effort_limit = drv.forceLimit * (k * s * s if angular else k * s)
         ax.target_mode = DriveMode(int(drv.stiffness > 0) | (int(drv.damping > 0) << 1))
