@@ -322,3 +322,42 @@ def test_live_edits_of_the_drive_target_and_the_gains_reach_the_actuator():
     sim.run(48)
     q = float(sim.state.joint_q.numpy()[0])
     assert abs(math.degrees(q - held_angle(2 * KP, math.radians(-20.0)))) < 0.2, math.degrees(q)
+
+
+def test_a_prismatic_actuator_s_values_are_converted_from_stage_units():
+    """A centimeter stage: forces in kg cm/s^2 (0.01 N), lengths in cm; an actuator's gains per cm."""
+    stage = new_stage(meters_per_unit=0.01)
+    body = UsdGeom.Xform.Define(stage, "/Slider")
+    UsdPhysics.RigidBodyAPI.Apply(body.GetPrim())
+    UsdPhysics.MassAPI.Apply(body.GetPrim()).CreateMassAttr(1.0)
+    joint = UsdPhysics.PrismaticJoint.Define(stage, "/Rail")
+    joint.CreateBody1Rel().SetTargets([Sdf.Path("/Slider")])
+    joint.CreateAxisAttr("X")
+    UsdPhysics.DriveAPI.Apply(joint.GetPrim(), "linear").CreateTargetPositionAttr(5.0)  # cm
+    act = stage.DefinePrim("/Actuator", "NewtonActuator")
+    act.CreateRelationship("newton:targets").SetTargets([Sdf.Path("/Rail")])
+    act.SetMetadata(
+        "apiSchemas",
+        Sdf.TokenListOp.CreateExplicit(
+            ["NewtonPDControlAPI", "NewtonMaxEffortClampingAPI", "NewtonPositionBasedClampingAPI"]
+        ),
+    )
+    for name, type_name, value in (
+        ("kp", Sdf.ValueTypeNames.Float, 100.0),
+        ("constEffort", Sdf.ValueTypeNames.Float, 10.0),
+        ("maxEffort", Sdf.ValueTypeNames.Float, 500.0),
+        ("lookupPositions", Sdf.ValueTypeNames.FloatArray, [0.0, 10.0]),
+        ("lookupEfforts", Sdf.ValueTypeNames.FloatArray, [100.0, 200.0]),
+    ):
+        act.CreateAttribute(f"newton:{name}", type_name).Set(value)
+    builder = ModelBuilder()
+    builder.add_usd(stage)
+    model = builder.finalize("cpu")
+    spec = model.actuator_spec[0]
+    assert spec.kp == pytest.approx(100.0)  # (0.01 N per cm = 1 N/m: 100 N/m)
+    assert spec.const_effort == pytest.approx(0.1) and spec.clamp("max_effort")["max_effort"] == pytest.approx(5.0)
+    table = spec.clamp("position_based")
+    assert table["lookup_positions"] == pytest.approx((0.0, 0.1)) and table["lookup_efforts"] == pytest.approx(
+        (1.0, 2.0)
+    )
+    assert model.joint_target_pos.numpy()[0] == pytest.approx(0.05)
