@@ -269,14 +269,15 @@ def test_reset_starts_a_pid_and_a_delay_over(solver):
     assert run() == pytest.approx(first, abs=1e-6) and abs(carried - first) > 1e-4, (first, carried)
 
 
-def test_actuators_are_replicated_into_worlds_and_reset_by_world():
+@pytest.mark.parametrize("solver", ["mujoco", "featherstone"])
+def test_actuators_are_replicated_into_worlds_and_reset_by_world(solver):
     builder = ModelBuilder()
     builder.add_usd(arm_stage(drive="NewtonPIDControlAPI", values={"kp": KP, "kd": KD, "ki": 400.0}))
     builder.replicate(2)
     model = builder.finalize("cpu")
     assert model.actuator_count == 2 and model.actuator_label == ["/Actuator", "/Actuator"]
     assert model.actuator_joint.numpy().tolist() == [0, 1]
-    engine = SOLVERS["mujoco"](model, backend="cpu")
+    engine = make_solver(model, solver)
     s0, s1, control = model.state(), model.state(), model.control()
     for _ in range(100):
         engine.step(s0, s1, control, None, DT)
