@@ -234,16 +234,21 @@ def test_pid_removes_the_steady_state_error(solver):
 @pytest.mark.parametrize("solver", [*ENGINES, WARP])
 def test_delay_shifts_the_response_by_its_steps(solver):
     """Without gravity the arm rests at its target, 0, until the Control's target steps to -10 deg at step 10: the
-    actuator delayed by 5 steps moves the arm as the undelayed one does, 5 steps later."""
+    actuator delayed by 6 steps moves the arm as the one delayed by 1 does, 5 steps later. (An undelayed PD is a
+    MuJoCo actuator of its own under MuJoCo, its damping taken implicitly: a delayed one's effort is applied as a
+    force, so delays are compared with delays.)"""
     n, k = 5, 10
     change = (k, math.radians(-10.0))
-    values = {"kp": KP, "kd": KD}
-    now = simulate(arm_stage(values=values, gravity=False), solver, 40, record=True, target_at=change)
-    delayed = simulate(arm_stage(values={**values, "delaySteps": n}, apis=("NewtonActuatorDelayAPI",), gravity=False),
-                       solver, 40, record=True, target_at=change)  # fmt: skip
-    assert np.abs(now[:k]).max() < 1e-6 and np.abs(delayed[: k + n]).max() < 1e-6  # (at rest until it responds)
-    assert abs(now[k + 10]) > 1e-3  # (it moves)
-    np.testing.assert_allclose(delayed[k + n :], now[k:-n], atol=1e-5)
+
+    def run(steps):
+        values = {"kp": KP, "kd": KD, "delaySteps": steps}
+        stage = arm_stage(values=values, apis=("NewtonActuatorDelayAPI",), gravity=False)
+        return simulate(stage, solver, 40, record=True, target_at=change)
+
+    one, delayed = run(1), run(1 + n)
+    assert np.abs(one[: k + 1]).max() < 1e-6 and np.abs(delayed[: k + 1 + n]).max() < 1e-6  # (at rest until then)
+    assert abs(one[k + 10]) > 1e-3  # (it moves)
+    np.testing.assert_allclose(delayed[k + n :], one[k:-n], atol=1e-5)
 
 
 @pytest.mark.parametrize("solver", ["mujoco", "featherstone"])

@@ -223,7 +223,9 @@ class SolverMuJoCo(
         if control is not None:
             self._push_controls(control)
         if self.actuators is not None:  # (on top of the Control's joint forces, pushed anew next step)
-            self.actuators.apply(self._qpos, self._qvel, self._qfrc, control, dt, pushed=control is not None)
+            self.actuators.apply(
+                self._qpos, self._qvel, self._qfrc, self._ctrl, control, dt, pushed=control is not None
+            )
             self._ctl = None
         if self._has_accel:
             if e.stale:

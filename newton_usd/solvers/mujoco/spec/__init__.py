@@ -31,7 +31,7 @@ from ....core.types import JointType
 from ....diagnostics import Diagnostics
 from ....errors import NewtonUsdError
 from ..convert import dof_refs
-from .actuators import add_drives, add_mjc_actuators
+from .actuators import add_drives, add_mjc_actuators, add_native_actuators
 from .constraints import add_distance_constraints, add_equalities, shifted_polycoef
 from .geoms import add_contact_pairs, add_geoms, built_geom_names
 from .joints import (
@@ -122,6 +122,7 @@ class SpecMap:
     dof_mj: np.ndarray = None  # model DOF -> mj scalar joint id (revolute, prismatic, D6 DOFs; else -1)
     actuator_dof: np.ndarray = None  # mj actuator -> model DOF it drives (the drive actuators come first)
     mjc_actuator_ctrl: np.ndarray = None  # MjcActuator prim -> mj actuator id (-1: not built)
+    native_actuator_ctrl: np.ndarray = None  # joint actuator (world 0's) -> mj actuator id (-1: applied as forces)
     site_mj: np.ndarray = None  # model site -> mj site id
     joint_names: list = field(default_factory=list)
 
@@ -267,11 +268,12 @@ def build_spec(
     add_distance_constraints(spec, model, body_handles)
     switch_handles = [(b, *add_switch(spec, body_handles[b], bool(kinematic[b]))) for b in switches]
     mjc_actuators = add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names, site_names)
+    native = add_native_actuators(spec, model, a, dof_handles)  # (after the others: their ctrl indices kept)
     key_names = ElementNames(model)
     for label, time in zip(model.keyframe_label, model.keyframe_time, strict=True):
         spec.add_key(name=key_names(label), time=float(time))  # values: set by SolverMuJoCo after compiling
     return spec, (body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles,
-                  soft_tendons, switch_handles, labels)  # fmt: skip
+                  soft_tendons, switch_handles, native, labels)  # fmt: skip
 
 
 SWITCH_SOLREF = (0.002, 1.0)
@@ -312,7 +314,7 @@ def compile_spec(spec, handles, model, file=None):
             said += " (give MuJoCo more memory: usdsim --mujoco-memory MIB, Simulation.open(mujoco_memory=bytes))"
         raise NewtonUsdError(f"{file or 'model'}: MuJoCo could not compile the model{where}: {said}") from None
     body_handles, geom_handles, joint_handles, actuators, mjc_actuators, dof_handles, site_handles = handles[:7]
-    soft, switches = handles[7:9]
+    soft, switches, native = handles[7:10]
     stiffen_cone_limits(mj_model, model, joint_handles)
     soft_limit_solref(mj_model, model, dof_handles)
     soft_tendon_limits(mj_model, soft)
@@ -333,6 +335,9 @@ def compile_spec(spec, handles, model, file=None):
     m.actuator_dof = np.array([dof for _, dof in actuators], dtype=np.int32)
     # ctrl index of each MjcActuator prim (model.mujoco.actuator order), -1 where it was not built
     m.mjc_actuator_ctrl = np.array([h.id if h is not None else -1 for h in mjc_actuators], dtype=np.int32)
+    m.native_actuator_ctrl = np.full(model.actuator_count, -1, dtype=np.int32)
+    for act, i in native:
+        m.native_actuator_ctrl[i] = act.id
     m.joint_names = [h.name if h is not None else None for h in joint_handles]
     m.site_mj = np.array([h.id for h in site_handles], dtype=np.int32)
     return mj_model, m

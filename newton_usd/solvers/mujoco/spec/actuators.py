@@ -37,6 +37,41 @@ def add_drives(spec, model, a, dof_handles) -> list:
     return actuators
 
 
+def native_actuator(spec) -> bool:
+    """Whether a joint actuator (:class:`~newton_usd.core.actuators.ActuatorSpec`) is a MuJoCo ``general`` actuator
+    exactly: a PD law, clamped at most to a maximum effort (MuJoCo's force range), without delay."""
+    return spec.drive == "pd" and spec.delay_steps == 0 and all(kind == "max_effort" for kind, _ in spec.clamps)
+
+
+def add_native_actuators(spec, model, a, dof_handles) -> list:
+    """The joint actuators (NewtonActuator prims) that are MuJoCo actuators exactly (:func:`native_actuator`), on a
+    DOF without a joint drive of its own: one ``general`` actuator each, force ``ctrl + const_effort - kp * q - kd *
+    qdot`` within +-max effort (the solver sets ``ctrl = kp * target_pos + kd * target_vel``; MuJoCo's implicit
+    integrators take ``kd`` implicitly). Returns ``[(actuator, model actuator index)]``; the others are applied as
+    forces (:mod:`~newton_usd.solvers.mujoco.actuator_forces`)."""
+    out = []
+    joints = model.actuator_joint.numpy() if model.actuator_count else ()
+    for i, (j, law) in enumerate(zip(joints, model.actuator_spec, strict=True)):
+        dof = int(a.joint_qd_start[j])
+        handle = dof_handles[dof]
+        if not native_actuator(law) or handle is None or int(a.joint_target_mode[dof]) != DriveMode.NONE:
+            continue
+        act = spec.add_actuator(name=f"{handle.name}_actuator{i}", target=handle.name)
+        act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        gain, bias = np.zeros(10), np.zeros(10)
+        gain[0] = 1.0
+        bias[:3] = law.const_effort, -law.kp, -law.kd
+        act.gainprm, act.biasprm = gain, bias
+        limit = law.max_effort()
+        if limit < UNLIMITED_EFFORT:
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            act.forcerange = [-limit, limit]
+        out.append((act, i))
+    return out
+
+
 def add_mjc_actuators(spec, model, joint_handles, body_handles, diag, tendon_names=None, site_names=None):
     """MuJoCo actuators for the MjcActuator prims (``model.mujoco.actuator``) whose target is a simulated
     joint or body; returns their handles, in the order of ``model.mujoco.actuator`` (None: skipped)."""
