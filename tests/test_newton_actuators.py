@@ -367,3 +367,17 @@ def test_a_prismatic_actuator_s_values_are_converted_from_stage_units():
         (1.0, 2.0)
     )
     assert model.joint_target_pos.numpy()[0] == pytest.approx(0.05)
+
+
+def test_featherstone_s_stable_step_counts_a_stiff_actuator():
+    """Featherstone takes joint drives implicitly but an actuator's effort explicitly: a kp of 1e5 N m/rad on the
+    arm (1/3 kg m^2 about the hinge) sets its stable step, which --substeps auto and the step's warning use."""
+    from newton_usd.solvers.newton.stable_step import MARGIN, explicit_stable_dt
+
+    builder = ModelBuilder()
+    builder.add_usd(arm_stage(values={"kp": 1e5, "kd": 5.0}))
+    engine = SOLVERS["featherstone"](builder.finalize("cpu"))
+    limit = engine.step_limit()
+    assert limit.kind == "actuator" and "its actuator's kp 1e+05" in limit.what, limit
+    inertia = M * L**2 + INERTIA
+    assert limit.dt == pytest.approx(MARGIN * explicit_stable_dt(1e5 / inertia, 5.0 / inertia), rel=0.05)

@@ -60,5 +60,17 @@ class Actuation:
                             f, dt)  # fmt: skip
         return ActuatedControl(control.joint_target_pos, control.joint_target_vel, f)
 
+    def gains(self, newton_dofs: int, dof_order=None) -> tuple:
+        """(kp, kd) per DOF of the bridged Newton model (``dof_order``: our DOF of each of Newton's; None: the same
+        order), the actuators' sums, for the explicit stable-step estimate."""
+        kp, kd = np.zeros(self.model.joint_dof_count), np.zeros(self.model.joint_dof_count)
+        dofs = self.model.joint_qd_start.numpy()[self.model.actuator_joint.numpy()]
+        np.add.at(kp, dofs, [s.kp for s in self.model.actuator_spec])
+        np.add.at(kd, dofs, [s.kd for s in self.model.actuator_spec])
+        if dof_order is None:
+            return kp[:newton_dofs], kd[:newton_dofs]
+        order = np.asarray(dof_order)
+        return kp[order], kd[order]
+
     def reset(self, worlds=None) -> None:
         self.actuators.reset(worlds)

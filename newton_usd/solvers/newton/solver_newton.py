@@ -163,6 +163,7 @@ class SolverNewton(SolverBase):
         """The model's joint actuators, their efforts added to ``joint_f`` each step (:mod:`.actuation`); None
         without."""
         self._cone_dofs = _cone_dofs(model, bridge)
+        self._dof_order = bridge.dof_order  # (our DOF of each of Newton's)
         self.exchange.initial_state()
         self._scratch = None  # our State to step into when state_in is state_out
         self.frame_capture = FrameCapture(model.device, f"the {self.name} solver")
@@ -563,7 +564,10 @@ class SolverFeatherstone(SolverNewton):
         self.implicit_joint_forces = ImplicitJointForces(self.newton_model, self.newton_solver) if implicit else None
         """The joints' drives, passive springs and limit springs taken implicitly (:mod:`.implicit_joint_forces`);
         None under gradients (``requires_grad``): explicitly there, as in Newton."""
-        self._stable = featherstone_stable_dt(self.newton_model, self.newton_model.state(), implicit_joints=implicit)
+        gains = self.actuators.gains(self.newton_model.joint_dof_count, self._dof_order) if self.actuators else None
+        self._stable = featherstone_stable_dt(
+            self.newton_model, self.newton_model.state(), implicit_joints=implicit, actuator_gains=gains
+        )
         self.stable_dt = self._stable.dt
         """s: the longest step at which the penalty contacts (and under gradients the joint forces) stay stable,
         estimated at the start (inf without them; :func:`.stable_step.featherstone_stable_dt`)."""

@@ -75,16 +75,19 @@ def explicit_stable_dt(w2: float, damp: float) -> float:
     return dt if math.isfinite(dt) else 0.0
 
 
-def featherstone_stable_dt(newton_model, state, implicit_joints: bool = True) -> StableStep:
+def featherstone_stable_dt(newton_model, state, implicit_joints: bool = True, actuator_gains=None) -> StableStep:
     """The longest step (s) at which Featherstone keeps ``newton_model``'s penalty contacts (and, with
-    ``implicit_joints`` False, its joints' drives, passive springs and limit springs) stable from ``state`` (a
+    ``implicit_joints`` False, its joints' drives, passive springs and limit springs; with ``actuator_gains``, a pair
+    of per-DOF arrays in Newton's DOF order, the joint actuators' kp and kd, taken explicitly) stable from ``state`` (a
     ``newton.State``: its body poses give the mass matrix and the Jacobian), with what sets it: the joint of the DOF
     that moves most in the fastest mode, or the body whose contact does."""
     nm = newton_model
     if nm.articulation_count == 0 or nm.joint_dof_count == 0:
         return StableStep()
     mass_matrix = newton.eval_mass_matrix(nm, state).numpy().astype(np.float64)
-    joints = StableStep() if implicit_joints else _joint_springs(nm, mass_matrix)
+    joints = StableStep()
+    if not implicit_joints or actuator_gains is not None:
+        joints = _joint_springs(nm, mass_matrix, joint_gains=not implicit_joints, actuator_gains=actuator_gains)
     contacts = _contacts(nm, state, mass_matrix)
     return contacts if contacts.dt < joints.dt else joints
 
@@ -101,10 +104,12 @@ _GAINS = (  # (what a message calls it, is it a stiffness)
     ("its passive damping", False),
     ("its limit's stiffness", True),
     ("its limit's damping", False),
+    ("its actuator's kp", True),
+    ("its actuator's kd", False),
 )
 
 
-def _joint_springs(nm, mass_matrix) -> StableStep:
+def _joint_springs(nm, mass_matrix, joint_gains: bool = True, actuator_gains=None) -> StableStep:
     types = nm.joint_type.numpy()
     qd_start = nm.joint_qd_start.numpy()
     dof_joint = np.repeat(np.arange(nm.joint_count), np.diff(qd_start))
@@ -118,7 +123,11 @@ def _joint_springs(nm, mass_matrix) -> StableStep:
         np.where(limited, nm.joint_limit_ke.numpy(), 0.0),
         np.where(limited, nm.joint_limit_kd.numpy(), 0.0),
     ]
-    gains = np.stack([g.astype(np.float64) for g in gains])
+    if not joint_gains:  # (taken implicitly: only the actuators')
+        gains = [np.zeros_like(g) for g in gains]
+    zero = np.zeros(nm.joint_dof_count)
+    gains += list(actuator_gains) if actuator_gains is not None else [zero, zero]
+    gains = np.stack([np.asarray(g, dtype=np.float64) for g in gains])
     stiff = np.array([s for _, s in _GAINS])
     ke, kd = gains[stiff].sum(axis=0), gains[~stiff].sum(axis=0)
     if not (ke > 0.0).any() and not (kd > 0.0).any():
@@ -150,7 +159,7 @@ def _named(nm, dt: float, dof: int, term: int, gain: float, dof_joint) -> Stable
     lin = int(nm.joint_dof_dim.numpy()[joint][0])
     angular = dof - int(nm.joint_qd_start.numpy()[joint]) >= lin
     unit = ("N*m" if angular else "N") + ("" if stiffness else "*s") + ("/rad" if angular else "/m")
-    kind = ("drive", "drive", "spring", "spring", "limit", "limit")[term]
+    kind = ("drive", "drive", "spring", "spring", "limit", "limit", "actuator", "actuator")[term]
     return StableStep(dt, joint=joint, kind=kind, what=f"{name} {gain:.3g} {unit}")
 
 
