@@ -123,6 +123,8 @@ class ActuatorForces:
         self._arrays = [wp.zeros(f.count, dtype=wp.float32, device=d) for _ in range(5)]
         self._pushed = None  # qfrc_applied as the Control's joint forces set it, without the actuators'
         self._views = [a.numpy() for a in self._arrays] if d.is_cpu else None  # (Warp's CPU arrays: numpy's memory)
+        if solver.backend != "cpu":  # (made now: nothing is allocated while a step is captured)
+            self._pushed = wp.zeros((model.num_worlds, mj.nv), dtype=wp.float32, device=d)
 
     @classmethod
     def of(cls, solver, model):
@@ -159,11 +161,7 @@ class ActuatorForces:
     def pushed(self, d) -> None:
         """MuJoCo-Warp's ``d.qfrc_applied`` holds the Control's joint forces just pushed: kept, for each step's
         efforts to be added to."""
-        if not self.forced.count:
-            return
-        if self._pushed is None:
-            self._pushed = wp.clone(d.qfrc_applied)
-        else:
+        if self.forced.count:
             wp.copy(self._pushed, d.qfrc_applied)
 
     def apply_device(self, d, control, dt: float) -> None:
@@ -179,8 +177,6 @@ class ActuatorForces:
         f = self.forced
         if not f.count:
             return
-        if self._pushed is None:
-            self._pushed = wp.zeros_like(d.qfrc_applied)
         wp.copy(d.qfrc_applied, self._pushed)
         world, qpos_adr, qvel_adr = f.index
         wp.launch(

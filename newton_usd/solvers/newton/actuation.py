@@ -41,7 +41,8 @@ class Actuation:
             world=np.maximum(model.joint_world.numpy()[joints], 0),
         )
         self._joint_f = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device)
-        self._own_control = None  # the model's targets, for a step given no Control
+        # the model's targets, for a step given no Control (made now: nothing is allocated while a frame is captured)
+        self._own_control = model.control()
 
     @classmethod
     def of(cls, model):
@@ -51,8 +52,6 @@ class Actuation:
         """``control``'s targets (None: the model's) and its joint forces plus the actuators' efforts at ``state_in``
         (kernels only); the stateful actuators advanced by ``dt``."""
         if control is None:
-            if self._own_control is None:
-                self._own_control = self.model.control()
             control = self._own_control
         f = self._joint_f
         wp.copy(f, control.joint_f)
