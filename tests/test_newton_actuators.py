@@ -381,3 +381,19 @@ def test_featherstone_s_stable_step_counts_a_stiff_actuator():
     assert limit.kind == "actuator" and "its actuator's kp 1e+05" in limit.what, limit
     inertia = M * L**2 + INERTIA
     assert limit.dt == pytest.approx(MARGIN * explicit_stable_dt(1e5 / inertia, 5.0 / inertia), rel=0.05)
+
+
+@pytest.mark.parametrize("solver", ["mujoco", "featherstone"])
+@pytest.mark.parametrize(
+    "clamp, values",
+    [
+        ("NewtonDCMotorClampingAPI", {"saturationEffort": 2.0, "velocityLimit": 50.0, "maxMotorEffort": 20.0}),
+        ("NewtonPositionBasedClampingAPI", {"lookupPositions": [-1.0, 1.0], "lookupEfforts": [2.0, 2.0]}),
+    ],
+)
+def test_dc_motor_and_lookup_table_clamps_let_the_arm_sink(solver, clamp, values):
+    """At most 2 N·m near standstill (a DC motor's stall effort; a flat lookup table), below gravity's 4.9: the arm
+    sinks as under the max-effort clamp, however stiff the PD. (Applied as forces under MuJoCo: no actuator of its own
+    clamps so.)"""
+    q = simulate(arm_stage(values={"kp": KP, "kd": KD, **values}, apis=(clamp,)), solver, 400)
+    assert math.degrees(q) > 30.0, math.degrees(q)
