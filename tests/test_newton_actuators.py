@@ -397,3 +397,16 @@ def test_dc_motor_and_lookup_table_clamps_let_the_arm_sink(solver, clamp, values
     clamps so.)"""
     q = simulate(arm_stage(values={"kp": KP, "kd": KD, **values}, apis=(clamp,)), solver, 400)
     assert math.degrees(q) > 30.0, math.degrees(q)
+
+
+def test_the_actuators_kernels_load_beside_the_first_frame():
+    """Their Warp modules are among those a solver names for the parallel load (kernel_loading)."""
+    builder = ModelBuilder()
+    builder.add_usd(
+        arm_stage(drive="NewtonPIDControlAPI", values={"kp": KP, "delaySteps": 2}, apis=("NewtonActuatorDelayAPI",))
+    )
+    model = builder.finalize("cpu")
+    for solver in ("featherstone", "mujoco"):
+        names = {m.name for m in make_solver(model, solver).kernel_modules()}
+        expected = {f"newton._src.actuators.{n}" for n in ("actuator", "drives.drive_pid", "delay")}
+        assert expected <= names, (solver, names)

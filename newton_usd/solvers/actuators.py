@@ -28,7 +28,19 @@ from newton.actuators import (
     DrivePID,
 )
 
+from .kernel_loading import modules_named
+
 _CLAMP_CLASSES = {"max_effort": ClampingMaxEffort, "dc_motor": ClampingDCMotor}
+
+_ACTUATORS = "newton._src.actuators."
+_MODULES = {  # (a group's law, clamping or delay -> the Python module of its kernels, Newton 1.8)
+    "pd": "drives.drive_pd",
+    "pid": "drives.drive_pid",
+    "max_effort": "clamping.clamping_max_effort",
+    "dc_motor": "clamping.clamping_dc_motor",
+    "position_based": "clamping.clamping_position_based",
+    "delay": "delay",
+}
 
 
 @dataclass
@@ -76,6 +88,7 @@ class JointActuators:
         for i, spec in enumerate(specs):
             keys.setdefault(_group_key(spec), []).append(i)
         self.groups = [self._group(specs, np.array(members), pos_index, vel_index) for members in keys.values()]
+        self._keys = tuple(keys)
         self.stateful = any(g.state is not None for g in self.groups)
 
     def _group(self, specs, members, pos_index, vel_index) -> _Group:
@@ -120,6 +133,18 @@ class JointActuators:
             group.world = wp.array(self._world[members], dtype=wp.int32, device=d)
             group.mask = wp.zeros(len(members), dtype=wp.bool, device=d)
         return group
+
+    def kernel_modules(self) -> list:
+        """The Warp modules a step launches kernels of (Newton's actuator, its groups' laws, clampings and delays),
+        for the parallel load beside the first frame (:mod:`~newton_usd.solvers.kernel_loading`)."""
+        names = {_ACTUATORS + "actuator"}
+        for key in self._keys:
+            drive, clamps, delayed = key
+            names.add(_ACTUATORS + _MODULES[drive])
+            names.update(_ACTUATORS + _MODULES[c if isinstance(c, str) else c[0]] for c in clamps)
+            if delayed:
+                names.add(_ACTUATORS + _MODULES["delay"])
+        return modules_named(sorted(names))
 
     def step(self, positions, velocities, target_pos, target_vel, forces, dt: float) -> None:
         """Every actuator's effort at this state added into ``forces`` (Warp arrays on :attr:`device`, indexed as

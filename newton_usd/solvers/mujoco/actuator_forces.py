@@ -15,6 +15,7 @@ import numpy as np
 import warp as wp
 
 from ..actuators import JointActuators
+from ..kernel_loading import modules_named
 
 
 @wp.kernel
@@ -189,6 +190,12 @@ class ActuatorForces:
         self.actuators.step(*self._arrays, dt)
         wp.launch(_scatter_add, dim=f.count, inputs=[self._arrays[4], world, qvel_adr, d.qfrc_applied],
                   device=self.device)  # fmt: skip
+
+    def kernel_modules(self) -> list:
+        """The Warp modules a step launches kernels of: Newton's actuators' (those applied as forces) and this
+        module's (the warp backend's gather and scatter)."""
+        own = modules_named(["newton_usd.solvers.mujoco.actuator_forces"]) if not self.device.is_cpu else []
+        return own + (self.actuators.kernel_modules() if self.actuators is not None else [])
 
     def reset(self, worlds=None) -> None:
         if self.actuators is not None:

@@ -118,8 +118,10 @@ class WarpBackend:
 
     def kernel_modules(self) -> list:
         """MuJoCo-Warp's modules its step launches kernels of (the kernels it generates inside its step functions, a
-        module each, are loaded as the first step meets them) and our exchange's; none for the cpu backend."""
-        return _warp_modules() if getattr(self, "_mjw", None) is not None else []
+        module each, are loaded as the first step meets them) and our exchange's, none for the cpu backend; and the
+        joint actuators' (:mod:`.actuator_forces`)."""
+        modules = _warp_modules() if getattr(self, "_mjw", None) is not None else []
+        return modules + (self.actuators.kernel_modules() if self.actuators is not None else [])
 
     @property
     def simulates_frames(self) -> bool:

@@ -191,7 +191,8 @@ class SolverNewton(SolverBase):
         first frame would load one after the other (``tests/test_kernel_loading.py`` checks that it loads nothing else
         that could be loaded before it; the generic kernels of Newton's narrow phase get their code when launched, and
         compile then)."""
-        return step_modules(self.name)
+        actuators = self.actuators.actuators.kernel_modules() if self.actuators is not None else []
+        return step_modules(self.name) + actuators
 
     @classmethod
     def options_from_scene(cls, settings: dict) -> dict:
