@@ -120,7 +120,56 @@ def physics_rows(imported, model) -> list[tuple[str, str, str, str, str]]:
             if int(arrays["joint_type"][j]) == JointType.BALL and prim.IsA(UsdPhysics.SphericalJoint):
                 cone = model.joint_cone(j)
                 rows.append(_cone_row(prim, label, None if cone is None else cone.limit))
+    rows += _actuator_rows(stage, model, arrays)
     return rows
+
+
+_ACTUATOR_VALUES = (  # (the spec's field, the attribute, unit of an angular DOF, of a linear one)
+    ("kp", "newton:kp", "N*m/rad", "N/m"),
+    ("kd", "newton:kd", "N*m*s/rad", "N*s/m"),
+    ("ki", "newton:ki", "N*m/(rad*s)", "N/(m*s)"),
+    ("const_effort", "newton:constEffort", "N*m", "N"),
+    ("integral_max", "newton:integralMax", "rad*s", "m*s"),
+    ("delay_steps", "newton:delaySteps", "steps", "steps"),
+)
+
+
+_CLAMP_UNITS = {  # a clamping value -> (unit of an angular DOF, of a linear one)
+    "velocity_limit": ("rad/s", "m/s"),
+    "lookup_positions": ("rad", "m"),
+}
+
+
+def _actuator_rows(stage, model, arrays) -> list:
+    """Each joint actuator (NewtonActuator prim, world 0's) as the model simulates it: its joint, law, values and
+    clampings, SI, with the attribute that gave each (else the schema's fallback)."""
+    rows = []
+    per_world = model.actuator_count // max(model.num_worlds, 1)
+    joints = model.actuator_joint.numpy() if per_world else ()
+    for label, j, spec in zip(model.actuator_label[:per_world], joints, model.actuator_spec, strict=False):
+        prim = stage.GetPrimAtPath(label) if Sdf.Path.IsValidPathString(label) else Usd.Prim()
+        side = 0 if int(arrays["joint_dof_dim"][j][1]) > 0 else 1  # (angular, linear)
+        rows.append((label, "actuator.joint", model.joint_label[j], "", "newton:targets"))
+        rows.append((label, "actuator.drive", spec.drive.upper(), "", "the control law applied"))
+        for name, attribute, *units in _ACTUATOR_VALUES:
+            if name in ("ki", "integral_max") and spec.drive != "pid":
+                continue
+            source = _actuator_source(prim, attribute)
+            if name == "delay_steps" and not spec.delay_steps and source != attribute:
+                source = "none (no NewtonActuatorDelayAPI)"
+            rows.append((label, f"actuator.{name}", format_value(getattr(spec, name)), units[side], source))
+        for kind, values in spec.clamps:
+            for name, value in values.items():
+                camel = name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:])
+                unit = _CLAMP_UNITS.get(name, ("N*m", "N"))[side]
+                rows.append((label, f"actuator.{kind}.{name}", format_value(value), unit,
+                             _actuator_source(prim, f"newton:{camel}")))  # fmt: skip
+    return rows
+
+
+def _actuator_source(prim, attribute: str) -> str:
+    attr = prim.GetAttribute(attribute) if prim else None
+    return attribute if attr and attr.HasAuthoredValue() else "schema fallback"
 
 
 def _cone_row(prim, label, cone):

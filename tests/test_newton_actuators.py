@@ -410,3 +410,17 @@ def test_the_actuators_kernels_load_beside_the_first_frame():
         names = {m.name for m in make_solver(model, solver).kernel_modules()}
         expected = {f"newton._src.actuators.{n}" for n in ("actuator", "drives.drive_pid", "delay")}
         assert expected <= names, (solver, names)
+
+
+def test_explain_shows_the_actuator_as_simulated():
+    from newton_usd.inspect import explain_rows
+
+    stage = arm_stage(values={"kp": KP, "maxEffort": 3.0}, apis=("NewtonMaxEffortClampingAPI",))
+    builder = ModelBuilder()
+    imported = builder.add_usd(stage)
+    rows = {row[1]: row[2:] for row in explain_rows(imported, ["/Actuator"], builder.finalize("cpu"))}
+    assert rows["actuator.joint"][0] == "/Hinge" and rows["actuator.drive"][0] == "PD"
+    assert rows["actuator.kp"] == ("100", "N*m/rad", "newton:kp")
+    assert rows["actuator.kd"] == ("0", "N*m*s/rad", "schema fallback")
+    assert rows["actuator.max_effort.max_effort"] == ("3", "N*m", "newton:maxEffort")
+    assert rows["actuator.delay_steps"][2] == "none (no NewtonActuatorDelayAPI)"
