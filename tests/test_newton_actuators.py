@@ -202,10 +202,13 @@ def test_pd_actuator_holds_the_arm_where_its_gains_balance_gravity(solver):
     assert abs(math.degrees(q - expected)) < 0.2, (math.degrees(q), math.degrees(expected))
 
 
-def test_pd_actuator_holds_the_arm_under_the_default_engine(tmp_path):
+@pytest.mark.parametrize("solver", [None, "featherstone"])
+def test_pd_actuator_holds_the_arm_under_usdsim(tmp_path, solver):
+    """usdsim's default engine (MuJoCo), and a Newton solver's frames (its steps as one frame function)."""
     arm_stage(tmp_path / "arm.usda", values={"kp": KP, "kd": KD}, target_deg=-10.0).Save()
-    done = subprocess.run(usdsim_command() + [str(tmp_path / "arm.usda"), "-q", "-n", "48", "--write-joint-states"],
-                          capture_output=True, text=True)  # fmt: skip
+    args = [str(tmp_path / "arm.usda"), "-q", "-n", "48", "--write-joint-states"]
+    done = subprocess.run(usdsim_command() + args + (["--solver", solver] if solver else []), capture_output=True,
+                          text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = Usd.Stage.Open(str(tmp_path / "arm.sim.usda"))
     q = out.GetPrimAtPath("/Hinge").GetAttribute("state:angular:physics:position").Get(48)  # degrees
