@@ -121,9 +121,8 @@ def import_actuators(builder, prims, result) -> None:
         if drive == "neural":
             _check_model_file(reader)
             continue  # (not simulated yet: left out, and said once per run by usd/honored.py's table)
-        values = {_snake(name): reader.value(name, *spec) for name, spec in _DRIVE_ATTRS.items()}
-        if drive == "pd":
-            values.pop("ki"), values.pop("integral_max")
+        names = [n for n in _DRIVE_ATTRS if drive == "pid" or n not in ("ki", "integralMax")]  # (a PD reads no more)
+        values = {_snake(name): reader.value(name, *_DRIVE_ATTRS[name]) for name in names}
         clamps = []
         for schema in applied:
             kind = _CLAMPS.get(schema)
