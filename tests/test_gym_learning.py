@@ -4,6 +4,7 @@ in numpy on the CPU: episodes become at least 3 times longer than the random pol
 is on the improvement, never on the time taken."""
 
 import numpy as np
+import pytest
 
 import newton_usd.envs  # noqa: F401
 from newton_usd.envs import StageVectorEnv
@@ -62,6 +63,7 @@ def train(iterations=10, step_size=1.5, noise=1.0, seed=0, log=print):
     return curve
 
 
+@pytest.mark.soak  # (a policy search of many episodes: half a minute and more on 2 cores; .ci/run's second step)
 def test_random_search_learns_to_balance_the_cartpole():
     curve = train()
     assert curve[-1] >= 3 * curve[0], curve

@@ -382,8 +382,9 @@ SLOW_ENGINES = {"mujoco-warp", "xpbd", "semi_implicit", "kamino"}
 semi-implicit's short steps): their runs of the long tests are soak."""
 
 
-def soak_where_slow(engines):
-    return [pytest.param(p.values[0], id=p.id, marks=pytest.mark.soak) if p.id in SLOW_ENGINES else p for p in engines]
+def soak_where_slow(engines, slow=SLOW_ENGINES):
+    """``engines`` with the runs of the engines named in ``slow`` marked soak (.ci/run's second step runs them)."""
+    return [pytest.param(p.values[0], id=p.id, marks=pytest.mark.soak) if p.id in slow else p for p in engines]
 
 
 @pytest.mark.parametrize("engine", soak_where_slow(ENGINES))
@@ -648,7 +649,7 @@ def switch_stage():
     return stage
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", soak_where_slow(ENGINES, {"mujoco-warp"}))  # (MuJoCo-Warp's: soak)
 def test_switches_kinematic_enabled_and_collider_in_place(engine, no_import):
     """During a run: a falling box made kinematic stops and holds its pose, made dynamic again it falls; a body
     disabled (physics:rigidBodyEnabled off) hangs where it is and its collider holds a box dropped on it, as a static
@@ -710,7 +711,7 @@ def test_a_body_made_kinematic_goes_where_the_user_moves_it(engine, record, no_i
     assert x == pytest.approx(0.5, abs=1e-3) and 1.8 < z < 2.0 - 0.02 and sim.rebuilds == 0
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", soak_where_slow(ENGINES, {"mujoco-warp"}))  # (MuJoCo-Warp's: soak)
 def test_an_animated_kinematic_body_moves_and_made_dynamic_falls(engine, no_import):
     """A body kinematic from the start (its free joint flagged, as Newton's importer gives it) follows its prim's
     animation under every engine (Featherstone through the free joint's coordinates) and lifts a box resting on it;

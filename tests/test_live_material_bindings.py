@@ -94,7 +94,12 @@ def body_vx(sim, label):
     return float(sim.state.body_qd.numpy()[sim.model.body_label.index(label), 0])
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "engine",
+    [  # (MuJoCo-Warp's run on Warp's CPU device: soak; its other tests are main)
+        pytest.param(p.values[0], id=p.id, marks=pytest.mark.soak) if p.id == "mujoco-warp" else p for p in ENGINES
+    ],
+)
 def test_kit_binding_of_a_material_stops_a_sliding_box_in_place(engine, imports):
     """A box slides down an icy slope; Kit binds it a rubber material (MaterialBindingAPI applied in one frame, the
     binding made in the next): it stops, with no import; unbound again (and the API removed), it slides again."""

@@ -90,10 +90,8 @@ def test_unknown_backend_is_an_error():
         SolverMuJoCo(b.finalize("cpu"), backend="gpu")
 
 
-@pytest.mark.parametrize(
-    "name",  # (boxes_on_ground's contacts in the main suite; the other samples' second of MuJoCo-Warp on the CPU: soak)
-    [n if n == "boxes_on_ground.usda" else pytest.param(n, marks=pytest.mark.soak) for n in SAMPLE_STAGES],
-)
+@pytest.mark.soak  # (a second of MuJoCo-Warp on the CPU a sample; test_warp_backend's exchange tests are main)
+@pytest.mark.parametrize("name", SAMPLE_STAGES)
 def test_cpu_and_warp_backends_agree_for_one_second(name):
     _, _, _, cpu = simulate(str(SAMPLES / name), 1.0, backend="cpu", record="body_q")
     _, _, solver, warp = simulate(str(SAMPLES / name), 1.0, backend="warp", record="body_q")

@@ -28,7 +28,10 @@ def build(xml, worlds=2, **options):
     return model, SolverMuJoCo(model, backend="warp", **options)
 
 
-@pytest.mark.parametrize("integrator", ["euler", "implicitfast", "implicit", "rk4"])
+# Euler and implicitfast in the main suite; implicit and RK4 (its four stages: the longest) are soak.
+@pytest.mark.parametrize(
+    "integrator", ["euler", "implicitfast"] + [pytest.param(i, marks=pytest.mark.soak) for i in ("implicit", "rk4")]
+)
 def test_warp_steps_as_mujoco_warp_step_then_kinematics(integrator):
     import mujoco_warp as mjw
 
@@ -113,7 +116,12 @@ def assert_same_runs(a, b, atol=2e-5):
             np.testing.assert_allclose(x[name], y[name], atol=atol, err_msg=f"{name} at step {step}")
 
 
-@pytest.mark.parametrize("source", ["arm.xml", "boxes_on_ground.usda", "cartpole.usda", "pendulum.usda"])
+# Contacts (boxes_on_ground) and a hinge chain (pendulum) in the main suite; the arm and the cartpole are soak.
+@pytest.mark.parametrize(
+    "source",
+    ["boxes_on_ground.usda", "pendulum.usda"]
+    + [pytest.param(n, marks=pytest.mark.soak) for n in ("arm.xml", "cartpole.usda")],
+)
 def test_device_exchange_gives_what_the_numpy_exchange_gives_on_the_samples(samples, source):
     def make():
         b = ModelBuilder()
