@@ -137,16 +137,17 @@ LONG_FILES = (
     "test_newton_solvers.py",
     "test_live_edits.py",
     "test_foreign_stages.py",
-    "test_cone_limit.py",
     "test_warp_backend.py",
+    "test_newton_actuators.py",
     "test_view_browser.py",
     "test_cli.py",
-    "test_solver_mujoco.py",
-    "test_device_check.py",
+    "test_cone_limit.py",
     "test_kit.py",
-    "test_soft_limits.py",
-    "test_frame_capture.py",
     "test_gym_capture.py",
+    "test_device_check.py",
+    "test_frame_capture.py",
+    "test_soft_limits.py",
+    "test_solver_mujoco.py",
 )
 
 
