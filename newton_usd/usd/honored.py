@@ -45,9 +45,8 @@ HONORED: dict[str, Honored] = {
     # ---- scene settings of one engine
     "NewtonXpbdSceneAPI": Honored(("xpbd",), "its XPBD settings are not used", scene=True),
     "NewtonKaminoSceneAPI": Honored(
-        (),
-        "its Kamino settings are not used",
-        "the kamino solver runs with its own defaults until it reads them",
+        ("kamino",),
+        "its Kamino settings (PADMM tolerances, warm start, constraint stabilization, joint correction) are not used",
         scene=True,
     ),
     "NewtonVbdSceneAPI": Honored((), "its VBD settings are not used", f"Newton's SolverVBD {_NOT_HERE}", scene=True),

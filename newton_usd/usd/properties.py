@@ -214,7 +214,44 @@ SCENE_NEWTON_SOLVER = tuple(
     )
 )
 """Settings of Newton's solvers on the PhysicsScene (None where nothing is authored: the solver's default).
-The contact and joint-limit values apply to every collider and limited DOF, in SI (per radian, per meter)."""
+The contact and joint-limit values apply to every collider and limited DOF, in SI (per radian, per meter);
+``kamino.*``: :data:`SCENE_KAMINO`."""
+
+
+def _tolerance(v):
+    return None if math.isfinite(v) and v >= 1e-10 else "must be finite and >= 1e-10"
+
+
+def _fraction(v):
+    return None if 0.0 <= v <= 1.0 else "must be in [0, 1]"
+
+
+# Newton's Kamino solver: NewtonKaminoSceneAPI (its newton:maxSolverIterations is newton.iterations above).
+KAMINO_SCENE_API = "NewtonKaminoSceneAPI"
+SCENE_KAMINO = (
+    Property("kamino.padmm.primal_tolerance", (C("newton", "newton:kamino:padmm:primalTolerance", _float),),
+             check=_tolerance),
+    Property("kamino.padmm.dual_tolerance", (C("newton", "newton:kamino:padmm:dualTolerance", _float),),
+             check=_tolerance),
+    Property("kamino.padmm.complementarity_tolerance",
+             (C("newton", "newton:kamino:padmm:complementarityTolerance", _float),), check=_tolerance),
+    Property("kamino.padmm.warmstarting", (C("newton", "newton:kamino:padmm:warmstarting"),),
+             allowed=("none", "internal", "containers")),
+    Property("kamino.padmm.use_acceleration", (C("newton", "newton:kamino:padmm:useAcceleration", _bool),)),
+    Property("kamino.constraints.use_preconditioning",
+             (C("newton", "newton:kamino:constraints:usePreconditioning", _bool),)),
+    Property("kamino.constraints.alpha", (C("newton", "newton:kamino:constraints:alpha", _float),), check=_fraction),
+    Property("kamino.constraints.beta", (C("newton", "newton:kamino:constraints:beta", _float),), check=_fraction),
+    Property("kamino.constraints.gamma", (C("newton", "newton:kamino:constraints:gamma", _float),), check=_fraction),
+    Property("kamino.joint_correction", (C("newton", "newton:kamino:jointCorrection"),),
+             allowed=("none", "twopi", "continuous")),
+)  # fmt: skip
+"""NewtonKaminoSceneAPI's settings (None where the scene neither authors them nor applies the schema: Kamino's
+defaults, which are the schema's fallbacks): the PADMM solver's tolerances, warm start and acceleration, the
+preconditioning of the constraint problem, the Baumgarte factors of the joints (alpha), limits (beta) and contacts
+(gamma), and how revolute coordinates roll over. The kamino solver takes them (``SolverKamino.OPTIONS``); values
+outside the schema's ranges are refused, naming the scene and the attribute. Part of :data:`SCENE_NEWTON_SOLVER`."""
+SCENE_NEWTON_SOLVER += SCENE_KAMINO
 
 # MuJoCo options (mjc:option:*) and flags (mjc:flag:*): MuJoCo's names, values as MuJoCo takes them.
 _OPTION_TYPES = {

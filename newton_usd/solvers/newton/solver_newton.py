@@ -25,6 +25,7 @@ from .contact_hold import say_soft_contacts
 from .contact_pairs import SwitchedPairs
 from .exchange import PendingJointState, PendingNewtonJoints, StateExchange
 from .implicit_joint_forces import ImplicitJointForces
+from .kamino_config import ITERATIONS, kamino_config, scene_settings_kept
 from .model_bridge import ContactSettings, JointLimitSettings, bridge_model
 from .stable_step import StableStep, featherstone_stable_dt, penalty_joint_stable_dt
 from .support import UNLIMITED
@@ -648,10 +649,31 @@ class SolverKamino(SolverNewton):
     newton_class = newton.solvers.SolverKamino
     beta = True
     switches_in_place = False
+    OPTIONS = {
+        "newton.iterations": ITERATIONS,
+        "kamino.padmm.primal_tolerance": "padmm_primal_tolerance",
+        "kamino.padmm.dual_tolerance": "padmm_dual_tolerance",
+        "kamino.padmm.complementarity_tolerance": "padmm_compl_tolerance",
+        "kamino.padmm.warmstarting": "padmm_warmstart_mode",
+        "kamino.padmm.use_acceleration": "padmm_use_acceleration",
+        "kamino.constraints.use_preconditioning": "dynamics_preconditioning",
+        "kamino.constraints.alpha": "constraints_alpha",
+        "kamino.constraints.beta": "constraints_beta",
+        "kamino.constraints.gamma": "constraints_gamma",
+        "kamino.joint_correction": "rotation_correction",
+    }
+    """NewtonKaminoSceneAPI's settings (and ``newton:maxSolverIterations``) -> the flat keywords of
+    :func:`.kamino_config.kamino_config`, which puts each into its part of ``SolverKamino.Config``."""
+
+    @classmethod
+    def from_scene(cls, model, settings: dict, *, backend=None, **asked) -> "SolverKamino":
+        """As :meth:`SolverNewton.from_scene`; a whole part of Kamino's config asked for (``padmm=PADMMSolverConfig(
+        ...)`` in ``solver_options``) wins over the scene's settings of that part."""
+        settings = scene_settings_kept(settings, cls.OPTIONS, asked)
+        return super().from_scene(model, settings, backend=backend, **asked)
 
     def _make_solver(self, newton_model, options):
-        config = newton.solvers.SolverKamino.Config(**options) if options else None
-        return self.newton_class(newton_model, config)
+        return self.newton_class(newton_model, kamino_config(options) if options else None)
 
     def _eager_reason(self, requires_grad: bool, options: dict):
         if wp.get_device(self.model.device).is_cuda and not wp.is_conditional_graph_supported():
