@@ -17,7 +17,7 @@ from newton_usd.solvers import SolverKamino
 from newton_usd.solvers.newton.kamino_config import kamino_config, scene_settings_kept
 from newton_usd.usd.honored import message, unhonored
 
-from stages import falling_cube
+from stages import add_box, falling_cube, new_stage
 
 T = Sdf.ValueTypeNames
 
@@ -154,3 +154,21 @@ def test_the_made_solver_holds_the_scenes_settings():
     sim.run(frames=60)  # (it lands at 0.43 s)
     z = sim.state.body_q.numpy()[0, 2]
     assert abs(z - 0.1) < 0.005, z
+
+
+def test_a_scene_made_for_kamino_runs_kamino_unless_it_names_another(tmp_path, capsys):
+    """As a scene made for XPBD runs XPBD: NewtonKaminoSceneAPI applied, no newton:usd:solver, the kamino solver is
+    chosen (explain's solver row names the schema); a scene that also holds XPBD's settings chooses neither."""
+    stage = new_stage(tmp_path / "s.usda")
+    scene = stage.GetPrimAtPath("/PhysicsScene")
+    scene.ApplyAPI("NewtonKaminoSceneAPI")
+    add_box(stage, "/Box")
+    stage.Save()
+    assert main(["explain", str(tmp_path / "s.usda"), "/PhysicsScene"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if " solver " in f" {line} "]
+    assert rows and "kamino" in rows[0] and "NewtonKaminoSceneAPI" in rows[0], rows
+    scene.ApplyAPI("NewtonXpbdSceneAPI")
+    stage.Save()
+    assert main(["explain", str(tmp_path / "s.usda"), "/PhysicsScene"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if " solver " in f" {line} "]
+    assert rows and "kamino" not in rows[0] and "xpbd" not in rows[0], rows

@@ -258,13 +258,16 @@ def import_scene(builder, stage, scenes, frame, result):
         result.scene[props.SCENE_SOLVER.name] = resolver.record(
             prim, props.SCENE_SOLVER.name, Resolved(name, "fallback", "newton:usd:solver", schema=api)
         )
-    elif solver.kind != "authored" and props.XPBD_SCENE_API in resolver.view(prim).applied:
-        # A scene made for XPBD runs XPBD unless it names another solver.
-        result.scene[props.SCENE_SOLVER.name] = resolver.record(
-            prim,
-            props.SCENE_SOLVER.name,
-            Resolved("xpbd", "fallback", "newton:usd:solver", schema=props.XPBD_SCENE_API),
-        )
+    elif solver.kind != "authored":
+        # A scene made for one engine (its settings' API applied, one engine's only) runs that engine unless it
+        # names another solver.
+        applied = resolver.view(prim).applied
+        made_for = [(api, engine) for api, engine in ENGINE_SCENE_APIS.items() if api in applied]
+        if len(made_for) == 1:
+            api, engine = made_for[0]
+            result.scene[props.SCENE_SOLVER.name] = resolver.record(
+                prim, props.SCENE_SOLVER.name, Resolved(engine, "fallback", "newton:usd:solver", schema=api)
+            )
     angle = resolver.resolve(prim, props.SCENE_COMPILER_ANGLE, ctx).value
     ctx.angle_unit = DEG if angle == "degree" else 1.0
     option, flag = {}, {}
@@ -276,6 +279,11 @@ def import_scene(builder, stage, scenes, frame, result):
     builder.mujoco["option"] = option
     builder.mujoco["flag"] = flag
     return ctx
+
+
+ENGINE_SCENE_APIS = {props.XPBD_SCENE_API: "xpbd", props.KAMINO_SCENE_API: "kamino"}
+"""A PhysicsScene API holding one engine's settings -> that engine, which a scene applying it (and no other of these)
+runs where it names no solver."""
 
 
 NEWTON_SOLVER_APIS = {"xpbd": "xpbd", "mujoco": "mujoco", "featherstone": "featherstone",
