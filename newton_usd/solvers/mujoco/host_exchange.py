@@ -78,10 +78,10 @@ class HostExchange:
 
     _CONTROLS = ("joint_target_pos", "joint_target_vel", "joint_f")
 
-    def _push_controls(self, control) -> None:
+    def _push_controls(self, control) -> bool:
         """The cpu backend's controls into the batch's ``ctrl`` and ``qfrc_applied`` rows (as :meth:`_controls`
         computes them), when they changed: skipped while ``control`` is the Control pushed last with the
-        same arrays holding the same bytes (the gains unchanged)."""
+        same arrays holding the same bytes (the gains unchanged). Returns whether it wrote them."""
         cached = self._ctl
         if cached is not None and cached[0] is control:
             try:
@@ -89,7 +89,7 @@ class HostExchange:
                     if get(control) is not array or view.tobytes() != raw:
                         break
                 else:
-                    return
+                    return False
             except AttributeError:  # (an array it lacks, or None: not cached)
                 pass
         mjc = getattr(getattr(control, "mujoco", None), "ctrl", None) if len(self._mjc_ctrl) else None
@@ -98,7 +98,7 @@ class HostExchange:
         if any(v is None for a, v in zip(arrays, views, strict=True) if a is not None):  # not on the CPU
             self._ctrl[:], self._qfrc[:] = self._controls(control)
             self._ctl = None
-            return
+            return True
         target_pos, target_vel, joint_f, mjc_view = views
         if len(self.map.actuator_dof):
             self._ctrl[:, : len(self.map.actuator_dof)] = self.map.ctrl(self._ke, self._kd, target_pos, target_vel)
@@ -115,6 +115,7 @@ class HostExchange:
                 for i in watched
             ),
         )
+        return True
 
     _CONTROL_GETTERS = tuple(operator.attrgetter(n) for n in _CONTROLS + ("mujoco.ctrl",))
 

@@ -220,13 +220,9 @@ class SolverMuJoCo(
             self._step_warp(state_in, state_out, control)
             return
         self._exchange.take(state_in)
-        if control is not None:
-            self._push_controls(control)
-        if self.actuators is not None:  # (on top of the Control's joint forces, pushed anew next step)
-            self.actuators.apply(
-                self._qpos, self._qvel, self._qfrc, self._ctrl, control, dt, pushed=control is not None
-            )
-            self._ctl = None
+        pushed = control is not None and self._push_controls(control)
+        if self.actuators is not None:  # (on top of the Control's joint forces: those just pushed, or kept)
+            self.actuators.apply(self._qpos, self._qvel, self._qfrc, self._ctrl, control, dt, pushed=pushed)
         if self._has_accel:
             if e.stale:
                 e.forward()  # M at the pushed state
