@@ -43,6 +43,7 @@ class Actuation:
         self._joint_f = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device)
         # the model's targets, for a step given no Control (made now: nothing is allocated while a frame is captured)
         self._own_control = model.control()
+        self._actuated = ActuatedControl(None, None, self._joint_f)  # (what control() hands on, filled each step)
 
     @classmethod
     def of(cls, model):
@@ -57,7 +58,9 @@ class Actuation:
         wp.copy(f, control.joint_f)
         self.actuators.step(state_in.joint_q, state_in.joint_qd, control.joint_target_pos, control.joint_target_vel,
                             f, dt)  # fmt: skip
-        return ActuatedControl(control.joint_target_pos, control.joint_target_vel, f)
+        out = self._actuated
+        out.joint_target_pos, out.joint_target_vel = control.joint_target_pos, control.joint_target_vel
+        return out
 
     def gains(self, newton_dofs: int, dof_order=None) -> tuple:
         """(kp, kd) per DOF of the bridged Newton model (``dof_order``: our DOF of each of Newton's; None: the same
