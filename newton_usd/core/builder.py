@@ -16,7 +16,7 @@ import numpy as np
 from . import inertia as mass_props
 from . import joint_coords, worlds
 from .actuators import ActuatorSpec
-from .elements import EQUALITY_KINDS, Heightfield, JointAxis, Keyframe, Mesh, to_pose
+from .elements import EQUALITY_KINDS, Heightfield, JointAxis, Keyframe, Mesh, SdfCollision, to_pose
 from .finalize import finalize_model
 from .model import Model
 from .types import JOINT_COORD_COUNT, DriveMode, GeoType, JointType
@@ -71,6 +71,7 @@ class ModelBuilder:
         self.shape_material_mu, self.shape_material_restitution = [], []
         self.shape_material_mu_torsional, self.shape_material_mu_rolling = [], []
         self.shape_margin, self.shape_gap = [], []
+        self.shape_sdf = []  # an SdfCollision or None, per shape
         # joints
         self.joint_type, self.joint_parent, self.joint_child, self.joint_label = [], [], [], []
         self.joint_X_p, self.joint_X_c, self.joint_q, self.joint_qd = [], [], [], []
@@ -217,6 +218,7 @@ class ModelBuilder:
         gap: float = 0.0,
         collision_enabled: bool = True,
         label: str | None = None,
+        sdf: SdfCollision | None = None,
     ) -> int:
         """Add a collision shape to ``body`` (-1: a static shape of the world).
 
@@ -225,6 +227,7 @@ class ModelBuilder:
         sliding friction coefficient, ``mu_torsional`` and ``mu_rolling`` are in meters (MuJoCo's
         convention); contacts are detected within ``margin + gap`` and active within ``margin``.
         ``mesh``: the :class:`Mesh` of a MESH shape, the :class:`Heightfield` of an HFIELD shape.
+        ``sdf``: a MESH shape's :class:`SdfCollision` settings (None: it collides as its mesh).
         """
         self._check_not_replicated()
         p, q = to_pose(xform)
@@ -245,6 +248,7 @@ class ModelBuilder:
         self.shape_material_mu_rolling.append(float(mu_rolling))
         self.shape_margin.append(float(margin))
         self.shape_gap.append(float(gap))
+        self.shape_sdf.append(sdf)
         self.shape_label.append(label or f"shape_{len(self.shape_label)}")
         if body >= 0 and density > 0.0 and not self._body_mass_explicit[body]:
             part = mass_props.shape_mass_properties(geo_type, scale, density, mesh)

@@ -93,6 +93,7 @@ def finalize_model(builder, device=None) -> Model:
     m.shape_material_mu_rolling = arr(builder.shape_material_mu_rolling, wp.float32)
     m.shape_margin = arr(builder.shape_margin, wp.float32)
     m.shape_gap = arr(builder.shape_gap, wp.float32)
+    m.shape_sdf = list(builder.shape_sdf)
     m.shape_world = arr(world_of(builder.shape_count), wp.int32)
     m.shape_label = list(builder.shape_label)
 

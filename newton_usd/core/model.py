@@ -28,7 +28,7 @@ _WORLD_ARRAYS = {
     "shape": (
         "shape_type", "shape_transform", "shape_scale", "shape_source", "shape_collision_enabled",
         "shape_material_mu", "shape_material_restitution", "shape_material_mu_torsional",
-        "shape_material_mu_rolling", "shape_margin", "shape_gap", "shape_world", "shape_label",
+        "shape_material_mu_rolling", "shape_margin", "shape_gap", "shape_sdf", "shape_world", "shape_label",
     ),
     "joint": ("joint_type", "joint_X_p", "joint_X_c", "joint_dof_dim", "joint_world", "joint_label"),
     "coord": ("joint_q",),
@@ -93,7 +93,8 @@ class Model:
       shape_transform (shape frame in its body frame), shape_scale (size parameters),
       shape_source (list: a :class:`Mesh` or None), shape_material_mu, shape_material_restitution,
       shape_material_mu_torsional, shape_material_mu_rolling (m), shape_margin, shape_gap (m),
-      shape_collision_enabled, shape_world, shape_label.
+      shape_sdf (list: a mesh shape's :class:`SdfCollision` or None), shape_collision_enabled, shape_world,
+      shape_label.
     - joint_type (:class:`JointType`), joint_parent (-1: world), joint_child, joint_X_p (joint
       frame in the parent body frame), joint_X_c (joint frame in the child body frame),
       joint_q_start, joint_qd_start (length joint_count + 1), joint_q, joint_qd (initial),

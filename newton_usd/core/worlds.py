@@ -44,7 +44,7 @@ ELEMENT_LISTS = {
     "shape": (
         "shape_body", "shape_type", "shape_transform", "shape_scale", "shape_source", "shape_label",
         "shape_collision_enabled", "shape_material_mu", "shape_material_restitution",
-        "shape_material_mu_torsional", "shape_material_mu_rolling", "shape_margin", "shape_gap",
+        "shape_material_mu_torsional", "shape_material_mu_rolling", "shape_margin", "shape_gap", "shape_sdf",
     ),
     "joint": (
         "joint_type", "joint_parent", "joint_child", "joint_label", "joint_X_p", "joint_X_c", "joint_q",
@@ -105,7 +105,7 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
                 how = "index"
             elif relabel is not None and name in labels.values():
                 how = "label"
-            elif name in ("shape_source", "actuator_spec") or all(isinstance(v, _SCALARS) for v in base):
+            elif name in ("shape_source", "shape_sdf", "actuator_spec") or all(isinstance(v, _SCALARS) for v in base):
                 how = "share"  # immutable values (meshes, height fields and actuator specs are never edited either)
             else:
                 how = "copy"
