@@ -40,6 +40,28 @@ class Mesh:
         self.indices = np.asarray(self.indices, dtype=np.int32).reshape(-1)
 
 
+@dataclass(frozen=True)
+class SdfCollision:
+    """How a mesh shape collides through a signed distance field (NewtonSDFCollisionAPI), SI units: Newton builds
+    the field from the mesh when the model is made (on a CUDA device) and collides it with SDF contacts, or
+    hydroelastic ones where both shapes of a pair enable them. Engines without SDF contacts collide the mesh."""
+
+    max_resolution: int | None = 64
+    """Cells along the longest side of the sparse grid (a multiple of 8); None where ``target_voxel_size`` sets it."""
+    target_voxel_size: float | None = None
+    """m: the grid's cell size; takes precedence over ``max_resolution``."""
+    narrow_band: tuple = (-0.1, 0.1)
+    """m: (inner < 0, outer > 0), how far inside and outside the surface the field is computed."""
+    texture_format: str = "uint16"
+    """How the grid's cells are stored: "uint8", "uint16" or "float32"."""
+    padding: float | None = None
+    """m: how far the field's box reaches beyond the mesh's bounds; None: the engine's (the contact gap)."""
+    hydroelastic: bool = False
+    """Hydroelastic contact for this shape (a pair uses it when both of its shapes enable it)."""
+    hydroelastic_stiffness: float = 1.0e10
+    """N/m^3: force = k * area * depth, the two shapes' stiffnesses in series."""
+
+
 @dataclass
 class Heightfield:
     """A height field in its shape frame (MuJoCo's hfield): ``elevation`` (rows along Y, columns along X,
