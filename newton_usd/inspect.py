@@ -151,8 +151,14 @@ def _actuator_rows(stage, model, arrays) -> list:
         side = 0 if int(arrays["joint_dof_dim"][j][1]) > 0 else 1  # (angular, linear)
         rows.append((label, "actuator.joint", model.joint_label[j], "", "newton:targets"))
         rows.append((label, "actuator.drive", spec.drive.upper(), "", "the control law applied"))
+        if spec.drive == "neural":  # (its network is the law: no gains)
+            rows.append(
+                (label, "actuator.network", f"{spec.network.upper()} {spec.model_path}", "", "newton:modelPath")
+            )
         for name, attribute, *units in _ACTUATOR_VALUES:
-            if name in ("ki", "integral_max") and spec.drive != "pid":
+            if (name in ("ki", "integral_max") and spec.drive != "pid") or (
+                spec.drive == "neural" and name != "delay_steps"
+            ):
                 continue
             source = _actuator_source(prim, attribute)
             if name == "delay_steps" and not spec.delay_steps and source != attribute:

@@ -18,8 +18,8 @@ CUBE_FACES = [0, 2, 3, 1, 4, 5, 7, 6, 0, 1, 5, 4, 2, 6, 7, 3, 0, 4, 6, 2, 1, 3, 
 
 
 def stage_with_unhonored_schemas(path):
-    """A falling SDF mesh, an arm on a hinge with a neural NewtonActuator (its model file exists; its contents are
-    not read), and NewtonVbdSceneAPI on the scene."""
+    """A falling SDF mesh, an arm on a hinge with a PD NewtonActuator clamped (honored by every engine: not said), and
+    NewtonVbdSceneAPI on the scene."""
     stage = new_stage(path)
     stage.GetPrimAtPath("/PhysicsScene").ApplyAPI("NewtonVbdSceneAPI")
     add_ground(stage)
@@ -42,18 +42,17 @@ def stage_with_unhonored_schemas(path):
     hinge.CreateLocalPos1Attr(Gf.Vec3f(-0.5, 0, 0))
     actuator = stage.DefinePrim("/Actuator", "NewtonActuator")
     actuator.CreateRelationship("newton:targets").SetTargets([Sdf.Path("/Hinge")])
-    assert actuator.ApplyAPI("NewtonNeuralControlAPI") and actuator.ApplyAPI("NewtonMaxEffortClampingAPI")
-    (path.parent / "net.onnx").write_bytes(b"")
-    actuator.CreateAttribute("newton:modelPath", Sdf.ValueTypeNames.Asset).Set(str(path.parent / "net.onnx"))
+    assert actuator.ApplyAPI("NewtonPDControlAPI") and actuator.ApplyAPI("NewtonMaxEffortClampingAPI")
+    actuator.CreateAttribute("newton:kp", Sdf.ValueTypeNames.Float).Set(10.0)
     stage.Save()
     return path
 
 
 def expected(engine):
     """(message, prim) of what ``engine`` is to say of the stage above, by the table (an entry flips when its
-    engine honors it): the neural control law is said where the engine drives actuators, else the actuator."""
+    engine honors it): the PD control law is said where the engine drives actuators, else the actuator."""
     found = {"NewtonSDFCollisionAPI": "/SdfBox", "NewtonVbdSceneAPI": "/PhysicsScene"}
-    found["NewtonNeuralControlAPI" if honors("NewtonActuator", engine) else "NewtonActuator"] = "/Actuator"
+    found["NewtonPDControlAPI" if honors("NewtonActuator", engine) else "NewtonActuator"] = "/Actuator"
     return [(message(schema, engine), prim) for schema, prim in found.items() if not honors(schema, engine)]
 
 
@@ -70,7 +69,7 @@ def test_a_run_says_each_unhonored_schema_once_with_its_prims(tmp_path, caplog):
         assert f"(1 prim: {prim})" in lines[0]
     # The clamp is honored wherever actuators are driven, and said with the actuator elsewhere: never on its own.
     assert "NewtonMaxEffortClampingAPI is not honored" not in caplog.text
-    assert any("/Actuator" in p for _, p in said)
+    assert any("/Actuator" in p for _, p in said) == (not honors("NewtonPDControlAPI", "mujoco"))
 
 
 def test_check_lists_them_and_explain_names_who_honors_them(tmp_path, capsys):
@@ -103,7 +102,7 @@ def test_the_table():
     assert unhonored({"NewtonActuator": ["/Act"], "NewtonPIDControlAPI": ["/Act"]}, "nothing") == [
         (message("NewtonActuator", "nothing"), ["/Act"])
     ]
-    assert "no engine honors it yet" in message("NewtonMPMSceneAPI", "xpbd")
+    assert "no engine honors it yet" in message("NewtonVbdSceneAPI", "xpbd")
 
 
 def test_several_scenes_each_say_their_own_prims():

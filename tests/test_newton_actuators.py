@@ -427,19 +427,3 @@ def test_explain_shows_the_actuator_as_simulated():
     assert rows["actuator.kd"] == ("0", "N*m*s/rad", "schema fallback")
     assert rows["actuator.max_effort.max_effort"] == ("3", "N*m", "newton:maxEffort")
     assert rows["actuator.delay_steps"][2] == "none (no NewtonActuatorDelayAPI)"
-
-
-def test_a_neural_actuator_is_said_and_left_out(tmp_path, capsys):
-    from newton_usd.cli import main
-
-    (tmp_path / "policy.onnx").write_bytes(b"\x08\x07")  # (readable: what is in it is not read yet)
-    stage = arm_stage(tmp_path / "neural.usda", drive="NewtonNeuralControlAPI",
-                      values={"modelPath": str(tmp_path / "policy.onnx")})  # fmt: skip
-    stage.Save()
-    builder = ModelBuilder()
-    builder.add_usd(stage)
-    assert builder.actuator_label == []
-    assert main(["check", str(tmp_path / "neural.usda")]) == 0
-    out = capsys.readouterr()
-    said = [line for line in (out.out + out.err).splitlines() if "NewtonNeuralControlAPI" in line]
-    assert said and "/Actuator" in said[0] and "left out" in said[0], out

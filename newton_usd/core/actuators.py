@@ -9,8 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-DRIVES = ("pd", "pid")
+DRIVES = ("pd", "pid", "neural")
 """The control laws an actuator may have (one each)."""
+
+NETWORKS = ("mlp", "lstm", "gru")
+"""The kinds of network a neural law may run (its model file's ``model_type``)."""
 
 CLAMPS = ("max_effort", "dc_motor", "position_based")
 """The clampings an actuator may stack on its control law's effort."""
@@ -21,8 +24,13 @@ class ActuatorSpec:
     """One actuator's control law, clampings and delay.
 
     Attributes:
-        drive: "pd" or "pid". ``effort = const_effort + kp (target_pos - q) + ki integral + kd (target_vel - qd)``;
-            ``ki`` and ``integral_max`` (the integral of the position error is kept within +-integral_max) for PID.
+        drive: "pd", "pid" or "neural". PD and PID: ``effort = const_effort + kp (target_pos - q) + ki integral +
+            kd (target_vel - qd)``; ``ki`` and ``integral_max`` (the integral of the position error is kept within
+            +-integral_max) for PID. Neural: a trained network's output from the position error and the velocity
+            (the gains unused).
+        model_path: a neural law's network, an ONNX file (absolute path).
+        network: its kind, one of :data:`NETWORKS` (Newton's ``DriveNeuralMLP``, ``DriveNeuralLSTM``,
+            ``DriveNeuralGRU``).
         clamps: ``(kind, values)`` in the order applied, kind one of :data:`CLAMPS`: "max_effort" ``{"max_effort"}``,
             "dc_motor" ``{"saturation_effort", "velocity_limit", "max_motor_effort"}``, "position_based"
             ``{"lookup_positions", "lookup_efforts"}`` (tuples, positions non-decreasing).
@@ -37,10 +45,14 @@ class ActuatorSpec:
     integral_max: float = math.inf
     clamps: tuple = field(default_factory=tuple)
     delay_steps: int = 0
+    model_path: str = ""
+    network: str = ""
 
     def __post_init__(self):
         if self.drive not in DRIVES:
             raise ValueError(f"unknown actuator drive {self.drive!r}; valid: {', '.join(DRIVES)}")
+        if self.drive == "neural" and (not self.model_path or self.network not in NETWORKS):
+            raise ValueError(f"a neural law needs a model_path and a network, one of {', '.join(NETWORKS)}")
         for kind, _ in self.clamps:
             if kind not in CLAMPS:
                 raise ValueError(f"unknown actuator clamping {kind!r}; valid: {', '.join(CLAMPS)}")

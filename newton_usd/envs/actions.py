@@ -109,6 +109,8 @@ class Actions:
             spec = self._actuated.get(int(d))  # (a NewtonActuator's law acts on the targets too)
             if spec is not None and (spec.kp if self.mode == "position" else spec.kd) > 0:
                 continue
+            if spec is not None and spec.drive == "neural" and self.mode == "position":  # (its network reads them)
+                continue
             if mode_of[d] not in wanted or not gain[d] > 0:
                 what = "stiffness" if self.mode == "position" else "damping"
                 raise NewtonUsdError(

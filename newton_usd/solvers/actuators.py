@@ -3,9 +3,11 @@ and delay, in Warp kernels) driven from our arrays, their efforts added to the j
 
 :class:`JointActuators` groups a model's actuators by what their Newton objects share (the control law, the
 clampings, a lookup table, whether a delay is kept) into one ``newton.actuators.Actuator`` each, with the
-per-actuator values as arrays: one launch per stage of a group a step, whatever the number of worlds. Stateful
-actuators (a PID's integral, a delay's buffer) keep one state, advanced in place each step (no Python-side swap), so
-that a step captured in a CUDA graph replays alike.
+per-actuator values as arrays: one launch per stage of a group a step, whatever the number of worlds; a neural law
+(Newton's ``DriveNeuralMLP``, ``DriveNeuralLSTM``, ``DriveNeuralGRU``: an ONNX network run in Warp by warp-nn) is a
+group per model file, its network run once a step on all its actuators' inputs. Stateful actuators (a PID's integral,
+a delay's buffer, a network's history or hidden state) keep one state, advanced in place each step (no Python-side
+swap), so that a step captured in a CUDA graph replays alike.
 
 Each solver hands it the positions, velocities and targets it has, with the indices into them
 (:meth:`JointActuators.step`): Newton's solvers our State and Control themselves (``joint_q`` by coordinate,
@@ -24,6 +26,9 @@ from newton.actuators import (
     ClampingMaxEffort,
     ClampingPositionBased,
     Delay,
+    DriveNeuralGRU,
+    DriveNeuralLSTM,
+    DriveNeuralMLP,
     DrivePD,
     DrivePID,
 )
@@ -31,11 +36,15 @@ from newton.actuators import (
 from .kernel_loading import modules_named
 
 _CLAMP_CLASSES = {"max_effort": ClampingMaxEffort, "dc_motor": ClampingDCMotor}
+_NETWORKS = {"mlp": DriveNeuralMLP, "lstm": DriveNeuralLSTM, "gru": DriveNeuralGRU}  # (a neural law's drive)
 
 _ACTUATORS = "newton._src.actuators."
 _MODULES = {  # (a group's law, clamping or delay -> the Python module of its kernels, Newton 1.8)
     "pd": "drives.drive_pd",
     "pid": "drives.drive_pid",
+    "mlp": "drives.drive_neural_mlp",
+    "lstm": "drives.drive_neural_lstm",
+    "gru": "drives.drive_neural_gru",
     "max_effort": "clamping.clamping_max_effort",
     "dc_motor": "clamping.clamping_dc_motor",
     "position_based": "clamping.clamping_position_based",
@@ -64,7 +73,8 @@ def _group_key(spec) -> tuple:
         (kind, tuple(values["lookup_positions"]), tuple(values["lookup_efforts"])) if kind == "position_based" else kind
         for kind, values in spec.clamps
     )
-    return spec.drive, clamps, spec.delay_steps > 0
+    law = (spec.drive, spec.network, spec.model_path) if spec.drive == "neural" else spec.drive  # (a network each)
+    return law, clamps, spec.delay_steps > 0
 
 
 class JointActuators:
@@ -99,7 +109,9 @@ class JointActuators:
             return wp.array(np.array([getattr(s, name) for s in chosen], dtype=np.float32), dtype=wp.float32, device=d)
 
         first = chosen[0]
-        if first.drive == "pd":
+        if first.drive == "neural":  # (its network loaded into Warp and run once on the group's inputs: warp-nn)
+            drive = _NETWORKS[first.network](model_path=first.model_path)
+        elif first.drive == "pd":
             drive = DrivePD(kp=values("kp"), kd=values("kd"), const_effort=values("const_effort"))
         else:
             drive = DrivePID(kp=values("kp"), ki=values("ki"), kd=values("kd"), integral_max=values("integral_max"),
@@ -139,8 +151,8 @@ class JointActuators:
         for the parallel load beside the first frame (:mod:`~newton_usd.solvers.kernel_loading`)."""
         names = {_ACTUATORS + "actuator"}
         for key in self._keys:
-            drive, clamps, delayed = key
-            names.add(_ACTUATORS + _MODULES[drive])
+            law, clamps, delayed = key
+            names.add(_ACTUATORS + _MODULES[law[1] if isinstance(law, tuple) else law])
             names.update(_ACTUATORS + _MODULES[c if isinstance(c, str) else c[0]] for c in clamps)
             if delayed:
                 names.add(_ACTUATORS + _MODULES["delay"])
@@ -157,9 +169,9 @@ class JointActuators:
                 g.state.assign(g.scratch)
 
     def reset(self, worlds=None) -> None:
-        """The stateful actuators back to their start (a PID's integral zero, a delay's buffer empty): those of the
-        worlds flagged in ``worlds`` (a bool Warp array, one per world: kernels only, so that a captured step may
-        hold it), or every one (None)."""
+        """The stateful actuators back to their start (a PID's integral zero, a delay's buffer empty, a network's
+        history and hidden state zero): those of the worlds flagged in ``worlds`` (a bool Warp array, one per world:
+        kernels only, so that a captured step may hold it), or every one (None)."""
         if worlds is not None and worlds.device != self.device:
             worlds = worlds.to(self.device)
         for g in self.groups:

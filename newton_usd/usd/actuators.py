@@ -1,5 +1,6 @@
-"""NewtonActuator prims (newton-usd-schemas 0.6): a control law (PD or PID), its clampings and delay, driving the one
-DOF of the revolute or prismatic joint its ``newton:targets`` names, into ``builder.add_actuator``.
+"""NewtonActuator prims (newton-usd-schemas 0.6): a control law (PD, PID or a neural network), its clampings and
+delay, driving the one DOF of the revolute or prismatic joint its ``newton:targets`` names, into
+``builder.add_actuator``.
 
 The schemas' properties are read by name from the prim and its applied API schemas as the prim's type info lists
 them, so that a stage is read alike whether or not the schemas are registered here. Values are in joint space
@@ -99,9 +100,9 @@ def import_actuators(builder, prims, result) -> None:
 
     Raises:
         UsdInputError: naming the actuator prim: no target, a target that is not a revolute or prismatic joint of
-            this import (or one left without its DOF), no control law or two, a neural model file missing or
-            unreadable, a value out of its schema's range, a lookup table whose lists differ in length or whose
-            positions decrease.
+            this import (or one left without its DOF), no control law or two, a neural model file missing, unreadable,
+            not ONNX or not a network Newton's neural drives run, a value out of its schema's range, a lookup table
+            whose lists differ in length or whose positions decrease.
     """
     for prim in prims:
         if not prim.IsActive():
@@ -118,11 +119,13 @@ def import_actuators(builder, prims, result) -> None:
                 f"NewtonNeuralControlAPI applied), it has {found}"
             )
         drive = _DRIVES[drives[0]]
-        if drive == "neural":
-            _check_model_file(reader)
-            continue  # (not simulated yet: left out, and said once per run by usd/honored.py's table)
-        names = [n for n in _DRIVE_ATTRS if drive == "pid" or n not in ("ki", "integralMax")]  # (a PD reads no more)
-        values = {_snake(name): reader.value(name, *_DRIVE_ATTRS[name]) for name in names}
+        if drive == "neural":  # (the network is the law: no gains)
+            values = dict(zip(("model_path", "network"), neural_model(reader), strict=True))
+        else:
+            names = [
+                n for n in _DRIVE_ATTRS if drive == "pid" or n not in ("ki", "integralMax")
+            ]  # (a PD reads no more)
+            values = {_snake(name): reader.value(name, *_DRIVE_ATTRS[name]) for name in names}
         clamps = []
         for schema in applied:
             kind = _CLAMPS.get(schema)
@@ -182,7 +185,7 @@ def _target_joint(builder, prim, result):
     return joint, _JOINT_TYPES[type_name]
 
 
-def _check_model_file(reader) -> None:
+def _model_file(reader) -> str:
     attr = reader.prim.GetAttribute("newton:modelPath")
     value = attr.Get() if attr and attr.HasAuthoredValue() else None
     path = (value.resolvedPath or value.path) if isinstance(value, Sdf.AssetPath) else value
@@ -190,8 +193,23 @@ def _check_model_file(reader) -> None:
         reader.fail(
             "a neural actuator needs its model file: author newton:modelPath (an .onnx file)", "newton:modelPath"
         )
+    reader.result.resolver.used.add((reader.path, "newton:modelPath"))
     if not (os.path.isfile(path) and os.access(path, os.R_OK)):
         reader.fail(f"the neural model file {path} cannot be read (missing or unreadable)", "newton:modelPath")
+    return os.path.abspath(path)
+
+
+def neural_model(reader) -> tuple[str, str]:
+    """(path, network kind) of a ``NewtonNeuralControlAPI`` actuator's model file, checked as Newton 1.8 reads it
+    (:mod:`newton_usd.usd.neural_models`); a one-line error naming the prim and ``newton:modelPath`` where Newton could
+    not run it."""
+    from .neural_models import NeuralModelError, check_model
+
+    path = _model_file(reader)
+    try:
+        return path, check_model(path)
+    except NeuralModelError as err:
+        reader.fail(f"the neural model file {path} {err}", "newton:modelPath")
 
 
 def _check_dc_motor(reader, values) -> None:

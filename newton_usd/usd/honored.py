@@ -76,12 +76,7 @@ HONORED: dict[str, Honored] = {
     "NewtonActuator": Honored(ENGINES, "its joint is not driven by it", _ACTUATORS),
     "NewtonPDControlAPI": Honored(ENGINES, "its PD law is not applied", _ACTUATORS, "NewtonActuator"),
     "NewtonPIDControlAPI": Honored(ENGINES, "its PID law is not applied", _ACTUATORS, "NewtonActuator"),
-    "NewtonNeuralControlAPI": Honored(
-        (),
-        "the actuator is left out, its joint not driven by it",
-        "Newton's actuator library would run its network",
-        "NewtonActuator",
-    ),
+    "NewtonNeuralControlAPI": Honored(ENGINES, "its network's effort is not applied", _ACTUATORS, "NewtonActuator"),
     "NewtonMaxEffortClampingAPI": Honored(ENGINES, "its effort clamp is not applied", _ACTUATORS, "NewtonActuator"),
     "NewtonDCMotorClampingAPI": Honored(ENGINES, "its DC motor clamp is not applied", _ACTUATORS, "NewtonActuator"),
     "NewtonPositionBasedClampingAPI": Honored(
