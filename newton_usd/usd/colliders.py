@@ -1,5 +1,6 @@
 """Colliders (PhysicsCollisionAPI): builder shapes, their sizes in simulation units, their materials'
-friction, and meshes as the shapes their ``physics:approximation`` asks for.
+friction, meshes as the shapes their ``physics:approximation`` asks for, and the SDF settings of mesh colliders that
+apply NewtonSDFCollisionAPI (:func:`sdf_collision`).
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.builder import Mesh
+from ..core.elements import SdfCollision
 from ..core.quat import gf_to_xyzw, quat_multiply, transform_multiply
 from ..core.types import MESH_INERTIA_MODES, GeoType
 from ..errors import UsdInputError
@@ -80,7 +82,7 @@ def import_shape(
             local_pos, local_rot = frame.world_pose_to_sim(np.array(d.localPos, dtype=np.float64), local_rot)
 
     prim = stage.GetPrimAtPath(path)
-    mesh = None
+    mesh = sdf = None
     if obj_type == OT.CubeShape:
         geo, scale = GeoType.BOX, np.array(d.halfExtents, dtype=np.float64) * s
     elif obj_type == OT.SphereShape:
@@ -122,7 +124,13 @@ def import_shape(
             diag.add("mesh collider without points or faces ignored", path)
             return
         approx = str(d.approximation) if d.approximation else "none"
-        parts = _mesh_parts(prim, mesh, approx, path, diag)
+        if prim.HasAPI(SDF_API):  # its field is built from the mesh itself, whatever the approximation
+            sdf = sdf_collision(prim, result.resolver, ctx, path)
+            if approx not in ("none", ""):
+                diag.add(f"physics:approximation is not used on a {SDF_API} collider: it collides as its mesh", path)
+            parts = [(GeoType.MESH, (1.0, 1.0, 1.0), None, mesh)]
+        else:
+            parts = _mesh_parts(prim, mesh, approx, path, diag)
         geo, scale, offset, mesh = parts[0]
     else:
         diag.add(f"{obj_type.name} colliders are not supported yet and were ignored", path)
@@ -130,6 +138,8 @@ def import_shape(
 
     if obj_type != OT.MeshShape:
         parts = [(geo, scale, None, mesh)]
+    if sdf is None and prim.HasAPI(SDF_API):
+        diag.add(f"{SDF_API} is honored on mesh colliders only: this collider collides as its shape", path)
     _check_finite_collider(path, obj_type, local_pos, parts, result.file)
     resolver = result.resolver
     md = collider_material(d, materials)
@@ -154,6 +164,7 @@ def import_shape(
             gap=resolved["gap"].value,
             collision_enabled=bool(d.collisionEnabled),
             label=label if k == 0 else f"{label}:part{k}",
+            sdf=sdf,
         )
         for name in _mujoco_shape_values(resolved, frictions):
             builder.set_mujoco("shape", f"geom_{name}", idx, resolved[name].value)
@@ -167,6 +178,26 @@ def import_shape(
             by_mujoco = mass_model in ("convex", "shell") and geo == GeoType.MESH  # else our solid volume
             mujoco_mass = (mass_model, resolved["shell_thickness"].value) if by_mujoco else None
             shape_parts[body].append((idx, prim, md, path, mujoco_mass))
+
+
+SDF_API = "NewtonSDFCollisionAPI"
+
+
+def sdf_collision(prim, resolver, ctx, path) -> SdfCollision:
+    """The SDF settings of a mesh collider that applies NewtonSDFCollisionAPI, in SI (its lengths in stage units,
+    its stiffness in stage force per stage distance cubed, converted). As Newton's importer reads them: an authored
+    ``newton:sdfTargetVoxelSize`` sets the grid (``newton:sdfMaxResolution`` is then unused)."""
+    r = resolver.resolve_all(prim, props.SDF_PROPERTIES, ctx, path)
+    voxel = r["sdf_target_voxel_size"].value
+    return SdfCollision(
+        max_resolution=None if voxel is not None else r["sdf_max_resolution"].value,
+        target_voxel_size=voxel,
+        narrow_band=(r["sdf_narrow_band_inner"].value, r["sdf_narrow_band_outer"].value),
+        texture_format=r["sdf_texture_format"].value,
+        padding=r["sdf_padding"].value,
+        hydroelastic=bool(r["hydroelastic"].value),
+        hydroelastic_stiffness=r["hydroelastic_stiffness"].value,
+    )
 
 
 _MATERIAL_PROPERTIES = (props.MATERIAL_TORSIONAL, props.MATERIAL_ROLLING)

@@ -58,9 +58,8 @@ HONORED: dict[str, Honored] = {
     ),
     # ---- colliders, deformables and their materials
     "NewtonSDFCollisionAPI": Honored(
-        (),
-        "the shape collides as its ordinary collider; its SDF and hydroelastic settings are not used",
-        "Newton's SDF and hydroelastic contacts would take it",
+        ("xpbd", "featherstone", "semi_implicit", "kamino"),
+        "the shape collides as its ordinary mesh collider; its SDF and hydroelastic settings are not used",
     ),
     "NewtonPointsDeformableSimAPI": Honored(
         (),

@@ -466,6 +466,78 @@ SHAPE_PROPERTIES = (
 )
 
 
+# ---------------------------------------------------------------- SDF colliders (NewtonSDFCollisionAPI)
+def _sdf_resolution(v):
+    return None if 8 <= v < 1 << 16 and v % 8 == 0 else "must be a multiple of 8 from 8 to 65528"
+
+
+def _finite_positive(v):
+    return None if v is None or (math.isfinite(v) and v > 0) else "must be a finite number > 0"
+
+
+def _per_volume_stiffness(v, ctx):
+    """newton:hydroelasticStiffness: force per distance cubed in stage units -> N/m^3."""
+    return float(v) * ctx.kilograms_per_unit * ctx.meters_per_unit / ctx.meters_per_unit**3
+
+
+SDF_MAX_RESOLUTION = Property(
+    "sdf_max_resolution", (C("newton", "newton:sdfMaxResolution", _int),), default=64, check=_sdf_resolution
+)
+SDF_TARGET_VOXEL_SIZE = Property(
+    "sdf_target_voxel_size",
+    (C("newton", "newton:sdfTargetVoxelSize", _length, _NEG_INF_UNSET),),
+    default=None,  # (-inf, the fallback: newton:sdfMaxResolution sets the grid)
+    unit="m",
+    check=_finite_positive,
+)
+SDF_NARROW_BAND_INNER = Property(
+    "sdf_narrow_band_inner",
+    (C("newton", "newton:sdfNarrowBandInner", _length),),
+    default=-0.1,
+    unit="m",
+    check=lambda v: None if math.isfinite(v) and v < 0 else "must be a finite distance < 0 (inside the surface)",
+)
+SDF_NARROW_BAND_OUTER = Property(
+    "sdf_narrow_band_outer",
+    (C("newton", "newton:sdfNarrowBandOuter", _length),),
+    default=0.1,
+    unit="m",
+    check=lambda v: None if math.isfinite(v) and v > 0 else "must be a finite distance > 0 (outside the surface)",
+)
+SDF_TEXTURE_FORMAT = Property(
+    "sdf_texture_format",
+    (C("newton", "newton:sdfTextureFormat"),),
+    default="uint16",
+    allowed=("uint8", "uint16", "float32"),
+)
+SDF_PADDING = Property(
+    "sdf_padding",
+    (C("newton", "newton:sdfPadding", _length, _NEG_INF_UNSET),),
+    default=None,  # (-inf: the engine's, the shape's contact gap)
+    unit="m",
+    check=lambda v: None if v is None or (math.isfinite(v) and v >= 0) else "must be a finite distance >= 0",
+)
+SDF_HYDROELASTIC = Property("hydroelastic", (C("newton", "newton:hydroelasticEnabled", _bool),), default=False)
+SDF_HYDROELASTIC_STIFFNESS = Property(
+    "hydroelastic_stiffness",
+    (C("newton", "newton:hydroelasticStiffness", _per_volume_stiffness),),
+    default=1.0e10,
+    unit="N/m^3",
+    check=_finite_positive,
+)
+SDF_PROPERTIES = (
+    SDF_MAX_RESOLUTION,
+    SDF_TARGET_VOXEL_SIZE,
+    SDF_NARROW_BAND_INNER,
+    SDF_NARROW_BAND_OUTER,
+    SDF_TEXTURE_FORMAT,
+    SDF_PADDING,
+    SDF_HYDROELASTIC,
+    SDF_HYDROELASTIC_STIFFNESS,
+)
+"""Read on colliders that apply NewtonSDFCollisionAPI (:func:`~newton_usd.usd.colliders.sdf_collision`)."""
+
+
 # ---------------------------------------------------------------- height fields (NewtonUsdHeightfieldAPI on a Mesh)
 def _elevation(v, ctx):
     return np.asarray(v, dtype=np.float64).ravel()  # checked by the reader (a message must not print it all)

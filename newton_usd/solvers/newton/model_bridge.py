@@ -118,12 +118,13 @@ def bridge_model(
     for j, (first, _) in cones.items():
         cone_first_axis[j] = first
     shape_map = np.full(model.shape_count, -1, dtype=np.int64)
-    _add_shapes(nb, model, a, np.nonzero(a["shape_world"] < 0)[0], contact, diagnostics, shape_map)  # (the ground)
+    ground = np.nonzero(a["shape_world"] < 0)[0]  # (the ground: shared by every world)
+    _add_shapes(nb, model, a, ground, contact, diagnostics, shape_map, solver_name)
     _add_bodies(nb, model, a)
     dof_order = _add_joints(nb, model, a, limits, diagnostics, cones, passive=solver_name in PASSIVE_SOLVERS)
     for w in range(model.num_worlds):
         nb.begin_world(label=f"world_{w}")
-        _add_shapes(nb, model, a, np.nonzero(a["shape_world"] == w)[0], contact, diagnostics, shape_map)
+        _add_shapes(nb, model, a, np.nonzero(a["shape_world"] == w)[0], contact, diagnostics, shape_map, solver_name)
         _add_articulations(nb, model, a, np.nonzero(a["joint_world"] == w)[0])
         nb.end_world()
     _filter_collisions(nb, model, a, shape_map)
@@ -180,7 +181,7 @@ _PRIMITIVES = np.array([int(g) for g in (GeoType.SPHERE, GeoType.CAPSULE, GeoTyp
 """Our shape kinds that :func:`_add_primitives` adds in bulk: Newton's closed primitives, sized by ``scale`` alone."""
 
 
-def _add_shapes(nb, model, a, shapes, contact, diagnostics, shape_map) -> None:
+def _add_shapes(nb, model, a, shapes, contact, diagnostics, shape_map, solver_name: str = "") -> None:
     """Our ``shapes`` (indices, in order) into the Newton builder's current world, their Newton indices into
     ``shape_map``: each run of primitives at once (:func:`_add_primitives`), planes, meshes and height fields one by
     one (:func:`_add_shape`)."""
@@ -188,7 +189,7 @@ def _add_shapes(nb, model, a, shapes, contact, diagnostics, shape_map) -> None:
     i, n = 0, len(shapes)
     while i < n:
         if not primitive[i]:
-            shape_map[shapes[i]] = _add_shape(nb, model, a, int(shapes[i]), contact, diagnostics)
+            shape_map[shapes[i]] = _add_shape(nb, model, a, int(shapes[i]), contact, diagnostics, solver_name)
             i += 1
             continue
         k = i + 1
@@ -290,7 +291,7 @@ def _shape_lists() -> frozenset:
     }
 
 
-def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
+def _add_shape(nb, model, a, s, contact, diagnostics, solver_name: str = "") -> int:
     """Add our shape ``s`` to the Newton builder; returns its Newton index."""
     gt = GeoType(int(a["shape_type"][s]))
     body = int(a["shape_body"][s])
@@ -311,7 +312,26 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
         src = model.shape_source[s]
         indices = _two_sided(src.indices) if _flat(src.vertices) else src.indices
         mesh = newton.Mesh(src.vertices.astype(np.float32), indices.astype(np.int32), compute_inertia=False)
-        return nb.add_shape_mesh(body, xform=xform, mesh=mesh, scale=tuple(scale.tolist()), cfg=cfg, label=label)
+        i = nb.add_shape_mesh(body, xform=xform, mesh=mesh, scale=tuple(scale.tolist()), cfg=cfg, label=label)
+        sdf = getattr(model, "shape_sdf", None)
+        sdf = sdf[s] if sdf else None
+        if sdf is not None and sdf_device(model.device):
+            set_sdf(nb, i, sdf)
+            if sdf.hydroelastic and solver_name not in HYDROELASTIC_STIFFNESS_SOLVERS:
+                diagnostics.add(
+                    f"newton:hydroelasticStiffness is not read by the {solver_name} solver: its hydroelastic "
+                    f"contacts push back with the solver's contact stiffness (read by "
+                    f"{', '.join(HYDROELASTIC_STIFFNESS_SOLVERS)})",
+                    label,
+                )
+        elif sdf is not None:
+            diagnostics.add(
+                f"NewtonSDFCollisionAPI needs a CUDA device (Newton {newton.__version__} builds SDFs with CUDA "
+                f"only): on {model.device} the shape collides as its triangle mesh, without its SDF or "
+                "hydroelastic contacts",
+                label,
+            )
+        return i
     if gt == GeoType.HFIELD:
         src = model.shape_source[s]
         size = src.size
@@ -323,6 +343,31 @@ def _add_shape(nb, model, a, s, contact, diagnostics) -> int:
             diagnostics.add("height fields on moving bodies are static in Newton: attached to the world", label)
         return nb.add_shape_heightfield(xform=xform, heightfield=hf, cfg=cfg, label=label)
     return nb.add_shape(body=body, type=_GEO[gt], xform=xform, cfg=cfg, scale=tuple(scale.tolist()), label=label)
+
+
+HYDROELASTIC_STIFFNESS_SOLVERS = ("semi_implicit",)
+"""Newton's solvers that read a hydroelastic contact's stiffness (``Contacts.rigid_contact_stiffness``); the others
+collide hydroelastic pairs with their own contact model (Kamino only with its ``contact_compliance``, off)."""
+
+
+def sdf_device(device) -> bool:
+    """Whether Newton can build SDFs on ``device``: its ``ModelBuilder.finalize`` builds them with CUDA only (Warp's
+    sparse volumes and 3D textures) and refuses a model that asks for one elsewhere."""
+    return wp.get_device(device).is_cuda
+
+
+def set_sdf(nb, i: int, sdf) -> None:
+    """Give Newton's mesh shape ``i`` (of the builder ``nb``) our :class:`~newton_usd.core.elements.SdfCollision`,
+    as Newton's importer gives a NewtonSDFCollisionAPI mesh its settings: ``finalize`` then builds the field from the
+    mesh, and its collision pipeline collides the shape through it (hydroelastic where a pair's shapes both ask)."""
+    nb.shape_sdf_max_resolution[i] = sdf.max_resolution
+    nb.shape_sdf_target_voxel_size[i] = sdf.target_voxel_size
+    nb.shape_sdf_narrow_band_range[i] = tuple(sdf.narrow_band)
+    nb.shape_sdf_texture_format[i] = sdf.texture_format
+    nb.shape_sdf_padding[i] = sdf.padding
+    nb.shape_material_kh[i] = float(sdf.hydroelastic_stiffness)
+    if sdf.hydroelastic:
+        nb.shape_flags[i] |= int(newton.ShapeFlags.HYDROELASTIC)
 
 
 FLAT = 1.0e-6
