@@ -65,6 +65,7 @@ class ModelBuilder:
         self.body_mass, self.body_com, self.body_inertia = [], [], []
         self._body_mass_explicit = []
         self.body_kinematic = []
+        self.body_max_velocity = []  # (linear m/s, angular rad/s) per body; inf: no bound
         # shapes
         self.shape_body, self.shape_type, self.shape_transform, self.shape_scale = [], [], [], []
         self.shape_source, self.shape_label, self.shape_collision_enabled = [], [], []
@@ -180,6 +181,7 @@ class ModelBuilder:
         p, q = to_pose(xform)
         self.body_q.append((p, q))
         self.body_kinematic.append(bool(kinematic))
+        self.body_max_velocity.append((math.inf, math.inf))
         self.body_qd.append(np.zeros(6) if velocity is None else np.asarray(velocity, dtype=np.float64))
         self.body_label.append(label or f"body_{len(self.body_label)}")
         explicit = mass is not None
@@ -190,6 +192,13 @@ class ModelBuilder:
             np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=np.float64).reshape(3, 3)
         )
         return len(self.body_q) - 1
+
+    def set_body_max_velocity(self, body: int, linear: float = math.inf, angular: float = math.inf):
+        """Bound the body's speed: its center of mass's (m/s) and its angular speed (rad/s), as PhysX's
+        ``maxLinearVelocity`` and ``maxAngularVelocity`` do (inf: no bound)."""
+        if not (linear > 0 and angular > 0):
+            raise ValueError(f"velocity bounds must be positive, got {linear}, {angular}")
+        self.body_max_velocity[body] = (float(linear), float(angular))
 
     def set_body_mass(self, body: int, mass: float, com=None, inertia=None):
         """Set a body's mass properties explicitly; shapes added later no longer add to them."""

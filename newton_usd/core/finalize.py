@@ -78,6 +78,7 @@ def finalize_model(builder, device=None) -> Model:
     m.body_inv_inertia = arr(inv, wp.mat33, (3, 3))
     m.body_world = arr(world_of(builder.body_count), wp.int32)
     m.body_kinematic = arr(builder.body_kinematic, wp.bool)
+    m.body_max_velocity = arr(np.asarray(builder.body_max_velocity, dtype=np.float64).reshape(-1, 2), wp.vec2, (2,))
     m.body_label = list(builder.body_label)
 
     m.shape_count = builder.shape_count

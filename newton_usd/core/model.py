@@ -23,7 +23,7 @@ import warp as wp
 _WORLD_ARRAYS = {
     "body": (
         "body_q", "body_qd", "body_com", "body_mass", "body_inv_mass", "body_inertia", "body_inv_inertia",
-        "body_world", "body_label", "body_kinematic",
+        "body_world", "body_label", "body_kinematic", "body_max_velocity",
     ),
     "shape": (
         "shape_type", "shape_transform", "shape_scale", "shape_source", "shape_collision_enabled",
@@ -89,6 +89,10 @@ class Model:
       world 1's, and so on (:meth:`world_ranges`, :meth:`world_view`).
     - body_world: world index of each body. body_label: list of prim paths. body_kinematic: bodies
       whose pose is prescribed by ``State.body_q`` (see :meth:`ModelBuilder.add_body`).
+      body_max_velocity: ``wp.vec2`` per body, the bound on its center of mass's speed (m/s) and on its angular
+      speed (rad/s), inf where none (PhysX's ``maxLinearVelocity``/``maxAngularVelocity``;
+      :meth:`ModelBuilder.set_body_max_velocity`), kept by the solvers that honor it
+      (:mod:`~newton_usd.solvers.velocity_limits`).
     - shape_body (-1: static, attached to the world), shape_type (:class:`GeoType`),
       shape_transform (shape frame in its body frame), shape_scale (size parameters),
       shape_source (list: a :class:`Mesh` or None), shape_material_mu, shape_material_restitution,

@@ -39,7 +39,7 @@ def _kind_of(tables, name):
 ELEMENT_LISTS = {
     "body": (
         "body_q", "body_qd", "body_label", "body_mass", "body_com", "body_inertia", "_body_mass_explicit",
-        "body_kinematic",
+        "body_kinematic", "body_max_velocity",
     ),
     "shape": (
         "shape_body", "shape_type", "shape_transform", "shape_scale", "shape_source", "shape_label",

@@ -1,10 +1,14 @@
 """Rigid bodies (PhysicsRigidBodyAPI): a builder body each, at its world pose, with its initial velocity.
 
 Disabled bodies are not simulated (their colliders become static); kinematic bodies follow their prim's
-(animated) transform.
+(animated) transform. PhysX's bounds on a body's speeds (``physxRigidBody:maxLinearVelocity``,
+``maxAngularVelocity``) are kept where authored; on a stage PhysX wrote (its scene or a body applies a PhysX API),
+PhysX's own bound on the angular speed (100 rad/s) holds for the others too, as it does under PhysX.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -25,6 +29,7 @@ def import_bodies(builder, stage, bodies, frame, result):
     diag = result.diagnostics
     body_pose = {}
     kinematic = set()
+    physx = physx_written(stage, [p for p, _ in bodies], result.scene_path)
     for path, d in bodies:
         label = str(path)
         pos, rot = frame.world_pose_floats(_floats(d.position), gf_to_xyzw(d.rotation).tolist())
@@ -41,7 +46,33 @@ def import_bodies(builder, stage, bodies, frame, result):
         velocity = np.array((*lin, ax * DEG, ay * DEG, az * DEG))
         idx = builder.add_body((pos, rot), velocity=velocity, label=label, kinematic=is_kinematic)
         result.body_index[label] = idx
-        gravcomp = result.resolver.resolve(stage.GetPrimAtPath(path), props.BODY_GRAVCOMP, path=path)
+        prim = stage.GetPrimAtPath(path)
+        gravcomp = result.resolver.resolve(prim, props.BODY_GRAVCOMP, path=path)
         if gravcomp.kind != "default":
             builder.set_mujoco("body", "body_gravcomp", idx, gravcomp.value)
+        if not is_kinematic:
+            _max_velocity(builder, idx, prim, path, result, physx)
     return body_pose, kinematic
+
+
+def physx_written(stage, body_paths, scene_path) -> bool:
+    """Whether PhysX wrote the stage: its physics scene or one of its rigid bodies applies a PhysX API schema
+    (PhysxSchema is not registered here: the prim's type info keeps its APIs, ``GetAppliedSchemas`` does not)."""
+    paths = ([scene_path] if scene_path else []) + list(body_paths)
+    for path in paths:
+        prim = stage.GetPrimAtPath(path)
+        if prim and any(s.startswith("Physx") for s in prim.GetPrimTypeInfo().GetAppliedAPISchemas()):
+            return True
+    return False
+
+
+def _max_velocity(builder, body, prim, path, result, physx: bool) -> None:
+    """The body's speed bounds: authored, else PhysX's angular bound on a stage PhysX wrote."""
+    values = result.resolver.resolve_all(prim, props.BODY_VELOCITY_BOUNDS, result.context, path)
+    linear, angular = values["max_linear_velocity"], values["max_angular_velocity"]
+    angular_value = angular.value
+    if angular.kind == "default" and physx:
+        angular_value = props.PHYSX_MAX_ANGULAR_VELOCITY
+    if math.isinf(linear.value) and math.isinf(angular_value):
+        return
+    builder.set_body_max_velocity(body, linear.value, angular_value)

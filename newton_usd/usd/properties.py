@@ -577,6 +577,32 @@ HEIGHTFIELD_PROPERTIES = (HEIGHTFIELD_ROWS, HEIGHTFIELD_COLUMNS, HEIGHTFIELD_ELE
 BODY_GRAVCOMP = Property("gravcomp", (C("mjc", "mjc:body:gravcomp", _float),), default=0.0)
 """Gravity compensation (0..1 of the body's weight), as mujoco-usd-converter writes it (no schema)."""
 
+
+def _degrees(v, ctx):
+    return float(v) * RAD_PER_DEG
+
+
+BODY_MAX_LINEAR_VELOCITY = Property(
+    "max_linear_velocity",
+    (C("physx", "physxRigidBody:maxLinearVelocity", _length),),
+    default=math.inf,
+    unit="m/s",
+    check=_non_negative,
+)
+"""PhysX's bound on the speed of the body's center of mass (stage units per second; PhysxSchema's fallback: none)."""
+BODY_MAX_ANGULAR_VELOCITY = Property(
+    "max_angular_velocity",
+    (C("physx", "physxRigidBody:maxAngularVelocity", _degrees),),
+    default=math.inf,
+    unit="rad/s",
+    check=_non_negative,
+)
+"""PhysX's bound on the body's angular speed (degrees per second, as PhysxSchema's; its fallback 5729.58, 100 rad/s,
+holds on a stage PhysX wrote: :func:`~newton_usd.usd.bodies.import_bodies`)."""
+BODY_VELOCITY_BOUNDS = (BODY_MAX_LINEAR_VELOCITY, BODY_MAX_ANGULAR_VELOCITY)
+PHYSX_MAX_ANGULAR_VELOCITY = 100.0
+"""rad/s: PhysX's own bound on a dynamic body's angular speed (PhysxSchema's fallback, 5729.58 deg/s)."""
+
 # ---------------------------------------------------------------- articulations (on the ArticulationRootAPI prim)
 ARTICULATION_SELF_COLLISION = Property(
     "self_collision",
