@@ -10,9 +10,11 @@ from ..errors import NewtonUsdError
 from ..solvers import SOLVERS
 from ..solvers.kernel_loading import KernelLoading, tape_safe_workers
 from ..solvers.stability import auto_substeps
+from ..solvers.velocity_limits import report_unkept_speed_bounds
 from ..usd import add_usd, scenes_to_import
 from ..usd.honored import report_unhonored
 from ..usd.overrides import apply_overrides
+from ..usd.physx_unread import say_unread_physx
 from ..usd.resolver import DIALECTS
 from .clock import MAX_SUBSTEPS, frame_rate, physics_steps, scene_clocks
 from .options import RunOptions
@@ -86,7 +88,9 @@ def open_scene(cls, stage, file, output_layer, scene, asked: dict, run: dict, ov
     solver_obj = SOLVERS[solver].from_scene(model, settings, backend=backend, **options)
     unhonored = Diagnostics()  # (the schemas the stage applies that this engine does not honor: said once per run)
     report_unhonored(imported, solver, unhonored)
+    report_unkept_speed_bounds(model, solver_obj, unhonored)
     unhonored.emit(file)
+    say_unread_physx(imported, solver, file)
     fps = frame_rate(stage, imported, asked.get("fps"))
     if fps <= 0:
         raise NewtonUsdError(f"{file}: frames per second must be positive, got {fps}")

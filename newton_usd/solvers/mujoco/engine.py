@@ -3,7 +3,7 @@
 Both expose the same ``(num_worlds, ...)`` numpy views over the engine's memory: the state they step
 (``qpos``, ``qvel``, ``act``, ``ctrl``, ``qfrc_applied``, ``mocap_pos``, ``mocap_quat``; a write is the state
 of the next step) and the derived fields the solver reads (``body``: ``xpos``, ``xquat``, ``xipos``,
-``cvel``, ``subtree_com``; ``xmat``, ``qLD``, ``qLDiagInv``, the warning counters and ``warnings_raw``, a
+``cvel``, ``subtree_com``; ``xmat``, ``qLD``, ``qLDiagInv``, ``cdof``, the warning counters and ``warnings_raw``, a
 contiguous view of all the warnings' memory). Every step ends with
 MuJoCo's position and velocity stages at the new state, so the derived fields are those of the new
 state, and the next step starts from them: a step costs one ``mj_step``.
@@ -42,6 +42,7 @@ class DataEngine:
         self.eq_active = d.eq_active[None]
         self.body = tuple(getattr(d, n)[None] for n in BODY_FIELDS)
         self.xmat, self.qLD, self.qLDiagInv = d.xmat[None], d.qLD[None], d.qLDiagInv[None]
+        self.cdof = d.cdof[None]
         self.warning_counts, self.warning_info = d.warning.number[None], d.warning.lastinfo[None]
         # The whole mjWarningStat array ({int lastinfo; int number} per warning) as one contiguous view: its
         # bytes change when a counter does, and compare faster than the strided counters.
@@ -106,6 +107,7 @@ class BatchEngine:
         self.eq_active = b.bind("eq_active")
         self.body = tuple(b.bind(n) for n in BODY_FIELDS)
         self.xmat, self.qLD, self.qLDiagInv = b.bind("xmat"), b.bind("qLD"), b.bind("qLDiagInv")
+        self.cdof = b.bind("cdof")
         self.warning_counts, self.warning_info = b.warning[:, :, 1], b.warning[:, :, 0]  # (views)
         self.warnings_raw = b.warning  # (contiguous: its bytes change when a counter does)
         # The rows are mjSTATE_INTEGRATION states: components side by side in the order of their bits.

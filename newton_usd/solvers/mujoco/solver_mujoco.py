@@ -26,6 +26,7 @@ import numpy as np
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..solver import SolverBase
+from ..velocity_limits import MuJoCoSpeedBounds
 from .acceleration_drives import AccelerationDrives
 from .actuator_forces import ActuatorForces
 from .contacts import ContactsReport
@@ -141,6 +142,9 @@ class SolverMuJoCo(
         self.actuators = ActuatorForces.of(self, model)
         """The joint actuators (NewtonActuator prims) as applied forces each step (:mod:`.actuator_forces`); None
         without."""
+        self._speed_bounds = MuJoCoSpeedBounds.of(self, model) if backend == "cpu" else None
+        """The bodies' speed bounds (PhysX's; :mod:`~newton_usd.solvers.velocity_limits`), kept after each step on
+        the cpu backend; None without."""
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
         self._mjc_built = self._mjc_ctrl >= 0
         self._ctl = None  # the Control last pushed, its arrays, views and bytes (see _push_controls)
@@ -190,6 +194,11 @@ class SolverMuJoCo(
 
     name = "mujoco"
 
+    @property
+    def keeps_speed_bounds(self) -> bool:
+        """Whether the bodies' speed bounds are kept (:mod:`~newton_usd.solvers.velocity_limits`): on C MuJoCo."""
+        return self.backend == "cpu"
+
     def rebuilt(self, model) -> "SolverMuJoCo":
         """A solver of the same options for ``model``, compiled with the bodies switched between kinematic and
         dynamic since this one was (and those switchable before) switchable at run time: a body switched once is
@@ -230,6 +239,10 @@ class SolverMuJoCo(
         e.step()
         if self._warnings_raw.tobytes() != self._warnings_seen_raw:
             self._check_warnings()
+        if self._speed_bounds is not None:
+            _, _, xipos, cvel, com = e.body
+            if self._speed_bounds.apply(self._qvel, cvel, e.cdof, xipos, com):
+                e.forward()  # (the stages at the scaled velocities)
         if not self._exchange.give(state_out):
             self._pull(self._qpos, self._qvel, self._body_out, state_out)
 

@@ -20,6 +20,7 @@ from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..frame import FrameCapture
 from ..solver import SolverBase
+from ..velocity_limits import BodySpeedBounds
 from .actuation import ACTUATED_RELAXATION, Actuation
 from .contact_hold import say_soft_contacts
 from .contact_pairs import SwitchedPairs
@@ -98,6 +99,9 @@ class SolverNewton(SolverBase):
     switches_in_place = True
     """Whether a body switched between kinematic and dynamic (``body_kinematic``) is taken in place: its Newton flag
     flipped and the solver told (False: Kamino, which decides which bodies are immovable once, when it is made)."""
+    keeps_speed_bounds = False
+    """Whether the bodies' speed bounds (PhysX's; :mod:`~newton_usd.solvers.velocity_limits`) are kept: by the solvers
+    whose body velocities are their state, each step's output scaled to them."""
     stable_dt = math.inf
     """s: the longest step estimated stable on this model (inf: no estimate; see :meth:`step_diagnostics`)."""
     _said_dt = None
@@ -163,6 +167,7 @@ class SolverNewton(SolverBase):
         self.actuators = Actuation.of(model)
         """The model's joint actuators, their efforts added to ``joint_f`` each step (:mod:`.actuation`); None
         without."""
+        self._speed_bounds = BodySpeedBounds.of(model) if self.keeps_speed_bounds else None
         self._cone_dofs = _cone_dofs(model, bridge)
         self._dof_order = bridge.dof_order  # (our DOF of each of Newton's)
         self.exchange.initial_state()
@@ -193,7 +198,8 @@ class SolverNewton(SolverBase):
         that could be loaded before it; the generic kernels of Newton's narrow phase get their code when launched, and
         compile then)."""
         actuators = self.actuators.actuators.kernel_modules() if self.actuators is not None else []
-        return step_modules(self.name) + actuators
+        bounds = self._speed_bounds.kernel_modules() if self._speed_bounds is not None else []
+        return step_modules(self.name) + actuators + bounds
 
     @classmethod
     def options_from_scene(cls, settings: dict) -> dict:
@@ -243,6 +249,8 @@ class SolverNewton(SolverBase):
             self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt)
         else:
             self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt, observables=self.contact_forces)
+        if self._speed_bounds is not None:
+            self._speed_bounds.apply(ns_out.body_qd)
         self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
 
     simulates_frames = True
@@ -478,6 +486,7 @@ class SolverXPBD(SolverNewton):
     restitution when enabled; no armature, joint friction or effort limits)."""
 
     name = "xpbd"
+    keeps_speed_bounds = True
     newton_class = newton.solvers.SolverXPBD
     writes_joint_state = False
     ball_torque_in_world = True
@@ -614,6 +623,7 @@ class SolverSemiImplicit(SolverNewton):
     size, naming the joint that sets it."""
 
     name = "semi_implicit"
+    keeps_speed_bounds = True
     penalty_contacts = True
     newton_class = newton.solvers.SolverSemiImplicit
     writes_joint_state = False  # (it integrates body states only: its joint_q/joint_qd are left as they were)

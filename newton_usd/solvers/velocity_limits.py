@@ -1,0 +1,207 @@
+"""Bounds on the bodies' speeds (``model.body_max_velocity``: PhysX's ``physxRigidBody:maxLinearVelocity`` and
+``maxAngularVelocity``, and PhysX's own 100 rad/s on a stage PhysX wrote), kept at the end of every step.
+
+PhysX scales a body's velocity down to its bounds each step: the speed of its center of mass to the linear bound, its
+angular speed to the angular one, each on its own. Where the body is a free body that is what is done here. An
+articulation link's velocity is its parent's plus what its own joints add: its joints' velocities are scaled (by one
+factor in [0, 1], the largest that keeps the link within its bounds, the links taken from the root outward), so that
+the bound holds in the engine's own coordinates without touching the rest of the tree.
+
+- :class:`MuJoCoSpeedBounds`: C MuJoCo (the cpu backend), on ``qvel`` from the velocities (``cvel``) and motion axes
+  (``cdof``) MuJoCo computed at the end of the step; where nothing is over its bound (the usual case) it costs a
+  few numpy operations on the bounded bodies.
+- :class:`BodySpeedBounds`: Newton's maximal-coordinate solvers (XPBD, semi-implicit), one kernel on each step's
+  output body velocities (center of mass linear, angular), captured with the frame on CUDA.
+
+The other engines (featherstone and kamino, MuJoCo-Warp) do not keep them yet: :func:`unkept_message` is what they
+say once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from .kernel_loading import modules_named
+
+ENGINES_KEEPING = ("mujoco (cpu)", "xpbd", "semi_implicit")
+"""The engines that keep the bounds (for the message of those that do not)."""
+
+
+def bounded_bodies(model) -> np.ndarray:
+    """The indices of ``model``'s bodies with a finite speed bound (``(0,)`` where the model has no such body)."""
+    bounds = getattr(model, "body_max_velocity", None)
+    if bounds is None or model.body_count == 0:
+        return np.zeros(0, dtype=np.int64)
+    values = bounds.numpy().reshape(-1, 2)
+    return np.nonzero(np.isfinite(values).any(axis=1))[0]
+
+
+def unkept_message(model, engine: str) -> tuple[str, list[str]] | None:
+    """``(message, body labels)`` for an engine that does not keep the bodies' speed bounds, None where the model has
+    none."""
+    bodies = bounded_bodies(model)
+    if not len(bodies):
+        return None
+    labels = sorted({model.body_label[int(b)] for b in bodies})
+    return (
+        f"bounds on the bodies' speeds (physxRigidBody:maxLinearVelocity, maxAngularVelocity; PhysX's own 100 rad/s "
+        f"on a stage PhysX wrote) are not kept by the {engine} solver: its bodies may move faster than under PhysX "
+        f"(kept by {', '.join(ENGINES_KEEPING)})",
+        labels,
+    )
+
+
+def _largest_scale(a: np.ndarray, r: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Per row, the largest ``s`` in [0, 1] with ``|a + s r| <= bound`` (``a``, ``r``: ``(n, 3)``); where ``|a|`` alone
+    is over the bound, the ``s`` that brings ``a + s r`` nearest to it (the least speed the joints can give)."""
+    rr = np.einsum("ij,ij->i", r, r)
+    ar = np.einsum("ij,ij->i", a, r)
+    c = np.einsum("ij,ij->i", a, a) - bound * bound
+    s = np.ones(len(a))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inside = c <= 0
+        root = (-ar + np.sqrt(np.maximum(ar * ar - rr * c, 0.0))) / rr
+        nearest = -ar / rr
+    s = np.where(inside, root, nearest)
+    s = np.where(rr > 0, s, 1.0)
+    return np.clip(np.nan_to_num(s, nan=1.0), 0.0, 1.0)
+
+
+class MuJoCoSpeedBounds:
+    """The bodies' speed bounds under C MuJoCo (see the module's docstring).
+
+    Args:
+        mj_model: the compiled ``MjModel`` (world 0's: every world has its structure).
+        body_mj: each of our bodies' MuJoCo body id (-1: none), world 0's.
+        bounds: ``(linear m/s, angular rad/s)`` per our body, world 0's (inf: none).
+    """
+
+    def __init__(self, mj_model, body_mj, bounds):
+        self.nbody = mj_model.nbody
+        lin = np.full(self.nbody, np.inf)
+        ang = np.full(self.nbody, np.inf)
+        for ours, mj in enumerate(np.asarray(body_mj)):
+            if mj > 0:
+                lin[mj], ang[mj] = bounds[ours]
+        self.lin, self.ang = lin, ang
+        self.bounded = np.nonzero(np.isfinite(lin) | np.isfinite(ang))[0]
+        self.parent = np.asarray(mj_model.body_parentid)
+        self.root = np.asarray(mj_model.body_rootid)
+        self.dofs = [
+            np.arange(mj_model.body_dofadr[b], mj_model.body_dofadr[b] + mj_model.body_dofnum[b])
+            for b in range(self.nbody)
+        ]
+        # From the first bounded body on, every body is visited (a bounded link's change reaches its subtree).
+        self.first = int(self.bounded.min()) if len(self.bounded) else self.nbody
+
+    @classmethod
+    def of(cls, solver, model) -> MuJoCoSpeedBounds | None:
+        bodies = bounded_bodies(model)
+        if not len(bodies):
+            return None
+        world0 = model.world_view(0)
+        bounds = world0.body_max_velocity.numpy().reshape(-1, 2).astype(np.float64)
+        made = cls(solver.mj_model, solver.spec_map.body_mj, bounds)
+        return made if len(made.bounded) else None
+
+    def _com_velocity(self, vel6, xipos, com, bodies):
+        """Linear velocity of the bodies' centers of mass from their com-based velocities (``(w, n, 6)``)."""
+        offset = xipos[:, bodies] - com[:, self.root[bodies]]
+        return vel6[:, bodies, 3:] + np.cross(vel6[:, bodies, :3], offset)
+
+    def over(self, cvel, xipos, com) -> bool:
+        """Whether some bounded body of some world is over a bound (at the state MuJoCo's stages were computed at)."""
+        b = self.bounded
+        ang = np.linalg.norm(cvel[:, b, :3], axis=-1)
+        lin = np.linalg.norm(self._com_velocity(cvel, xipos, com, b), axis=-1)
+        return bool((ang > self.ang[b] * (1 + 1e-6)).any() or (lin > self.lin[b] * (1 + 1e-6)).any())
+
+    def apply(self, qvel, cvel, cdof, xipos, com) -> bool:
+        """Scale ``qvel`` (``(worlds, nv)``, in place) so every bounded body is within its bounds; ``cvel``
+        (``(worlds, nbody, 6)``), ``cdof`` (``(worlds, nv, 6)``), ``xipos`` and ``com`` (``subtree_com``) as MuJoCo
+        computed them at the state. Returns whether anything was scaled (MuJoCo's velocity stage is then stale)."""
+        if not self.over(cvel, xipos, com):
+            return False
+        vel = cvel.copy()  # (each body's velocity as scaled so far)
+        for b in range(self.first, self.nbody):
+            dofs = self.dofs[b]
+            parent = vel[:, self.parent[b]]
+            if not len(dofs):
+                vel[:, b] = parent
+                continue
+            own = np.einsum("wdk,wd->wdk", cdof[:, dofs], qvel[:, dofs])  # (w, dofs, 6): each DOF's part
+            if not (np.isfinite(self.lin[b]) or np.isfinite(self.ang[b])):
+                vel[:, b] = parent + own.sum(axis=1)
+                continue
+            rotating = np.any(cdof[0, dofs, :3] != 0, axis=-1)  # (a free joint's first three DOFs only translate)
+            offset = xipos[:, b] - com[:, self.root[b]]
+
+            def at_com(v6, offset=offset):
+                return v6[..., 3:] + np.cross(v6[..., :3], offset)
+
+            rot = own[:, rotating].sum(axis=1)
+            s_rot = _largest_scale(parent[:, :3], rot[:, :3], np.full(len(parent), self.ang[b]))
+            if not rotating.all():  # translating DOFs: the linear bound on them, after the rotation's scale
+                moved = parent + s_rot[:, None] * rot
+                trans = own[:, ~rotating].sum(axis=1)
+                s_trans = _largest_scale(at_com(moved), at_com(trans), np.full(len(parent), self.lin[b]))
+            else:
+                s_lin = _largest_scale(at_com(parent), at_com(rot), np.full(len(parent), self.lin[b]))
+                s_rot = np.minimum(s_rot, s_lin)
+                s_trans = s_rot
+            scale = np.where(rotating[None, :], s_rot[:, None], s_trans[:, None])  # (w, dofs)
+            qvel[:, dofs] *= scale
+            vel[:, b] = parent + np.einsum("wdk,wd->wk", own, scale)
+        return True
+
+
+@wp.kernel
+def _bound_body_velocities(bodies: wp.array[wp.int32], bounds: wp.array[wp.vec2], body_qd: wp.array[wp.spatial_vector]):
+    i = wp.tid()
+    b = bodies[i]
+    qd = body_qd[b]
+    v = wp.spatial_top(qd)
+    w = wp.spatial_bottom(qd)
+    bound = bounds[b]
+    speed = wp.length(v)
+    if speed > bound[0]:
+        v = v * (bound[0] / speed)
+    spin = wp.length(w)
+    if spin > bound[1]:
+        w = w * (bound[1] / spin)
+    body_qd[b] = wp.spatial_vector(v, w)
+
+
+class BodySpeedBounds:
+    """The bodies' speed bounds on Newton's body velocities (linear of the center of mass, angular), in one kernel:
+    for the maximal-coordinate solvers, whose body velocities are their state."""
+
+    def __init__(self, model, bodies: np.ndarray):
+        self.bodies = wp.array(bodies.astype(np.int32), dtype=wp.int32, device=model.device)
+        self.bounds = model.body_max_velocity
+
+    @classmethod
+    def of(cls, model) -> BodySpeedBounds | None:
+        bodies = bounded_bodies(model)
+        return cls(model, bodies) if len(bodies) else None
+
+    def kernel_modules(self) -> list:
+        """The Warp module of its kernel (loaded before the first frame, with the solver's)."""
+        return modules_named([__name__])
+
+    def apply(self, body_qd) -> None:
+        wp.launch(_bound_body_velocities, len(self.bodies), inputs=(self.bodies, self.bounds, body_qd),
+                  device=body_qd.device)  # fmt: skip
+
+
+def report_unkept_speed_bounds(model, solver, diagnostics) -> None:
+    """Add to ``diagnostics`` the bodies of ``model`` whose speed bounds ``solver`` does not keep (its
+    ``keeps_speed_bounds``), with why: said once per run."""
+    if getattr(solver, "keeps_speed_bounds", False):
+        return
+    engine = solver.name + (f" ({solver.backend})" if getattr(solver, "backend", None) else "")
+    said = unkept_message(model, engine)
+    if said is not None:
+        for label in said[1]:
+            diagnostics.add(said[0], label)
