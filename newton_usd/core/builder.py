@@ -106,6 +106,11 @@ class ModelBuilder:
         self.distance_min, self.distance_max, self.distance_label = [], [], []
         # joint actuators: see add_actuator
         self.actuator_joint, self.actuator_spec, self.actuator_label = [], [], []
+        # particles (granular grains, deformables' points): per particle, and per prim its run of particles
+        self.particle_q, self.particle_qd, self.particle_mass, self.particle_radius = [], [], [], []
+        self.particle_groups = {}  # prim path -> (first particle, end): the rows written onto that prim
+        self.particle_attributes = {}  # "namespace:name" -> per-particle values (a solver's, e.g. "mpm:friction")
+        self.mpm_config = {}  # the MPM scene's solver settings (SolverImplicitMPM.Config field -> value, SI)
         # the source's own names (label -> name) where they are not the label's leaf: an authored USD
         # displayName, an MJCF element's whole name (attach prefixes kept); see element_name()
         self.element_names = {}
@@ -122,6 +127,10 @@ class ModelBuilder:
         for entries in self.mujoco.values():
             if isinstance(entries, list):
                 yield from (e["path"] for e in entries if isinstance(e, dict) and "path" in e)
+
+    @property
+    def particle_count(self) -> int:
+        return len(self.particle_q)
 
     @property
     def body_count(self) -> int:
@@ -655,6 +664,32 @@ class ModelBuilder:
         ``children`` (body indices): place only these, each on its parent's pose as it is then.
         """
         joint_coords.body_q_from_joint_q(self, children)
+
+    # ------------------------------------------------------------------ particles
+    def add_particles(self, label: str, pos, vel, mass, radius, attributes: dict | None = None) -> tuple[int, int]:
+        """Add the particles of the prim ``label`` (its points: positions and velocities in world, m and m/s,
+        masses in kg, radii in m; ``attributes``: "namespace:name" -> per-particle values of a solver's, e.g.
+        ``"mpm:friction"``; a particle of a prim that does not set one gets ``nan``: the solver's default).
+        Returns their run ``(first, end)``."""
+        self._check_not_replicated()
+        if label in self.particle_groups:
+            raise ValueError(f"{label}: its particles were already added")
+        n = len(pos)
+        if not (len(vel) == len(mass) == len(radius) == n):
+            raise ValueError(f"{label}: {n} positions, {len(vel)} velocities, {len(mass)} masses, {len(radius)} radii")
+        first = self.particle_count
+        for name, values in self.particle_attributes.items():  # (earlier prims' names: this one's unset)
+            if name not in (attributes or {}):
+                values.extend([np.nan] * n)
+        for name, values in (attributes or {}).items():
+            values = np.broadcast_to(np.asarray(values, dtype=np.float64), (n,))
+            self.particle_attributes.setdefault(name, [np.nan] * first).extend(values.tolist())
+        self.particle_q.extend(np.asarray(pos, dtype=np.float64).reshape(n, 3).tolist())
+        self.particle_qd.extend(np.asarray(vel, dtype=np.float64).reshape(n, 3).tolist())
+        self.particle_mass.extend(np.asarray(mass, dtype=np.float64).reshape(n).tolist())
+        self.particle_radius.extend(np.asarray(radius, dtype=np.float64).reshape(n).tolist())
+        self.particle_groups[label] = (first, first + n)
+        return first, first + n
 
     # ------------------------------------------------------------------ finalize
     def finalize(self, device=None) -> Model:

@@ -177,7 +177,26 @@ def finalize_model(builder, device=None) -> Model:
     m.actuator_joint = arr(builder.actuator_joint, wp.int32)
     m.actuator_spec = list(builder.actuator_spec)
     m.actuator_label = list(builder.actuator_label)
+    _finalize_particles(builder, m, arr)
     return m
+
+
+def _finalize_particles(builder, m, arr) -> None:
+    """``particle_q``, ``particle_qd`` (initial), ``particle_mass``, ``particle_radius``, ``particle_label`` (per
+    particle: its prim path), ``particle_groups`` (prim path -> its run) and ``particle_attributes`` (numpy float64
+    per name, NaN: the solver's default), ``mpm_config`` (the MPM scene's solver settings)."""
+    m.particle_count = builder.particle_count
+    m.particle_q = arr(builder.particle_q, wp.vec3, (3,))
+    m.particle_qd = arr(builder.particle_qd, wp.vec3, (3,))
+    m.particle_mass = arr(builder.particle_mass, wp.float32)
+    m.particle_radius = arr(builder.particle_radius, wp.float32)
+    m.particle_groups = dict(builder.particle_groups)
+    label = [None] * builder.particle_count
+    for path, (first, end) in builder.particle_groups.items():
+        label[first:end] = [path] * (end - first)
+    m.particle_label = label
+    m.particle_attributes = {k: np.asarray(v, dtype=np.float64) for k, v in builder.particle_attributes.items()}
+    m.mpm_config = dict(builder.mpm_config)
 
 
 def _mujoco_arrays(builder, counts: dict) -> dict:

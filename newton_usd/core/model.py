@@ -129,6 +129,11 @@ class Model:
     - actuator_count, actuator_joint (the 1-DOF joint each drives), actuator_spec (list of
       :class:`~newton_usd.core.actuators.ActuatorSpec`), actuator_label: joint actuators
       (:meth:`ModelBuilder.add_actuator`; ``NewtonActuator`` prims), stepped by every solver.
+    - particle_count, particle_q, particle_qd (initial, world, m and m/s), particle_mass (kg), particle_radius (m),
+      particle_label (per particle: its prim path), particle_groups (prim path -> its run ``(first, end)``),
+      particle_attributes ("namespace:name" -> numpy float64 per particle, NaN: the solver's default; e.g. the
+      MPM material ``"mpm:friction"``): points simulated as particles (granular Points prims); mpm_config: the MPM
+      scene's solver settings (``SolverImplicitMPM.Config`` field -> value, SI).
     - gravity: ``wp.vec3`` in m/s^2.
     - mujoco: namespace for MuJoCo-only values (filled by importers; read by SolverMuJoCo):
       ``option`` and ``flag`` dicts (``mjc:option:*``, ``mjc:flag:*`` by MuJoCo name) and per-element
@@ -149,6 +154,9 @@ class Model:
         self.actuator_count = 0
         self.actuator_joint = wp.zeros(0, dtype=wp.int32, device=self.device)
         self.actuator_spec, self.actuator_label = [], []
+        self.particle_count = 0
+        self.particle_groups, self.particle_label, self.particle_attributes = {}, [], {}
+        self.mpm_config = {}
 
     def joint_cone(self, j: int) -> "JointCone | None":
         """The cone limit of ball joint ``j`` as the importers record it in ``mujoco`` (``joint_cone_limit``,
@@ -227,6 +235,9 @@ class Model:
         s.joint_q = wp.clone(self.joint_q, requires_grad=requires_grad)
         s.joint_qd = wp.clone(self.joint_qd, requires_grad=requires_grad)
         s.body_f = wp.zeros_like(self.body_qd, requires_grad=requires_grad)
+        if self.particle_count:
+            s.particle_q = wp.clone(self.particle_q, requires_grad=requires_grad)
+            s.particle_qd = wp.clone(self.particle_qd, requires_grad=requires_grad)
         return s
 
     def control(self) -> "Control":

@@ -88,7 +88,15 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
         raise ValueError("replicate() was already called on this builder")
     if placements is not None and len(placements) != n:
         raise ValueError(f"placements: {len(placements)} transforms for {n} worlds")
+    if builder.particle_count and n > 1:
+        from ..errors import NewtonUsdError  # noqa: PLC0415
+
+        raise NewtonUsdError(
+            f"{', '.join(builder.particle_groups)}: particles (granular Points) are simulated in one world only "
+            f"for now, not replicated into {n}"
+        )
     listed = {name for names in ELEMENT_LISTS.values() for name in names}
+    listed |= {"particle_q", "particle_qd", "particle_mass", "particle_radius"}
     unlisted = [k for k, v in vars(builder).items() if isinstance(v, list) and k not in listed]
     if unlisted:  # a programming error: a new per-element list not taught to replicate()
         raise RuntimeError(f"ModelBuilder.replicate does not know how to copy {unlisted}")

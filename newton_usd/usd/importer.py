@@ -39,6 +39,7 @@ from .descriptors import OT, SHAPE_TYPES
 from .envs import Environments, check_identical, find_environments, replicate_environments
 from .equalities import import_joint_equalities, import_tendon_equalities
 from .gprims import import_visual_geoms
+from .granular import Grains, import_grains
 from .instancers import add_instances, instancer_prototypes
 from .joint_states import D6_AXIS_TOKENS, import_joint_states
 from .joints import import_distance_joints
@@ -55,6 +56,7 @@ from .scenes import (
     choose_scene,
     import_scene,
     keep_scene_prims,
+    physics_scenes,
     read_scenes,
     scene_gravity,
     scenes_to_import,
@@ -99,6 +101,8 @@ class UsdImport:
             its authored pose (:mod:`~newton_usd.usd.link_poses`).
         schemas: schema name -> the prim paths that apply it (or are of that type), for the schemas some engine
             does not honor (:mod:`~newton_usd.usd.honored`, which says them once the engine is known).
+        grains: the granular Points prims imported as particles, and their MPM scene's settings
+            (:class:`~newton_usd.usd.granular.Grains`).
     """
 
     stage: Usd.Stage
@@ -117,6 +121,7 @@ class UsdImport:
     context: Context | None = None
     placed_links: list = field(default_factory=list)
     schemas: dict = field(default_factory=dict)
+    grains: Grains = field(default_factory=Grains)
 
 
 def _collector_paused(func):
@@ -197,7 +202,10 @@ def add_usd(
     instanced = instancer_prototypes(stage, typed["PointInstancer"], result, owners)
 
     bodies = descs.get(OT.RigidBody, [])
-    if not bodies and not instanced:
+    if env_root is None:  # (grains are not replicated into environments yet)
+        scenes = physics_scenes(stage)
+        result.grains = import_grains(builder, stage, frame, file, result.scene_path, scenes[0] if scenes else None)
+    if not bodies and not instanced and not result.grains.groups:
         _nothing_to_simulate(result, owners)
 
     ctx = result.context = import_scene(builder, stage, descs.get(OT.Scene, []), frame, result)
@@ -265,6 +273,7 @@ def _nothing_to_simulate(result, owners):
             file=result.file,
         )  # fmt: skip
     raise UsdInputError(
-        "no physics to simulate: no prim has PhysicsRigidBodyAPI applied (author UsdPhysics rigid bodies)",
+        "no physics to simulate: no prim has PhysicsRigidBodyAPI applied (author UsdPhysics rigid bodies) and no "
+        "Points prim applies NewtonPointsDeformableSimAPI (grains)",
         file=result.file,
     )
