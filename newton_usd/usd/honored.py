@@ -50,9 +50,7 @@ HONORED: dict[str, Honored] = {
         scene=True,
     ),
     "NewtonVbdSceneAPI": Honored((), "its VBD settings are not used", f"Newton's SolverVBD {_NOT_HERE}", scene=True),
-    "NewtonMPMSceneAPI": Honored(
-        (), "its MPM settings are not used", f"Newton's SolverImplicitMPM {_NOT_HERE}", scene=True
-    ),
+    "NewtonMPMSceneAPI": Honored(("implicit_mpm",), "its MPM settings are not used", scene=True),
     "MjcSceneAPI": Honored(
         ("mujoco",), "its MuJoCo options and flags are not used beyond the time step and the gravity flag", scene=True
     ),
@@ -62,11 +60,9 @@ HONORED: dict[str, Honored] = {
         "the shape collides as its ordinary mesh collider; its SDF and hydroelastic settings are not used",
     ),
     "NewtonPointsDeformableSimAPI": Honored(
-        (),
-        "the points are not simulated",
-        "deformables are not imported yet: Newton's particle solvers would simulate them",
+        ("implicit_mpm",), "the points are not simulated (grains run under the implicit_mpm solver)"
     ),
-    "NewtonMPMMaterialAPI": Honored((), "its MPM material is not used", f"Newton's SolverImplicitMPM {_NOT_HERE}"),
+    "NewtonMPMMaterialAPI": Honored(("implicit_mpm",), "its MPM material is not used"),
     "NewtonCurvesDeformableMaterialAPI": Honored(
         (), "its curve dampings are not used", "Newton's curve deformables (cables, rods) would take them"
     ),

@@ -281,7 +281,11 @@ def import_scene(builder, stage, scenes, frame, result):
     return ctx
 
 
-ENGINE_SCENE_APIS = {props.XPBD_SCENE_API: "xpbd", props.KAMINO_SCENE_API: "kamino"}
+ENGINE_SCENE_APIS = {
+    props.XPBD_SCENE_API: "xpbd",
+    props.KAMINO_SCENE_API: "kamino",
+    "NewtonMPMSceneAPI": "implicit_mpm",
+}
 """A PhysicsScene API holding one engine's settings -> that engine, which a scene applying it (and no other of these)
 runs where it names no solver."""
 

@@ -1,5 +1,6 @@
 """Newton's Warp solvers (XPBD, Featherstone, semi-implicit, Kamino) on a bridged copy of our Model."""
 
+from .implicit_mpm import SolverImplicitMPM
 from .model_bridge import bridge_model
 from .solver_newton import (
     NEWTON_SOLVERS,
@@ -13,6 +14,7 @@ from .solver_newton import (
 __all__ = [
     "NEWTON_SOLVERS",
     "SolverFeatherstone",
+    "SolverImplicitMPM",
     "SolverKamino",
     "SolverNewton",
     "SolverSemiImplicit",

@@ -95,7 +95,7 @@ class Bridge:
 
 
 def bridge_model(
-    model, diagnostics, solver_name: str, *, contact=None, limits=None, requires_grad: bool = False
+    model, diagnostics, solver_name: str, *, contact=None, limits=None, requires_grad: bool = False, particles=None
 ) -> Bridge:
     """Build the ``newton.Model`` of ``model`` on its device.
 
@@ -107,6 +107,8 @@ def bridge_model(
         contact: :class:`ContactSettings` for every shape (None: Newton's defaults).
         limits: :class:`JointLimitSettings` for every limited DOF (None: Newton's defaults).
         requires_grad: finalize with gradients (for ``wp.Tape``).
+        particles: ``particles(nb)`` adds the model's particles to Newton's builder (a particle solver's: it knows
+            their per-particle attributes), before it is finalized (None: no particles are bridged).
     """
     contact = contact or ContactSettings()
     limits = limits or JointLimitSettings()
@@ -128,6 +130,8 @@ def bridge_model(
         _add_articulations(nb, model, a, np.nonzero(a["joint_world"] == w)[0])
         nb.end_world()
     _filter_collisions(nb, model, a, shape_map)
+    if particles is not None:
+        particles(nb)
     newton_model = nb.finalize(device=model.device, requires_grad=requires_grad)
     names = ("body_q", "body_qd") if cones else ("body_q", "body_qd", "joint_q", "joint_qd")
     for name in names:  # our initial state (the joint states where they differ: StateExchange.initial_state)
