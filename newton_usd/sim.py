@@ -404,6 +404,9 @@ class Simulation:
             rows = self.recorder.rows  # (the simulated prims' rows of the state)
             positions = rows.positions(self.physics.state)
             self.blow_up_check.check_frame(positions, last, rows)
+            grains = self.recorder.particle_rows
+            if grains is not None:  # (particles: NaN, too far or too fast, named by their prim)
+                self.blow_up_check.check_bounds(grains.positions(self.physics.state), rows=grains)
         if write:
             self.recorder.write_frame(positions)
         with self._own_writes():

@@ -11,6 +11,8 @@ from pxr import Sdf, UsdUtils
 from ..errors import NewtonUsdError
 from ..sync import JointStateSync
 from ..sync.clips import DEFAULT_CLIP_FRAMES, ClipStream, remove_clips
+from ..sync.points_sync import PointsSync
+from ..sync.state_rows import particle_rows
 from .worlds import stage_sync
 
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
@@ -58,9 +60,19 @@ class Recorder:
         self._written_frame = None
         self.sync, self.rows = stage_sync(stage, output_layer, physics.model, copies.copies, physics.imported.frame,
                                           options.xform_ops)  # fmt: skip
+        self.points_sync, self.particle_rows = self._points_sync()
         self._joint_states = options.joint_states
         self.joint_sync = self._joint_sync() if options.joint_states else None
         self._retired_joint_syncs = []  # the joint syncs of models rebuilt during the run (restored at a reset)
+
+    def _points_sync(self):
+        """(the :class:`~newton_usd.sync.points_sync.PointsSync` of the model's particle prims, their
+        :class:`~newton_usd.sync.state_rows.StateRows`); (None, None) where the model has no particles."""
+        model = self._physics.model
+        if not model.particle_count:
+            return None, None
+        sync = PointsSync(self._stage, self.output_layer, model.particle_groups, self._physics.imported.frame)
+        return sync, particle_rows(model)
 
     def _joint_sync(self):
         physics = self._physics
@@ -92,6 +104,8 @@ class Recorder:
             self.sync.write(positions[: self.rows.count], time_code)
             if self.joint_sync is not None:
                 self.joint_sync.write(state.joint_q.numpy(), state.joint_qd.numpy(), time_code)
+            if self.points_sync is not None:  # (the particle prims' points: from the state now)
+                self.points_sync.write(state.particle_q.numpy(), state.particle_qd.numpy(), time_code)
             if self.clips is not None and time_code is not None:
                 if self.clips.moves_at_next_frame():
                     self.flush()  # the chunk holds every frame written so far
@@ -141,6 +155,10 @@ class Recorder:
         """The model was rebuilt: a new sync (see :meth:`resync`) and joint sync (the old one's writes restored at a
         reset)."""
         self.resync(keep)
+        if self.points_sync is not None:
+            with self._mute():
+                self.points_sync.restore()
+        self.points_sync, self.particle_rows = self._points_sync()
         if self.joint_sync is not None:
             self._retired_joint_syncs.append(self.joint_sync)
             self.joint_sync = self._joint_sync()
@@ -154,6 +172,8 @@ class Recorder:
             for old in self._retired_joint_syncs:
                 old.restore()
             self._retired_joint_syncs = []
+            if self.points_sync is not None:
+                self.points_sync.restore()
             self.sync.restore()  # also prunes the prim specs left empty
         if self.clips is not None:
             self.clips.restart()  # the recording starts over: a new run of clips

@@ -73,3 +73,9 @@ class StateRows:
 def body_rows(model, labels) -> StateRows:
     """The rigid bodies' rows of ``model``'s State, written onto ``labels`` (per body: its prim, or None)."""
     return StateRows("body", tuple(labels), tuple(model.body_label))
+
+
+def particle_rows(model) -> StateRows:
+    """The particles' rows of ``model``'s State, each named by its prim (``model.particle_label``)."""
+    labels = tuple(model.particle_label)
+    return StateRows("particle", labels, labels)
