@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from . import inertia as mass_props
-from . import joint_coords, worlds
+from . import joint_coords, particles, worlds
 from .actuators import ActuatorSpec
 from .elements import EQUALITY_KINDS, Heightfield, JointAxis, Keyframe, Mesh, SdfCollision, to_pose
 from .finalize import finalize_model
@@ -667,29 +667,10 @@ class ModelBuilder:
 
     # ------------------------------------------------------------------ particles
     def add_particles(self, label: str, pos, vel, mass, radius, attributes: dict | None = None) -> tuple[int, int]:
-        """Add the particles of the prim ``label`` (its points: positions and velocities in world, m and m/s,
-        masses in kg, radii in m; ``attributes``: "namespace:name" -> per-particle values of a solver's, e.g.
-        ``"mpm:friction"``; a particle of a prim that does not set one gets ``nan``: the solver's default).
-        Returns their run ``(first, end)``."""
+        """Add the particles of the prim ``label``; returns their run ``(first, end)``. See
+        :func:`~newton_usd.core.particles.add_particles`."""
         self._check_not_replicated()
-        if label in self.particle_groups:
-            raise ValueError(f"{label}: its particles were already added")
-        n = len(pos)
-        if not (len(vel) == len(mass) == len(radius) == n):
-            raise ValueError(f"{label}: {n} positions, {len(vel)} velocities, {len(mass)} masses, {len(radius)} radii")
-        first = self.particle_count
-        for name, values in self.particle_attributes.items():  # (earlier prims' names: this one's unset)
-            if name not in (attributes or {}):
-                values.extend([np.nan] * n)
-        for name, values in (attributes or {}).items():
-            values = np.broadcast_to(np.asarray(values, dtype=np.float64), (n,))
-            self.particle_attributes.setdefault(name, [np.nan] * first).extend(values.tolist())
-        self.particle_q.extend(np.asarray(pos, dtype=np.float64).reshape(n, 3).tolist())
-        self.particle_qd.extend(np.asarray(vel, dtype=np.float64).reshape(n, 3).tolist())
-        self.particle_mass.extend(np.asarray(mass, dtype=np.float64).reshape(n).tolist())
-        self.particle_radius.extend(np.asarray(radius, dtype=np.float64).reshape(n).tolist())
-        self.particle_groups[label] = (first, first + n)
-        return first, first + n
+        return particles.add_particles(self, label, pos, vel, mass, radius, attributes)
 
     # ------------------------------------------------------------------ finalize
     def finalize(self, device=None) -> Model:

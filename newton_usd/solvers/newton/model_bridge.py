@@ -107,8 +107,7 @@ def bridge_model(
         contact: :class:`ContactSettings` for every shape (None: Newton's defaults).
         limits: :class:`JointLimitSettings` for every limited DOF (None: Newton's defaults).
         requires_grad: finalize with gradients (for ``wp.Tape``).
-        particles: ``particles(nb)`` adds the model's particles to Newton's builder (a particle solver's: it knows
-            their per-particle attributes), before it is finalized (None: no particles are bridged).
+        particles: ``particles(nb)`` adds the model's particles to Newton's builder before it is finalized.
     """
     contact = contact or ContactSettings()
     limits = limits or JointLimitSettings()
