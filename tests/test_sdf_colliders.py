@@ -124,8 +124,12 @@ def test_the_settings_reach_newtons_builder_as_newtons_own_importer_gives_them(m
         raise StopIteration
 
     monkeypatch.setattr(newton.ModelBuilder, "finalize", keep)
+    said = Diagnostics()
     with pytest.raises(StopIteration):
-        model_bridge.bridge_model(model, Diagnostics(), "semi_implicit")
+        model_bridge.bridge_model(model, said, "xpbd")
+    assert [k for k in said.kinds if "CUDA" in k] == []
+    # (xpbd collides the hydroelastic block with its own contacts: the stiffness is said unread, for the block only)
+    assert [paths for k, paths in said.kinds.items() if "newton:hydroelasticStiffness" in k] == [["/Block"]]
     ours = made["nb"]
     theirs = newton.ModelBuilder()
     theirs.add_usd(stage)
@@ -188,6 +192,26 @@ def test_under_mujoco_the_meshes_collide_as_meshes_and_a_run_says_so_once(tmp_pa
     lines = _said(caplog, text)
     assert len(lines) == 1 and "/Block" in lines[0] and "/Table" in lines[0], caplog.text
     assert abs(_block_z(tmp_path / "s.sim.usda", 20) - (TABLE_TOP + BLOCK_HALF)) < 2e-3  # (on the table's hull)
+
+
+def test_what_is_not_used_is_said(tmp_path, capsys):
+    """The field is built from the mesh: an authored approximation is not used; on a Cube the schema is not used."""
+    path = tmp_path / "s.usda"
+    stage = sdf_stage(path)
+    UsdPhysics.MeshCollisionAPI.Apply(stage.GetPrimAtPath("/Block")).CreateApproximationAttr("convexDecomposition")
+    cube = UsdGeom.Cube.Define(stage, "/Crate")
+    cube.AddTranslateOp().Set(Gf.Vec3d(1, 0, 0.5))
+    assert cube.GetPrim().ApplyAPI("NewtonSDFCollisionAPI")
+    stage.Save()
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "physics:approximation is not used on a NewtonSDFCollisionAPI collider: it collides as its mesh: /Block" in out
+    )
+    assert "NewtonSDFCollisionAPI is honored on mesh colliders only: this collider collides as its shape: /Crate" in out
+    model, sdf = imported(Usd.Stage.Open(str(path)))
+    assert sdf["/Crate"] is None and sdf["/Block"] is not None
+    assert "/Block:part1" not in model.shape_label  # (one shape: not CoACD's parts)
 
 
 def test_the_table_names_newtons_solvers():
