@@ -3,8 +3,8 @@ match Newton's own drive fed the same states, step by step (so a history or an L
 moves as the network says under each engine, and a model file Newton could not run is refused by name.
 
 The networks are made here with ``onnx.helper`` from fixed numpy weights: an MLP (Gemm, Tanh, Gemm) reading the
-position error and velocity now and one and three steps ago, an LSTM of hidden size 4 with a linear head, and a
-linear MLP that is a PD law (``kp e - kd qd``) to compare with a PID actuator without ``ki``.
+position error and velocity now and one and three steps ago, an LSTM and a GRU of hidden size 4 with a linear head,
+and a linear MLP that is a PD law (``kp e - kd qd``) to compare with a PID actuator without ``ki``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,13 @@ from newton_usd.core.builder import ModelBuilder
 from newton_usd.errors import UsdInputError
 
 DT = 0.002
+SEMI_IMPLICIT = pytest.param("semi_implicit", marks=pytest.mark.soak)  # (2000 steps: its stable step is short here)
 RNG = np.random.default_rng(7)
 MLP_WEIGHTS = (RNG.normal(0, 0.8, (8, 6)), RNG.normal(0, 0.1, 8), RNG.normal(0, 0.8, (1, 8)), RNG.normal(0, 0.1, 1))
 LSTM_WEIGHTS = (RNG.normal(0, 0.5, (1, 16, 2)), RNG.normal(0, 0.5, (1, 16, 4)), RNG.normal(0, 0.1, (1, 32)),
                 RNG.normal(0, 1.0, (1, 4)), np.array([0.2]))  # fmt: skip
+GRU_WEIGHTS = (RNG.normal(0, 0.5, (1, 12, 2)), RNG.normal(0, 0.5, (1, 12, 4)), RNG.normal(0, 0.1, (1, 24)),
+               RNG.normal(0, 1.0, (1, 4)), np.array([0.1]))  # fmt: skip
 
 
 def _save(path, nodes, inputs, outputs, weights, metadata):
@@ -82,6 +85,30 @@ def lstm_model(path, metadata=None):
     return model
 
 
+def gru_model(path):
+    """One GRU layer (hidden 4, linear_before_reset as Newton's GRU drive reads it) on the position error and
+    velocity, a Gemm head, a Tanh."""
+    w, r, b, head_w, head_b = GRU_WEIGHTS
+    nodes = [
+        helper.make_node("GRU", ["x", "W", "R", "B", "", "h0"], ["y", "h1"], hidden_size=4, linear_before_reset=1),
+        helper.make_node("Squeeze", ["y", "axes"], ["last"]),
+        helper.make_node("Gemm", ["last", "head_w", "head_b"], ["head"], transB=1),
+        helper.make_node("Tanh", ["head"], ["effort"]),
+    ]
+    columns = ["position_error", "velocity"]
+    normalization = {"inputs": {"mean": {"position_error": 0.05, "velocity": -0.1},
+                                "std": {"position_error": 0.5, "velocity": 2.0}},
+                     "targets": {"mean": {"torque": 0.1}, "std": {"torque": 2.0}}}  # fmt: skip
+    meta = {"model_type": "gru", "input_columns": columns, "normalization": normalization, "sample_dt_s": DT}
+    weights = {"W": w, "R": r, "B": b, "head_w": head_w, "head_b": head_b}
+    graph_inputs = [_value("x", [1, None, 2]), _value("h0", [1, None, 4])]
+    model = _save(path, nodes, graph_inputs, [_value("effort", [None, 1]), _value("h1", [1, None, 4])], weights, meta)
+    m = onnx.load(model)
+    m.graph.initializer.append(numpy_helper.from_array(np.array([0, 1], np.int64), "axes"))
+    onnx.save(m, model)
+    return model
+
+
 def pd_model(path, kp=KP, kd=KD):
     """A linear MLP that is a PD law toward the target: ``kp (target - q) - kd qd``."""
     weights = (np.array([[kp, -kd]]), np.zeros(1), np.ones((1, 1)), np.zeros(1))
@@ -106,9 +133,9 @@ def newton_reference(stage):
 # ---------------------------------------------------------------- the same efforts as Newton's drive
 
 
-@pytest.mark.parametrize("network", ["mlp", "lstm"])
+@pytest.mark.parametrize("network", ["mlp", "lstm", "gru"])
 def test_each_step_s_effort_is_newton_s_drive_s_for_the_same_state(tmp_path, network):
-    path = (mlp_model if network == "mlp" else lstm_model)(tmp_path / f"{network}.onnx")
+    path = {"mlp": mlp_model, "lstm": lstm_model, "gru": gru_model}[network](tmp_path / f"{network}.onnx")
     stage = neural_stage(path, target_deg=-20.0)
     builder = ModelBuilder()
     builder.add_usd(stage)
@@ -144,16 +171,31 @@ def test_each_step_s_effort_is_newton_s_drive_s_for_the_same_state(tmp_path, net
 # ---------------------------------------------------------------- the arm moves as the network says
 
 
-@pytest.mark.parametrize("solver", ["mujoco", "featherstone", "xpbd", KAMINO, WARP])
+@pytest.mark.parametrize("solver", ["mujoco", "featherstone", "xpbd", SEMI_IMPLICIT, KAMINO, WARP])
 def test_a_network_that_is_a_pd_law_moves_the_arm_as_a_pd_law_does(tmp_path, solver):
     from test_newton_actuators import simulate
 
-    neural = simulate(neural_stage(pd_model(tmp_path / "pd.onnx")), solver, 400, record=True)
+    # (semi_implicit's penalty joint is stable at steps up to 0.49 ms here: 0.8 s in steps of 0.4 ms)
+    steps, dt = (2000, 4e-4) if solver == "semi_implicit" else (400, DT)
+    neural = simulate(neural_stage(pd_model(tmp_path / "pd.onnx")), solver, steps, record=True, dt=dt)
     # (a PID without ki: the same law through the same applied-force path under MuJoCo, where a PD is native)
     pid = arm_stage(drive="NewtonPIDControlAPI", values={"kp": KP, "kd": KD}, target_deg=-10.0)
-    pd = simulate(pid, solver, 400, record=True)
+    pd = simulate(pid, solver, steps, record=True, dt=dt)
     assert np.allclose(neural, pd, atol=1e-4), np.abs(neural - pd).max()
     assert math.degrees(neural[-1]) == pytest.approx(math.degrees(held_angle(KP, math.radians(-10.0))), abs=0.2)
+
+
+def test_a_gru_runs_at_the_step_it_was_trained_at_only(tmp_path):
+    from test_newton_actuators import simulate
+
+    stage = neural_stage(gru_model(tmp_path / "gru.onnx"))
+    builder = ModelBuilder()
+    builder.add_usd(stage)
+    assert builder.actuator_spec[0].sample_dt == DT
+    with pytest.raises(UsdInputError) as err:
+        simulate(stage, "featherstone", 2, dt=DT / 2)
+    message = str(err.value)
+    assert message.startswith("/Actuator.newton:modelPath: its network was trained at steps of 0.002 s"), message
 
 
 def test_the_network_s_memory_restarts_with_its_world(tmp_path):

@@ -31,6 +31,7 @@ class ActuatorSpec:
         model_path: a neural law's network, an ONNX file (absolute path).
         network: its kind, one of :data:`NETWORKS` (Newton's ``DriveNeuralMLP``, ``DriveNeuralLSTM``,
             ``DriveNeuralGRU``).
+        sample_dt: the step (s) a GRU was trained at, the only one it runs at (its ``sample_dt_s``); 0: any step.
         clamps: ``(kind, values)`` in the order applied, kind one of :data:`CLAMPS`: "max_effort" ``{"max_effort"}``,
             "dc_motor" ``{"saturation_effort", "velocity_limit", "max_motor_effort"}``, "position_based"
             ``{"lookup_positions", "lookup_efforts"}`` (tuples, positions non-decreasing).
@@ -47,6 +48,7 @@ class ActuatorSpec:
     delay_steps: int = 0
     model_path: str = ""
     network: str = ""
+    sample_dt: float = 0.0
 
     def __post_init__(self):
         if self.drive not in DRIVES:

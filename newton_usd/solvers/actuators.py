@@ -16,6 +16,7 @@ the rest by DOF), MuJoCo on the CPU compact rows gathered from ``qpos``/``qvel``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ from newton.actuators import (
     DrivePID,
 )
 
+from ..errors import UsdInputError
 from .kernel_loading import modules_named
 
 _CLAMP_CLASSES = {"max_effort": ClampingMaxEffort, "dc_motor": ClampingDCMotor}
@@ -86,11 +88,15 @@ class JointActuators:
         vel_index: its index into the velocities, the target positions and velocities and the output forces.
         device: the Warp device of the arrays it is stepped with.
         world: each actuator's world (for :meth:`reset` of some worlds; None: all in world 0).
+        labels: each actuator's prim path, for an error that names it.
     """
 
-    def __init__(self, specs, pos_index, vel_index, device, world=None):
+    def __init__(self, specs, pos_index, vel_index, device, world=None, labels=None):
         self.device = wp.get_device(device)
         self.count = len(specs)
+        labels = list(labels) if labels is not None else [s.model_path or f"actuator {i}" for i, s in enumerate(specs)]
+        # (a network trained at one step runs at that step only: a GRU's sample_dt_s) -> the first actuator of each
+        self._fixed_steps = {s.sample_dt: labels[i] for i, s in reversed(list(enumerate(specs))) if s.sample_dt > 0}
         pos_index = np.asarray(pos_index, dtype=np.uint32)
         vel_index = np.asarray(vel_index, dtype=np.uint32)
         self._world = np.zeros(self.count, np.int32) if world is None else np.asarray(world, dtype=np.int32)
@@ -160,7 +166,20 @@ class JointActuators:
 
     def step(self, positions, velocities, target_pos, target_vel, forces, dt: float) -> None:
         """Every actuator's effort at this state added into ``forces`` (Warp arrays on :attr:`device`, indexed as
-        given to the constructor), and the stateful ones advanced by one step of ``dt``."""
+        given to the constructor), and the stateful ones advanced by one step of ``dt``.
+
+        Raises:
+            UsdInputError: ``dt`` is not the step a network was trained at (naming its actuator and model file).
+        """
+        for step, label in self._fixed_steps.items():
+            if not math.isclose(dt, step, rel_tol=1e-5, abs_tol=1e-9):
+                raise UsdInputError(
+                    f"its network was trained at steps of {step:g} s (the model file's sample_dt_s) and runs at "
+                    f"that step only; this run steps {dt:g} s: set the time step to {step:g} s (the scene's, or "
+                    "usdsim --dt)",
+                    prim=label,
+                    attribute="newton:modelPath",
+                )
         sim_state = {"joint_q": positions, "joint_qd": velocities}
         sim_control = {"joint_target_q": target_pos, "joint_target_qd": target_vel, "joint_f": forces}
         for g in self.groups:

@@ -120,7 +120,7 @@ def import_actuators(builder, prims, result) -> None:
             )
         drive = _DRIVES[drives[0]]
         if drive == "neural":  # (the network is the law: no gains)
-            values = dict(zip(("model_path", "network"), neural_model(reader), strict=True))
+            values = dict(zip(("model_path", "network", "sample_dt"), neural_model(reader), strict=True))
         else:
             names = [
                 n for n in _DRIVE_ATTRS if drive == "pid" or n not in ("ki", "integralMax")
@@ -199,15 +199,15 @@ def _model_file(reader) -> str:
     return os.path.abspath(path)
 
 
-def neural_model(reader) -> tuple[str, str]:
-    """(path, network kind) of a ``NewtonNeuralControlAPI`` actuator's model file, checked as Newton 1.8 reads it
-    (:mod:`newton_usd.usd.neural_models`); a one-line error naming the prim and ``newton:modelPath`` where Newton could
-    not run it."""
+def neural_model(reader) -> tuple[str, str, float]:
+    """(path, network kind, the step it runs at only or 0) of a ``NewtonNeuralControlAPI`` actuator's model file,
+    checked as Newton 1.8 reads it (:mod:`newton_usd.usd.neural_models`); a one-line error naming the prim and
+    ``newton:modelPath`` where Newton could not run it."""
     from .neural_models import NeuralModelError, check_model
 
     path = _model_file(reader)
     try:
-        return path, check_model(path)
+        return path, *check_model(path)
     except NeuralModelError as err:
         reader.fail(f"the neural model file {path} {err}", "newton:modelPath")
 

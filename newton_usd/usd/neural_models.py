@@ -19,9 +19,9 @@ class NeuralModelError(ValueError):
     """Why Newton could not run a model file: a phrase that follows "the neural model file PATH"."""
 
 
-def check_model(path: str) -> str:
+def check_model(path: str) -> tuple[str, float]:
     """The kind of network (``"mlp"``, ``"lstm"`` or ``"gru"``) in the ONNX file ``path``, as Newton's neural drive of
-    that kind would run it.
+    that kind would run it, and the step (s) it runs at only (a GRU's ``sample_dt_s``; 0: any).
 
     Raises:
         NeuralModelError: a Torch checkpoint, a file that is not ONNX, metadata without a ``model_type`` Newton runs
@@ -64,7 +64,7 @@ def check_model(path: str) -> str:
     elif network == "lstm":
         _check_lstm(model, metadata)
     # (a GRU's graph, its inputs and outputs, is checked by DriveNeuralGRU as it reads the file)
-    return network
+    return network, float(metadata["sample_dt_s"]) if network == "gru" else 0.0
 
 
 def _line(err) -> str:

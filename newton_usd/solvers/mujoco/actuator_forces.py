@@ -120,7 +120,8 @@ class ActuatorForces:
         """The actuators applied as forces: Newton's (:class:`~newton_usd.solvers.actuators.JointActuators`)."""
         if f.count:
             idx = np.arange(f.count)
-            self.actuators = JointActuators(specs_of(model, forced), idx, idx, d, world=f.world)
+            labels = [model.actuator_label[i] for i in forced]
+            self.actuators = JointActuators(specs_of(model, forced), idx, idx, d, world=f.world, labels=labels)
         self._arrays = [wp.zeros(f.count, dtype=wp.float32, device=d) for _ in range(5)]
         self._pushed = None  # qfrc_applied as the Control's joint forces set it, without the actuators'
         self._views = [a.numpy() for a in self._arrays] if d.is_cpu else None  # (Warp's CPU arrays: numpy's memory)

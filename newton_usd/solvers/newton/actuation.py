@@ -39,6 +39,7 @@ class Actuation:
             model.joint_qd_start.numpy()[joints],
             model.device,
             world=np.maximum(model.joint_world.numpy()[joints], 0),
+            labels=model.actuator_label,
         )
         self._joint_f = wp.zeros(model.joint_dof_count, dtype=wp.float32, device=model.device)
         # the model's targets, for a step given no Control (made now: nothing is allocated while a frame is captured)
