@@ -10,6 +10,7 @@ The drive itself runs the network in Warp (warp-nn, Newton's ``onnx`` extra) onc
 
 from __future__ import annotations
 
+import functools
 import os
 
 _TORCH = (".pt", ".pth", ".pt2")
@@ -21,12 +22,19 @@ class NeuralModelError(ValueError):
 
 def check_model(path: str) -> tuple[str, float]:
     """The kind of network (``"mlp"``, ``"lstm"`` or ``"gru"``) in the ONNX file ``path``, as Newton's neural drive of
-    that kind would run it, and the step (s) it runs at only (a GRU's ``sample_dt_s``; 0: any).
+    that kind would run it, and the step (s) it runs at only (a GRU's ``sample_dt_s``; 0: any). Checked once per
+    version of the file (the actuators of a robot often share one).
 
     Raises:
         NeuralModelError: a Torch checkpoint, a file that is not ONNX, metadata without a ``model_type`` Newton runs
             or that its drive refuses, a graph whose inputs or outputs do not fit what the drive gives and reads.
     """
+    status = os.stat(path)
+    return _checked(path, status.st_mtime_ns, status.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _checked(path: str, _mtime_ns: int, _size: int) -> tuple[str, float]:
     if os.path.splitext(path)[1].lower() in _TORCH:
         raise NeuralModelError("is a Torch checkpoint: export the network to ONNX (.onnx), the form Newton 1.8 runs")
     try:
