@@ -13,7 +13,7 @@ import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
 
 from newton_usd.core.builder import ModelBuilder
-from newton_usd.errors import SimulationError, UsdInputError
+from newton_usd.errors import NewtonUsdError, SimulationError, UsdInputError
 from newton_usd.sim import Simulation
 
 NEWTON = Path(importlib.util.find_spec("newton").origin).parent
@@ -204,6 +204,32 @@ def test_grains_beside_a_dynamic_body_say_it_is_not_coupled(tmp_path, caplog):
         sim = our_run(src, frames=1)
     said = [r.getMessage() for r in caplog.records if "not coupled" in r.getMessage()]
     assert len(said) == 1 and "/World/Box" in said[0]
+    sim.close()
+
+
+def test_grains_under_another_engine_are_refused(tmp_path):
+    src = sand_stage(tmp_path / "pile.usda", side=2, layers=2)
+    with pytest.raises(
+        NewtonUsdError, match=r"/World/Pile: grains .* simulated by the implicit_mpm solver, not by xpbd"
+    ):
+        Simulation.open(str(src), solver="xpbd", device="cpu")
+
+
+def test_grains_of_their_own_mpm_scene_run_beside_a_rigid_scene(tmp_path):
+    """A stage whose MPM scene owns the grains and another scene a falling box: both scenes run."""
+    src = sand_stage(tmp_path / "two.usda", side=2, layers=2)
+    stage = Usd.Stage.Open(str(src))
+    rigid = UsdPhysics.Scene.Define(stage, "/Rigid")
+    box = UsdGeom.Cube.Define(stage, "/Box")
+    box.CreateSizeAttr(0.2)
+    box.AddTranslateOp().Set(Gf.Vec3d(2, 0, 1))
+    UsdPhysics.CollisionAPI.Apply(box.GetPrim())
+    UsdPhysics.RigidBodyAPI.Apply(box.GetPrim()).CreateSimulationOwnerRel().SetTargets([rigid.GetPath()])
+    stage.Save()
+    sim = our_run(src, frames=2)
+    assert sorted([sim.solver.name] + [s.solver.name for s in sim.scenes]) == ["implicit_mpm", "mujoco"]
+    pile = sim.stage.GetPrimAtPath("/World/Pile").GetAttribute("points")
+    assert len(pile.GetTimeSamples()) == 3
     sim.close()
 
 

@@ -75,6 +75,11 @@ def open_scene(cls, stage, file, output_layer, scene, asked: dict, run: dict, ov
     if solver not in SOLVERS:
         raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
     model = builder.finalize(asked.get("device"))
+    if model.particle_count and solver != "implicit_mpm":  # (grains: Newton's implicit MPM only, for now)
+        raise NewtonUsdError(
+            f"{file}: {', '.join(model.particle_groups)}: grains (NewtonPointsDeformableSimAPI) are simulated by the "
+            f"implicit_mpm solver, not by {solver}: run it with --solver implicit_mpm (or no --solver)"
+        )
     backend = asked.get("backend")
     options = dict(asked.get("solver_options") or {})
     # (the solver's Warp modules, compiled as it is made; none beside a differentiable run: see tape_safe_workers)

@@ -114,6 +114,20 @@ def find_granular(stage, exclude=()) -> list:
     return out
 
 
+def grain_scenes(stage, default_scene: str | None) -> set:
+    """The scenes that own the stage's grains (their body prim's ``physics:simulationOwner``, else
+    ``default_scene``), read without checking them (:func:`import_grains` does)."""
+    out = set()
+    for prim in find_granular(stage):
+        body = prim if BODY_API in applied(prim) else prim.GetParent()
+        rel = body.GetRelationship("physics:simulationOwner") if body else None
+        targets = rel.GetForwardedTargets() if rel else []
+        scene = str(targets[0]) if targets else default_scene
+        if scene:
+            out.add(scene)
+    return out
+
+
 def import_grains(builder, stage, frame, file: str, scene_path: str | None, default_scene: str | None) -> Grains:
     """Add the grains of the PhysicsScene ``scene_path`` (the imported scene; ``default_scene``: the stage's first,
     which owns grains that name no owner) to ``builder`` (see the module). Grains of another scene are listed in

@@ -59,9 +59,7 @@ HONORED: dict[str, Honored] = {
         ("xpbd", "featherstone", "semi_implicit", "kamino"),
         "the shape collides as its ordinary mesh collider; its SDF and hydroelastic settings are not used",
     ),
-    "NewtonPointsDeformableSimAPI": Honored(
-        ("implicit_mpm",), "the points are not simulated (grains run under the implicit_mpm solver)"
-    ),
+    "NewtonPointsDeformableSimAPI": Honored(("implicit_mpm",), "the points are not simulated"),
     "NewtonMPMMaterialAPI": Honored(("implicit_mpm",), "its MPM material is not used"),
     "NewtonCurvesDeformableMaterialAPI": Honored(
         (), "its curve dampings are not used", "Newton's curve deformables (cables, rods) would take them"

@@ -350,17 +350,22 @@ def read_scenes(source, order=DIALECTS) -> Scenes:
 
 def scenes_to_import(stage, order=DIALECTS) -> list:
     """The ``scene`` arguments of :func:`add_usd` that import every PhysicsScene of ``stage`` that simulates
-    rigid bodies, each into a builder of its own: with several PhysicsScenes, those that simulate bodies
-    (:meth:`Scenes.simulated`, the first the default scene when it simulates any); else, or when none
+    rigid bodies or grains, each into a builder of its own: with several PhysicsScenes, those that simulate bodies
+    (:meth:`Scenes.simulated`, the first the default scene when it simulates any) or grains
+    (:func:`~newton_usd.usd.granular.grain_scenes`); else, or when none
     simulates a body, ``[None]`` (add_usd's default: the stage's scene). Costs one traversal, and a parse
     of the stage's physics when it has several PhysicsScenes.
 
     Raises:
         UsdInputError: as :func:`read_scenes`.
     """
-    if len(physics_scenes(stage)) < 2:
+    paths = physics_scenes(stage)
+    if len(paths) < 2:
         return [None]
-    return read_scenes(stage, order).simulated() or [None]
+    from .granular import grain_scenes  # noqa: PLC0415  (granular reads scenes' paths: imported when needed)
+
+    simulated = set(read_scenes(stage, order).simulated()) | grain_scenes(stage, paths[0])
+    return [p for p in paths if p in simulated] or [None]
 
 
 def choose_scene(stage, scene, others, result):
