@@ -198,22 +198,31 @@ def test_a_gru_runs_at_the_step_it_was_trained_at_only(tmp_path):
     assert message.startswith("/Actuator.newton:modelPath: its network was trained at steps of 0.002 s"), message
 
 
-def test_the_network_s_memory_restarts_with_its_world(tmp_path):
-    """A reset of one world zeroes that world's history (and only its own), as Newton's drive state resets."""
-    from newton_usd.solvers.actuators import JointActuators
-
+@pytest.mark.parametrize("solver", ["mujoco", "featherstone"])
+def test_the_network_s_memory_is_per_world_and_starts_over_with_a_reset(tmp_path, solver):
+    """Two worlds share one network (one group): the same motion in each; a run again from the start without a reset
+    carries the LSTM's hidden state over, after one it repeats the first; a reset of one world zeroes its own only."""
     builder = ModelBuilder()
-    builder.add_usd(neural_stage(mlp_model(tmp_path / "mlp.onnx")))
-    spec = builder.actuator_spec[0]
-    actuators = JointActuators([spec, spec], [0, 1], [0, 1], "cpu", world=[0, 1])
-    arrays = [wp.array([0.1, 0.2], dtype=float), wp.array([0.5, -0.5], dtype=float), wp.array([0.3, 0.3], dtype=float),
-              wp.zeros(2, dtype=float)]  # fmt: skip
-    for _ in range(3):
-        actuators.step(*arrays, wp.zeros(2, dtype=float), DT)
-    history = actuators.groups[0].state.drive_state.pos_error_history
-    assert np.all(history.numpy()[:3] != 0.0)
-    actuators.reset(wp.array([True, False], dtype=wp.bool))
-    assert np.all(history.numpy()[:, 0] == 0.0) and np.all(history.numpy()[:3, 1] != 0.0)
+    builder.add_usd(neural_stage(lstm_model(tmp_path / "lstm.onnx")))
+    builder.replicate(2)
+    model = builder.finalize("cpu")
+    engine = make_solver(model, solver)
+    (group,) = engine.actuators.actuators.groups
+
+    def run():
+        s0, s1, control = model.state(), model.state(), model.control()
+        for _ in range(30):
+            engine.step(s0, s1, control, None, DT)
+            s0, s1 = s1, s0
+        return s0.joint_q.numpy()
+
+    first, carried = run(), run()
+    assert first[0] == pytest.approx(first[1], abs=1e-9) and abs(first[0]) > 1e-3, first
+    engine.reset_actuators()
+    assert run()[0] == pytest.approx(first[0], abs=1e-6) and abs(carried[0] - first[0]) > 1e-6, (first, carried)
+    engine.reset_actuators(wp.array([True, False], dtype=wp.bool, device="cpu"))
+    hidden = group.state.drive_state.hidden.numpy()  # (layers, actuators, hidden size)
+    assert np.all(hidden[:, 0] == 0.0) and np.any(hidden[:, 1] != 0.0)
 
 
 def test_explain_and_the_kernel_load_name_the_network(tmp_path):
