@@ -88,12 +88,12 @@ def make_solver(model, solver):
     return SOLVERS[solver](model)
 
 
-def simulate(stage, solver, steps, record=False, target_at=None, dt=DT):
-    """The hinge's angle (rad) after ``steps`` steps of ``dt`` under ``solver`` (each step's, with ``record``);
-    ``target_at``: (step, rad), the Control's target set before that step."""
+def simulate(stage, solver, steps, record=False, target_at=None, dt=DT, device="cpu"):
+    """The hinge's angle (rad) after ``steps`` steps of ``dt`` under ``solver`` on ``device`` (each step's, with
+    ``record``); ``target_at``: (step, rad), the Control's target set before that step."""
     builder = ModelBuilder()
     builder.add_usd(stage)
-    model = builder.finalize("cpu")
+    model = builder.finalize(device)
     engine = make_solver(model, solver)
     s0, s1, control = model.state(), model.state(), model.control()
     angles = []
@@ -232,6 +232,24 @@ def test_pid_removes_the_steady_state_error(solver):
     pid = simulate(arm_stage(drive="NewtonPIDControlAPI", values={"kp": KP, "kd": KD, "ki": 400.0}), solver, 400)
     assert math.degrees(pd) > 2.5  # (the PD's error, gravity over its kp)
     assert abs(math.degrees(pid)) < 0.1 * math.degrees(pd), (math.degrees(pid), math.degrees(pd))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("solver", ["xpbd", "featherstone", "mujoco_warp"])
+def test_actuators_step_alike_on_cuda(solver):
+    """The CUDA path of the actuators (their kernels on the solver's device, MuJoCo-Warp's between its steps): a PID
+    and a delayed PD with a max-effort clamp give the CPU's angles."""
+    cases = (
+        arm_stage(drive="NewtonPIDControlAPI", values={"kp": KP, "kd": KD, "ki": 400.0}),
+        arm_stage(
+            values={"kp": KP, "kd": KD, "maxEffort": 2.0, "delaySteps": 3},
+            apis=("NewtonMaxEffortClampingAPI", "NewtonActuatorDelayAPI"),
+        ),  # fmt: skip
+    )
+    for stage in cases:
+        cpu = simulate(stage, solver, 200)
+        cuda = simulate(stage, solver, 200, device="cuda")
+        assert abs(math.degrees(cuda - cpu)) < 0.05, (math.degrees(cuda), math.degrees(cpu))
 
 
 @pytest.mark.parametrize("solver", [*ENGINES, WARP])
