@@ -185,6 +185,17 @@ def test_a_network_that_is_a_pd_law_moves_the_arm_as_a_pd_law_does(tmp_path, sol
     assert math.degrees(neural[-1]) == pytest.approx(math.degrees(held_angle(KP, math.radians(-10.0))), abs=0.2)
 
 
+def test_the_engines_agree_on_a_recurrent_network_s_motion(tmp_path):
+    """The LSTM's arm after 0.2 s is where MuJoCo, featherstone and XPBD all put it (the same network, state and
+    effort path: one answer)."""
+    from test_newton_actuators import simulate
+
+    stage = neural_stage(lstm_model(tmp_path / "lstm.onnx"), target_deg=-20.0)
+    angles = {solver: math.degrees(simulate(stage, solver, 100)) for solver in ("mujoco", "featherstone", "xpbd")}
+    assert abs(angles["mujoco"]) > 1.0, angles
+    assert max(angles.values()) - min(angles.values()) < 0.02, angles  # (XPBD 0.007 deg off the others)
+
+
 def test_a_gru_runs_at_the_step_it_was_trained_at_only(tmp_path):
     from test_newton_actuators import simulate
 
@@ -223,6 +234,30 @@ def test_the_network_s_memory_is_per_world_and_starts_over_with_a_reset(tmp_path
     engine.reset_actuators(wp.array([True, False], dtype=wp.bool, device="cpu"))
     hidden = group.state.drive_state.hidden.numpy()  # (layers, actuators, hidden size)
     assert np.all(hidden[:, 0] == 0.0) and np.any(hidden[:, 1] != 0.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("solver", ["featherstone", "mujoco"])  # (mujoco on CUDA: the MuJoCo-Warp backend)
+def test_networks_step_alike_in_a_captured_cuda_frame(tmp_path, solver):
+    """Each network (MLP with history, LSTM, GRU) in frames captured on CUDA (the solver's frame graph, replayed: the
+    network's state advanced in place) moves the arm as eager frames on the CPU do."""
+    from newton_usd import Simulation
+
+    for make in (mlp_model, lstm_model, gru_model):
+        stage = neural_stage(make(tmp_path / f"{make.__name__}.onnx"), target_deg=-20.0)
+        angles = {}
+        for device in ("cpu", "cuda"):
+            sim = Simulation.open(stage, solver=solver, device=device, live=False, record=False, dt=DT)
+            sim.write = False
+            for _ in range(6):
+                sim.step_frame()
+            angles[device] = float(sim.state.joint_q.numpy()[0])
+            if device == "cuda":
+                assert sim.solver.frame_capture.replays > 1, make.__name__
+            sim.close()
+        assert abs(angles["cpu"]) > 1e-3, angles
+        # (MuJoCo: C MuJoCo on the CPU, MuJoCo-Warp on CUDA, float64 and float32: a few hundredths of a degree apart)
+        assert angles["cuda"] == pytest.approx(angles["cpu"], abs=math.radians(0.05)), (make.__name__, angles)
 
 
 def test_explain_and_the_kernel_load_name_the_network(tmp_path):
