@@ -404,6 +404,25 @@ def test_featherstone_s_stable_step_counts_a_stiff_actuator():
     assert limit.dt == pytest.approx(MARGIN * explicit_stable_dt(1e5 / inertia, 5.0 / inertia), rel=0.05)
 
 
+def test_semi_implicit_s_stable_step_counts_an_actuator_as_a_drive_of_its_gains():
+    """semi_implicit applies an actuator's effort explicitly, as it does a drive's: a kp of 1e7 N m/rad (kd 5) sets
+    the same stable step as a PhysicsDriveAPI of those gains (per degree as UsdPhysics authors them)."""
+
+    def stable_dt(stage):
+        builder = ModelBuilder()
+        builder.add_usd(stage)
+        return SOLVERS["semi_implicit"](builder.finalize("cpu")).stable_dt
+
+    actuated = stable_dt(arm_stage(values={"kp": 1e7, "kd": 5.0}))
+    stage = arm_stage(values={"kp": 0.0, "kd": 0.0})
+    unactuated = stable_dt(stage)
+    drive = UsdPhysics.DriveAPI.Apply(stage.GetPrimAtPath("/Hinge"), "angular")
+    drive.CreateStiffnessAttr(1e7 * math.pi / 180.0)
+    drive.CreateDampingAttr(5.0 * math.pi / 180.0)
+    assert actuated < 0.5 * unactuated, (actuated, unactuated)
+    assert actuated == pytest.approx(stable_dt(stage), rel=1e-6)
+
+
 @pytest.mark.parametrize("solver", ["mujoco", "featherstone"])
 @pytest.mark.parametrize(
     "clamp, values",

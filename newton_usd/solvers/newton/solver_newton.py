@@ -632,9 +632,11 @@ class SolverSemiImplicit(SolverNewton):
     def __init__(self, model, **options):
         super().__init__(model, **options)
         ke, kd = self.newton_solver.joint_attach_ke, self.newton_solver.joint_attach_kd
-        self._stable = penalty_joint_stable_dt(self.newton_model, ke, kd)
+        gains = self.actuators.gains(self.newton_model.joint_dof_count, self._dof_order) if self.actuators else None
+        self._stable = penalty_joint_stable_dt(self.newton_model, ke, kd, actuator_gains=gains)
         self.stable_dt = self._stable.dt
-        """s: the longest step at which the penalty joints and the drives stay stable (inf without joints)."""
+        """s: the longest step at which the penalty joints, the drives and the joint actuators stay stable (inf
+        without joints)."""
 
     def step_limit(self) -> StableStep:
         return self._stable

@@ -273,11 +273,15 @@ STABLE_DT_MARGIN = 0.9
 alone; the two bodies of a joint move together)."""
 
 
-def penalty_joint_stable_dt(newton_model, ke: float, kd: float, angular_kd_scale: float = 0.01) -> StableStep:
+def penalty_joint_stable_dt(
+    newton_model, ke: float, kd: float, angular_kd_scale: float = 0.01, actuator_gains=None
+) -> StableStep:
     """The longest step at which semi-implicit Euler keeps the penalty springs of a bridged ``newton_model``'s
     joints (stiffness ``ke``, damping ``kd``; Newton's semi-implicit solver scales the angular damping by
     ``angular_kd_scale``) and their drives stable, and the joint that sets it (its ``kind`` "joint" where the penalty
     springs do, "drive" where its drive alone would: named with its largest gain); inf without such joints.
+    ``actuator_gains``: the joint actuators' kp and kd per DOF in Newton's order (:meth:`.actuation.Actuation.gains`),
+    added to the drives' (their efforts are applied explicitly, as a drive's are).
 
     A joint's springs pull its anchor on each of its bodies (the world's and kinematic bodies' aside) back onto
     the other's (across its free linear axes: none of a revolute joint's) and turn the body's frame back into
@@ -303,6 +307,9 @@ def penalty_joint_stable_dt(newton_model, ke: float, kd: float, angular_kd_scale
     dof_joint = np.repeat(np.arange(nm.joint_count), np.diff(qd_start))
     gain_ke = nm.joint_target_ke.numpy().astype(np.float64)
     gain_kd = (nm.joint_target_kd.numpy() + nm.joint_damping.numpy()).astype(np.float64)
+    if actuator_gains is not None:
+        gain_ke = gain_ke + np.asarray(actuator_gains[0], dtype=np.float64)
+        gain_kd = gain_kd + np.asarray(actuator_gains[1], dtype=np.float64)
     best = StableStep()
     for j in joints:
         d0, (n_lin, n_ang) = int(qd_start[j]), (int(x) for x in dim[j])
