@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
+from .deformables import triangle_indices
 from .model import Model
 from .quat import (
     cross,
@@ -184,7 +185,9 @@ def finalize_model(builder, device=None) -> Model:
 def _finalize_particles(builder, m, arr) -> None:
     """``particle_q``, ``particle_qd`` (initial), ``particle_mass``, ``particle_radius``, ``particle_label`` (per
     particle: its prim path), ``particle_groups`` (prim path -> its run) and ``particle_attributes`` (numpy float64
-    per name, NaN: the solver's default), ``mpm_config`` (the MPM scene's solver settings)."""
+    per name, NaN: the solver's default), ``mpm_config`` (the MPM scene's solver settings), ``cloth`` (the cloth
+    prims' :class:`~newton_usd.core.deformables.Cloth` records), ``tri_indices`` (their triangles' particles),
+    ``vbd_config`` (the VBD scene's settings)."""
     m.particle_count = builder.particle_count
     m.particle_q = arr(builder.particle_q, wp.vec3, (3,))
     m.particle_qd = arr(builder.particle_qd, wp.vec3, (3,))
@@ -197,6 +200,9 @@ def _finalize_particles(builder, m, arr) -> None:
     m.particle_label = label
     m.particle_attributes = {k: np.asarray(v, dtype=np.float64) for k, v in builder.particle_attributes.items()}
     m.mpm_config = dict(builder.mpm_config)
+    m.cloth, m.vbd_config = list(builder.cloth), dict(builder.vbd_config)  # (cloth: its triangles, host side)
+    m.tri_indices = arr(triangle_indices(builder.cloth), wp.int32, (3,))
+    m.tri_count = len(m.tri_indices)
 
 
 def _mujoco_arrays(builder, counts: dict) -> dict:

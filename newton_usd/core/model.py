@@ -134,6 +134,9 @@ class Model:
       particle_attributes ("namespace:name" -> numpy float64 per particle, NaN: the solver's default; e.g. the
       MPM material ``"mpm:friction"``): points simulated as particles (granular Points prims); mpm_config: the MPM
       scene's solver settings (``SolverImplicitMPM.Config`` field -> value, SI).
+    - cloth (:class:`~newton_usd.core.deformables.Cloth` per cloth prim: its particles' run, triangles and surface
+      stiffnesses), tri_count, tri_indices ((n, 3) int32: every cloth triangle's particles); vbd_config: the VBD
+      scene's settings (``newton.solvers.SolverVBD`` keyword -> value, SI).
     - gravity: ``wp.vec3`` in m/s^2.
     - mujoco: namespace for MuJoCo-only values (filled by importers; read by SolverMuJoCo):
       ``option`` and ``flag`` dicts (``mjc:option:*``, ``mjc:flag:*`` by MuJoCo name) and per-element
@@ -157,6 +160,7 @@ class Model:
         self.particle_count = 0
         self.particle_groups, self.particle_label, self.particle_attributes = {}, [], {}
         self.mpm_config = {}
+        self.cloth, self.vbd_config, self.tri_count = [], {}, 0
 
     def joint_cone(self, j: int) -> "JointCone | None":
         """The cone limit of ball joint ``j`` as the importers record it in ``mujoco`` (``joint_cone_limit``,

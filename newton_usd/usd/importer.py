@@ -35,6 +35,7 @@ from .articulations import import_joints
 from .bodies import import_bodies
 from .colliders import import_shape
 from .collision_filters import import_collision_filters
+from .deformables import Deformables, import_deformables
 from .descriptors import OT, SHAPE_TYPES
 from .envs import Environments, check_identical, find_environments, replicate_environments
 from .equalities import import_joint_equalities, import_tendon_equalities
@@ -103,6 +104,8 @@ class UsdImport:
             does not honor (:mod:`~newton_usd.usd.honored`, which says them once the engine is known).
         grains: the granular Points prims imported as particles, and their MPM scene's settings
             (:class:`~newton_usd.usd.granular.Grains`).
+        deformables: the deformable bodies imported (cloth: particles and triangles) and those not
+            (:class:`~newton_usd.usd.deformables.Deformables`).
     """
 
     stage: Usd.Stage
@@ -122,6 +125,7 @@ class UsdImport:
     placed_links: list = field(default_factory=list)
     schemas: dict = field(default_factory=dict)
     grains: Grains = field(default_factory=Grains)
+    deformables: Deformables = field(default_factory=Deformables)
 
 
 def _collector_paused(func):
@@ -205,7 +209,9 @@ def add_usd(
     if env_root is None:  # (grains are not replicated into environments yet)
         scenes = physics_scenes(stage)
         result.grains = import_grains(builder, stage, frame, file, result.scene_path, scenes[0] if scenes else None)
-    if not bodies and not instanced and not result.grains.groups:
+        result.deformables = import_deformables(builder, stage, frame, file, result.scene_path,
+                                                scenes[0] if scenes else None, diag)  # fmt: skip
+    if not bodies and not instanced and not result.grains.groups and not result.deformables.cloth:
         _nothing_to_simulate(result, owners)
 
     ctx = result.context = import_scene(builder, stage, descs.get(OT.Scene, []), frame, result)
@@ -217,8 +223,11 @@ def add_usd(
     # ---- shapes
     shape_parts = defaultdict(list)  # body index -> [(shape index, prim, material or None, prim path)]
     frictions = {}  # what the colliders share: their materials' values, read once (see import_shape)
+    soft = result.deformables.prims()  # (a deformable's mesh with PhysicsCollisionAPI is not a static collider)
     for obj_type in SHAPE_TYPES:
         for path, d in descs.get(obj_type, []):
+            if soft and str(path) in soft:
+                continue
             import_shape(builder, stage, obj_type, path, d, frame, materials, body_pose, result, shape_parts, ctx,
                          frictions=frictions)  # fmt: skip
 
@@ -273,7 +282,7 @@ def _nothing_to_simulate(result, owners):
             file=result.file,
         )  # fmt: skip
     raise UsdInputError(
-        "no physics to simulate: no prim has PhysicsRigidBodyAPI applied (author UsdPhysics rigid bodies) and no "
-        "Points prim applies NewtonPointsDeformableSimAPI (grains)",
+        "no physics to simulate: no prim has PhysicsRigidBodyAPI applied (author UsdPhysics rigid bodies), no "
+        "Points prim applies NewtonPointsDeformableSimAPI (grains) and no Mesh PhysicsSurfaceDeformableSimAPI (cloth)",
         file=result.file,
     )

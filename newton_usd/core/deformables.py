@@ -1,0 +1,53 @@
+"""Cloth in the builder: a surface deformable's points as a run of particles (:mod:`.particles`), its triangles and
+its surface material, which a solver that simulates cloth (Newton's VBD) turns into its membrane and bending
+elements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Cloth:
+    """One cloth prim of the builder (SI).
+
+    Attributes:
+        label: the prim's path (its particles' group).
+        first: its first particle; its triangles' indices are relative to it.
+        triangles: (n, 3) int64, the triangles' particles (counterclockwise seen from the outside).
+        stretch_stiffness: N/m, the membrane's stretch stiffness (``E h / (1 - nu^2)``); None: the solver's default.
+        bend_stiffness: N*m, the bending stiffness (``E h^3 / (12 (1 - nu^2))``); None: the solver's default.
+    """
+
+    label: str
+    first: int
+    triangles: np.ndarray
+    stretch_stiffness: float | None
+    bend_stiffness: float | None
+
+    @property
+    def global_triangles(self) -> np.ndarray:
+        """The triangles' indices into the model's particles."""
+        return self.triangles + self.first
+
+
+def add_cloth(builder, label: str, pos, vel, mass, radius, triangles, stretch_stiffness, bend_stiffness) -> Cloth:
+    """Add the cloth prim ``label`` to ``builder``: its points as particles (world, m, m/s, kg, m) and its
+    ``triangles`` ((n, 3) indices into its points). Returns its :class:`Cloth` record (in ``builder.cloth``)."""
+    triangles = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    n = len(pos)
+    if len(triangles) == 0 or triangles.min() < 0 or triangles.max() >= n:
+        raise ValueError(f"{label}: triangles index {n} points out of range, or there are none")
+    first, _ = builder.add_particles(label, pos, vel, mass, radius)
+    cloth = Cloth(label, first, triangles, stretch_stiffness, bend_stiffness)
+    builder.cloth.append(cloth)
+    return cloth
+
+
+def triangle_indices(cloths) -> np.ndarray:
+    """Every cloth's triangles as (n, 3) int32 indices into the model's particles."""
+    if not cloths:
+        return np.zeros((0, 3), dtype=np.int32)
+    return np.concatenate([c.global_triangles for c in cloths]).astype(np.int32)

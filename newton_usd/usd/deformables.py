@@ -1,0 +1,385 @@
+"""Deformable bodies from the stage: cloth (surface deformables) into the builder's particles and triangles.
+
+The deformable family of the AOUSD physics proposal, as Newton 1.8 reads it (its
+``utils/import_usd_deformable_cloth.py``). ``PhysicsDeformableBodyAPI`` on the simulation prim or on its parent (the
+body prim) makes it a deformable body of the PhysicsScene its body prim names in ``physics:simulationOwner`` (none
+authored: the stage's first PhysicsScene):
+
+- a ``Mesh`` applying ``PhysicsSurfaceDeformableSimAPI`` is cloth: each of its ``points`` is a particle (placed by
+  its world transform, stage units turned into SI and Z up), each face a fan of triangles (``leftHanded``
+  orientation or a mirroring transform reverses them). Its rest shape is the authored shape;
+- its thickness: ``physics:thicknesses`` with ``physics:thicknesses:elementType`` (``constant``, ``face`` or
+  ``point``; none authored: :data:`DEFAULT_THICKNESS`); a particle's radius is half its point's thickness;
+- its material, bound for physics (``material:binding:physics``), applying ``PhysicsSurfaceDeformableMaterialAPI``:
+  ``physics:surfaceStretchStiffness`` and ``physics:surfaceBendStiffness`` (stage units of force/distance and
+  force*distance), else derived from ``physics:youngsModulus`` and ``physics:poissonsRatio`` and the thickness
+  (``E h / (1 - nu^2)``, ``E h^3 / (12 (1 - nu^2))``); ``physics:surfaceShearStiffness`` is not simulated (Newton's
+  membrane is isotropic: said once). No surface material: the solver's default stiffnesses;
+- its mass: the body prim's ``physics:density``, else the material's ``physics:density``, else
+  :data:`DEFAULT_DENSITY`, times each triangle's area and thickness, a third to each corner; ``physics:masses``
+  (``constant``: the total, or per ``face``) replaces it, and the body prim's ``physics:mass`` scales it to that
+  total.
+
+Soft volumes (``TetMesh`` with ``PhysicsVolumeDeformableSimAPI``) and cables (``BasisCurves`` with
+``PhysicsCurvesDeformableSimAPI``) are not imported yet: said once, naming them.
+
+Bad input is a one-line :class:`~newton_usd.errors.UsdInputError` naming the prim and attribute: face indices out
+of range, a face of fewer than three points, a zero-area triangle, a negative (or zero) thickness, a negative
+density or modulus, a material of another deformable family.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
+
+from ..core.deformables import add_cloth
+from ..core.quat import quat_rotate
+from ..errors import UsdInputError
+from .granular import applied
+
+BODY_API = "PhysicsDeformableBodyAPI"
+SURFACE_SIM_API = "PhysicsSurfaceDeformableSimAPI"
+VOLUME_SIM_API = "PhysicsVolumeDeformableSimAPI"
+CURVES_SIM_API = "PhysicsCurvesDeformableSimAPI"
+SIM_APIS = {SURFACE_SIM_API: "cloth", VOLUME_SIM_API: "volume", CURVES_SIM_API: "cable"}
+MATERIAL_APIS = {
+    "cloth": "PhysicsSurfaceDeformableMaterialAPI",
+    "volume": "PhysicsVolumeDeformableMaterialAPI",
+    "cable": "PhysicsCurvesDeformableMaterialAPI",
+}
+VBD_SCENE_API = "NewtonVbdSceneAPI"
+
+DEFAULT_THICKNESS = 1.0e-3
+"""m: a cloth's thickness where it authors none (the proposal's fallback, as Newton 1.8)."""
+DEFAULT_DENSITY = 1000.0
+"""kg/m^3: a deformable's density where neither its body prim nor its material authors one."""
+DEFAULT_YOUNGS_MODULUS = 1.0e6
+"""Pa: a surface material's Young's modulus where it authors none (the proposal's fallback)."""
+DEFAULT_POISSONS_RATIO = 0.3
+"""A surface material's Poisson's ratio where it authors none."""
+DEGENERATE = 1.0e-12
+"""A triangle whose doubled area is at most this times its longest edge squared has zero area (a sliver: unit free)."""
+
+VBD_SETTINGS = {
+    # NewtonVbdSceneAPI attribute -> (SolverVBD keyword, unit: the power of kilogramsPerUnit, of metersPerUnit)
+    "newton:vbd:rigid:contactHistory": ("rigid_contact_history", None),
+    "newton:vbd:rigid:jointLinearStiffness": ("rigid_joint_linear_ke", (1, 0)),
+    "newton:vbd:rigid:jointAngularStiffness": ("rigid_joint_angular_ke", (1, 2)),
+    "newton:vbd:rigid:jointLinearDamping": ("rigid_joint_linear_kd", (1, 0)),
+    "newton:vbd:rigid:jointAngularDamping": ("rigid_joint_angular_kd", (1, 2)),
+}
+"""The VBD scene's settings (:func:`vbd_scene_settings`) and the solver keyword each sets, in SI."""
+
+
+@dataclass
+class Deformables:
+    """The deformable prims of a scene that :func:`import_deformables` read.
+
+    Attributes:
+        cloth: cloth prim path -> its run of the builder's particles ``(first, end)``.
+        not_imported: prim path -> its family ("volume", "cable") for deformables not simulated yet.
+        elsewhere: prim path -> its scene, for deformables of another scene (not imported here).
+    """
+
+    cloth: dict = field(default_factory=dict)
+    not_imported: dict = field(default_factory=dict)
+    elsewhere: dict = field(default_factory=dict)
+
+    def prims(self) -> set:
+        """Every deformable simulation prim's path (imported or not): none of them is a rigid collider."""
+        return set(self.cloth) | set(self.not_imported) | set(self.elsewhere)
+
+
+def find_deformables(stage) -> list:
+    """``(prim, family)`` of every deformable simulation prim of ``stage`` ("cloth", "volume", "cable"), in
+    traversal order."""
+    out = []
+    for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
+        names = applied(prim)
+        for api, family in SIM_APIS.items():
+            if api in names:
+                out.append((prim, family))
+                break
+    return out
+
+
+def has_deformables(stage) -> bool:
+    """Whether ``stage`` holds a deformable simulation prim (cloth, volume or cable)."""
+    return bool(find_deformables(stage))
+
+
+def import_deformables(builder, stage, frame, file: str, scene_path, default_scene, diag) -> Deformables:
+    """Add the cloth of the PhysicsScene ``scene_path`` (None: the stage's only scene, or none) to ``builder`` (see
+    the module); ``default_scene`` owns the deformables that name no owner. What is not imported is said in
+    ``diag``."""
+    out = Deformables()
+    for prim, family in find_deformables(stage):
+        path = str(prim.GetPath())
+        body = _body_prim(prim, file)
+        owner = _owner(body, default_scene, file)
+        if scene_path is not None and owner is not None and owner != scene_path:
+            out.elsewhere[path] = owner
+            continue
+        if family != "cloth":
+            out.not_imported[path] = family
+            diag.add(f"{'soft volumes' if family == 'volume' else 'cables'} are not simulated yet (only cloth is): "
+                     "the prim stays as authored", path)  # fmt: skip
+            continue
+        if not prim.IsA(UsdGeom.Mesh):
+            raise UsdInputError(f"{SURFACE_SIM_API} applies to Mesh prims, not to a {prim.GetTypeName() or 'typeless'} "
+                                "prim", file=file, prim=path)  # fmt: skip
+        first = builder.particle_count
+        _import_cloth(builder, prim, body, frame, file, diag)
+        out.cloth[path] = (first, builder.particle_count)
+    if out.cloth and scene_path is not None:
+        scene = stage.GetPrimAtPath(scene_path)
+        builder.vbd_config.update(vbd_scene_settings(scene, frame, file))
+    return out
+
+
+def _body_prim(prim, file):
+    """The prim's deformable body prim (``PhysicsDeformableBodyAPI`` on it or on its parent)."""
+    if BODY_API in applied(prim):
+        return prim
+    parent = prim.GetParent()
+    if parent and BODY_API in applied(parent):
+        return parent
+    api = next(a for a in SIM_APIS if a in applied(prim))
+    raise UsdInputError(f"{api} needs {BODY_API} on the prim or its parent", file=file, prim=str(prim.GetPath()))
+
+
+def _owner(body, default_scene, file):
+    """The PhysicsScene that simulates ``body`` (its ``physics:simulationOwner``, else ``default_scene``)."""
+    rel = body.GetRelationship("physics:simulationOwner")
+    targets = rel.GetForwardedTargets() if rel else []
+    if not targets:
+        return default_scene
+    scene = body.GetStage().GetPrimAtPath(targets[0])
+    if len(targets) > 1 or not scene or not scene.IsA(UsdPhysics.Scene):
+        raise UsdInputError(f"names {', '.join(map(str, targets))}: a deformable body is simulated by one "
+                            "PhysicsScene", file=file, prim=str(body.GetPath()),
+                            attribute="physics:simulationOwner")  # fmt: skip
+    return str(targets[0])
+
+
+def _authored(prim, name):
+    attr = prim.GetAttribute(name)
+    return attr.Get() if attr and attr.HasAuthoredValue() else None
+
+
+def _number(prim, name, file, *, minimum=0.0, positive=False):
+    """An authored scalar (None: not authored, or the ``-inf`` simulator-default sentinel)."""
+    value = _authored(prim, name)
+    if value is None:
+        return None
+    v = float(value)
+    if v == -math.inf and name != "physics:density":
+        return None
+    if not math.isfinite(v) or v < minimum or (positive and v == 0):
+        need = "positive" if positive else f"finite and at least {minimum:g}"
+        raise UsdInputError(f"must be {need}, got {value}", file=file, prim=str(prim.GetPath()), attribute=name)
+    return v
+
+
+def _import_cloth(builder, prim, body, frame, file, diag) -> None:
+    path = str(prim.GetPath())
+    mesh = UsdGeom.Mesh(prim)
+    points = mesh.GetPointsAttr().Get()
+    counts = mesh.GetFaceVertexCountsAttr().Get()
+    indices = mesh.GetFaceVertexIndicesAttr().Get()
+    if not points or not counts or not indices:
+        what = "points" if not points else "faceVertexCounts" if not counts else "faceVertexIndices"
+        raise UsdInputError("not authored: cloth is a mesh of points and faces", file=file, prim=path, attribute=what)
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    counts = np.asarray(counts, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    n = len(points)
+    if np.any(counts < 3):
+        i = int(np.argmax(counts < 3))
+        raise UsdInputError(f"face {i} has {counts[i]} points: a face has at least 3", file=file, prim=path,
+                            attribute="faceVertexCounts")  # fmt: skip
+    if counts.sum() != len(indices):
+        raise UsdInputError(f"the faces count {counts.sum()} indices, faceVertexIndices holds {len(indices)}",
+                            file=file, prim=path, attribute="faceVertexCounts")  # fmt: skip
+    bad = (indices < 0) | (indices >= n)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise UsdInputError(f"index {i} is {indices[i]}, out of range: the mesh has {n} points", file=file,
+                            prim=path, attribute="faceVertexIndices")  # fmt: skip
+    if not np.all(np.isfinite(points)):
+        raise UsdInputError("holds a value that is not finite", file=file, prim=path, attribute="points")
+    # fan triangles of each face: (v0, v_k, v_k+1)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    face = np.repeat(np.arange(len(counts)), counts - 2)
+    k = np.arange(len(face)) - np.repeat(np.cumsum(counts - 2) - (counts - 2), counts - 2)
+    tris = np.stack([indices[starts[face]], indices[starts[face] + k + 1], indices[starts[face] + k + 2]], axis=1)
+    m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()), dtype=np.float64)
+    if (mesh.GetOrientationAttr().Get() == UsdGeom.Tokens.leftHanded) != (np.linalg.det(m[:3, :3]) < 0):
+        tris = tris[:, ::-1]
+    mpu, kpu = frame.meters_per_unit, frame.kilograms_per_unit
+    pos = mpu * quat_rotate(frame.rotation, points @ m[:3, :3] + m[3, :3])
+    velocities = _authored(prim, "velocities")
+    if velocities is not None and len(velocities):
+        if len(velocities) != n:
+            raise UsdInputError(f"{len(velocities)} velocities for {n} points: one per point", file=file, prim=path,
+                                attribute="velocities")  # fmt: skip
+        vel = mpu * quat_rotate(frame.rotation, np.asarray(velocities, dtype=np.float64) @ m[:3, :3])
+    else:
+        vel = np.zeros((n, 3))
+    e1, e2 = pos[tris[:, 1]] - pos[tris[:, 0]], pos[tris[:, 2]] - pos[tris[:, 0]]
+    doubled = np.linalg.norm(np.cross(e1, e2), axis=1)
+    longest = np.max(np.stack([np.sum(e1 * e1, 1), np.sum(e2 * e2, 1), np.sum((e2 - e1) ** 2, 1)]), axis=0)
+    flat = ~(doubled > DEGENERATE * longest)
+    if flat.any():
+        t = int(np.argmax(flat))
+        raise UsdInputError(f"face {face[t]}'s triangle {tuple(int(v) for v in tris[t])} has zero area: cloth "
+                            "triangles have an area", file=file, prim=path, attribute="points")  # fmt: skip
+    area = 0.5 * doubled
+    face_h, point_h = _thicknesses(prim, len(counts), n, face, tris, frame, file, path)
+    face_h, point_h = face_h * mpu, point_h * mpu
+    material = _material(prim, "cloth", file, diag)
+    stretch, bend, material_density = _surface_stiffness(material, float(np.mean(face_h)), frame, file, diag, path)
+    if material is not None and not np.allclose(face_h, face_h[0]):
+        diag.add("cloth of varying thickness: its stiffnesses are those of its mean thickness", path)
+    density = _number(body, "physics:density", file)
+    density = density * kpu / mpu**3 if density else material_density or DEFAULT_DENSITY
+    element_mass = density * area * face_h
+    element_mass = _authored_masses(prim, element_mass, area * face_h, face, len(counts), frame, file, path, diag)
+    mass = np.bincount(tris.reshape(-1), weights=np.repeat(element_mass / 3.0, 3), minlength=n)
+    total = _number(body, "physics:mass", file)
+    if total and mass.sum() > 0:
+        mass *= total * kpu / mass.sum()
+    add_cloth(builder, path, pos, vel, mass, 0.5 * point_h, tris, stretch, bend)
+
+
+def _thicknesses(prim, n_faces, n_points, face, tris, frame, file, path):
+    """Per triangle and per point thickness in stage units."""
+    name = "physics:thicknesses"
+    values = _authored(prim, name)
+    if values is None or len(values) == 0:
+        h = DEFAULT_THICKNESS / frame.meters_per_unit
+        return np.full(len(tris), h), np.full(n_points, h)
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(v)) or np.any(v <= 0):
+        i = int(np.argmax(~(np.isfinite(v) & (v > 0))))
+        raise UsdInputError(f"value {i} is {v[i]:g}: a thickness is positive", file=file, prim=path, attribute=name)
+    kind = str(_authored(prim, name + ":elementType") or "constant")
+    expected = {"constant": 1, "face": n_faces, "point": n_points}
+    if kind not in expected:
+        raise UsdInputError(f"unknown element type {kind!r} (valid: constant, face, point)", file=file, prim=path,
+                            attribute=name + ":elementType")  # fmt: skip
+    if len(v) != expected[kind]:
+        raise UsdInputError(f"{len(v)} values for elementType {kind}: {expected[kind]} expected", file=file,
+                            prim=path, attribute=name)  # fmt: skip
+    if kind == "constant":
+        return np.full(len(tris), v[0]), np.full(n_points, v[0])
+    if kind == "point":
+        return v[tris].mean(axis=1), v
+    per_tri = v[face]
+    sums = np.bincount(tris.reshape(-1), weights=np.repeat(per_tri, 3), minlength=n_points)
+    hits = np.bincount(tris.reshape(-1), minlength=n_points)
+    return per_tri, np.where(hits > 0, sums / np.maximum(hits, 1), v.mean())
+
+
+def _material(prim, family, file, diag):
+    """The material bound to ``prim`` for physics (``material:binding:physics``), or None; one of another
+    deformable family is an error."""
+    material, rel = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial("physics")
+    if not material or not rel or not str(rel.GetName()).startswith("material:binding"):
+        return None
+    if str(rel.GetName()) == "material:binding":
+        return None  # (an all-purpose binding is a render material's)
+    mat = material.GetPrim()
+    names = applied(mat)
+    if MATERIAL_APIS[family] in names:
+        return mat
+    others = [api for f, api in MATERIAL_APIS.items() if f != family and api in names]
+    if others:
+        raise UsdInputError(f"is bound to {mat.GetPath()}, a {others[0]} material: a {family} takes a "
+                            f"{MATERIAL_APIS[family]} material", file=file, prim=str(prim.GetPath()),
+                            attribute="material:binding:physics")  # fmt: skip
+    return mat  # (a plain PhysicsMaterialAPI: its density only)
+
+
+def _surface_stiffness(material, thickness, frame, file, diag, path):
+    """(stretch N/m, bend N*m, density kg/m^3) of a cloth's material (None: the solver's default / not authored)."""
+    if material is None:
+        return None, None, None
+    mpu, kpu = frame.meters_per_unit, frame.kilograms_per_unit
+    density = _number(material, "physics:density", file)
+    density = density * kpu / mpu**3 if density else None
+    if MATERIAL_APIS["cloth"] not in applied(material):
+        return None, None, density
+    young = _number(material, "physics:youngsModulus", file)
+    young = DEFAULT_YOUNGS_MODULUS if young is None else young * kpu / mpu
+    nu = _authored(material, "physics:poissonsRatio")
+    nu = DEFAULT_POISSONS_RATIO if nu is None else float(nu)
+    if not -1.0 < nu < 0.5:
+        raise UsdInputError(f"must be in (-1, 0.5), got {nu}", file=file, prim=str(material.GetPath()),
+                            attribute="physics:poissonsRatio")  # fmt: skip
+    plane = 1.0 - nu * nu
+    stretch = _number(material, "physics:surfaceStretchStiffness", file)
+    stretch = young * thickness / plane if stretch is None else stretch * kpu
+    bend = _number(material, "physics:surfaceBendStiffness", file)
+    bend = young * thickness**3 / (12.0 * plane) if bend is None else bend * kpu * mpu * mpu
+    if _number(material, "physics:surfaceShearStiffness", file) is not None:
+        diag.add("physics:surfaceShearStiffness is not simulated: Newton's cloth membrane is isotropic (its stretch "
+                 "stiffness sets shear too)", str(material.GetPath()))  # fmt: skip
+    return stretch, bend, density
+
+
+def _authored_masses(prim, element_mass, element_volume, face, n_faces, frame, file, path, diag):
+    """Per triangle masses (kg) from ``physics:masses`` where authored (``constant``: the total, spread by volume;
+    ``face``: per face, spread over its triangles by volume), else ``element_mass``."""
+    name = "physics:masses"
+    values = _authored(prim, name)
+    if values is None or len(values) == 0:
+        return element_mass
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(v)) or np.any(v < 0):
+        raise UsdInputError("a mass is finite and not negative", file=file, prim=path, attribute=name)
+    kind = str(_authored(prim, name + ":elementType") or "point")
+    kpu = frame.kilograms_per_unit
+    if kind == "constant" and len(v) == 1:
+        return v[0] * kpu * element_volume / element_volume.sum()
+    if kind == "face" and len(v) == n_faces:
+        per_face = np.bincount(face, weights=element_volume, minlength=n_faces)
+        return v[face] * kpu * element_volume / per_face[face]
+    diag.add(f"physics:masses of elementType {kind} ({len(v)} values) is not read yet: masses from the density",
+             path)  # fmt: skip
+    return element_mass
+
+
+def vbd_scene_settings(scene, frame, file) -> dict:
+    """The VBD scene prim's authored ``newton:vbd:*`` settings (``NewtonVbdSceneAPI``) as SolverVBD keywords (SI),
+    and its ``newton:maxSolverIterations`` as ``iterations`` (-1: the solver's default)."""
+    out = {}
+    if not scene:
+        return out
+    path = str(scene.GetPath())
+    for prop in scene.GetAuthoredProperties():
+        name = prop.GetName()
+        if name.startswith("newton:vbd:") and name not in VBD_SETTINGS:
+            raise UsdInputError(f"unknown attribute of {VBD_SCENE_API}; known: {', '.join(VBD_SETTINGS)}", file=file,
+                                prim=path, attribute=name)  # fmt: skip
+    for name, (key, unit) in VBD_SETTINGS.items():
+        value = _authored(scene, name)
+        if value is None:
+            continue
+        if unit is None:
+            out[key] = bool(value)
+            continue
+        v = _number(scene, name, file)
+        if v is not None:
+            out[key] = v * frame.kilograms_per_unit ** unit[0] * frame.meters_per_unit ** unit[1]
+    iterations = _authored(scene, "newton:maxSolverIterations")
+    if iterations is not None and int(iterations) != -1:
+        if int(iterations) < 1:
+            raise UsdInputError(f"must be positive (or -1: the solver's default), got {iterations}", file=file,
+                                prim=path, attribute="newton:maxSolverIterations")  # fmt: skip
+        out["iterations"] = int(iterations)
+    return out
