@@ -291,9 +291,9 @@ def test_unknown_solver_lists_the_valid_ones(tmp_path, capsys):
     stage = new_stage(tmp_path / "s.usda")
     add_box(stage, "/Box")
     stage.Save()
-    assert usdsim(tmp_path / "s.usda", "--solver", "vbd") == 2
+    assert usdsim(tmp_path / "s.usda", "--solver", "style3d") == 2
     err = capsys.readouterr().err
-    assert "unknown solver 'vbd'; valid: mujoco, xpbd, featherstone, semi_implicit, kamino" in err
+    assert "unknown solver 'style3d'; valid: mujoco, xpbd, featherstone, semi_implicit, kamino" in err
 
 
 def test_scene_solver_and_settings_with_provenance(tmp_path, capsys):

@@ -8,11 +8,17 @@ from .newton import (
     SolverKamino,
     SolverNewton,
     SolverSemiImplicit,
+    SolverVBD,
     SolverXPBD,
 )
 from .solver import SolverBase
 
-SOLVERS = {"mujoco": SolverMuJoCo, **NEWTON_SOLVERS, SolverImplicitMPM.name: SolverImplicitMPM}
+SOLVERS = {
+    "mujoco": SolverMuJoCo,
+    **NEWTON_SOLVERS,
+    SolverImplicitMPM.name: SolverImplicitMPM,
+    SolverVBD.name: SolverVBD,
+}
 """Solver names accepted by ``usdsim --solver``, ``Simulation.open(solver=...)`` and ``newton:usd:solver``."""
 
 __all__ = [
@@ -24,5 +30,6 @@ __all__ = [
     "SolverMuJoCo",
     "SolverNewton",
     "SolverSemiImplicit",
+    "SolverVBD",
     "SolverXPBD",
 ]

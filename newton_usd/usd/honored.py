@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ENGINES = ("mujoco", "xpbd", "featherstone", "semi_implicit", "kamino")
+ENGINES = ("mujoco", "xpbd", "featherstone", "semi_implicit", "kamino", "vbd")
 """The engines (``newton:usd:solver``, ``usdsim --solver``) the table speaks of."""
 
 
@@ -49,14 +49,14 @@ HONORED: dict[str, Honored] = {
         "its Kamino settings (PADMM tolerances, warm start, constraint stabilization, joint correction) are not used",
         scene=True,
     ),
-    "NewtonVbdSceneAPI": Honored((), "its VBD settings are not used", f"Newton's SolverVBD {_NOT_HERE}", scene=True),
+    "NewtonVbdSceneAPI": Honored(("vbd",), "its VBD settings are not used", scene=True),
     "NewtonMPMSceneAPI": Honored(("implicit_mpm",), "its MPM settings are not used", scene=True),
     "MjcSceneAPI": Honored(
         ("mujoco",), "its MuJoCo options and flags are not used beyond the time step and the gravity flag", scene=True
     ),
     # ---- colliders, deformables and their materials
     "NewtonSDFCollisionAPI": Honored(
-        ("xpbd", "featherstone", "semi_implicit", "kamino"),
+        ("xpbd", "featherstone", "semi_implicit", "kamino", "vbd"),
         "the shape collides as its ordinary mesh collider; its SDF and hydroelastic settings are not used",
     ),
     "NewtonPointsDeformableSimAPI": Honored(("implicit_mpm",), "the points are not simulated"),

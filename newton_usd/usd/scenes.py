@@ -285,13 +285,14 @@ ENGINE_SCENE_APIS = {
     props.XPBD_SCENE_API: "xpbd",
     props.KAMINO_SCENE_API: "kamino",
     "NewtonMPMSceneAPI": "implicit_mpm",
+    "NewtonVbdSceneAPI": "vbd",
 }
 """A PhysicsScene API holding one engine's settings -> that engine, which a scene applying it (and no other of these)
 runs where it names no solver."""
 
 
 NEWTON_SOLVER_APIS = {"xpbd": "xpbd", "mujoco": "mujoco", "featherstone": "featherstone",
-                      "semiimplicit": "semi_implicit", "vbd": None}  # fmt: skip
+                      "semiimplicit": "semi_implicit", "vbd": "vbd"}  # fmt: skip
 """Newton's ``NewtonSolver<Name>API`` (its stage-driven runtime's solver choice, on the PhysicsScene; <Name> read
 without regard to case) -> our solver (None: none of ours simulates what it names)."""
 

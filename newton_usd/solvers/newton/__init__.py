@@ -1,4 +1,4 @@
-"""Newton's Warp solvers (XPBD, Featherstone, semi-implicit, Kamino) on a bridged copy of our Model."""
+"""Newton's Warp solvers (XPBD, Featherstone, semi-implicit, Kamino, VBD) on a bridged copy of our Model."""
 
 from .implicit_mpm import SolverImplicitMPM
 from .model_bridge import bridge_model
@@ -10,6 +10,7 @@ from .solver_newton import (
     SolverSemiImplicit,
     SolverXPBD,
 )
+from .vbd import SolverVBD
 
 __all__ = [
     "NEWTON_SOLVERS",
@@ -18,6 +19,7 @@ __all__ = [
     "SolverKamino",
     "SolverNewton",
     "SolverSemiImplicit",
+    "SolverVBD",
     "SolverXPBD",
     "bridge_model",
 ]

@@ -138,6 +138,7 @@ class SolverNewton(SolverBase):
             contact=ContactSettings(contact_ke, contact_kd, contact_kf, contact_ka),
             limits=JointLimitSettings(joint_limit_ke, joint_limit_kd),
             requires_grad=requires_grad,
+            particles=self._bridge_particles,
         )
         if self.penalty_contacts:
             say_soft_contacts(bridge.newton_model, model, self.name, self.diagnostics)
@@ -183,6 +184,8 @@ class SolverNewton(SolverBase):
         if requires_grad:  # (XPBD re-binds its outputs' arrays under gradients; a wp.Tape records eager launches)
             return "the model has gradients (requires_grad): a differentiable run steps eagerly"
         return None
+
+    _bridge_particles = None  # (nb) -> the model's particles into Newton's builder (None: takes none; see .vbd)
 
     def _make_solver(self, newton_model, options):
         return self.newton_class(newton_model, **options)

@@ -1,0 +1,97 @@
+"""Cloth and rigid bodies under Newton's VBD (``newton.solvers.SolverVBD``) behind our solver interface.
+
+The model is bridged once (:mod:`.model_bridge`) with its cloth: each cloth prim's particles and triangles are
+added to Newton's builder by ``add_cloth_mesh`` (which makes the membrane elements, their rest shape from the
+authored points, and the bending edges), with the prim's stretch and bend stiffnesses (none: Newton's defaults),
+then its particles take our masses, radii and velocities, and the builder is colored (VBD solves one color at a
+time; the bending edges are part of the graph). Rigid bodies, joints and the stage's colliders are bridged as for
+every Newton solver: VBD steps the bodies too (AVBD), and the cloth collides with colliders and bodies through
+Newton's collision pipeline.
+
+Each step aliases our State's particles into Newton's states (as :mod:`.exchange` does the bodies'), clears
+Newton's particle forces and runs the pipeline and the solver. The VBD scene's settings (``model.vbd_config``,
+``NewtonVbdSceneAPI``: see :func:`~newton_usd.usd.deformables.vbd_scene_settings`) are the solver's keywords,
+over which a caller's win.
+"""
+
+from __future__ import annotations
+
+import newton
+import warp as wp
+
+from ...errors import NewtonUsdError
+from .solver_newton import SolverNewton
+
+
+class SolverVBD(SolverNewton):
+    """Newton's SolverVBD: vertex block descent for cloth, augmented VBD for rigid bodies and joints."""
+
+    name = "vbd"
+    newton_class = newton.solvers.SolverVBD
+    writes_joint_state = False  # (VBD steps body states: joint states are computed from them when read)
+    OPTIONS = {"newton.iterations": "iterations"}
+
+    def __init__(self, model, **options):
+        cloth = {c.label for c in model.cloth}
+        others = [p for p in model.particle_groups if p not in cloth]
+        if others:
+            raise NewtonUsdError(
+                f"{model.source or 'the model'}: {', '.join(others)}: grains are simulated by the implicit_mpm "
+                "solver, not by vbd"
+            )
+        options = {**model.vbd_config, **{k: v for k, v in options.items() if v is not None}}
+        super().__init__(model, **options)
+
+    def _bridge_particles(self, nb) -> None:
+        """Our cloth into Newton's builder (see the module), then its coloring."""
+        m = self.model
+        q, qd = m.particle_q.numpy(), m.particle_qd.numpy()
+        mass, radius = m.particle_mass.numpy(), m.particle_radius.numpy()
+        for c in m.cloth:
+            first, end = m.particle_groups[c.label]
+            if nb.particle_count != first:
+                raise NewtonUsdError(f"{c.label}: its particles are not in cloth order (start {first})")
+            t0 = nb.tri_count
+            nb.add_cloth_mesh(
+                pos=wp.vec3(0.0, 0.0, 0.0),
+                rot=wp.quat_identity(),
+                scale=1.0,
+                vel=wp.vec3(0.0, 0.0, 0.0),
+                vertices=[wp.vec3(*p) for p in q[first:end]],
+                indices=c.triangles.reshape(-1).tolist(),
+                density=0.0,
+                tri_ke=c.stretch_stiffness,
+                tri_ka=0.0,  # (no separate area mode: the stretch stiffness is the membrane's, as Newton's importer)
+                edge_ke=c.bend_stiffness,
+                particle_radius=float(radius[first]),
+                label=c.label,
+            )
+            if nb.particle_count != end or nb.tri_count - t0 != len(c.triangles):
+                raise NewtonUsdError(f"{c.label}: Newton's builder kept {nb.particle_count - first} of {end - first} "
+                                     "points or dropped a triangle")  # fmt: skip
+            nb.particle_mass[first:end] = mass[first:end].tolist()
+            nb.particle_radius[first:end] = radius[first:end].tolist()
+            nb.particle_qd[first:end] = [wp.vec3(*v) for v in qd[first:end]]
+        nb.color(include_bending=True)
+
+    def _before_solver_step(self, newton_state, dt: float) -> None:
+        if newton_state.particle_f is not None:
+            newton_state.particle_f.zero_()
+
+    def step(self, state_in, state_out, control, contacts, dt: float) -> None:
+        if state_in is state_out:  # (stepped into a scratch State: its particles copied back too)
+            super().step(state_in, state_out, control, contacts, dt)
+            wp.copy(state_out.particle_q, self._scratch.particle_q)
+            wp.copy(state_out.particle_qd, self._scratch.particle_qd)
+            return
+        ex = self.exchange
+        for ours, theirs in ((state_in, ex.state_in), (state_out, ex.state_out)):
+            theirs.particle_q = ours.particle_q
+            theirs.particle_qd = ours.particle_qd
+        super().step(state_in, state_out, control, contacts, dt)
+
+    def _frame(self, state_0, state_1, control, dt, substeps) -> None:
+        super()._frame(state_0, state_1, control, dt, substeps)
+        if substeps % 2:  # (the last output was state_1: its particles into state_0, as its bodies)
+            wp.copy(state_0.particle_q, state_1.particle_q)
+            wp.copy(state_0.particle_qd, state_1.particle_qd)

@@ -1,0 +1,191 @@
+"""Deformable bodies: cloth (a Mesh with PhysicsSurfaceDeformableSimAPI) imported as particles and triangles, run under
+Newton's VBD (the vbd engine) beside the stage's colliders, written back onto its points, and bad input refused in
+one line."""
+
+from __future__ import annotations
+
+import newton
+import numpy as np
+import pytest
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
+
+from newton_usd.core.builder import ModelBuilder
+from newton_usd.errors import NewtonUsdError, UsdInputError
+from newton_usd.sim import Simulation
+from newton_usd.usd import add_usd
+
+FPS, SUBSTEPS, FRAMES, ITERATIONS = 30, 4, 6, 10
+SIDE = 8  # vertices along an edge of the cloth (64 in all)
+
+
+def cloth_stage(path, meters_per_unit=1.0, *, scene_api=None, material_api="PhysicsSurfaceDeformableMaterialAPI",
+                box=True, **edits):  # fmt: skip
+    """A 0.8 m square cloth of SIDE x SIDE points 0.1 m above a static 0.4 m box (its top at 0.4 m), authored in stage
+    units of ``meters_per_unit`` (the same cloth in SI at any unit). ``edits``: attribute overrides of the mesh
+    (name -> value), of its material (``mat_<name>``) or of the scene (``scene_<name>``)."""
+    u = 1.0 / meters_per_unit  # (a meter in stage units)
+    stage = Usd.Stage.CreateNew(str(path))
+    UsdGeom.SetStageUpAxis(stage, "Z")
+    UsdGeom.SetStageMetersPerUnit(stage, meters_per_unit)
+    UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
+    stage.SetTimeCodesPerSecond(FPS)
+    scene = UsdPhysics.Scene.Define(stage, "/World/Scene")
+    scene.CreateGravityMagnitudeAttr(9.81 * u)
+    scene.CreateGravityDirectionAttr(Gf.Vec3f(0, 0, -1))
+    if scene_api:
+        scene.GetPrim().AddAppliedSchema(scene_api)
+    friction = UsdShade.Material.Define(stage, "/World/Friction")  # (authored: the importers' defaults differ)
+    UsdPhysics.MaterialAPI.Apply(friction.GetPrim()).CreateDynamicFrictionAttr(0.5)
+    UsdPhysics.MaterialAPI(friction.GetPrim()).CreateStaticFrictionAttr(0.5)
+    if box:
+        cube = UsdGeom.Cube.Define(stage, "/World/Box")
+        cube.CreateSizeAttr(0.4 * u)
+        cube.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.2 * u))
+        UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
+        UsdShade.MaterialBindingAPI.Apply(cube.GetPrim()).Bind(friction, materialPurpose="physics")
+    body = UsdGeom.Xform.Define(stage, "/World/Cloth")
+    body.GetPrim().AddAppliedSchema("PhysicsDeformableBodyAPI")
+    mesh = UsdGeom.Mesh.Define(stage, "/World/Cloth/sim")
+    x = (np.arange(SIDE) / (SIDE - 1) - 0.5) * 0.8 * u
+    points = [Gf.Vec3f(float(a), float(b), 0.0) for b in x for a in x]
+    quads = [(j * SIDE + i, j * SIDE + i + 1, (j + 1) * SIDE + i + 1, (j + 1) * SIDE + i)
+             for j in range(SIDE - 1) for i in range(SIDE - 1)]  # fmt: skip
+    mesh.CreatePointsAttr(points)
+    mesh.CreateFaceVertexCountsAttr([4] * len(quads))
+    mesh.CreateFaceVertexIndicesAttr([i for q in quads for i in q])
+    mesh.AddTranslateOp().Set(Gf.Vec3d(0.05 * u, 0, 0.5 * u))
+    prim = mesh.GetPrim()
+    for api in ("PhysicsSurfaceDeformableSimAPI", "PhysicsCollisionAPI", "MaterialBindingAPI"):
+        prim.AddAppliedSchema(api)
+    prim.CreateAttribute("physics:thicknesses", Sdf.ValueTypeNames.FloatArray).Set([0.004 * u])
+    prim.CreateAttribute("physics:thicknesses:elementType", Sdf.ValueTypeNames.Token).Set("constant")
+    material = UsdShade.Material.Define(stage, "/World/ClothMaterial")
+    m = material.GetPrim()
+    m.AddAppliedSchema(material_api)
+    m.CreateAttribute("physics:surfaceStretchStiffness", Sdf.ValueTypeNames.Float).Set(1000.0)  # (N/m: no length)
+    m.CreateAttribute("physics:surfaceBendStiffness", Sdf.ValueTypeNames.Float).Set(1.0e-4 * u * u)  # (N m)
+    m.CreateAttribute("physics:density", Sdf.ValueTypeNames.Float).Set(250.0 / u**3)
+    prim.CreateRelationship("material:binding:physics").SetTargets([m.GetPath()])
+    for name, value in edits.items():
+        target, name = (m, name[4:]) if name.startswith("mat_") else (prim, name)
+        if name.startswith("scene_"):
+            target, name = scene.GetPrim(), name[6:]
+        attr = target.GetAttribute(name)
+        if not attr:
+            kind = Sdf.ValueTypeNames.IntArray if "Indices" in name else Sdf.ValueTypeNames.Float
+            attr = target.CreateAttribute(name, kind)
+        attr.Set(value)
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+def newton_run(path, frames=FRAMES) -> np.ndarray:
+    """Newton 1.8's own loop on the stage: add_usd, SolverVBD, CollisionPipeline, the same step and iterations."""
+    nb = newton.ModelBuilder()
+    nb.add_usd(path)
+    nb.color(include_bending=True)
+    model = nb.finalize(device="cpu")
+    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1, control = model.state(), model.state(), model.control()
+    dt = 1.0 / (FPS * SUBSTEPS)
+    for _ in range(frames * SUBSTEPS):
+        s0.clear_forces()
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, dt)
+        s0, s1 = s1, s0
+    return s0.particle_q.numpy()
+
+
+def our_run(path, frames=FRAMES, **kw) -> tuple[Simulation, np.ndarray]:
+    sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, solver_options={"iterations": ITERATIONS}, **kw)
+    for _ in range(frames):
+        sim.step_frame()
+    return sim, sim.physics.state.particle_q.numpy()
+
+
+def test_cloth_imports_as_particles_and_triangles(tmp_path):
+    builder = ModelBuilder()
+    imported = add_usd(builder, cloth_stage(tmp_path / "c.usda"))
+    model = builder.finalize("cpu")
+    assert model.particle_count == SIDE * SIDE and model.tri_count == 2 * (SIDE - 1) ** 2
+    assert list(imported.deformables.cloth) == ["/World/Cloth/sim"]
+    assert model.shape_label == ["/World/Box"]  # (the cloth's mesh is not a static collider)
+    q = model.particle_q.numpy()
+    np.testing.assert_allclose(q[:, 2], 0.5, atol=1e-6)
+    np.testing.assert_allclose(q[:, 0].min(), -0.35, atol=1e-6)
+    np.testing.assert_allclose(model.particle_mass.numpy().sum(), 250.0 * 0.64 * 0.004, rtol=1e-5)
+    np.testing.assert_allclose(model.particle_radius.numpy(), 0.002, rtol=1e-5)
+    cloth = model.cloth[0]
+    assert cloth.stretch_stiffness == pytest.approx(1000.0) and cloth.bend_stiffness == pytest.approx(1e-4)
+
+
+def test_cloth_drapes_over_a_box_as_newton_runs_it(tmp_path):
+    path = cloth_stage(tmp_path / "drape.usda")
+    sim, ours = our_run(path)
+    assert type(sim.solver).__name__ == "SolverVBD"  # (the default engine of a stage with cloth)
+    theirs = newton_run(path)
+    assert np.all(np.isfinite(ours))
+    middle = np.linalg.norm(ours[:, :2] - [0.05, 0.0], axis=1) < 0.15
+    assert ours[middle, 2].min() > 0.39  # (held up by the box)
+    assert ours[~middle, 2].min() < 0.45  # (its edges fall)
+    np.testing.assert_allclose(ours, theirs, atol=5e-4)  # (6e-5 m seen)
+
+
+def test_written_points_of_a_cm_stage_are_the_m_stages_times_100(tmp_path):
+    frames = 2
+    m_sim, _ = our_run(cloth_stage(tmp_path / "m.usda"), frames)
+    cm_sim, _ = our_run(cloth_stage(tmp_path / "cm.usda", 0.01), frames)
+    written = []
+    for sim in (m_sim, cm_sim):
+        attr = sim.stage.GetPrimAtPath("/World/Cloth/sim").GetAttribute("points")
+        times = attr.GetTimeSamples()
+        assert len(times) >= frames
+        written.append(np.asarray(attr.Get(times[-1]), dtype=np.float64))
+    source = Usd.Stage.Open(str(tmp_path / "m.usda"))
+    authored = np.asarray(source.GetPrimAtPath("/World/Cloth/sim").GetAttribute("points").Get())
+    assert np.abs(written[0] - authored).max() > 1e-3  # (moved)
+    np.testing.assert_allclose(written[1], 100.0 * written[0], rtol=1e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    ("edits", "attribute", "words"),
+    [
+        ({"faceVertexIndices": [0, 1, 9, 999] + [0] * (4 * (SIDE - 1) ** 2 - 4)}, "faceVertexIndices", "out of range"),
+        ({"points": [Gf.Vec3f(0, 0, 0)] * (SIDE * SIDE)}, "points", "zero area"),
+        ({"physics:thicknesses": [-0.01]}, "physics:thicknesses", "positive"),
+        ({"mat_physics:density": -1.0}, "physics:density", "at least 0"),
+        ({"mat_physics:youngsModulus": -5.0}, "physics:youngsModulus", "at least 0"),
+    ],
+)
+def test_bad_cloth_is_refused_in_one_line(tmp_path, edits, attribute, words):
+    path = cloth_stage(tmp_path / "bad.usda", **edits)
+    with pytest.raises(UsdInputError) as e:
+        add_usd(ModelBuilder(), path)
+    message = str(e.value)
+    assert "\n" not in message and attribute in message and words in message
+    assert "/World/Cloth" in message
+
+
+def test_a_material_of_another_family_is_refused(tmp_path):
+    path = cloth_stage(tmp_path / "vol.usda", material_api="PhysicsVolumeDeformableMaterialAPI")
+    with pytest.raises(UsdInputError, match="PhysicsVolumeDeformableMaterialAPI material: a cloth takes a Physics"):
+        add_usd(ModelBuilder(), path)
+
+
+def test_cloth_under_another_engine_is_refused(tmp_path):
+    path = cloth_stage(tmp_path / "c.usda", box=False)
+    with pytest.raises(NewtonUsdError, match="is simulated by the vbd solver, not by xpbd"):
+        Simulation.open(path, solver="xpbd")
+
+
+def test_a_vbd_scene_sets_the_solver_and_its_settings(tmp_path):
+    path = cloth_stage(tmp_path / "vbd.usda", box=False, scene_api="NewtonVbdSceneAPI",
+                       **{"scene_newton:vbd:rigid:jointLinearStiffness": 5.0e4})  # fmt: skip
+    builder = ModelBuilder()
+    add_usd(builder, path)
+    assert builder.vbd_config == {"rigid_joint_linear_ke": pytest.approx(5.0e4)}
+    sim = Simulation.open(path, fps=FPS, substeps=1)
+    assert type(sim.solver).__name__ == "SolverVBD"
+    assert sim.solver.newton_solver is not None
