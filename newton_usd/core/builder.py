@@ -111,7 +111,7 @@ class ModelBuilder:
         self.particle_groups = {}  # prim path -> (first particle, end): the rows written onto that prim
         self.particle_attributes = {}  # "namespace:name" -> per-particle values (a solver's, e.g. "mpm:friction")
         self.mpm_config = {}  # the MPM scene's solver settings (SolverImplicitMPM.Config field -> value, SI)
-        self.cloth, self.vbd_config = [], {}  # cloth prims (core/deformables.Cloth); the VBD scene's settings (SI)
+        self.cloth, self.volumes, self.vbd_config = [], [], {}  # core/deformables' Cloth, Volume; VBD scene (SI)
         # the source's own names (label -> name) where they are not the label's leaf: an authored USD
         # displayName, an MJCF element's whole name (attach prefixes kept); see element_name()
         self.element_names = {}

@@ -1,6 +1,6 @@
-"""Cloth in the builder: a surface deformable's points as a run of particles (:mod:`.particles`), its triangles and
-its surface material, which a solver that simulates cloth (Newton's VBD) turns into its membrane and bending
-elements."""
+"""Deformables in the builder: a cloth's or a soft volume's points as a run of particles (:mod:`.particles`), and
+its elements (a cloth's triangles, a volume's tetrahedra) and material, which a solver that simulates them (Newton's
+VBD) turns into its membrane, bending and volume elements."""
 
 from __future__ import annotations
 
@@ -46,8 +46,48 @@ def add_cloth(builder, label: str, pos, vel, mass, radius, triangles, stretch_st
     return cloth
 
 
+@dataclass
+class Volume:
+    """One soft volume prim of the builder (SI).
+
+    Attributes:
+        label: the prim's path (its particles' group).
+        first: its first particle; its tetrahedra's indices are relative to it.
+        tetrahedra: (n, 4) int64, each of positive volume (the fourth point on the side the first three wind
+            counterclockwise about).
+        mu, lam: Pa, the Lame parameters of its material (``E / (2 (1 + nu))``, ``E nu / ((1 + nu)(1 - 2 nu))``);
+            None: the solver's default.
+    """
+
+    label: str
+    first: int
+    tetrahedra: np.ndarray
+    mu: float | None
+    lam: float | None
+
+
+def add_volume(builder, label: str, pos, vel, mass, radius, tetrahedra, mu, lam) -> Volume:
+    """Add the soft volume prim ``label`` to ``builder``: its points as particles and its ``tetrahedra`` ((n, 4)
+    indices into its points). Returns its :class:`Volume` record (in ``builder.volumes``)."""
+    tetrahedra = np.asarray(tetrahedra, dtype=np.int64).reshape(-1, 4)
+    n = len(pos)
+    if len(tetrahedra) == 0 or tetrahedra.min() < 0 or tetrahedra.max() >= n:
+        raise ValueError(f"{label}: tetrahedra index {n} points out of range, or there are none")
+    first, _ = builder.add_particles(label, pos, vel, mass, radius)
+    volume = Volume(label, first, tetrahedra, mu, lam)
+    builder.volumes.append(volume)
+    return volume
+
+
 def triangle_indices(cloths) -> np.ndarray:
     """Every cloth's triangles as (n, 3) int32 indices into the model's particles."""
     if not cloths:
         return np.zeros((0, 3), dtype=np.int32)
     return np.concatenate([c.global_triangles for c in cloths]).astype(np.int32)
+
+
+def tetrahedron_indices(volumes) -> np.ndarray:
+    """Every soft volume's tetrahedra as (n, 4) int32 indices into the model's particles."""
+    if not volumes:
+        return np.zeros((0, 4), dtype=np.int32)
+    return np.concatenate([v.tetrahedra + v.first for v in volumes]).astype(np.int32)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from .deformables import triangle_indices
+from .deformables import tetrahedron_indices, triangle_indices
 from .model import Model
 from .quat import (
     cross,
@@ -187,6 +187,7 @@ def _finalize_particles(builder, m, arr) -> None:
     particle: its prim path), ``particle_groups`` (prim path -> its run) and ``particle_attributes`` (numpy float64
     per name, NaN: the solver's default), ``mpm_config`` (the MPM scene's solver settings), ``cloth`` (the cloth
     prims' :class:`~newton_usd.core.deformables.Cloth` records), ``tri_indices`` (their triangles' particles),
+    ``volumes`` and ``tet_indices`` (the soft volumes' records and tetrahedra),
     ``vbd_config`` (the VBD scene's settings)."""
     m.particle_count = builder.particle_count
     m.particle_q = arr(builder.particle_q, wp.vec3, (3,))
@@ -203,6 +204,9 @@ def _finalize_particles(builder, m, arr) -> None:
     m.cloth, m.vbd_config = list(builder.cloth), dict(builder.vbd_config)  # (cloth: its triangles, host side)
     m.tri_indices = arr(triangle_indices(builder.cloth), wp.int32, (3,))
     m.tri_count = len(m.tri_indices)
+    m.volumes = list(builder.volumes)
+    m.tet_indices = arr(tetrahedron_indices(builder.volumes), wp.int32, (4,))
+    m.tet_count = len(m.tet_indices)
 
 
 def _mujoco_arrays(builder, counts: dict) -> dict:

@@ -135,8 +135,9 @@ class Model:
       MPM material ``"mpm:friction"``): points simulated as particles (granular Points prims); mpm_config: the MPM
       scene's solver settings (``SolverImplicitMPM.Config`` field -> value, SI).
     - cloth (:class:`~newton_usd.core.deformables.Cloth` per cloth prim: its particles' run, triangles and surface
-      stiffnesses), tri_count, tri_indices ((n, 3) int32: every cloth triangle's particles); vbd_config: the VBD
-      scene's settings (``newton.solvers.SolverVBD`` keyword -> value, SI).
+      stiffnesses), tri_count, tri_indices ((n, 3) int32: every cloth triangle's particles); volumes
+      (:class:`~newton_usd.core.deformables.Volume` per soft volume prim), tet_count, tet_indices ((n, 4) int32);
+      vbd_config: the VBD scene's settings (``newton.solvers.SolverVBD`` keyword -> value, SI).
     - gravity: ``wp.vec3`` in m/s^2.
     - mujoco: namespace for MuJoCo-only values (filled by importers; read by SolverMuJoCo):
       ``option`` and ``flag`` dicts (``mjc:option:*``, ``mjc:flag:*`` by MuJoCo name) and per-element
@@ -161,6 +162,7 @@ class Model:
         self.particle_groups, self.particle_label, self.particle_attributes = {}, [], {}
         self.mpm_config = {}
         self.cloth, self.vbd_config, self.tri_count = [], {}, 0
+        self.volumes, self.tet_count = [], 0
 
     def joint_cone(self, j: int) -> "JointCone | None":
         """The cone limit of ball joint ``j`` as the importers record it in ``mujoco`` (``joint_cone_limit``,

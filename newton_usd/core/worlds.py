@@ -96,7 +96,7 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
             f"for now, not replicated into {n}"
         )
     listed = {name for names in ELEMENT_LISTS.values() for name in names}
-    listed |= {"particle_q", "particle_qd", "particle_mass", "particle_radius", "cloth"}  # (none with n > 1)
+    listed |= {"particle_q", "particle_qd", "particle_mass", "particle_radius", "cloth", "volumes"}  # (n > 1: none)
     unlisted = [k for k, v in vars(builder).items() if isinstance(v, list) and k not in listed]
     if unlisted:  # a programming error: a new per-element list not taught to replicate()
         raise RuntimeError(f"ModelBuilder.replicate does not know how to copy {unlisted}")

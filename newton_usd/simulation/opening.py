@@ -71,17 +71,17 @@ def open_scene(cls, stage, file, output_layer, scene, asked: dict, run: dict, ov
     :func:`open_scenes`."""
     builder, imported = import_stage(stage, run.get("order"), run.get("replicas", 1), run.get("env_root"), scene)
     settings = {k: r.value for k, r in imported.scene.items()}
-    cloth = imported.deformables.cloth
-    if cloth and getattr(imported.scene.get("solver"), "kind", "default") == "default":
-        settings["solver"] = "vbd"  # (a stage with cloth runs VBD unless it asks for another engine)
+    soft = imported.deformables.simulated
+    if soft and getattr(imported.scene.get("solver"), "kind", "default") == "default":
+        settings["solver"] = "vbd"  # (a stage with deformables runs VBD unless it asks for another engine)
     solver = asked.get("solver") or settings.get("solver") or "mujoco"
     if solver not in SOLVERS:
         raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
-    if cloth and solver != "vbd":
-        raise NewtonUsdError(f"{file}: {', '.join(cloth)}: cloth (PhysicsSurfaceDeformableSimAPI) is simulated by the "
+    if soft and solver != "vbd":
+        raise NewtonUsdError(f"{file}: {', '.join(soft)}: deformable bodies (cloth, soft volumes) are simulated by the "
                              f"vbd solver, not by {solver}: run it with --solver vbd (or no --solver)")  # fmt: skip
     model = builder.finalize(asked.get("device"))
-    if len(model.particle_groups) > len(cloth) and solver != "implicit_mpm":  # (grains: Newton's implicit MPM only)
+    if len(model.particle_groups) > len(soft) and solver != "implicit_mpm":  # (grains: Newton's implicit MPM only)
         raise NewtonUsdError(
             f"{file}: {', '.join(model.particle_groups)}: grains (NewtonPointsDeformableSimAPI) are simulated by the "
             f"implicit_mpm solver, not by {solver}: run it with --solver implicit_mpm (or no --solver)"

@@ -1,4 +1,4 @@
-"""Deformable bodies from the stage: cloth (surface deformables) into the builder's particles and triangles.
+"""Deformable bodies from the stage: cloth and soft volumes into the builder's particles, triangles and tetrahedra.
 
 The deformable family of the AOUSD physics proposal, as Newton 1.8 reads it (its
 ``utils/import_usd_deformable_cloth.py``). ``PhysicsDeformableBodyAPI`` on the simulation prim or on its parent (the
@@ -20,12 +20,20 @@ authored: the stage's first PhysicsScene):
   (``constant``: the total, or per ``face``) replaces it, and the body prim's ``physics:mass`` scales it to that
   total.
 
-Soft volumes (``TetMesh`` with ``PhysicsVolumeDeformableSimAPI``) and cables (``BasisCurves`` with
-``PhysicsCurvesDeformableSimAPI``) are not imported yet: said once, naming them.
+A ``TetMesh`` applying ``PhysicsVolumeDeformableSimAPI`` is a soft volume: each point a particle (of radius
+:data:`VOLUME_RADIUS`), each of its ``tetVertexIndices`` a tetrahedron (``leftHanded`` orientation or a mirroring
+transform swaps two of its points); its ``PhysicsVolumeDeformableMaterialAPI`` material's ``physics:youngsModulus``
+and ``physics:poissonsRatio`` (unauthored: :data:`DEFAULT_YOUNGS_MODULUS`, :data:`DEFAULT_POISSONS_RATIO`) are its
+Lame parameters (no volume material: the solver's default); its mass as a cloth's, a quarter of each tetrahedron's
+to each corner.
 
-Bad input is a one-line :class:`~newton_usd.errors.UsdInputError` naming the prim and attribute: face indices out
-of range, a face of fewer than three points, a zero-area triangle, a negative (or zero) thickness, a negative
-density or modulus, a material of another deformable family.
+Authored velocities are read (Newton 1.8 drops them). Rest shapes other than the authored shape
+(``physics:restShapePoints``) are not read yet, nor cables (``BasisCurves`` with ``PhysicsCurvesDeformableSimAPI``):
+said once, naming the prims.
+
+Bad input is a one-line :class:`~newton_usd.errors.UsdInputError` naming the prim and attribute: indices out of
+range, a face of fewer than three points, a zero-area triangle, an inverted or degenerate tetrahedron, a negative
+(or zero) thickness, a negative density or modulus, a material of another deformable family.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
 
-from ..core.deformables import add_cloth
+from ..core.deformables import add_cloth, add_volume
 from ..core.quat import quat_rotate
 from ..errors import UsdInputError
 from .granular import applied
@@ -61,6 +69,8 @@ DEFAULT_YOUNGS_MODULUS = 1.0e6
 """Pa: a surface material's Young's modulus where it authors none (the proposal's fallback)."""
 DEFAULT_POISSONS_RATIO = 0.3
 """A surface material's Poisson's ratio where it authors none."""
+VOLUME_RADIUS = 0.1
+"""m: a soft volume's particles' contact radius (the proposal authors none; Newton's ``default_particle_radius``)."""
 DEGENERATE = 1.0e-12
 """A triangle whose doubled area is at most this times its longest edge squared has zero area (a sliver: unit free)."""
 
@@ -81,17 +91,24 @@ class Deformables:
 
     Attributes:
         cloth: cloth prim path -> its run of the builder's particles ``(first, end)``.
-        not_imported: prim path -> its family ("volume", "cable") for deformables not simulated yet.
+        volumes: soft volume prim path -> its run of particles.
+        not_imported: prim path -> its family ("cable") for deformables not simulated yet.
         elsewhere: prim path -> its scene, for deformables of another scene (not imported here).
     """
 
     cloth: dict = field(default_factory=dict)
+    volumes: dict = field(default_factory=dict)
     not_imported: dict = field(default_factory=dict)
     elsewhere: dict = field(default_factory=dict)
 
     def prims(self) -> set:
         """Every deformable simulation prim's path (imported or not): none of them is a rigid collider."""
-        return set(self.cloth) | set(self.not_imported) | set(self.elsewhere)
+        return set(self.cloth) | set(self.volumes) | set(self.not_imported) | set(self.elsewhere)
+
+    @property
+    def simulated(self) -> dict:
+        """Every imported deformable prim (cloth and volumes) -> its run of particles."""
+        return {**self.cloth, **self.volumes}
 
 
 def find_deformables(stage) -> list:
@@ -124,18 +141,26 @@ def import_deformables(builder, stage, frame, file: str, scene_path, default_sce
         if scene_path is not None and owner is not None and owner != scene_path:
             out.elsewhere[path] = owner
             continue
-        if family != "cloth":
+        if family == "cable":
             out.not_imported[path] = family
-            diag.add(f"{'soft volumes' if family == 'volume' else 'cables'} are not simulated yet (only cloth is): "
-                     "the prim stays as authored", path)  # fmt: skip
+            diag.add("cables are not simulated yet (cloth and soft volumes are): the prim stays as authored", path)
+            continue
+        if _authored(prim, "physics:restShapePoints") is not None:
+            diag.add("physics:restShapePoints is not read yet: the rest shape is the authored shape", path)
+        first = builder.particle_count
+        if family == "volume":
+            if not prim.IsA(UsdGeom.TetMesh):
+                raise UsdInputError(f"{VOLUME_SIM_API} applies to TetMesh prims, not to a "
+                                    f"{prim.GetTypeName() or 'typeless'} prim", file=file, prim=path)  # fmt: skip
+            _import_volume(builder, prim, body, frame, file, diag)
+            out.volumes[path] = (first, builder.particle_count)
             continue
         if not prim.IsA(UsdGeom.Mesh):
             raise UsdInputError(f"{SURFACE_SIM_API} applies to Mesh prims, not to a {prim.GetTypeName() or 'typeless'} "
                                 "prim", file=file, prim=path)  # fmt: skip
-        first = builder.particle_count
         _import_cloth(builder, prim, body, frame, file, diag)
         out.cloth[path] = (first, builder.particle_count)
-    if out.cloth and scene_path is not None:
+    if out.simulated and scene_path is not None:
         scene = stage.GetPrimAtPath(scene_path)
         builder.vbd_config.update(vbd_scene_settings(scene, frame, file))
     return out
@@ -222,14 +247,7 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
         tris = tris[:, ::-1]
     mpu, kpu = frame.meters_per_unit, frame.kilograms_per_unit
     pos = mpu * quat_rotate(frame.rotation, points @ m[:3, :3] + m[3, :3])
-    velocities = _authored(prim, "velocities")
-    if velocities is not None and len(velocities):
-        if len(velocities) != n:
-            raise UsdInputError(f"{len(velocities)} velocities for {n} points: one per point", file=file, prim=path,
-                                attribute="velocities")  # fmt: skip
-        vel = mpu * quat_rotate(frame.rotation, np.asarray(velocities, dtype=np.float64) @ m[:3, :3])
-    else:
-        vel = np.zeros((n, 3))
+    vel = _velocities(prim, n, m, frame, file, path)
     e1, e2 = pos[tris[:, 1]] - pos[tris[:, 0]], pos[tris[:, 2]] - pos[tris[:, 0]]
     doubled = np.linalg.norm(np.cross(e1, e2), axis=1)
     longest = np.max(np.stack([np.sum(e1 * e1, 1), np.sum(e2 * e2, 1), np.sum((e2 - e1) ** 2, 1)]), axis=0)
@@ -254,6 +272,82 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
     if total and mass.sum() > 0:
         mass *= total * kpu / mass.sum()
     add_cloth(builder, path, pos, vel, mass, 0.5 * point_h, tris, stretch, bend)
+
+
+def _import_volume(builder, prim, body, frame, file, diag) -> None:
+    path = str(prim.GetPath())
+    tet = UsdGeom.TetMesh(prim)
+    points, indices = tet.GetPointsAttr().Get(), tet.GetTetVertexIndicesAttr().Get()
+    if not points or not indices:
+        what = "points" if not points else "tetVertexIndices"
+        raise UsdInputError("not authored: a soft volume is a mesh of points and tetrahedra", file=file, prim=path,
+                            attribute=what)  # fmt: skip
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    tets = np.asarray(indices, dtype=np.int64).reshape(-1, 4)
+    n = len(points)
+    bad = (tets < 0) | (tets >= n)
+    if bad.any():
+        t = int(np.argmax(bad.any(axis=1)))
+        raise UsdInputError(f"tetrahedron {t} {tuple(int(v) for v in tets[t])} indexes a point out of range: the "
+                            f"mesh has {n} points", file=file, prim=path, attribute="tetVertexIndices")  # fmt: skip
+    if not np.all(np.isfinite(points)):
+        raise UsdInputError("holds a value that is not finite", file=file, prim=path, attribute="points")
+    m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()), dtype=np.float64)
+    if (tet.GetOrientationAttr().Get() == UsdGeom.Tokens.leftHanded) != (np.linalg.det(m[:3, :3]) < 0):
+        tets = tets[:, [0, 2, 1, 3]]
+    mpu, kpu = frame.meters_per_unit, frame.kilograms_per_unit
+    pos = mpu * quat_rotate(frame.rotation, points @ m[:3, :3] + m[3, :3])
+    vel = _velocities(prim, n, m, frame, file, path)
+    a, b, c = (pos[tets[:, k]] - pos[tets[:, 0]] for k in (1, 2, 3))
+    volume = np.einsum("ij,ij->i", np.cross(a, b), c) / 6.0
+    longest = np.max(np.stack([np.sum(e * e, 1) for e in (a, b, c, b - a, c - a, c - b)]), axis=0)
+    flat = ~(volume > DEGENERATE * longest**1.5)
+    if flat.any():
+        t = int(np.argmax(flat))
+        what = "is inverted" if volume[t] < 0 else "has no volume"
+        raise UsdInputError(f"tetrahedron {t} {tuple(int(v) for v in tets[t])} {what}: a soft volume's tetrahedra "
+                            "have a positive volume", file=file, prim=path, attribute="tetVertexIndices")  # fmt: skip
+    material = _material(prim, "volume", file, diag)
+    mu = lam = material_density = None
+    if material is not None:
+        material_density = _number(material, "physics:density", file)
+        material_density = material_density * kpu / mpu**3 if material_density else None
+        if MATERIAL_APIS["volume"] in applied(material):
+            young = _number(material, "physics:youngsModulus", file)
+            young = DEFAULT_YOUNGS_MODULUS if young is None else young * kpu / mpu
+            nu = _poisson(material, file)
+            mu, lam = young / (2.0 * (1.0 + nu)), young * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+    density = _number(body, "physics:density", file)
+    density = density * kpu / mpu**3 if density else material_density or DEFAULT_DENSITY
+    element_mass = density * volume
+    if _authored(prim, "physics:masses") is not None:
+        diag.add("physics:masses of a soft volume is not read yet: masses from the density", path)
+    mass = np.bincount(tets.reshape(-1), weights=np.repeat(element_mass / 4.0, 4), minlength=n)
+    total = _number(body, "physics:mass", file)
+    if total and mass.sum() > 0:
+        mass *= total * kpu / mass.sum()
+    add_volume(builder, path, pos, vel, mass, np.full(n, VOLUME_RADIUS), tets, mu, lam)
+
+
+def _velocities(prim, n, m, frame, file, path):
+    """The prim's authored ``velocities`` in SI world axes (none: zeros)."""
+    velocities = _authored(prim, "velocities")
+    if velocities is None or len(velocities) == 0:
+        return np.zeros((n, 3))
+    if len(velocities) != n:
+        raise UsdInputError(f"{len(velocities)} velocities for {n} points: one per point", file=file, prim=path,
+                            attribute="velocities")  # fmt: skip
+    v = np.asarray(velocities, dtype=np.float64).reshape(-1, 3)
+    return frame.meters_per_unit * quat_rotate(frame.rotation, v @ m[:3, :3])
+
+
+def _poisson(material, file) -> float:
+    nu = _authored(material, "physics:poissonsRatio")
+    nu = DEFAULT_POISSONS_RATIO if nu is None else float(nu)
+    if not -1.0 < nu < 0.5:
+        raise UsdInputError(f"must be in (-1, 0.5), got {nu}", file=file, prim=str(material.GetPath()),
+                            attribute="physics:poissonsRatio")  # fmt: skip
+    return nu
 
 
 def _thicknesses(prim, n_faces, n_points, face, tris, frame, file, path):
@@ -316,11 +410,7 @@ def _surface_stiffness(material, thickness, frame, file, diag, path):
         return None, None, density
     young = _number(material, "physics:youngsModulus", file)
     young = DEFAULT_YOUNGS_MODULUS if young is None else young * kpu / mpu
-    nu = _authored(material, "physics:poissonsRatio")
-    nu = DEFAULT_POISSONS_RATIO if nu is None else float(nu)
-    if not -1.0 < nu < 0.5:
-        raise UsdInputError(f"must be in (-1, 0.5), got {nu}", file=file, prim=str(material.GetPath()),
-                            attribute="physics:poissonsRatio")  # fmt: skip
+    nu = _poisson(material, file)
     plane = 1.0 - nu * nu
     stretch = _number(material, "physics:surfaceStretchStiffness", file)
     stretch = young * thickness / plane if stretch is None else stretch * kpu

@@ -104,7 +104,7 @@ class UsdImport:
             does not honor (:mod:`~newton_usd.usd.honored`, which says them once the engine is known).
         grains: the granular Points prims imported as particles, and their MPM scene's settings
             (:class:`~newton_usd.usd.granular.Grains`).
-        deformables: the deformable bodies imported (cloth: particles and triangles) and those not
+        deformables: the deformable bodies imported (cloth, soft volumes: particles and elements) and those not
             (:class:`~newton_usd.usd.deformables.Deformables`).
     """
 
@@ -211,7 +211,7 @@ def add_usd(
         result.grains = import_grains(builder, stage, frame, file, result.scene_path, scenes[0] if scenes else None)
         result.deformables = import_deformables(builder, stage, frame, file, result.scene_path,
                                                 scenes[0] if scenes else None, diag)  # fmt: skip
-    if not bodies and not instanced and not result.grains.groups and not result.deformables.cloth:
+    if not bodies and not instanced and not result.grains.groups and not result.deformables.simulated:
         _nothing_to_simulate(result, owners)
 
     ctx = result.context = import_scene(builder, stage, descs.get(OT.Scene, []), frame, result)
@@ -283,6 +283,7 @@ def _nothing_to_simulate(result, owners):
         )  # fmt: skip
     raise UsdInputError(
         "no physics to simulate: no prim has PhysicsRigidBodyAPI applied (author UsdPhysics rigid bodies), no "
-        "Points prim applies NewtonPointsDeformableSimAPI (grains) and no Mesh PhysicsSurfaceDeformableSimAPI (cloth)",
+        "Points prim applies NewtonPointsDeformableSimAPI (grains), no Mesh PhysicsSurfaceDeformableSimAPI (cloth) and "
+        "no TetMesh PhysicsVolumeDeformableSimAPI (soft volumes)",
         file=result.file,
     )

@@ -1,9 +1,11 @@
-"""Cloth and rigid bodies under Newton's VBD (``newton.solvers.SolverVBD``) behind our solver interface.
+"""Cloth, soft volumes and rigid bodies under Newton's VBD (``newton.solvers.SolverVBD``) behind our solver interface.
 
 The model is bridged once (:mod:`.model_bridge`) with its cloth: each cloth prim's particles and triangles are
 added to Newton's builder by ``add_cloth_mesh`` (which makes the membrane elements, their rest shape from the
 authored points, and the bending edges), with the prim's stretch and bend stiffnesses (none: Newton's defaults),
-then its particles take our masses, radii and velocities, and the builder is colored (VBD solves one color at a
+each soft volume's by ``add_soft_mesh`` (its tetrahedra, their rest shape, and its surface triangles for
+contacts) with its Lame parameters; then their particles take our masses, radii and velocities, and the builder is
+colored (VBD solves one color at a
 time; the bending edges are part of the graph). Rigid bodies, joints and the stage's colliders are bridged as for
 every Newton solver: VBD steps the bodies too (AVBD), and the cloth collides with colliders and bodies through
 Newton's collision pipeline.
@@ -32,8 +34,8 @@ class SolverVBD(SolverNewton):
     OPTIONS = {"newton.iterations": "iterations"}
 
     def __init__(self, model, **options):
-        cloth = {c.label for c in model.cloth}
-        others = [p for p in model.particle_groups if p not in cloth]
+        soft = {d.label for d in (*model.cloth, *model.volumes)}
+        others = [p for p in model.particle_groups if p not in soft]
         if others:
             raise NewtonUsdError(
                 f"{model.source or 'the model'}: {', '.join(others)}: grains are simulated by the implicit_mpm "
@@ -43,32 +45,30 @@ class SolverVBD(SolverNewton):
         super().__init__(model, **options)
 
     def _bridge_particles(self, nb) -> None:
-        """Our cloth into Newton's builder (see the module), then its coloring."""
+        """Our cloth and soft volumes into Newton's builder (see the module), then its coloring."""
         m = self.model
         q, qd = m.particle_q.numpy(), m.particle_qd.numpy()
         mass, radius = m.particle_mass.numpy(), m.particle_radius.numpy()
-        for c in m.cloth:
-            first, end = m.particle_groups[c.label]
+        for d in sorted((*m.cloth, *m.volumes), key=lambda d: d.first):
+            first, end = m.particle_groups[d.label]
             if nb.particle_count != first:
-                raise NewtonUsdError(f"{c.label}: its particles are not in cloth order (start {first})")
-            t0 = nb.tri_count
-            nb.add_cloth_mesh(
-                pos=wp.vec3(0.0, 0.0, 0.0),
-                rot=wp.quat_identity(),
-                scale=1.0,
-                vel=wp.vec3(0.0, 0.0, 0.0),
-                vertices=[wp.vec3(*p) for p in q[first:end]],
-                indices=c.triangles.reshape(-1).tolist(),
-                density=0.0,
-                tri_ke=c.stretch_stiffness,
-                tri_ka=0.0,  # (no separate area mode: the stretch stiffness is the membrane's, as Newton's importer)
-                edge_ke=c.bend_stiffness,
-                particle_radius=float(radius[first]),
-                label=c.label,
-            )
-            if nb.particle_count != end or nb.tri_count - t0 != len(c.triangles):
-                raise NewtonUsdError(f"{c.label}: Newton's builder kept {nb.particle_count - first} of {end - first} "
-                                     "points or dropped a triangle")  # fmt: skip
+                raise NewtonUsdError(f"{d.label}: its particles are not in order (start {first})")
+            placed = {"pos": wp.vec3(0.0, 0.0, 0.0), "rot": wp.quat_identity(), "scale": 1.0,
+                      "vel": wp.vec3(0.0, 0.0, 0.0), "vertices": [wp.vec3(*p) for p in q[first:end]],
+                      "density": 0.0, "particle_radius": float(radius[first]), "label": d.label}  # fmt: skip
+            if hasattr(d, "triangles"):
+                t0, n = nb.tri_count, len(d.triangles)
+                nb.add_cloth_mesh(indices=d.triangles.reshape(-1).tolist(), tri_ke=d.stretch_stiffness,
+                                  tri_ka=0.0, edge_ke=d.bend_stiffness, **placed)  # fmt: skip
+                kept = nb.tri_count - t0
+                # (tri_ka 0: no separate area mode, the stretch stiffness is the membrane's, as Newton's importer)
+            else:
+                t0, n = nb.tet_count, len(d.tetrahedra)
+                nb.add_soft_mesh(indices=d.tetrahedra.reshape(-1).tolist(), k_mu=d.mu, k_lambda=d.lam, **placed)
+                kept = nb.tet_count - t0
+            if nb.particle_count != end or kept != n:
+                raise NewtonUsdError(f"{d.label}: Newton's builder kept {nb.particle_count - first} of {end - first} "
+                                     f"points and {kept} of {n} elements")  # fmt: skip
             nb.particle_mass[first:end] = mass[first:end].tolist()
             nb.particle_radius[first:end] = radius[first:end].tolist()
             nb.particle_qd[first:end] = [wp.vec3(*v) for v in qd[first:end]]
