@@ -270,3 +270,37 @@ def test_an_inverted_tetrahedron_is_refused(tmp_path):
     with pytest.raises(UsdInputError, match=r"tetrahedron 5 .* is inverted") as e:
         add_usd(ModelBuilder(), soft_stage(tmp_path / "inv.usda", tets=tets))
     assert "/World/Soft" in str(e.value) and "tetVertexIndices" in str(e.value)
+
+
+def soft_block_with_a_box(path, meters_per_unit=1.0):
+    """:func:`soft_stage` with a 0.5 kg, 0.1 m rigid box dropped onto the soft cube from 0.75 m."""
+    u = 1.0 / meters_per_unit
+    soft_stage(path, meters_per_unit)
+    stage = Usd.Stage.Open(str(path))
+    box = UsdGeom.Cube.Define(stage, "/World/Box")
+    box.CreateSizeAttr(0.1 * u)
+    box.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.75 * u))
+    UsdPhysics.RigidBodyAPI.Apply(box.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(box.GetPrim())
+    UsdPhysics.MassAPI.Apply(box.GetPrim()).CreateMassAttr(0.5)
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+def test_a_rigid_box_on_a_soft_block_in_centimetres(tmp_path):
+    """VBD steps the rigid box with the soft block (before, the block was dropped without a word): the box lands on
+    it as in Newton's own loop, and the same stage in centimetres writes the metre stage's points and pose x100."""
+    frames = 10
+    m_path = soft_block_with_a_box(tmp_path / "m.usda")
+    m_sim, ours = our_run(m_path, frames)
+    theirs = newton_run(m_path, frames)
+    np.testing.assert_allclose(ours, theirs, atol=1e-3)  # (3.5e-4 m seen: the box's contacts with the block)
+    box = m_sim.physics.state.body_q.numpy()[0]
+    assert 0.55 < box[2] < 0.65  # (fallen 0.15 m onto the block, not through it)
+    cm_sim, _ = our_run(soft_block_with_a_box(tmp_path / "cm.usda", 0.01), frames)
+    for name, path in (("points", "/World/Soft"), ("xformOp:translate:physics", "/World/Box")):
+        written = []
+        for sim in (m_sim, cm_sim):
+            attr = sim.stage.GetPrimAtPath(path).GetAttribute(name)
+            written.append(np.asarray(attr.Get(attr.GetTimeSamples()[-1]), dtype=np.float64))
+        np.testing.assert_allclose(written[1], 100.0 * written[0], rtol=1e-4, atol=1e-3)
