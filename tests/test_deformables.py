@@ -4,16 +4,22 @@ one line."""
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
+from pathlib import Path
+
 import newton
 import numpy as np
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
+from newton_usd.cli import main
 from newton_usd.core.builder import ModelBuilder
 from newton_usd.errors import NewtonUsdError, UsdInputError
 from newton_usd.sim import Simulation
 from newton_usd.usd import add_usd
 
+NEWTON_ASSETS = Path(importlib.util.find_spec("newton").origin).parent / "tests" / "assets"
 FPS, SUBSTEPS, FRAMES, ITERATIONS = 30, 4, 6, 10
 SIDE = 8  # vertices along an edge of the cloth (64 in all)
 
@@ -304,3 +310,29 @@ def test_a_rigid_box_on_a_soft_block_in_centimetres(tmp_path):
             attr = sim.stage.GetPrimAtPath(path).GetAttribute(name)
             written.append(np.asarray(attr.Get(attr.GetTimeSamples()[-1]), dtype=np.float64))
         np.testing.assert_allclose(written[1], 100.0 * written[0], rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize(
+    ("stage", "simulated"),
+    [
+        ("deformables_mixed.usda", ["/World/Cloth/sim", "/World/SoftA/sim", "/World/SoftB/sim"]),
+        ("tetmesh_with_material.usda", ["/World/SoftBody"]),
+        ("tetmesh_multi.usda", ["/Root/TetA", "/Root/TetB"]),
+        ("tetmesh_simple.usda", ["/SimpleTetMesh"]),
+    ],
+)
+def test_newtons_deformable_stages_run(tmp_path, stage, simulated):
+    """Newton 1.8's own deformable stages run under usdsim: every simulated prim's points written, finite and moving
+    (the cables of deformables_mixed are not simulated yet: said, left as authored)."""
+    source = tmp_path / stage
+    shutil.copy(NEWTON_ASSETS / stage, source)
+    out = tmp_path / "out.usda"
+    assert main(["run", str(source), "-q", "-n", "10", "-o", str(out)]) == 0
+    result = Usd.Stage.Open(str(out))
+    for path in simulated:
+        attr = result.GetPrimAtPath(path).GetAttribute("points")
+        times = attr.GetTimeSamples()
+        assert len(times) >= 10, path
+        first, last = (np.asarray(attr.Get(t), dtype=np.float64) for t in (times[0], times[-1]))
+        assert np.all(np.isfinite(last)) and np.abs(last - first).max() > 1e-3, path

@@ -20,7 +20,8 @@ authored: the stage's first PhysicsScene):
   (``constant``: the total, or per ``face``) replaces it, and the body prim's ``physics:mass`` scales it to that
   total.
 
-A ``TetMesh`` applying ``PhysicsVolumeDeformableSimAPI`` is a soft volume: each point a particle (of radius
+A ``TetMesh`` applying ``PhysicsVolumeDeformableSimAPI`` (or a bare ``TetMesh`` outside deformable and rigid bodies,
+as Newton's legacy import takes it: said once) is a soft volume: each point a particle (of radius
 :data:`VOLUME_RADIUS`), each of its ``tetVertexIndices`` a tetrahedron (``leftHanded`` orientation or a mirroring
 transform swaps two of its points); its ``PhysicsVolumeDeformableMaterialAPI`` material's ``physics:youngsModulus``
 and ``physics:poissonsRatio`` (unauthored: :data:`DEFAULT_YOUNGS_MODULUS`, :data:`DEFAULT_POISSONS_RATIO`) are its
@@ -113,15 +114,31 @@ class Deformables:
 
 def find_deformables(stage) -> list:
     """``(prim, family)`` of every deformable simulation prim of ``stage`` ("cloth", "volume", "cable"), in
-    traversal order."""
+    traversal order; a bare ``TetMesh`` (no simulation API, outside deformable and rigid bodies) is a "legacy"
+    soft volume, as Newton 1.8 imports it."""
     out = []
-    for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
+    it = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()))
+    for prim in it:
         names = applied(prim)
-        for api, family in SIM_APIS.items():
-            if api in names:
-                out.append((prim, family))
-                break
+        if "PhysicsRigidBodyAPI" in names:
+            it.PruneChildren()  # (a TetMesh in a rigid body is its geometry)
+            continue
+        family = next((f for api, f in SIM_APIS.items() if api in names), None)
+        if family is None and prim.IsA(UsdGeom.TetMesh) and not _in_deformable_body(prim):
+            family = "legacy"
+        if family is not None:
+            out.append((prim, family))
     return out
+
+
+def _in_deformable_body(prim) -> bool:
+    """Whether ``prim`` or an ancestor applies PhysicsDeformableBodyAPI (its TetMesh is graphics or collision
+    geometry, unless it is the body's simulation prim)."""
+    while prim and not prim.IsPseudoRoot():
+        if BODY_API in applied(prim):
+            return True
+        prim = prim.GetParent()
+    return False
 
 
 def has_deformables(stage) -> bool:
@@ -136,7 +153,12 @@ def import_deformables(builder, stage, frame, file: str, scene_path, default_sce
     out = Deformables()
     for prim, family in find_deformables(stage):
         path = str(prim.GetPath())
-        body = _body_prim(prim, file)
+        if family == "legacy":
+            diag.add(f"a TetMesh without {VOLUME_SIM_API} is simulated as a soft volume (as Newton's legacy import "
+                     f"does): apply {BODY_API} and {VOLUME_SIM_API} to say so", path)  # fmt: skip
+            family, body = "volume", prim
+        else:
+            body = _body_prim(prim, file)
         owner = _owner(body, default_scene, file)
         if scene_path is not None and owner is not None and owner != scene_path:
             out.elsewhere[path] = owner
