@@ -120,16 +120,18 @@ def test_featherstone_integrates_a_damping_drive_implicitly_as_mujoco_does(tmp_p
     assert angle["featherstone"] == pytest.approx(angle["mujoco"], rel=0.03), angle
 
 
-def _whip(path):
+def _whip(path, physx: bool = False):
     """PhysX's FixedTendonTest.usda without its (forceless) tendon: five 8 g links (inertia 1e-5 kg*m^2) hinged about
     Y 1 m apart in a level row, the first welded to the world, under gravity 1000 m/s^2: a chain of near point masses
-    that whips as it falls."""
+    that whips as it falls. ``physx``: its links apply PhysxRigidBodyAPI (no value authored), as PhysX writes them."""
     stage = new_stage(path)
     UsdPhysics.Scene.Get(stage, "/PhysicsScene").CreateGravityMagnitudeAttr(1000.0)
     for i in range(5):
         link = add_box(stage, f"/Chain/Link{i}", 0.2, (i, 0, 0), mass=0.008)
         UsdPhysics.MassAPI(link.GetPrim()).CreateDiagonalInertiaAttr(Gf.Vec3f(1e-5, 1e-5, 1e-5))
         link.GetPrim().RemoveAPI(UsdPhysics.CollisionAPI)
+        if physx:
+            link.GetPrim().AddAppliedSchema("PhysxRigidBodyAPI")
         if i:
             add_hinge(stage, f"/Chain/Hinge{i}", f"/Chain/Link{i - 1}", f"/Chain/Link{i}", (0.5, 0, 0), (-0.5, 0, 0))
     UsdPhysics.FixedJoint.Define(stage, "/Chain/Weld").CreateBody1Rel().SetTargets([Sdf.Path("/Chain/Link0")])

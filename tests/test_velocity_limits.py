@@ -12,31 +12,14 @@ import numpy as np
 import pytest
 from pxr import Gf, Sdf, UsdPhysics
 from test_newton_solvers import usdsim
+from test_stability import _whip
 
 from newton_usd import Simulation
 from newton_usd.solvers.velocity_limits import MuJoCoSpeedBounds
 
-from stages import add_box, add_hinge, new_stage
+from stages import add_box, new_stage
 
 KEEPING = ("mujoco", "xpbd", "semi_implicit")
-
-
-def _whip(path, physx: bool):
-    """PhysX's FixedTendonTest.usda without its forceless tendon (as tests/test_stability.py builds it): five 8 g links
-    of 1e-5 kg*m^2 hinged about Y 1 m apart, the first welded to the world, under 1000 m/s^2. ``physx``: its links
-    apply PhysxRigidBodyAPI (no value authored), as PhysX writes them."""
-    stage = new_stage(path)
-    UsdPhysics.Scene.Get(stage, "/PhysicsScene").CreateGravityMagnitudeAttr(1000.0)
-    for i in range(5):
-        link = add_box(stage, f"/Chain/Link{i}", 0.2, (i, 0, 0), mass=0.008)
-        UsdPhysics.MassAPI(link.GetPrim()).CreateDiagonalInertiaAttr(Gf.Vec3f(1e-5, 1e-5, 1e-5))
-        link.GetPrim().RemoveAPI(UsdPhysics.CollisionAPI)
-        if physx:
-            link.GetPrim().AddAppliedSchema("PhysxRigidBodyAPI")
-        if i:
-            add_hinge(stage, f"/Chain/Hinge{i}", f"/Chain/Link{i - 1}", f"/Chain/Link{i}", (0.5, 0, 0), (-0.5, 0, 0))
-    UsdPhysics.FixedJoint.Define(stage, "/Chain/Weld").CreateBody1Rel().SetTargets([Sdf.Path("/Chain/Link0")])
-    stage.Save()
 
 
 def _max_spin(path, frames, solver="mujoco"):
