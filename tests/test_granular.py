@@ -248,3 +248,19 @@ def test_newtons_mpm_stages_run_with_their_points_written(name, tmp_path):
         first, last = np.array(attr.Get(times[0])), np.array(attr.Get(times[-1]))
         assert len(times) == 6 and np.all(np.isfinite(last)) and np.abs(last - first).max() > 0, path
     sim.close()
+
+
+def test_a_reset_and_a_new_solver_keep_the_grains_where_they_belong(tmp_path):
+    src = sand_stage(tmp_path / "pile.usda", side=3, layers=2)
+    sim = our_run(src, frames=2)
+    points = sim.stage.GetPrimAtPath("/World/Pile").GetAttribute("points")
+    assert len(points.GetTimeSamples()) == 3
+    sim.reset()  # (back to the start: what was written removed)
+    assert len(points.GetTimeSamples()) == 0
+    np.testing.assert_array_equal(sim.state.particle_q.numpy(), sim.model.particle_q.numpy())
+    sim.run(2)
+    moved = sim.state.particle_q.numpy().copy()
+    assert np.abs(moved - sim.model.particle_q.numpy()).max() > 1e-3
+    sim.physics.new_solver()  # (a live edit's new solver goes on from the grains where they are)
+    np.testing.assert_array_equal(sim.state.particle_q.numpy(), moved)
+    sim.close()

@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 BODY_STATE = ("joint_q", "joint_qd", "body_q", "body_qd")
-"""The State arrays a new solver of the same model goes on from."""
+"""The State arrays a new solver of the same model goes on from (and the particles', where it has any)."""
+
+PARTICLE_STATE = ("particle_q", "particle_qd")
 
 
 class Physics:
@@ -39,7 +41,8 @@ class Physics:
 
     def new_solver(self) -> None:
         """A new solver of the (edited) model, going on from the current state (no import)."""
-        arrays = {name: getattr(self.state, name).numpy().copy() for name in BODY_STATE}
+        names = BODY_STATE + (PARTICLE_STATE if self.model.particle_count else ())
+        arrays = {name: getattr(self.state, name).numpy().copy() for name in names}
         self.solver = self.solver.rebuilt(self.model)
         self.state, self.next = self.model.state(), self.model.state()
         for name, values in arrays.items():
