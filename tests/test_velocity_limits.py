@@ -15,6 +15,7 @@ from test_newton_solvers import usdsim
 from test_stability import _whip
 
 from newton_usd import Simulation
+from newton_usd.cli import main
 from newton_usd.solvers.velocity_limits import MuJoCoSpeedBounds
 
 from stages import add_box, new_stage
@@ -158,3 +159,11 @@ def test_a_negative_bound_is_a_one_line_error_naming_the_attribute(tmp_path, cap
     assert usdsim(tmp_path / "bad.usda", "-n", 1) == 2
     err = capsys.readouterr().err
     assert "/Box" in err and "physxRigidBody:maxLinearVelocity" in err and "Traceback" not in err, err
+
+
+def test_explain_shows_physx_s_own_bound_where_it_holds(tmp_path, capsys):
+    _free_box(tmp_path / "default.usda", spin=math.degrees(1.0))
+    assert main(["explain", str(tmp_path / "default.usda"), "/Box"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "max_angular_velocity" in line)
+    assert " 100 " in row and "PhysX's own bound" in row, row

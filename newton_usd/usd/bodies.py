@@ -15,6 +15,7 @@ import numpy as np
 from ..core.quat import gf_to_xyzw
 from . import properties as props
 from .descriptors import DEG
+from .resolver import Resolved
 
 
 def _floats(vec) -> list:
@@ -73,6 +74,12 @@ def _max_velocity(builder, body, prim, path, result, physx: bool) -> None:
     angular_value = angular.value
     if angular.kind == "default" and physx:
         angular_value = props.PHYSX_MAX_ANGULAR_VELOCITY
+        rule = "PhysX's own bound: the stage applies PhysX schemas"  # (for usdsim explain)
+        result.resolver.record(
+            prim,
+            props.BODY_MAX_ANGULAR_VELOCITY.name,
+            Resolved(angular_value, "fallback", "physxRigidBody:maxAngularVelocity", schema=rule),
+        )
     if math.isinf(linear.value) and math.isinf(angular_value):
         return
     builder.set_body_max_velocity(body, linear.value, angular_value)
