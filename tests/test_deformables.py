@@ -194,7 +194,7 @@ def test_a_vbd_scene_sets_the_solver_and_its_settings(tmp_path):
     assert builder.vbd_config == {"rigid_joint_linear_ke": pytest.approx(5.0e4)}
     sim = Simulation.open(path, fps=FPS, substeps=1)
     assert type(sim.solver).__name__ == "SolverVBD"
-    assert sim.solver.newton_solver is not None
+    assert sim.solver.options["rigid_joint_linear_ke"] == pytest.approx(5.0e4)
 
 
 def block(cells=2, size=0.3):
@@ -336,3 +336,20 @@ def test_newtons_deformable_stages_run(tmp_path, stage, simulated):
         assert len(times) >= 10, path
         first, last = (np.asarray(attr.Get(t), dtype=np.float64) for t in (times[0], times[-1]))
         assert np.all(np.isfinite(last)) and np.abs(last - first).max() > 1e-3, path
+
+
+def test_a_vbd_scene_of_rigid_bodies_only_runs_vbd_with_its_settings(tmp_path):
+    stage = Usd.Stage.CreateNew(str(tmp_path / "rigid.usda"))
+    UsdGeom.SetStageUpAxis(stage, "Z")
+    scene = UsdPhysics.Scene.Define(stage, "/World/Scene").GetPrim()
+    scene.AddAppliedSchema("NewtonVbdSceneAPI")
+    scene.CreateAttribute("newton:vbd:rigid:contactHistory", Sdf.ValueTypeNames.Bool).Set(True)
+    cube = UsdGeom.Cube.Define(stage, "/World/Box")
+    cube.CreateSizeAttr(0.1)
+    UsdPhysics.RigidBodyAPI.Apply(cube.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
+    stage.GetRootLayer().Save()
+    sim = Simulation.open(str(tmp_path / "rigid.usda"), fps=FPS, substeps=2)
+    assert type(sim.solver).__name__ == "SolverVBD" and sim.solver.options["rigid_contact_history"] is True
+    sim.step_frame()
+    assert sim.physics.state.body_q.numpy()[0, 2] < 0.0  # (falls: no ground)

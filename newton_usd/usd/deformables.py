@@ -182,8 +182,8 @@ def import_deformables(builder, stage, frame, file: str, scene_path, default_sce
                                 "prim", file=file, prim=path)  # fmt: skip
         _import_cloth(builder, prim, body, frame, file, diag)
         out.cloth[path] = (first, builder.particle_count)
-    if out.simulated and scene_path is not None:
-        scene = stage.GetPrimAtPath(scene_path)
+    scene = stage.GetPrimAtPath(scene_path) if scene_path is not None else None
+    if scene and (out.simulated or VBD_SCENE_API in applied(scene)):  # (a VBD scene's rigid bodies take them too)
         builder.vbd_config.update(vbd_scene_settings(scene, frame, file))
     return out
 

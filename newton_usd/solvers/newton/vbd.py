@@ -22,7 +22,8 @@ import newton
 import warp as wp
 
 from ...errors import NewtonUsdError
-from .solver_newton import SolverNewton
+from .contact_pairs import SwitchedPairs
+from .solver_newton import _CONTACT_F, SolverNewton
 
 
 class SolverVBD(SolverNewton):
@@ -43,6 +44,18 @@ class SolverVBD(SolverNewton):
             )
         options = {**model.vbd_config, **{k: v for k, v in options.items() if v is not None}}
         super().__init__(model, **options)
+        if options.get("rigid_contact_history"):  # (a warm start from the last step's contacts: matched across steps)
+            kw = (
+                {}
+                if options.get("rigid_contact_max") is None
+                else {"rigid_contact_max": int(options["rigid_contact_max"])}
+            )
+            self.collision_pipeline = newton.CollisionPipeline(self.newton_model, contact_matching="latest", **kw)
+            self.newton_contacts = self.collision_pipeline.contacts()
+            self._pairs = SwitchedPairs.of(self.collision_pipeline, self.shape_map,
+                                           model.shape_collision_enabled.numpy())  # fmt: skip
+            if self.contact_forces is not None:
+                self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
 
     def _bridge_particles(self, nb) -> None:
         """Our cloth and soft volumes into Newton's builder (see the module), then its coloring."""
@@ -79,6 +92,9 @@ class SolverVBD(SolverNewton):
             newton_state.particle_f.zero_()
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
+        if not self.model.particle_count:  # (rigid bodies only)
+            super().step(state_in, state_out, control, contacts, dt)
+            return
         if state_in is state_out:  # (stepped into a scratch State: its particles copied back too)
             super().step(state_in, state_out, control, contacts, dt)
             wp.copy(state_out.particle_q, self._scratch.particle_q)
@@ -92,6 +108,6 @@ class SolverVBD(SolverNewton):
 
     def _frame(self, state_0, state_1, control, dt, substeps) -> None:
         super()._frame(state_0, state_1, control, dt, substeps)
-        if substeps % 2:  # (the last output was state_1: its particles into state_0, as its bodies)
+        if substeps % 2 and self.model.particle_count:  # (the last output was state_1: its particles into state_0)
             wp.copy(state_0.particle_q, state_1.particle_q)
             wp.copy(state_0.particle_qd, state_1.particle_qd)
