@@ -193,6 +193,8 @@ def _other_cameras(stage, view) -> str:
 def _what(scene) -> str:
     drawn = len(scene.visible())
     what = f"{drawn} part{'s' if drawn != 1 else ''}"
+    if scene.clouds:
+        what += f", {sum(len(c.radii) for c in scene.clouds)} points"
     if not scene.animated:
         return what + ", no time samples: the authored pose"
     return what + f", {scene.frames} frames at {scene.fps:g} fps"
@@ -200,7 +202,7 @@ def _what(scene) -> str:
 
 def _says_what_is_shown(scene, args) -> bool:
     """False (and one line on stderr) when nothing would be drawn."""
-    if scene.visible(colliders=getattr(args, "colliders", False)):
+    if scene.visible(colliders=getattr(args, "colliders", False)) or scene.clouds:
         return True
     colliders = len(scene.parts) - len(scene.visible())
     hint = f" ({colliders} collider(s): --colliders draws them)" if colliders else ""

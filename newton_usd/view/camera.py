@@ -25,6 +25,7 @@ from pxr import Gf, Sdf, UsdGeom, UsdRender
 
 from ..core.quat import quat_rotate, quat_to_matrix
 from ..errors import UsdInputError
+from .deforming import cloud_bounds, vertices_at
 from .poses import code, decompose
 from .scene import Scene, stage_to_si
 
@@ -277,11 +278,11 @@ def part_bounds(scene: Scene, indices, frame: int) -> tuple:
     a part without vertices)."""
     indices = np.asarray(indices, np.int64)
     lo, hi = np.full((len(indices), 3), np.inf), np.full((len(indices), 3), -np.inf)
-    counts = np.array([len(scene.parts[i].vertices) for i in indices], np.int64)
+    counts = np.array([len(vertices_at(scene, i, frame)) for i in indices], np.int64)
     has = np.flatnonzero(counts)
     if not len(has):
         return lo, hi
-    vertices = np.concatenate([scene.parts[indices[k]].vertices for k in has]).astype(np.float64)
+    vertices = np.concatenate([vertices_at(scene, indices[k], frame) for k in has]).astype(np.float64)
     owner = np.repeat(indices[has], counts[has])  # each vertex's part
     w, x, y, z = np.moveaxis(scene.wxyz[frame, owner].astype(np.float64), -1, 0)
     world = quat_rotate(np.stack([x, y, z, w], axis=-1), vertices) + scene.positions[frame, owner]
@@ -301,6 +302,9 @@ def default_view(scene: Scene, follow: str | None = None, fixed: bool = False) -
     following their centre (``fixed``: still)."""
     indices = framed_parts(scene, follow)
     lo, hi = bounds_at(scene, indices, 0)
+    if follow is None and scene.clouds:  # and the points (grains)
+        c_lo, c_hi = cloud_bounds(scene)  # (over the recording: the view does not follow them)
+        lo, hi = np.minimum(lo, c_lo), np.maximum(hi, c_hi)
     if not np.all(np.isfinite(lo)):
         lo = hi = np.zeros(3)
     center = (lo + hi) / 2
@@ -329,7 +333,7 @@ def _track(scene: Scene, indices, one_body: bool) -> np.ndarray:
     :data:`SMOOTHING` seconds either side by a quadratic Savitzky-Golay filter (exact for a body falling
     freely or moving steadily: the view neither leads nor lags it; contact chatter and kinks are smoothed),
     its window narrowing at the ends so that the first frame is exact."""
-    if scene.frames < 2:
+    if scene.frames < 2 or not len(indices):
         return np.zeros((scene.frames, 3))
     p = scene.positions[:, indices].astype(np.float64)
     centre = p.mean(axis=1) if one_body else np.median(p, axis=1)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .camera import bounds_at, framed_parts, part_bounds
+from .deforming import cloud_bounds
 from .scene import Scene
 
 CELLS = 10
@@ -74,22 +75,30 @@ def ground_of(scene: Scene) -> int | None:
 
 def floor(scene: Scene) -> Floor | None:
     """The grid to draw under ``scene``, or None where the stage has a ground of its own (or nothing drawn)."""
-    if not scene.visible() or ground_of(scene) is not None:
+    if not (scene.visible() or scene.clouds) or ground_of(scene) is not None:
         return None
     bodies = framed_parts(scene)
-    lo0, hi0 = bounds_at(scene, bodies, 0)
+    lo0, hi0 = _with_clouds(bounds_at(scene, bodies, 0), scene, 0)
     if not np.all(np.isfinite(lo0)):
         return None
     size = max(float(np.linalg.norm(hi0 - lo0)), 1e-3)
     cell = float(10.0 ** np.floor(np.log10(size)))
     section = cell * CELLS
-    lo, hi = scene.bounds(range(len(scene.parts)))  # every part, colliders too, over the recording
+    lo, hi = _with_clouds(scene.bounds(range(len(scene.parts))), scene)  # every part, colliders too, over the recording
     height = min(0.0, float(lo[2]))
-    b_lo, b_hi = scene.bounds(bodies)
+    b_lo, b_hi = _with_clouds(scene.bounds(bodies), scene) if bodies else cloud_bounds(scene)
     reach = max(float(b_hi[0] - b_lo[0]), float(b_hi[1] - b_lo[1]), float(b_hi[2]) - height, size)
     half = section * np.ceil(max(50.0 * cell, 20.0 * reach) / section)
     center = tuple(float(section * np.round(c / section)) for c in ((b_lo[:2] + b_hi[:2]) / 2))
     return Floor(height, center, float(half), cell)
+
+
+def _with_clouds(bounds, scene, frames=None) -> tuple:
+    """``bounds`` (lower, upper) and the points' at ``frames`` (default: all)."""
+    if not scene.clouds:
+        return bounds
+    c_lo, c_hi = cloud_bounds(scene, frames)
+    return np.minimum(bounds[0], c_lo), np.maximum(bounds[1], c_hi)
 
 
 _TEXTURE = {}

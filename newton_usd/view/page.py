@@ -2,7 +2,10 @@
 page and the live server) and the self-contained HTML page (:func:`write_page`).
 
 Parts that share a geometry are one batched mesh node (one instance per part, each in its colour), so
-a pile of 10,000 equal boxes is one node whose instance poses change each frame. The page is viser's
+a pile of 10,000 equal boxes is one node whose instance poses change each frame. A mesh that deforms (its
+``points`` time-sampled: cloth, a soft volume) is a mesh node of its own whose vertices are sent anew each frame
+(float32, viser's binary messages, compressed with the page), and each ``Points`` prim (grains) one point cloud of
+round points of its median width, in each point's colour, whose positions are sent each frame. The page is viser's
 scene serializer: the nodes, then each frame's poses after a sleep of one frame's duration; viser's
 embedded player plays it (play/pause, a time slider, the time in seconds, the speed), and a small
 overlay added here shows the frame number.
@@ -19,6 +22,7 @@ import numpy as np
 
 from ..errors import UsdInputError
 from .camera import CameraView, default_view
+from .deforming import vertices_at
 from .floor import CELL_RGB, FLOOR_RGB, SECTION_RGB, floor
 from .scene import Scene
 
@@ -43,10 +47,15 @@ class SceneNodes:
         self.server = server
         self.scene = scene
         self.groups = []  # (handle, part indices, collider, moves, world)
+        self.shapes = {}  # deforming part index -> its mesh handle
+        self.clouds = []  # a point cloud handle per scene.clouds
         moving = np.ones(len(scene.parts), bool) if all_move else scene.moving()
         by_key = {}
         for i in scene.visible(colliders=colliders):
             part = scene.parts[i]
+            if i in scene.deforming:
+                self.shapes[i] = self._add_shape(i, show_colliders)
+                continue
             by_key.setdefault((part.collider, part.world, part.geometry_key()), []).append(i)
         for n, ((collider, world, _), members) in enumerate(by_key.items()):
             first = scene.parts[members[0]]
@@ -70,6 +79,35 @@ class SceneNodes:
                 visible=not collider or show_colliders,
             )
             self.groups.append((handle, idx, collider, bool(np.any(moving[idx])), world))
+        for k, cloud in enumerate(scene.clouds):
+            self.clouds.append(
+                server.scene.add_point_cloud(
+                    f"/points/c{k}",
+                    points=cloud.positions[0],
+                    colors=(np.clip(cloud.colors, 0, 1) * 255).astype(np.uint8),
+                    point_size=float(2 * np.median(cloud.radii)),
+                    point_shape="circle",
+                    precision="float32",
+                )
+            )
+
+    def _add_shape(self, i: int, show_colliders: bool):
+        """A deforming part's own mesh node (its vertices are set at each frame by :meth:`pose`)."""
+        part = self.scene.parts[i]
+        opacity = part.opacity * (COLLIDER_OPACITY if part.collider else 1.0)
+        return self.server.scene.add_mesh_simple(
+            f"/{'colliders' if part.collider else 'visuals'}/d{i}",
+            vertices=vertices_at(self.scene, i, 0),
+            faces=part.faces,
+            color=tuple(int(round(255 * float(np.clip(c, 0, 1)))) for c in part.color),
+            opacity=opacity if opacity < 1 else None,
+            side="double",  # (cloth is seen from both sides)
+            cast_shadow=False,
+            receive_shadow=False,
+            position=self.scene.positions[0, i],
+            wxyz=self.scene.wxyz[0, i],
+            visible=not part.collider or show_colliders,
+        )
 
     def _scales(self, frame: int, idx):
         """Each instance's scale at ``frame``: 0 where the part is invisible then (None: all visible)."""
@@ -89,11 +127,24 @@ class SceneNodes:
                     previous is not None and np.array_equal(shown, self.scene.shown_at(previous, idx))
                 ):
                     handle.batched_scales = shown.astype(np.float32)
+            last = self.scene.frames - 1
+            for i, handle in self.shapes.items():
+                handle.vertices = vertices_at(self.scene, i, frame)
+                handle.position = self.scene.positions[min(frame, last), i]
+                handle.wxyz = self.scene.wxyz[min(frame, last), i]
+            for cloud, handle in zip(self.scene.clouds, self.clouds, strict=True):
+                if cloud.moves:
+                    handle.points = cloud.positions[min(frame, len(cloud.positions) - 1)]
 
     def show(self, colliders: bool, world: int | None = None) -> None:
         """Show the colliders or not, and one world only (None: every world)."""
         for handle, _, collider, _, w in self.groups:
             handle.visible = (colliders or not collider) and (world is None or w == world)
+        for i, handle in self.shapes.items():
+            part = self.scene.parts[i]
+            handle.visible = (colliders or not part.collider) and (world is None or part.world == world)
+        for cloud, handle in zip(self.scene.clouds, self.clouds, strict=True):
+            handle.visible = world is None or cloud.world == world
 
 
 def set_camera(server, scene: Scene, view: CameraView | None = None) -> None:

@@ -25,13 +25,14 @@ import numpy as np
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, Vt
 
 from ..errors import UsdInputError
+from .deforming import read_clouds, read_deforming, sampled_points, vertices_at
 from .poses import code as _code
 from .poses import decompose, mover_of, part_poses
+from .shapes import implicit_geometry
 
 _DEFAULT_COLOR = (0.6, 0.6, 0.6)  # a gprim with no displayColor (Hydra's fallback grey, lighter)
 _WORLD_COPY = re.compile(r"_world(\d+)$")  # newton_usd.sync.world_copies names world k's copy <root>_world<k>
 _USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
-_SPHERE_SUBDIVISIONS = 3
 
 
 @dataclass
@@ -47,6 +48,8 @@ class Part:
         opacity: ``displayOpacity`` in [0, 1].
         collider: True for guide/proxy gprims and invisible collision shapes (drawn on request).
         world: The world index (0 unless the prim is in a ``--write-worlds all`` copy).
+        source: (V,) each vertex's index in its mesh's ``points`` (None: not a mesh): where a mesh's points are
+            time-sampled, :attr:`Scene.deforming` holds its vertices per frame.
     """
 
     path: str
@@ -56,6 +59,7 @@ class Part:
     opacity: float = 1.0
     collider: bool = False
     world: int = 0
+    source: np.ndarray | None = None
 
     def geometry_key(self) -> tuple:
         """Parts with equal keys share one geometry (drawn as one batch)."""
@@ -92,6 +96,11 @@ class Scene:
     shown: np.ndarray | None = None
     """(T, P) whether each part is visible at each frame, where a visibility varies in time (None: the
     drawn parts are visible throughout)."""
+    deforming: dict = field(default_factory=dict)
+    """Part index -> (T, V, 3) float32 its vertices at each frame (its frame, meters), for a mesh whose
+    ``points`` are time-sampled (:mod:`~newton_usd.view.deforming`)."""
+    clouds: list = field(default_factory=list)
+    """The drawn ``Points`` prims (:class:`~newton_usd.view.deforming.PointCloud`)."""
     _moving: tuple = field(default=(None, None), repr=False, compare=False)  # (arrays' key, moving())
 
     @property
@@ -132,6 +141,7 @@ class Scene:
                 moves = (np.ptp(self.positions, axis=0).max(axis=1) > 1e-6) | (
                     np.ptp(self.wxyz, axis=0).max(axis=1) > 1e-6
                 )
+                moves[list(self.deforming)] = True
             self._moving = (key, moves)
         return self._moving[1]
 
@@ -144,13 +154,17 @@ class Scene:
             indices = [i for i in drawn if moving[i]] or drawn
         indices = [i for i in indices if len(self.parts[i].vertices)]
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
-        movers = [i for i in indices if moving[i]]
+        movers = [i for i in indices if moving[i] and i not in self.deforming]
+        for i in (i for i in indices if i in self.deforming):  # every frame's vertices
+            for f in range(self.frames):
+                world = _rotate(self.wxyz[f, i], vertices_at(self, i, f).astype(np.float64)) + self.positions[f, i]
+                lo, hi = np.minimum(lo, world.min(0)), np.maximum(hi, world.max(0))
         if movers:  # a sphere around each part's frame, wherever it goes
             radius = np.array([np.linalg.norm(self.parts[i].vertices, axis=1).max() for i in movers])[:, None]
             lo = np.minimum(lo, (self.positions[:, movers].min(axis=0) - radius).min(axis=0))
             hi = np.maximum(hi, (self.positions[:, movers].max(axis=0) + radius).max(axis=0))
         for i in indices:
-            if not moving[i]:
+            if not moving[i] and i not in self.deforming:
                 v = self.parts[i].vertices
                 world = _rotate(self.wxyz[0, i], v.astype(np.float64)) + self.positions[0, i]
                 lo, hi = np.minimum(lo, world.min(0)), np.maximum(hi, world.max(0))
@@ -204,7 +218,7 @@ def read_scene(path_or_stage, frames: int | None = None) -> Scene:
     fps = stage.GetTimeCodesPerSecond() or 24.0
 
     # Each part: its prim, its constant transform relative to an "anchor" prim, how to place the anchor.
-    parts, anchors = [], []  # anchors[i]: (prim, offset 4x4, instancer-instance index or -1)
+    parts, anchors, points = [], [], []  # anchors[i]: (prim, offset 4x4, instancer-instance index or -1)
     it = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)))
     cache = UsdGeom.XformCache(Usd.TimeCode.EarliestTime())
     for prim in it:
@@ -217,16 +231,21 @@ def read_scene(path_or_stage, frames: int | None = None) -> Scene:
         kind = _category(prim)
         if kind is None:
             continue
+        if prim.IsA(UsdGeom.Points):  # (drawn as points: deforming.read_clouds)
+            points += [prim] if kind == "visual" else []
+            continue
         for part in _parts_of(prim, kind == "collider", _world_of(prim.GetPath())):
             parts.append(part)
             anchors.append((prim, None, -1))
 
-    times, animated = _frame_times(stage, anchors, frames)
+    sampled = [a for a in (sampled_points(p) for p in points + [a[0] for a in anchors if a[1] is None]) if a]
+    times, animated = _frame_times(stage, anchors, frames, sampled)
     positions = np.zeros((len(times), len(parts), 3), np.float32)
     wxyz = np.zeros((len(times), len(parts), 4), np.float32)
-    if parts:
-        _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz)
+    baked = _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz) if parts else None
     scene = Scene(source, parts, times, fps, positions, wxyz, animated, up, mpu)
+    scene.deforming = read_deforming(parts, anchors, baked, times) if sampled and parts else {}
+    scene.clouds = read_clouds(points, times, to_si, lambda path: _world_of(Sdf.Path(path)))
     scene.reader = Reader(stage, anchors, to_si)
     scene.shown = _visibility(anchors, times) if animated else None
     return scene
@@ -350,8 +369,9 @@ def _read_instancer(stage, prim, cache, parts, anchors) -> None:
                 anchors.append((prim, np.array(offset), i))
 
 
-def _frame_times(stage, anchors, frames) -> tuple:
-    """The time codes to read, and whether anything moves."""
+def _frame_times(stage, anchors, frames, sampled_points=()) -> tuple:
+    """The time codes to read, and whether anything moves (or deforms: ``sampled_points``, time-sampled
+    ``points`` attributes)."""
     moving = False
     seen = set()
     sampled = None  # the time-varying ops of the first moving prim found
@@ -370,6 +390,8 @@ def _frame_times(stage, anchors, frames) -> tuple:
             p = p.GetParent()
         if moving:
             break
+    if not moving and sampled_points:
+        moving, sampled = True, list(sampled_points[:1])
     start, end = stage.GetStartTimeCode(), stage.GetEndTimeCode()
     if moving and sampled and not stage.HasAuthoredTimeCodeRange():  # no range: the samples' own span
         written = sampled[0].GetTimeSamples()
@@ -398,7 +420,7 @@ def _instancer_varies(prim) -> bool:
 
 def _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz, bake: bool = True) -> None:
     """Fill positions/wxyz, and bake each part's scale (its frame-0 world matrix less the rigid part) into
-    its vertices."""
+    its vertices. Returns the (P, 3, 3) scales baked."""
     baked = np.empty((len(parts), 3, 3))
     gprims = [j for j, (_, offset, _) in enumerate(anchors) if offset is None]
     if gprims:
@@ -408,10 +430,10 @@ def _bake_and_pose(stage, parts, anchors, times, to_si, positions, wxyz, bake: b
     if instanced:
         worlds = _instance_worlds(anchors, instanced, times) @ to_si
         positions[:, instanced], wxyz[:, instanced], baked[instanced] = decompose(worlds)
-    if not bake:
-        return
-    for j, part in enumerate(parts):
-        part.vertices = (part.vertices.astype(np.float64) @ baked[j]).astype(np.float32)
+    if bake:
+        for j, part in enumerate(parts):
+            part.vertices = (part.vertices.astype(np.float64) @ baked[j]).astype(np.float32)
+    return baked
 
 
 def _instance_worlds(anchors, instanced, times) -> np.ndarray:
@@ -444,7 +466,7 @@ def _parts_of(prim, collider: bool, world: int) -> list:
     """The part(s) of a gprim: one, or one per colour of a mesh coloured per face or by subsets."""
     gprim = UsdGeom.Gprim(prim)
     path = str(prim.GetPath())
-    vertices, faces, face_colors = _geometry(prim, path)
+    vertices, faces, face_colors, source = _geometry(prim, path)
     opacity = _primvar(gprim.GetDisplayOpacityPrimvar())
     opacity = float(np.clip(opacity[0], 0.0, 1.0)) if opacity is not None and len(opacity) else 1.0
     colors = _primvar(gprim.GetDisplayColorPrimvar())
@@ -456,7 +478,7 @@ def _parts_of(prim, collider: bool, world: int) -> list:
         color = tuple(float(c) for c in colors[0]) if colors is not None and len(colors) else _DEFAULT_COLOR
         per_face_subsets = _subset_colors(prim, len(faces), face_colors)
         if per_face_subsets is None:
-            return [Part(path, vertices, faces, color, opacity, collider, world)] if len(faces) else []
+            return [Part(path, vertices, faces, color, opacity, collider, world, source)] if len(faces) else []
         per_face = np.where(np.isnan(per_face_subsets), np.array(color), per_face_subsets)
     out = []
     keys = np.round(per_face * 255).astype(np.int64)
@@ -466,9 +488,9 @@ def _parts_of(prim, collider: bool, world: int) -> list:
         used = np.unique(faces[sel])
         remap = np.full(len(vertices), -1, np.int64)
         remap[used] = np.arange(len(used))
-        out.append(
-            Part(path, vertices[used], remap[faces[sel]].astype(np.int32), tuple(g / 255.0), opacity, collider, world)
-        )
+        src = None if source is None else source[used]
+        faces_g = remap[faces[sel]].astype(np.int32)
+        out.append(Part(path, vertices[used], faces_g, tuple(g / 255.0), opacity, collider, world, src))
     return out
 
 
@@ -525,95 +547,13 @@ class _MeshColors:
 
 
 def _geometry(prim, path):
-    """(vertices, faces, per-face colour mapper or None) of a gprim in its own frame (stage units)."""
+    """(vertices, faces, per-face colour mapper or None, each vertex's index in a mesh's ``points`` or None) of a
+    gprim in its own frame (stage units)."""
     t = prim.GetTypeName()
     if t == "Mesh":
         return _mesh(prim, path)
-    params = tuple((name, _value(prim, name)) for name in _IMPLICIT.get(t, ()))
-    key = (t, params)
-    if key not in _implicit_cache:
-        if len(_implicit_cache) > 256:
-            _implicit_cache.clear()
-        _implicit_cache[key] = _implicit(t, dict(params), path)
-    vertices, faces = _implicit_cache[key]
-    return vertices.copy(), faces, None
-
-
-_IMPLICIT = {
-    "Cube": ("size",),
-    "Sphere": ("radius",),
-    "Capsule": ("radius", "height", "axis"),
-    "Cylinder": ("radius", "height", "axis"),
-    "Cone": ("radius", "height", "axis"),
-    "Plane": ("width", "length", "axis"),
-}
-_implicit_cache = {}  # (type, parameters) -> (vertices, faces): a pile of equal boxes is made once
-
-
-def _value(prim, name):
-    a = prim.GetAttribute(name)
-    v = a.Get(Usd.TimeCode.EarliestTime()) if a else None
-    return v if v is None or isinstance(v, str) else float(v)
-
-
-def _implicit(t, values, path):
-    """(vertices, faces) of an implicit gprim of type ``t`` with attribute ``values`` (None: fallback)."""
-    import trimesh.creation as tc  # noqa: PLC0415  (a dependency of viser)
-
-    def attr(name, default):
-        v = values.get(name)
-        return default if v is None else v
-
-    def axis_to(mesh, axis):  # trimesh makes its primitives along Z
-        if axis == "X":
-            mesh.apply_transform(trimesh_rotation(0, 1, 0))
-        elif axis == "Y":
-            mesh.apply_transform(trimesh_rotation(1, 0, 0, sign=-1))
-        return mesh
-
-    def check(value, name):
-        if not np.isfinite(value) or value < 0:
-            raise UsdInputError(f"must be a finite length >= 0, got {value}", prim=path, attribute=name)
-        return float(value)
-
-    if t == "Cube":
-        s = check(attr("size", 2.0), "size")
-        m = tc.box(extents=(s, s, s))
-        m.unmerge_vertices()  # flat faces: no normal shared across an edge
-    elif t == "Sphere":
-        m = tc.icosphere(_SPHERE_SUBDIVISIONS, radius=check(attr("radius", 1.0), "radius"))
-    elif t == "Capsule":
-        r, h = check(attr("radius", 0.5), "radius"), check(attr("height", 1.0), "height")
-        m = axis_to(tc.capsule(height=h, radius=r, count=[24, 12]), attr("axis", "Z"))
-    elif t == "Cylinder":
-        r, h = check(attr("radius", 1.0), "radius"), check(attr("height", 2.0), "height")
-        m = axis_to(tc.cylinder(radius=r, height=h, sections=32), attr("axis", "Z"))
-    elif t == "Cone":
-        r, h = check(attr("radius", 1.0), "radius"), check(attr("height", 2.0), "height")
-        m = tc.cone(radius=r, height=h, sections=32)
-        m.apply_translation((0, 0, -h / 2))  # USD's cone is centred on its axis; trimesh's base is at 0
-        m = axis_to(m, attr("axis", "Z"))
-    elif t == "Plane":
-        w, length = check(attr("width", 2.0), "width"), check(attr("length", 2.0), "length")
-        axis = attr("axis", "Z")
-        # A thin slab (two-sided to the eye, and never degenerate for a renderer that needs volume).
-        thin = 1e-3 * max(w, length, 1e-6)
-        dims = {"Z": (w, length, thin), "Y": (w, thin, length), "X": (thin, w, length)}[axis]
-        m = tc.box(extents=dims)
-        offset = {"Z": (0, 0, -thin / 2), "Y": (0, -thin / 2, 0), "X": (-thin / 2, 0, 0)}[axis]
-        m.apply_translation(offset)  # its top face on the plane
-        m.unmerge_vertices()
-    else:
-        return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int32)  # e.g. BasisCurves, Points
-    return np.asarray(m.vertices, np.float32), np.asarray(m.faces, np.int32)
-
-
-def trimesh_rotation(x, y, z, sign=1):
-    """A 4x4 (column-vector) rotation by 90 degrees times ``sign`` about the axis (x, y, z), taking Z to
-    the axis named: about Y, Z -> X; about X with sign -1, Z -> Y."""
-    import trimesh.transformations as tt  # noqa: PLC0415
-
-    return tt.rotation_matrix(sign * np.pi / 2, (x, y, z))
+    vertices, faces = implicit_geometry(prim, path)
+    return vertices, faces, None, None
 
 
 def _mesh(prim, path):
@@ -623,7 +563,7 @@ def _mesh(prim, path):
     counts = mesh.GetFaceVertexCountsAttr().Get(t)
     indices = mesh.GetFaceVertexIndicesAttr().Get(t)
     if points is None or counts is None or indices is None or len(points) == 0:
-        return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int32), None
+        return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int32), None, None
     points = np.asarray(points, np.float32)
     counts = np.asarray(counts, np.int64)
     indices = np.asarray(indices, np.int64)
@@ -651,7 +591,7 @@ def _mesh(prim, path):
             tri_corners.append(np.stack([s, s + j, s + j + 1], axis=1))
             tri_poly.append(polys)
     if not tri_corners:
-        return points, np.zeros((0, 3), np.int32), None
+        return points, np.zeros((0, 3), np.int32), None, None
     tri_corners = np.concatenate(tri_corners)
     tri_poly = np.concatenate(tri_poly)
     order = np.argsort(tri_poly, kind="stable")
@@ -668,11 +608,14 @@ def _mesh(prim, path):
         # and normal, so that an edge whose faces' normals differ there is sharp and one they share smooth.
         key = np.concatenate([faces.reshape(-1, 1), np.round(normals.reshape(-1, 3) * 1e4)], axis=1)
         corners, shared = np.unique(key, axis=0, return_inverse=True)
-        return points[corners[:, 0].astype(np.int64)], shared.reshape(-1, 3).astype(np.int32), colors
+        source = corners[:, 0].astype(np.int64)
+        return points[source], shared.reshape(-1, 3).astype(np.int32), colors, source
     if mesh.GetSubdivisionSchemeAttr().Get() == UsdGeom.Tokens.none:
         # A polygonal mesh without normals is faceted: each triangle its own corners (normals per face).
-        return points[faces.reshape(-1)], np.arange(faces.size, dtype=np.int32).reshape(-1, 3), colors
-    return points, faces.astype(np.int32), colors  # a subdivision surface (USD's default): smooth
+        corners = faces.reshape(-1)
+        return points[corners], np.arange(faces.size, dtype=np.int32).reshape(-1, 3), colors, corners
+    # a subdivision surface (USD's default): smooth
+    return points, faces.astype(np.int32), colors, np.arange(len(points), dtype=np.int64)
 
 
 def _corner_normals(mesh, tri_corners, tri_poly, indices, polygons: int, n_points: int) -> np.ndarray | None:

@@ -10,11 +10,18 @@ clipping range and an orthographic projection included), renders, and writes the
 time and time code) in the top-left corner. It renders a recording whichever engine made it. The GL context is
 made here (not through ``mujoco.Renderer``, whose platform is fixed by ``MUJOCO_GL`` when mujoco is
 first imported): ``MUJOCO_GL=egl`` or ``osmesa`` chooses, else EGL when it works, else OSMesa.
+
+What deforms is drawn as it deforms: a mesh whose ``points`` are time-sampled (cloth, a soft volume) is a mesh of
+its own, one vertex per point of the USD mesh (smooth shading), whose vertices and normals are written into the
+model and uploaded to the GL context (``mjr_uploadMesh``) at each frame; the points of ``Points`` prims (grains) are
+spheres of their radius and colour added to the scene as user geoms each frame, at most :data:`MAX_POINTS` of them
+(beyond that every k-th point is drawn, said once in a warning).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 
@@ -27,6 +34,8 @@ from .floor import Floor, floor, grid_texture
 from .page import COLLIDER_OPACITY, atomic_output
 from .scene import Scene
 
+MAX_POINTS = 20000
+"""The most points (spheres) drawn in one frame of a video: more are subsampled (every k-th)."""
 SKY_TOP = (0.86, 0.87, 0.89)
 SKY_HORIZON = (0.98, 0.98, 0.98)
 
@@ -101,16 +110,19 @@ def render_model(scene: Scene, size: tuple, colliders: bool = False, grid: Floor
                      rgb1=list(SKY_TOP), rgb2=list(SKY_HORIZON), width=64, height=64)  # fmt: skip
     if grid is not None:
         _add_floor(spec, grid)
+    if scene.clouds:  # (spheres of fewer triangles: the grains are many and small)
+        vis.quality.numslices, vis.quality.numstacks = 12, 8
     indices = scene.visible(colliders)
     meshes = {}
     for n, i in enumerate(indices):
         part = scene.parts[i]
-        key = part.geometry_key()
+        key = ("deforming", i) if i in scene.deforming else part.geometry_key()
         if key not in meshes:
             meshes[key] = f"m{len(meshes)}"
             mesh = spec.add_mesh(name=meshes[key])
-            mesh.uservert = part.vertices.reshape(-1).astype(np.float64)
-            mesh.userface = part.faces.reshape(-1)
+            vertices, faces = (part.vertices, part.faces) if i not in scene.deforming else _shape(scene, i, 0)
+            mesh.uservert = vertices.reshape(-1).astype(np.float64)
+            mesh.userface = faces.reshape(-1)
             mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL  # a flat mesh has no volume
         body = spec.worldbody.add_body(name=f"p{n}", mocap=True)
         alpha = part.opacity * (COLLIDER_OPACITY if part.collider else 1.0)
@@ -127,6 +139,99 @@ def render_model(scene: Scene, size: tuple, colliders: bool = False, grid: Floor
     except ValueError as e:
         raise UsdInputError(f"MuJoCo's renderer cannot draw this scene's meshes: {e}", file=scene.source) from None
     return model, np.array(indices, np.int64)
+
+
+def _shape(scene: Scene, i: int, frame: int) -> tuple:
+    """(vertices, faces) of deforming part ``i`` at ``frame``: one vertex per point of its USD mesh."""
+    part = scene.parts[i]
+    used, first, inverse = np.unique(part.source, return_index=True, return_inverse=True)
+    return scene.deforming[i][frame][first], inverse.reshape(-1)[part.faces].astype(np.int32)
+
+
+class _Shapes:
+    """The deforming parts' meshes in the render model, set to a frame's vertices and uploaded to the GL context."""
+
+    def __init__(self, model, scene: Scene, indices):
+        self.model, self.scene = model, scene
+        self.meshes = []  # (part index, mesh id)
+        for n, i in enumerate(indices):
+            if i not in scene.deforming:
+                continue
+            geom = model.body_geomadr[n + 1]
+            mesh = model.geom_dataid[geom]
+            vertices, faces = _shape(scene, i, 0)
+            if model.mesh_vertnum[mesh] != len(vertices) or model.mesh_facenum[mesh] != len(faces):
+                raise UsdInputError(
+                    "MuJoCo's renderer merged or dropped some of this deforming mesh's points or faces: "
+                    f"{model.mesh_vertnum[mesh]} vertices of {len(vertices)}, {model.mesh_facenum[mesh]} faces of "
+                    f"{len(faces)}",
+                    prim=scene.parts[i].path,
+                    attribute="points",
+                )
+            # The compiler centred and rotated the mesh (and set the geom's offset to undo it): ours is in the
+            # part's frame, as given.
+            model.geom_pos[geom], model.geom_quat[geom] = 0.0, (1.0, 0.0, 0.0, 0.0)
+            self.meshes.append((i, mesh))
+
+    def set(self, frame: int, con=None) -> None:
+        import mujoco  # noqa: PLC0415
+
+        m = self.model
+        for i, mesh in self.meshes:
+            vertices, faces = _shape(self.scene, i, min(frame, len(self.scene.deforming[i]) - 1))
+            v0, f0 = m.mesh_vertadr[mesh], m.mesh_faceadr[mesh]
+            n0 = m.mesh_normaladr[mesh]
+            m.mesh_vert[v0 : v0 + len(vertices)] = vertices
+            m.mesh_face[f0 : f0 + len(faces)] = faces
+            normals = _vertex_normals(vertices, faces)
+            if m.mesh_normalnum[mesh] == len(vertices):
+                m.mesh_normal[n0 : n0 + len(vertices)] = normals
+                m.mesh_facenormal[f0 : f0 + len(faces)] = faces
+            if con is not None:
+                mujoco.mjr_uploadMesh(m, con, mesh)
+
+
+def _vertex_normals(vertices, faces) -> np.ndarray:
+    """(V, 3) each vertex's normal: the area-weighted mean of its faces'."""
+    v = vertices.astype(np.float64)
+    n = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
+    out = np.zeros_like(v)
+    for k in range(3):
+        np.add.at(out, faces[:, k], n)
+    length = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.where(length > 0, out / np.where(length > 0, length, 1.0), (0.0, 0.0, 1.0)).astype(np.float32)
+
+
+def _point_geoms(scene: Scene) -> list:
+    """Per cloud, the indices of its points drawn (every k-th where all clouds hold more than MAX_POINTS)."""
+    total = sum(len(c.radii) for c in scene.clouds)
+    step = int(np.ceil(total / MAX_POINTS)) if total > MAX_POINTS else 1
+    if step > 1:
+        logging.getLogger("newton_usd").warning(
+            "usdsim video: %d points, more than the %d spheres drawn in a frame: every %d-th point is drawn (%s)",
+            total, MAX_POINTS, step, ", ".join(c.path for c in scene.clouds),
+        )  # fmt: skip
+    return [np.arange(0, len(c.radii), step) for c in scene.clouds]
+
+
+def _add_points(mjv_scene, scene: Scene, drawn: list, frame: int) -> None:
+    """Add the clouds' points at ``frame`` to ``mjv_scene`` as spheres (user geoms)."""
+    import mujoco  # noqa: PLC0415
+
+    eye = np.eye(3).reshape(-1)
+    sphere = mujoco.mjtGeom.mjGEOM_SPHERE
+    n = mjv_scene.ngeom
+    for cloud, idx in zip(scene.clouds, drawn, strict=True):
+        positions = cloud.positions[min(frame, len(cloud.positions) - 1), idx].astype(np.float64)
+        radii = cloud.radii[idx].astype(np.float64)
+        rgba = np.concatenate([cloud.colors[idx], np.ones((len(idx), 1))], axis=1).astype(np.float32)
+        for k in range(len(idx)):
+            if n >= mjv_scene.maxgeom:
+                break
+            r = radii[k]
+            mujoco.mjv_initGeom(mjv_scene.geoms[n], sphere, np.array([r, r, r]), positions[k], eye, rgba[k])
+            n += 1
+    mjv_scene.ngeom = n
 
 
 def _add_floor(spec, grid: Floor) -> None:
@@ -175,7 +280,10 @@ def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: b
         data = mujoco.MjData(model)
         con = mujoco.MjrContext(model, _font_scale(height))
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, con)
-        mjv_scene = mujoco.MjvScene(model, maxgeom=max(1000, 2 * len(indices) + 10))
+        shapes = _Shapes(model, scene, indices)
+        drawn = _point_geoms(scene)
+        points = sum(len(d) for d in drawn)
+        mjv_scene = mujoco.MjvScene(model, maxgeom=max(1000, 2 * len(indices) + 10 + points))
         opt = mujoco.MjvOption()
         cam = mujoco.MjvCamera()
         viewport = mujoco.MjrRect(0, 0, width, height)
@@ -189,9 +297,12 @@ def render(scene: Scene, size=(640, 480), fps: float | None = None, colliders: b
             shown = scene.shown_at(f, indices)
             if shown is not None:  # an invisible part: transparent (MuJoCo does not draw a geom of alpha 0)
                 model.geom_rgba[geoms, 3] = np.where(shown, alpha, 0.0)
+            shapes.set(f, con)
             mujoco.mj_kinematics(model, data)
             model.vis.map.zfar = 0.5 * view.clip[f, 1]  # the sky's size: inside the far plane
             mujoco.mjv_updateScene(model, data, opt, None, cam, mujoco.mjtCatBit.mjCAT_ALL, mjv_scene)
+            if points:
+                _add_points(mjv_scene, scene, drawn, f)
             _set_camera(mjv_scene, view, f, width / height)
             mujoco.mjr_render(viewport, mjv_scene, con)
             mujoco.mjr_overlay(mujoco.mjtFont.mjFONT_NORMAL, mujoco.mjtGridPos.mjGRID_TOPLEFT, viewport,
