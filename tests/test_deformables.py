@@ -353,3 +353,23 @@ def test_a_vbd_scene_of_rigid_bodies_only_runs_vbd_with_its_settings(tmp_path):
     assert type(sim.solver).__name__ == "SolverVBD" and sim.solver.options["rigid_contact_history"] is True
     sim.step_frame()
     assert sim.physics.state.body_q.numpy()[0, 2] < 0.0  # (falls: no ground)
+
+
+def test_cloth_of_a_second_scene_runs_in_its_own_engine(tmp_path):
+    """A cloth owned by the stage's second PhysicsScene is opened as that scene's (vbd), beside the first scene's
+    rigid box (mujoco): each its own engine."""
+    path = cloth_stage(tmp_path / "two.usda", box=False)
+    stage = Usd.Stage.Open(path)
+    UsdPhysics.Scene.Define(stage, "/World/ClothScene")
+    stage.GetPrimAtPath("/World/Cloth").CreateRelationship("physics:simulationOwner").SetTargets(["/World/ClothScene"])
+    cube = UsdGeom.Cube.Define(stage, "/World/Box")
+    cube.CreateSizeAttr(0.1)
+    UsdPhysics.RigidBodyAPI.Apply(cube.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
+    stage.GetRootLayer().Save()
+    sim = Simulation.open(path, fps=FPS, substeps=2)
+    engines = sorted(type(s.solver).__name__ for s in (sim, *sim.scenes))
+    assert engines == ["SolverMuJoCo", "SolverVBD"]
+    sim.step_frame()
+    cloth = next(s for s in (sim, *sim.scenes) if type(s.solver).__name__ == "SolverVBD")
+    assert cloth.physics.state.particle_q.numpy()[:, 2].max() < 0.5  # (falling)

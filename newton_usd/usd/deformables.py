@@ -141,6 +141,21 @@ def _in_deformable_body(prim) -> bool:
     return False
 
 
+def deformable_scenes(stage, default_scene: str | None) -> set:
+    """The scenes that own the stage's deformable bodies (their body prim's ``physics:simulationOwner``, else
+    ``default_scene``), read without checking them (:func:`import_deformables` does)."""
+    out = set()
+    for prim, family in find_deformables(stage):
+        own = family == "legacy" or BODY_API in applied(prim) or not prim.GetParent()
+        body = prim if own else prim.GetParent()
+        rel = body.GetRelationship("physics:simulationOwner")
+        targets = rel.GetForwardedTargets() if rel else []
+        scene = str(targets[0]) if targets else default_scene
+        if scene:
+            out.add(scene)
+    return out
+
+
 def has_deformables(stage) -> bool:
     """Whether ``stage`` holds a deformable simulation prim (cloth, volume or cable)."""
     return bool(find_deformables(stage))

@@ -35,7 +35,7 @@ from .articulations import import_joints
 from .bodies import import_bodies
 from .colliders import import_shape
 from .collision_filters import import_collision_filters
-from .deformables import Deformables, import_deformables
+from .deformables import Deformables, find_deformables, import_deformables
 from .descriptors import OT, SHAPE_TYPES
 from .envs import Environments, check_identical, find_environments, replicate_environments
 from .equalities import import_joint_equalities, import_tendon_equalities
@@ -211,6 +211,9 @@ def add_usd(
         result.grains = import_grains(builder, stage, frame, file, result.scene_path, scenes[0] if scenes else None)
         result.deformables = import_deformables(builder, stage, frame, file, result.scene_path,
                                                 scenes[0] if scenes else None, diag)  # fmt: skip
+    else:
+        for prim, _ in find_deformables(stage):
+            diag.add("deformable bodies are not replicated into environments yet: not simulated", prim.GetPath())
     if not bodies and not instanced and not result.grains.groups and not result.deformables.simulated:
         _nothing_to_simulate(result, owners)
 

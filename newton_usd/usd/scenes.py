@@ -353,7 +353,8 @@ def scenes_to_import(stage, order=DIALECTS) -> list:
     """The ``scene`` arguments of :func:`add_usd` that import every PhysicsScene of ``stage`` that simulates
     rigid bodies or grains, each into a builder of its own: with several PhysicsScenes, those that simulate bodies
     (:meth:`Scenes.simulated`, the first the default scene when it simulates any) or grains
-    (:func:`~newton_usd.usd.granular.grain_scenes`); else, or when none
+    (:func:`~newton_usd.usd.granular.grain_scenes`) or deformable bodies
+    (:func:`~newton_usd.usd.deformables.deformable_scenes`); else, or when none
     simulates a body, ``[None]`` (add_usd's default: the stage's scene). Costs one traversal, and a parse
     of the stage's physics when it has several PhysicsScenes.
 
@@ -363,9 +364,11 @@ def scenes_to_import(stage, order=DIALECTS) -> list:
     paths = physics_scenes(stage)
     if len(paths) < 2:
         return [None]
+    from .deformables import deformable_scenes  # noqa: PLC0415  (as granular)
     from .granular import grain_scenes  # noqa: PLC0415  (granular reads scenes' paths: imported when needed)
 
     simulated = set(read_scenes(stage, order).simulated()) | grain_scenes(stage, paths[0])
+    simulated |= deformable_scenes(stage, paths[0])
     return [p for p in paths if p in simulated] or [None]
 
 
