@@ -404,9 +404,10 @@ class Simulation:
             rows = self.recorder.rows  # (the simulated prims' rows of the state)
             positions = rows.positions(self.physics.state)
             self.blow_up_check.check_frame(positions, last, rows)
-            grains = self.recorder.particle_rows
-            if grains is not None:  # (particles: NaN, too far or too fast, named by their prim)
-                self.blow_up_check.check_bounds(grains.positions(self.physics.state), rows=grains)
+        particles = self.recorder.particle_rows
+        if particles is not None and (write or not as_frame):  # (NaN, too far or too fast, named by their prim; a
+            # frame function's device check covers bodies: its particles are checked where read, when written)
+            self.blow_up_check.check_bounds(particles.positions(self.physics.state), rows=particles)
         if write:
             self.recorder.write_frame(positions)
         with self._own_writes():

@@ -15,7 +15,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from newton_usd.cli import main
 from newton_usd.core.builder import ModelBuilder
-from newton_usd.errors import NewtonUsdError, UsdInputError
+from newton_usd.errors import NewtonUsdError, SimulationError, UsdInputError
 from newton_usd.sim import Simulation
 from newton_usd.usd import add_usd
 
@@ -373,3 +373,26 @@ def test_cloth_of_a_second_scene_runs_in_its_own_engine(tmp_path):
     sim.step_frame()
     cloth = next(s for s in (sim, *sim.scenes) if type(s.solver).__name__ == "SolverVBD")
     assert cloth.physics.state.particle_q.numpy()[:, 2].max() < 0.5  # (falling)
+
+
+def test_a_reset_starts_the_cloth_over(tmp_path):
+    path = cloth_stage(tmp_path / "reset.usda")
+    sim, first = our_run(path, 3)
+    sim.reset()
+    np.testing.assert_array_equal(sim.physics.state.particle_q.numpy(), sim.model.particle_q.numpy())
+    attr = sim.stage.GetPrimAtPath("/World/Cloth/sim").GetAttribute("points")
+    assert attr.GetNumTimeSamples() == 0  # (the authored points shown again)
+    for _ in range(3):
+        sim.step_frame()
+    np.testing.assert_allclose(sim.physics.state.particle_q.numpy(), first, atol=1e-6)  # (the run repeats)
+
+
+def test_a_flung_cloth_ends_the_run_naming_its_prim(tmp_path):
+    path = cloth_stage(tmp_path / "flung.usda", box=False)
+    stage = Usd.Stage.Open(path)
+    mesh = UsdGeom.Mesh(stage.GetPrimAtPath("/World/Cloth/sim"))
+    mesh.CreateVelocitiesAttr([Gf.Vec3f(0, 0, 1.0e3)] * (SIDE * SIDE))  # (33 m a frame)
+    stage.GetRootLayer().Save()
+    sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, max_distance=10.0)
+    with pytest.raises(SimulationError, match="/World/Cloth/sim"):
+        sim.step_frame()
