@@ -10,8 +10,13 @@ a grain whose material does not author one gets Newton's default). The MPM scene
 Each step copies our State's particles into Newton's state, steps Newton's solver into its other state and projects
 the grains out of the colliders (``project_outside``, as Newton's examples do after each step), then copies them
 back: Newton's two states keep what MPM carries from step to step (the grains' elastic strain, plastic volume,
-velocity gradient). Rigid bodies are not coupled yet: a dynamic body of a stage with grains stays where it is
-(said once, naming the bodies).
+velocity gradient).
+
+Dynamic rigid bodies of the MPM scene are coupled two ways with its grains: a Newton rigid engine of our own
+(``rigid_solver``: ``"xpbd"``, the default, or ``"featherstone"``) steps them on the same model, and a
+:class:`~.grain_coupling.GrainCoupling` passes the grains' impulses onto the bodies and the bodies' poses and
+velocities into the MPM step, each physics step. With ``rigid_solver="none"`` they are not coupled: they stay where
+they are (said once, naming them).
 """
 
 from __future__ import annotations
@@ -25,7 +30,11 @@ import warp as wp
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..solver import SolverBase
+from .grain_coupling import GrainCoupling
 from .model_bridge import bridge_model
+
+RIGID_SOLVERS = ("xpbd", "featherstone")
+"""The engines that step the MPM scene's rigid bodies, coupled with its grains (``rigid_solver``)."""
 
 
 def _config_fields() -> set:
@@ -37,18 +46,22 @@ class SolverImplicitMPM(SolverBase):
 
     Args:
         model: the Model (with particles: the grains of an MPM scene).
+        rigid_solver: the engine of the scene's dynamic rigid bodies, coupled with the grains (one of
+            :data:`RIGID_SOLVERS`; None or ``"none"``: not coupled, they stay).
         **options: ``SolverImplicitMPM.Config`` fields (``max_iterations``, ``voxel_size``, ``tolerance``, ...), over
             the scene's (``model.mpm_config``).
 
     ``newton_model``, ``newton_solver`` and ``newton_states`` are Newton's objects; ``config`` the Config it was made
-    with.
+    with; ``rigid`` our solver of the bodies and ``coupling`` the :class:`~.grain_coupling.GrainCoupling` (None where
+    the scene has no dynamic body or they are not coupled).
     """
 
     name = "implicit_mpm"
 
-    def __init__(self, model, **options):
+    def __init__(self, model, rigid_solver="xpbd", **options):
         super().__init__(model)
-        self.options = dict(options)
+        rigid_solver = None if rigid_solver == "none" else rigid_solver
+        self.options = {**options, "rigid_solver": rigid_solver}
         if not model.particle_count:
             raise NewtonUsdError(
                 f"{model.source or 'the model'}: the implicit_mpm solver simulates grains (Points prims applying "
@@ -63,8 +76,15 @@ class SolverImplicitMPM(SolverBase):
         self.config = newton.solvers.SolverImplicitMPM.Config()
         for key, value in {**model.mpm_config, **options}.items():
             setattr(self.config, key, value)
+        if rigid_solver is not None and rigid_solver not in RIGID_SOLVERS:
+            raise NewtonUsdError(
+                f"implicit_mpm solver: rigid_solver {rigid_solver!r} cannot be coupled with the grains; valid: "
+                f"{', '.join(RIGID_SOLVERS)} (or none: the bodies are not simulated)"
+            )
         self.diagnostics = Diagnostics()
-        self._say_uncoupled(model)
+        dynamic = self._dynamic_bodies(model)
+        if rigid_solver is None:
+            self._say_uncoupled(dynamic)
         bridge = bridge_model(model, self.diagnostics, self.name, particles=self._add_particles)
         self.diagnostics.emit(model.source)
         self.newton_model = bridge.newton_model
@@ -75,10 +95,19 @@ class SolverImplicitMPM(SolverBase):
                 f"{model.source or 'the model'}: Newton's implicit MPM solver refused it: {e}"
             ) from None
         self.newton_states = [self.newton_model.state(), self.newton_model.state()]
+        self.rigid = self.coupling = None
+        if dynamic and rigid_solver is not None:
+            from .. import SOLVERS  # noqa: PLC0415  (the registry imports this module)
 
-    def _say_uncoupled(self, model) -> None:
-        """Dynamic rigid bodies beside the grains: not coupled to them yet (said once, naming them)."""
-        dynamic = [label for label, k in zip(model.body_label, model.body_kinematic.numpy(), strict=True) if not k]
+            self.rigid = SOLVERS[rigid_solver](model)
+            self.coupling = GrainCoupling(self.newton_solver, self.newton_model)
+
+    @staticmethod
+    def _dynamic_bodies(model) -> list:
+        return [label for label, k in zip(model.body_label, model.body_kinematic.numpy(), strict=True) if not k]
+
+    def _say_uncoupled(self, dynamic) -> None:
+        """Dynamic rigid bodies beside the grains, not coupled to them (said once, naming them)."""
         if dynamic:
             kind = ("the implicit_mpm solver simulates the grains only: these rigid bodies are not coupled to them "
                     "(the grains collide with them where they start) and do not move")  # fmt: skip
@@ -112,13 +141,23 @@ class SolverImplicitMPM(SolverBase):
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         ns_in, ns_out = self.newton_states
+        coupling = self.coupling
+        if coupling is not None:  # (the grains' forces onto the bodies, the bodies stepped, then into the MPM step)
+            coupling.forces_onto(state_in, dt)
+            self.rigid.step(state_in, state_out, control, None, dt)
+            coupling.bodies_into(state_out, ns_in, dt)
         wp.copy(ns_in.particle_q, state_in.particle_q)
         wp.copy(ns_in.particle_qd, state_in.particle_qd)
         self.newton_solver.step(ns_in, ns_out, None, None, dt)
+        if coupling is not None:  # (the grains are projected out of the bodies where they are now)
+            wp.copy(ns_out.body_q, ns_in.body_q)
+            wp.copy(ns_out.body_qd, ns_in.body_qd)
         self.newton_solver.project_outside(ns_out, ns_out, dt)
         self.newton_states = [ns_out, ns_in]
         wp.copy(state_out.particle_q, ns_out.particle_q)
         wp.copy(state_out.particle_qd, ns_out.particle_qd)
-        if state_out is not state_in:  # (the bodies are not simulated: they stay)
+        if coupling is not None:
+            coupling.collect(ns_out)
+        elif state_out is not state_in:  # (the bodies are not simulated: they stay)
             for name in ("body_q", "body_qd", "joint_q", "joint_qd"):
                 wp.copy(getattr(state_out, name), getattr(state_in, name))
