@@ -396,3 +396,19 @@ def test_a_flung_cloth_ends_the_run_naming_its_prim(tmp_path):
     sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, max_distance=10.0)
     with pytest.raises(SimulationError, match="/World/Cloth/sim"):
         sim.step_frame()
+
+
+def test_thicknesses_without_an_element_type_are_not_read_as_newton(tmp_path, caplog):
+    path = cloth_stage(tmp_path / "untyped.usda")
+    stage = Usd.Stage.Open(path)
+    stage.GetPrimAtPath("/World/Cloth/sim").RemoveProperty("physics:thicknesses:elementType")
+    stage.GetRootLayer().Save()
+    builder = ModelBuilder()
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        add_usd(builder, path)
+    assert "physics:thicknesses without physics:thicknesses:elementType" in caplog.text
+    model = builder.finalize("cpu")
+    np.testing.assert_allclose(model.particle_radius.numpy(), 0.0005, rtol=1e-5)  # (the 1 mm fallback, halved)
+    newton_builder = newton.ModelBuilder()
+    newton_builder.add_usd(path)
+    np.testing.assert_allclose(model.particle_mass.numpy(), newton_builder.particle_mass, rtol=1e-5)

@@ -9,7 +9,8 @@ authored: the stage's first PhysicsScene):
   its world transform, stage units turned into SI and Z up), each face a fan of triangles (``leftHanded``
   orientation or a mirroring transform reverses them). Its rest shape is the authored shape;
 - its thickness: ``physics:thicknesses`` with ``physics:thicknesses:elementType`` (``constant``, ``face`` or
-  ``point``; none authored: :data:`DEFAULT_THICKNESS`); a particle's radius is half its point's thickness;
+  ``point``; none authored, or no element type, as Newton: :data:`DEFAULT_THICKNESS`, said); a particle's radius is
+  half its point's thickness;
 - its material, bound for physics (``material:binding:physics``), applying ``PhysicsSurfaceDeformableMaterialAPI``:
   ``physics:surfaceStretchStiffness`` and ``physics:surfaceBendStiffness`` (stage units of force/distance and
   force*distance), else derived from ``physics:youngsModulus`` and ``physics:poissonsRatio`` and the thickness
@@ -294,7 +295,7 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
         raise UsdInputError(f"face {face[t]}'s triangle {tuple(int(v) for v in tris[t])} has zero area: cloth "
                             "triangles have an area", file=file, prim=path, attribute="points")  # fmt: skip
     area = 0.5 * doubled
-    face_h, point_h = _thicknesses(prim, len(counts), n, face, tris, frame, file, path)
+    face_h, point_h = _thicknesses(prim, len(counts), n, face, tris, frame, file, path, diag)
     face_h, point_h = face_h * mpu, point_h * mpu
     material = _material(prim, "cloth", file, diag)
     stretch, bend, material_density = _surface_stiffness(material, float(np.mean(face_h)), frame, file, diag, path)
@@ -387,10 +388,10 @@ def _poisson(material, file) -> float:
     return nu
 
 
-def _thicknesses(prim, n_faces, n_points, face, tris, frame, file, path):
+def _thicknesses(prim, n_faces, n_points, face, tris, frame, file, path, diag, unread=False):
     """Per triangle and per point thickness in stage units."""
     name = "physics:thicknesses"
-    values = _authored(prim, name)
+    values = None if unread else _authored(prim, name)
     if values is None or len(values) == 0:
         h = DEFAULT_THICKNESS / frame.meters_per_unit
         return np.full(len(tris), h), np.full(n_points, h)
@@ -398,7 +399,12 @@ def _thicknesses(prim, n_faces, n_points, face, tris, frame, file, path):
     if not np.all(np.isfinite(v)) or np.any(v <= 0):
         i = int(np.argmax(~(np.isfinite(v) & (v > 0))))
         raise UsdInputError(f"value {i} is {v[i]:g}: a thickness is positive", file=file, prim=path, attribute=name)
-    kind = str(_authored(prim, name + ":elementType") or "constant")
+    kind = _authored(prim, name + ":elementType")
+    if kind is None:  # (as Newton 1.8: the array is read with its element type only)
+        diag.add(f"{name} without {name}:elementType (constant, face or point) is not read: the thickness is "
+                 f"{DEFAULT_THICKNESS * 1e3:g} mm", path)  # fmt: skip
+        return _thicknesses(prim, n_faces, n_points, face, tris, frame, file, path, diag, unread=True)
+    kind = str(kind)
     expected = {"constant": 1, "face": n_faces, "point": n_points}
     if kind not in expected:
         raise UsdInputError(f"unknown element type {kind!r} (valid: constant, face, point)", file=file, prim=path,
