@@ -176,12 +176,12 @@ def _blue(image):
 def test_video_draws_the_mesh_as_it_moves_and_the_grains(tmp_path, capsys):
     stage = deforming_stage(tmp_path / "d.usda", meters_per_unit=0.01, faceted=True)
     out = tmp_path / "d.mp4"
-    assert cli.main(["video", stage, "-o", str(out), "--size", "320x240"]) == 0
+    assert cli.main(["video", stage, "-o", str(out), "--size", "320x240", "--fixed"]) == 0
     assert "1 part, 4 points" in capsys.readouterr().out
     frames = _decode(out)
     assert len(frames) == FRAMES
     first, last = _red(frames[0]), _red(frames[-1])
-    # The view is still (nothing moves rigidly): the red cloth covers other pixels as its middle row rises.
+    # The view is still (--fixed): the red cloth covers other pixels as its middle row rises.
     print(f"red pixels: first {first.sum()}, last {last.sum()}, changed {(first ^ last).sum()}")
     assert first.sum() > 300 and last.sum() > 300
     assert (first ^ last).sum() > 0.3 * first.sum()
@@ -208,3 +208,76 @@ def test_video_of_a_still_mesh_is_unchanged_by_the_deforming_path(tmp_path):
     red = _red(moving[-1])
     assert red.sum() > 300 and (red ^ _red(still[-1])).sum() <= 4
     assert np.abs(moving[-1][red].astype(int) - still[-1][red]).max() <= 12
+
+
+def test_a_tetmesh_is_drawn_by_its_surface_as_it_deforms(tmp_path):
+    stage = Usd.Stage.CreateNew(str(tmp_path / "t.usda"))
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(stage, 0.01)
+    stage.SetStartTimeCode(0)
+    stage.SetEndTimeCode(2)
+    tet = UsdGeom.TetMesh.Define(stage, "/Soft")
+    rest = np.array([[0, 0, 0], [10, 0, 0], [0, 10, 0], [0, 0, 10]], np.float32)  # centimetres
+    tet.CreateTetVertexIndicesAttr([Gf.Vec4i(0, 1, 2, 3)])
+    tet.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(rest))
+    for f in range(3):
+        tet.GetPointsAttr().Set(Vt.Vec3fArray.FromNumpy(rest * (1 + 0.5 * f)), f)
+    stage.GetRootLayer().Save()
+    scene = read_scene(str(tmp_path / "t.usda"))
+    (part,) = scene.parts
+    assert part.faces.shape == (4, 3) and set(scene.deforming) == {0}
+    np.testing.assert_allclose(scene.deforming[0][2], rest[part.source] * 0.01 * 2.0, atol=1e-6)
+
+
+def test_live_run_draws_the_cloth_and_grains_as_they_are_written(tmp_path):
+    from newton_usd.view.serve import LiveRun  # noqa: PLC0415
+
+    path = deforming_stage(tmp_path / "d.usda")
+    stage = Usd.Stage.Open(path)
+    cloth = stage.GetPrimAtPath("/World/Cloth")
+    cloth.AddAppliedSchema("PhysicsSurfaceDeformableSimAPI")  # (what a run deforms)
+    cloth_points = UsdGeom.Mesh(cloth).GetPointsAttr()
+    sand_points = UsdGeom.Points(stage.GetPrimAtPath("/World/Sand")).GetPointsAttr()
+    for attr in (cloth_points, sand_points):  # the run has not written anything yet
+        for t in attr.GetTimeSamples():
+            attr.ClearAtTime(t)
+    sand_points.Set(Vt.Vec3fArray.FromNumpy(grain_points(0).astype(np.float32)))
+    live = LiveRun(stage, port=0)
+    try:
+        (i,) = live.view.nodes.shapes
+        for f in range(4):  # the run writes 4 frames
+            cloth_points.Set(Vt.Vec3fArray.FromNumpy(grid_points(f).astype(np.float32)), f)
+            sand_points.Set(Vt.Vec3fArray.FromNumpy(grain_points(f).astype(np.float32)), f)
+        live.update(3, 4, 10, force=True)
+        assert live.scene.frames == 4 and live.view.frame.value == 3
+        part = live.scene.parts[i]
+        np.testing.assert_allclose(live.scene.deforming[i][3], grid_points(3)[part.source], atol=1e-6)
+        np.testing.assert_allclose(live.view.nodes.shapes[i].vertices, grid_points(3)[part.source], atol=1e-6)
+        np.testing.assert_allclose(live.view.nodes.clouds[0].points, grain_points(3), atol=1e-6)
+    finally:
+        live.close()
+
+
+def test_the_page_in_a_browser_shows_the_cloth_move(tmp_path):
+    from test_view_browser import Loaded  # noqa: PLC0415
+
+    from newton_usd.view.browser import browser_missing, launch  # noqa: PLC0415
+
+    if browser_missing() is not None:
+        pytest.skip(str(browser_missing()))
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    assert cli.main(["view", deforming_stage(tmp_path / "d.usda"), "-o", str(tmp_path / "d.html")]) == 0
+    with sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = Loaded(browser, tmp_path / "d.html")
+            page.pause_and_seek(0.0)
+            first = _red(page.shot())
+            page.pause_and_seek(0.99)
+            last = _red(page.shot())
+            assert page.frame() == FRAMES - 1 and not page.errors, page.errors
+        finally:
+            browser.close()
+    print(f"page: red pixels first {first.sum()}, last {last.sum()}, changed {(first ^ last).sum()}")
+    assert first.sum() > 500 and (first ^ last).sum() > 0.2 * first.sum()

@@ -257,7 +257,7 @@ def _target_distance(prim, scene: Scene, eye, forward, mpu: float) -> float:
 
 def framed_parts(scene: Scene, follow: str | None = None) -> list:
     """The parts the default view frames: those at or under the prim ``follow``, else the drawn parts that
-    move, else every drawn part."""
+    move, else none where there are points to frame (``Points`` prims), else every drawn part."""
     drawn = scene.visible()
     if follow is not None:
         prefix = str(follow).rstrip("/")
@@ -270,7 +270,7 @@ def framed_parts(scene: Scene, follow: str | None = None) -> list:
             raise UsdInputError(f"--follow {follow}: no drawn gprim at or under this prim", file=scene.source)
         return shown
     moving = scene.moving()
-    return [i for i in drawn if moving[i]] or drawn
+    return [i for i in drawn if moving[i]] or ([] if scene.clouds else drawn)  # (clouds: the points are framed)
 
 
 def part_bounds(scene: Scene, indices, frame: int) -> tuple:
@@ -303,7 +303,7 @@ def default_view(scene: Scene, follow: str | None = None, fixed: bool = False) -
     indices = framed_parts(scene, follow)
     lo, hi = bounds_at(scene, indices, 0)
     if follow is None and scene.clouds:  # and the points (grains)
-        c_lo, c_hi = cloud_bounds(scene)  # (over the recording: the view does not follow them)
+        c_lo, c_hi = cloud_bounds(scene, 0)
         lo, hi = np.minimum(lo, c_lo), np.maximum(hi, c_hi)
     if not np.all(np.isfinite(lo)):
         lo = hi = np.zeros(3)
@@ -329,14 +329,22 @@ def default_view(scene: Scene, follow: str | None = None, fixed: bool = False) -
 
 def _track(scene: Scene, indices, one_body: bool) -> np.ndarray:
     """(T, 3) how far the followed centre has moved from the first frame: the mean position of one body's
-    parts, or the median of the bodies' (one flung far away does not drag the view), smoothed over
+    parts (a deforming mesh's: its vertices' centre), or the median of the bodies' (one flung far away does not drag
+    the view; where none moves, the median of the ``Points`` prims' points), smoothed over
     :data:`SMOOTHING` seconds either side by a quadratic Savitzky-Golay filter (exact for a body falling
     freely or moving steadily: the view neither leads nor lags it; contact chatter and kinks are smoothed),
     its window narrowing at the ends so that the first frame is exact."""
-    if scene.frames < 2 or not len(indices):
+    if scene.frames < 2 or not (len(indices) or scene.clouds):
         return np.zeros((scene.frames, 3))
-    p = scene.positions[:, indices].astype(np.float64)
-    centre = p.mean(axis=1) if one_body else np.median(p, axis=1)
+    if len(indices):
+        p = scene.positions[:, indices].astype(np.float64)
+        for k, i in enumerate(indices):  # a deforming part: the centre of its vertices (cloth falls in place)
+            if i in scene.deforming and len(scene.deforming[i]) == scene.frames:
+                w = scene.wxyz[:, i].astype(np.float64)
+                p[:, k] += quat_rotate(np.concatenate([w[:, 1:], w[:, :1]], axis=1), scene.deforming[i].mean(axis=1))
+    else:  # no body moves: the points' (grains') median
+        p = np.concatenate([c.positions for c in scene.clouds], axis=1)
+    centre = p.mean(axis=1) if one_body else np.median(p, axis=1).astype(np.float64)
     n = len(centre)
     half = min(int(round(SMOOTHING * scene.frame_rate())), (n - 1) // 2)
     smooth = centre.copy()

@@ -1,5 +1,5 @@
-"""What changes shape frame by frame in a recording: meshes whose ``points`` are time-sampled (cloth, soft volumes
-written back by ``usdsim``) and ``Points`` prims (grains).
+"""What changes shape frame by frame in a recording: meshes whose ``points`` are time-sampled (cloth, soft volumes:
+a ``Mesh`` or a ``TetMesh``'s surface, written back by ``usdsim``) and ``Points`` prims (grains).
 
 A deforming mesh keeps its topology (its faces, colours and split by colour are those of the first frame); its
 vertices are read at each frame, in SI and in the part's frame as its rigid pose is (the part's scale baked in
@@ -66,7 +66,7 @@ class PointCloud:
 
 
 def sampled_points(prim) -> Usd.Attribute | None:
-    """A Mesh's or Points prim's ``points`` attribute where it varies in time (None: it does not)."""
+    """A Mesh's, TetMesh's or Points prim's ``points`` attribute where it varies in time (None: it does not)."""
     attr = UsdGeom.PointBased(prim).GetPointsAttr()
     return attr if attr and attr.ValueMightBeTimeVarying() else None
 
@@ -91,7 +91,7 @@ def read_deforming(parts, anchors, baked, times) -> dict:
     per_prim = {}  # prim path -> (T, points, 3) stage units
     for j, part in enumerate(parts):
         prim, offset, _ = anchors[j]
-        if offset is not None or part.source is None or not prim.IsA(UsdGeom.Mesh):
+        if offset is not None or part.source is None or not prim.IsA(UsdGeom.PointBased) or prim.IsA(UsdGeom.Points):
             continue  # (an instanced prototype is drawn as its first frame's)
         attr = sampled_points(prim)
         if attr is None:
@@ -220,3 +220,33 @@ def cloud_bounds(scene, frames=None) -> tuple:
         lo = np.minimum(lo, p.min(axis=(0, 1)) - r)
         hi = np.maximum(hi, p.max(axis=(0, 1)) + r)
     return lo, hi
+
+
+def simulated_meshes(stage, scene) -> list:
+    """Indices of the parts whose mesh a run may deform (a ``TetMesh``, or a prim applying a deformable body or
+    simulation API): the live view of a run draws them as deforming before their first frame is written."""
+    out = []
+    for i, part in enumerate(scene.parts):
+        prim = stage.GetPrimAtPath(part.path) if part.source is not None and "[" not in part.path else None
+        if prim and (prim.IsA(UsdGeom.TetMesh) or any("Deformable" in s for s in _applied(prim))):
+            out.append(i)
+    return out
+
+
+def _applied(prim) -> set:
+    """The API schemas ``prim`` lists (registered by a plugin or not), and its parent's (a deformable body)."""
+    names = set()
+    for p in (prim, prim.GetParent()):
+        listed = p.GetMetadata("apiSchemas") if p else None
+        names.update(str(n) for n in (listed.ApplyOperations([]) if listed is not None else ()))
+    return names
+
+
+def grow(old: dict, new: dict, frames: int, replace: bool) -> dict:
+    """The deforming vertices ``old`` followed by (``replace``: replaced by) ``new``'s ``frames`` frames; a part
+    without new frames keeps its last shape."""
+    out = {}
+    for i, v in old.items():
+        more = new[i] if i in new else np.repeat(v[-1:], frames, axis=0)
+        out[i] = more if replace else np.concatenate([v, more])
+    return out

@@ -85,7 +85,9 @@ class SceneNodes:
                     f"/points/c{k}",
                     points=cloud.positions[0],
                     colors=(np.clip(cloud.colors, 0, 1) * 255).astype(np.uint8),
-                    point_size=float(2 * np.median(cloud.radii)),
+                    # (viser's point of size s is 2 s across on screen: its scale is s over tan(fov / 2), not
+                    # over the frustum's height 2 tan(fov / 2): a point of the median radius is its width across)
+                    point_size=float(np.median(cloud.radii)),
                     point_shape="circle",
                     precision="float32",
                 )

@@ -246,7 +246,7 @@ def read_scene(path_or_stage, frames: int | None = None) -> Scene:
     scene = Scene(source, parts, times, fps, positions, wxyz, animated, up, mpu)
     scene.deforming = read_deforming(parts, anchors, baked, times) if sampled and parts else {}
     scene.clouds = read_clouds(points, times, to_si, lambda path: _world_of(Sdf.Path(path)))
-    scene.reader = Reader(stage, anchors, to_si)
+    scene.reader = Reader(stage, anchors, to_si, baked, points)
     scene.shown = _visibility(anchors, times) if animated else None
     return scene
 
@@ -282,8 +282,14 @@ def _visibility_varies(prim) -> bool:
 class Reader:
     """Reads more frames of a scene's stage (the live view of a run reads each batch as it is written)."""
 
-    def __init__(self, stage, anchors, to_si):
+    def __init__(self, stage, anchors, to_si, baked=None, points=()):
         self.stage, self.anchors, self.to_si = stage, anchors, to_si
+        self.baked, self.points = baked, list(points)  # (the parts' scales baked, the drawn Points prims)
+
+    def shapes(self, parts, times) -> tuple:
+        """(:attr:`Scene.deforming`, :attr:`Scene.clouds`) of ``parts`` and the Points prims at ``times``."""
+        deforming = read_deforming(parts, self.anchors, self.baked, times) if parts else {}
+        return deforming, read_clouds(self.points, times, self.to_si, lambda path: _world_of(Sdf.Path(path)))
 
     def poses(self, parts, times) -> tuple:
         """(positions, wxyz) of ``parts`` at ``times``, their scale already baked."""
@@ -296,6 +302,10 @@ class Reader:
 
     def last_written(self, now: float) -> float | None:
         """The latest time code <= ``now`` at which a moving prim has a time sample (None: none yet)."""
+        for attr in (sampled_points(p) for p in self.points + [a[0] for a in self.anchors if a[1] is None]):
+            bracket = attr.GetBracketingTimeSamples(now) if attr else None  # (a deforming mesh, grains)
+            if bracket:
+                return float(bracket[0])
         for prim, offset, _ in self.anchors:
             mover = mover_of(prim) if offset is None else None
             if mover is None:
@@ -552,6 +562,8 @@ def _geometry(prim, path):
     t = prim.GetTypeName()
     if t == "Mesh":
         return _mesh(prim, path)
+    if t == "TetMesh":
+        return _tet_surface(prim, path)
     vertices, faces = implicit_geometry(prim, path)
     return vertices, faces, None, None
 
@@ -616,6 +628,26 @@ def _mesh(prim, path):
         return points[corners], np.arange(faces.size, dtype=np.int32).reshape(-1, 3), colors, corners
     # a subdivision surface (USD's default): smooth
     return points, faces.astype(np.int32), colors, np.arange(len(points), dtype=np.int64)
+
+
+def _tet_surface(prim, path):
+    """A TetMesh's surface triangles (``surfaceFaceVertexIndices``, else computed from its tetrahedra): smooth."""
+    tets = UsdGeom.TetMesh(prim)
+    t = Usd.TimeCode.EarliestTime()
+    points = np.asarray(tets.GetPointsAttr().Get(t) or [], np.float32).reshape(-1, 3)
+    faces = tets.GetSurfaceFaceVertexIndicesAttr().Get(t)
+    if not faces and tets.GetTetVertexIndicesAttr().Get(t):
+        faces = UsdGeom.TetMesh.ComputeSurfaceFaces(tets, t)
+    faces = np.asarray(faces or [], np.int64).reshape(-1, 3)
+    if len(faces) and (faces.min() < 0 or faces.max() >= len(points)):
+        raise UsdInputError(
+            f"surface faces must index its {len(points)} points, got {faces.min()}..{faces.max()}",
+            prim=path,
+            attribute="tetVertexIndices",
+        )
+    if tets.GetOrientationAttr().Get() == UsdGeom.Tokens.leftHanded:
+        faces = faces[:, ::-1]
+    return points, faces.astype(np.int32), None, np.arange(len(points), dtype=np.int64)
 
 
 def _corner_normals(mesh, tri_corners, tri_poly, indices, polygons: int, n_points: int) -> np.ndarray | None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import UsdInputError
 from .camera import CameraView, choose_view, default_view, primary_camera, stage_camera_view
+from .deforming import grow, simulated_meshes
 from .page import SceneNodes, set_camera, start_server, stop_server
 from .poses import mover_of
 from .scene import Scene, read_scene
@@ -145,6 +146,8 @@ class LiveRun:
         self.scene.shown = None  # (a visibility that varies in time is not followed live)
         self.scene.animated = True
         self.scene.times = self.scene.times[:1]
+        for i in simulated_meshes(stage, self.scene):  # (cloth, soft volumes: drawn as they deform)
+            self.scene.deforming.setdefault(i, self.scene.parts[i].vertices[None])
         if camera is None and follow is None and (primary := primary_camera(stage)) is not None:
             camera = str(primary[0])
         view = choose_view(stage, self.scene, camera=camera, follow=follow, fixed=True)
@@ -177,13 +180,18 @@ class LiveRun:
         first = self._start if self._shown is None else self._shown + 1
         times = np.arange(first, last + 0.5)
         positions, wxyz = self.scene.reader.poses(self.scene.parts, times)
+        deforming, clouds = self.scene.reader.shapes(self.scene.parts, times)
         s = self.scene
         if self._shown is None:  # the first frames replace the authored pose
             s.times, s.positions, s.wxyz = times, positions, wxyz
+            s.deforming, s.clouds = grow(s.deforming, deforming, len(times), replace=True), clouds
         else:
             s.times = np.concatenate([s.times, times])
             s.positions = np.concatenate([s.positions, positions])
             s.wxyz = np.concatenate([s.wxyz, wxyz])
+            s.deforming = grow(s.deforming, deforming, len(times), replace=False)
+            for cloud, more in zip(s.clouds, clouds, strict=True):
+                cloud.positions = np.concatenate([cloud.positions, more.positions])
         self._shown = float(last)
         if self._follows is not None:  # the default view following the frames shown so far
             self.view.view = default_view(s, follow=self._follows or None)
