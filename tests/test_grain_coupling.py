@@ -1,11 +1,13 @@
 """Rigid bodies and grains coupled two ways (solvers/newton/grain_coupling.py): a box dropped into a small sand bed
 under the implicit_mpm engine (its bodies stepped by xpbd or featherstone) slows and stops in it and pushes the
-grains under it; bodies the engine does not couple are said, naming them."""
+grains under it, as Newton 1.8's own coupled loop (its example_mpm_twoway_coupling's scheme, same step) runs it."""
 
 from __future__ import annotations
 
+import newton
 import numpy as np
 import pytest
+import warp as wp
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 from test_granular import sand_stage
 
@@ -15,6 +17,7 @@ from newton_usd.solvers.newton.grain_coupling import GrainCoupling
 
 FPS, SUBSTEPS, FRAMES = 30, 4, 18
 HALF, MASS, DROP = 0.1, 8.0, 0.35  # m: the box's half side; kg; m: its centre's start height (sand top: 0.2 m)
+DENSITY = MASS / (2 * HALF) ** 3  # kg/m^3: Newton's box of that mass (its inertia too)
 
 
 def box_in_sand(path, side=8, layers=4, owner=None):
@@ -38,6 +41,59 @@ def box_in_sand(path, side=8, layers=4, owner=None):
     return src
 
 
+def newton_own_coupled_run(path, steps: int, dt: float):
+    """Newton 1.8's own loop, its two-way coupling example's scheme with one rigid step (XPBD) per MPM step of
+    ``dt``: the sand from its add_usd of the stage, the box and ground built as the stage authors them. Returns the
+    box's heights after each step and the grains' positions."""
+    sand_builder = newton.ModelBuilder()
+    newton.solvers.SolverImplicitMPM.register_custom_attributes(sand_builder)
+    stage = Usd.Stage.Open(str(path))
+    result = sand_builder.add_usd(stage)
+    config = newton.solvers.SolverImplicitMPM.Config.create_from_usd(stage.GetPrimAtPath(result["particle_scene_path"]))
+    sand_model = sand_builder.finalize(device="cpu")
+    builder = newton.ModelBuilder()
+    builder.default_shape_cfg.mu = 0.5
+    body = builder.add_body(xform=wp.transform(wp.vec3(0.0, 0.0, DROP), wp.quat_identity()))
+    builder.add_shape_box(body, hx=HALF, hy=HALF, hz=HALF, cfg=newton.ModelBuilder.ShapeConfig(mu=0.5, density=DENSITY))
+    builder.add_ground_plane()
+    model = builder.finalize(device="cpu")
+    mpm = newton.solvers.SolverImplicitMPM(sand_model, config)
+    mpm.setup_collider(model=model)
+    rigid = newton.solvers.SolverXPBD(model)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1, control = model.state(), model.state(), model.control()
+    sand = sand_model.state()
+    sand.body_q, sand.body_qd = wp.empty_like(s0.body_q), wp.empty_like(s0.body_qd)
+    forces = wp.zeros_like(s0.body_f)
+    heights = []
+    impulses = None
+    for _ in range(steps):
+        s0.clear_forces()
+        if impulses is not None:
+            f = np.zeros((1, 6), dtype=np.float32)
+            imp, pos, ids = (a.numpy() for a in impulses)
+            com = s0.body_q.numpy()[0, :3]
+            for i, p, c in zip(imp, pos, ids, strict=True):
+                if c >= 0 and mpm.collider_body_index.numpy()[c] == 0:
+                    f[0, :3] += i / dt
+                    f[0, 3:] += np.cross(p - com, i / dt)
+            s0.body_f.assign(f)
+        forces.assign(s0.body_f)
+        pipeline.collide(s0, contacts)
+        rigid.step(s0, s1, control, contacts, dt)
+        s0, s1 = s1, s0
+        qd = s0.body_qd.numpy().copy()
+        qd[0, :3] -= dt * forces.numpy()[0, :3] / MASS
+        sand.body_q.assign(s0.body_q)
+        sand.body_qd.assign(qd)
+        mpm.step(sand, sand, None, None, dt)
+        mpm.project_outside(sand, sand, dt)
+        impulses = mpm.collect_collider_impulses(sand)
+        heights.append(float(s0.body_q.numpy()[0, 2]))
+    return np.array(heights), sand.particle_q.numpy()
+
+
 def our_run(path, frames=FRAMES, **kw):
     sim = Simulation.open(str(path), fps=FPS, substeps=SUBSTEPS, device="cpu", **kw)
     heights = []
@@ -58,10 +114,15 @@ def test_a_box_dropped_into_sand_slows_stops_and_pushes_the_grains(tmp_path):
     assert np.all(np.isfinite(heights)) and free[-1] < 0
     assert speed < 0.1 * 9.81 * t[-1], (heights, speed)  # (well below free fall's speed)
     assert HALF + 0.01 < heights[-1] < 0.2 + HALF, heights  # (above the floor, in or on the sand)
-    moved = np.linalg.norm(sim.state.particle_q.numpy() - sim.model.particle_q.numpy(), axis=1)
+    moved_q = sim.state.particle_q.numpy()
+    moved = np.linalg.norm(moved_q - sim.model.particle_q.numpy(), axis=1)
     start = sim.model.particle_q.numpy()
     under = np.abs(start[:, :2]).max(axis=1) < HALF
     sim.close()
+    theirs, grains = newton_own_coupled_run(src, FRAMES * SUBSTEPS, 1.0 / (FPS * SUBSTEPS))
+    assert abs(heights[-1] - theirs[-1]) <= 0.02 * theirs[-1], (heights[-1], theirs[-1])
+    np.testing.assert_allclose(heights, theirs[SUBSTEPS - 1 :: SUBSTEPS], atol=2e-3)  # (frame by frame)
+    assert np.abs(grains - moved_q).max() < 5e-3  # (m: the grains where Newton's loop leaves them)
     bare = sand_stage(tmp_path / "bare.usda", side=8, layers=4)  # (the same bed without the box: it settles)
     alone = Simulation.open(str(bare), fps=FPS, substeps=SUBSTEPS, device="cpu")
     alone.run(FRAMES)
