@@ -111,7 +111,7 @@ def render_model(scene: Scene, size: tuple, colliders: bool = False, grid: Floor
     if grid is not None:
         _add_floor(spec, grid)
     if scene.clouds:  # (spheres of fewer triangles: the grains are many and small)
-        vis.quality.numslices, vis.quality.numstacks = 12, 8
+        vis.quality.numslices, vis.quality.numstacks = 8, 5  # (0.23 s a frame for 10,000 at 640x480; 12x8: 0.52)
     indices = scene.visible(colliders)
     meshes = {}
     for n, i in enumerate(indices):
