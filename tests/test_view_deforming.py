@@ -281,3 +281,34 @@ def test_the_page_in_a_browser_shows_the_cloth_move(tmp_path):
             browser.close()
     print(f"page: red pixels first {first.sum()}, last {last.sum()}, changed {(first ^ last).sum()}")
     assert first.sum() > 500 and (first ^ last).sum() > 0.2 * first.sum()
+
+
+def test_a_y_up_stage_s_cloth_and_grains_are_turned_z_up(tmp_path):
+    """Authored Y up: each frame's vertices, posed, and the grains are the Z-up stage's, (x, y, z) -> (x, -z, y)."""
+    path = tmp_path / "y.usda"
+    deforming_stage(path)
+    stage = Usd.Stage.Open(str(path))
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.y)
+    stage.GetRootLayer().Save()
+    scene = read_scene(str(path))
+    (i,) = scene.deforming
+    w = scene.wxyz[-1, i].astype(np.float64)
+    from newton_usd.core.quat import quat_rotate  # noqa: PLC0415
+
+    world = quat_rotate(np.array([*w[1:], w[0]]), scene.deforming[i][-1].astype(np.float64)) + scene.positions[-1, i]
+
+    def z_up(p):
+        return np.stack([p[:, 0], -p[:, 2], p[:, 1]], axis=1)
+
+    np.testing.assert_allclose(world, z_up(grid_points(FRAMES - 1))[scene.parts[i].source], atol=1e-5)
+    np.testing.assert_allclose(scene.clouds[0].positions[-1], z_up(grain_points(FRAMES - 1)), atol=1e-6)
+
+
+def test_more_points_than_a_video_frame_draws_are_subsampled_and_said(tmp_path, monkeypatch, caplog):
+    from newton_usd.view import video  # noqa: PLC0415
+
+    scene = read_scene(deforming_stage(tmp_path / "d.usda"))
+    monkeypatch.setattr(video, "MAX_POINTS", 2)
+    (drawn,) = video._point_geoms(scene)
+    assert drawn.tolist() == [0, 2]
+    assert "4 points, more than the 2 spheres drawn in a frame: one point in 2 is drawn (/World/Sand)" in caplog.text

@@ -208,7 +208,7 @@ def _point_geoms(scene: Scene) -> list:
     step = int(np.ceil(total / MAX_POINTS)) if total > MAX_POINTS else 1
     if step > 1:
         logging.getLogger("newton_usd").warning(
-            "usdsim video: %d points, more than the %d spheres drawn in a frame: every %d-th point is drawn (%s)",
+            "usdsim video: %d points, more than the %d spheres drawn in a frame: one point in %d is drawn (%s)",
             total, MAX_POINTS, step, ", ".join(c.path for c in scene.clouds),
         )  # fmt: skip
     return [np.arange(0, len(c.radii), step) for c in scene.clouds]
