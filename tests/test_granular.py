@@ -215,8 +215,9 @@ def test_grains_under_another_engine_are_refused(tmp_path):
         Simulation.open(str(src), solver="xpbd", device="cpu")
 
 
-def test_grains_of_their_own_mpm_scene_run_beside_a_rigid_scene(tmp_path):
-    """A stage whose MPM scene owns the grains and another scene a falling box: both scenes run."""
+def test_grains_of_their_own_mpm_scene_run_beside_a_rigid_scene(tmp_path, caplog):
+    """A stage whose MPM scene owns the grains and another scene a falling box: both scenes run, the box said once
+    as not coupled with the grains."""
     src = sand_stage(tmp_path / "two.usda", side=2, layers=2)
     stage = Usd.Stage.Open(str(src))
     rigid = UsdPhysics.Scene.Define(stage, "/Rigid")
@@ -226,7 +227,10 @@ def test_grains_of_their_own_mpm_scene_run_beside_a_rigid_scene(tmp_path):
     UsdPhysics.CollisionAPI.Apply(box.GetPrim())
     UsdPhysics.RigidBodyAPI.Apply(box.GetPrim()).CreateSimulationOwnerRel().SetTargets([rigid.GetPath()])
     stage.Save()
-    sim = our_run(src, frames=2)
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        sim = our_run(src, frames=2)
+    said = [r.getMessage() for r in caplog.records if "not coupled with the grains" in r.getMessage()]
+    assert len(said) == 1 and "/Box" in said[0] and "/World/Scene" in said[0], said
     assert sorted([sim.solver.name] + [s.solver.name for s in sim.scenes]) == ["implicit_mpm", "mujoco"]
     pile = sim.stage.GetPrimAtPath("/World/Pile").GetAttribute("points")
     assert len(pile.GetTimeSamples()) == 3

@@ -151,6 +151,20 @@ def import_grains(builder, stage, frame, file: str, scene_path: str | None, defa
     return grains
 
 
+def say_uncoupled_bodies(grains: Grains, bodies, diagnostics) -> None:
+    """The dynamic rigid bodies of a scene beside grains of another (MPM) scene: not coupled with them (said once,
+    naming them): the grains do not collide with them, and they do not feel the grains. ``bodies``: USD's
+    ``(path, RigidBodyDesc)`` of the scene."""
+    scenes = sorted(set(grains.elsewhere.values()))
+    if not scenes:
+        return
+    kind = (f"these rigid bodies are not coupled with the grains of {', '.join(scenes)} (another PhysicsScene): the "
+            "grains do not collide with them; owned by that MPM scene they are (xpbd or featherstone)")  # fmt: skip
+    for path, desc in bodies:
+        if desc.rigidBodyEnabled and not desc.kinematicBody:
+            diagnostics.add(kind, str(path))
+
+
 def _owner(prim, default_scene, file) -> str:
     """The MPM scene's path that simulates the grains of ``prim`` (its body prim's ``physics:simulationOwner``)."""
     path = str(prim.GetPath())

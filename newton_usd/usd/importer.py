@@ -40,7 +40,7 @@ from .descriptors import OT, SHAPE_TYPES
 from .envs import Environments, check_identical, find_environments, replicate_environments
 from .equalities import import_joint_equalities, import_tendon_equalities
 from .gprims import import_visual_geoms
-from .granular import Grains, import_grains
+from .granular import Grains, import_grains, say_uncoupled_bodies
 from .instancers import add_instances, instancer_prototypes
 from .joint_states import D6_AXIS_TOKENS, import_joint_states
 from .joints import import_distance_joints
@@ -209,6 +209,7 @@ def add_usd(
     if env_root is None:  # (grains are not replicated into environments yet)
         scenes = physics_scenes(stage)
         result.grains = import_grains(builder, stage, frame, file, result.scene_path, scenes[0] if scenes else None)
+        say_uncoupled_bodies(result.grains, bodies, diag)
         result.deformables = import_deformables(builder, stage, frame, file, result.scene_path,
                                                 scenes[0] if scenes else None, diag)  # fmt: skip
     else:
