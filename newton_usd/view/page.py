@@ -131,9 +131,14 @@ class SceneNodes:
                     handle.batched_scales = shown.astype(np.float32)
             last = self.scene.frames - 1
             for i, handle in self.shapes.items():
-                handle.vertices = vertices_at(self.scene, i, frame)
+                vertices = vertices_at(self.scene, i, frame)
+                if previous is None or not np.array_equal(vertices, vertices_at(self.scene, i, previous)):
+                    handle.vertices = vertices  # (a cloth at rest sends nothing)
                 handle.position = self.scene.positions[min(frame, last), i]
                 handle.wxyz = self.scene.wxyz[min(frame, last), i]
+                shown = self.scene.shown_at(frame, [i])
+                if shown is not None:  # (scaled to nothing where invisible, as the batched parts)
+                    handle.scale = 1.0 if shown[0] else 0.0
             for cloud, handle in zip(self.scene.clouds, self.clouds, strict=True):
                 if cloud.moves:
                     handle.points = cloud.positions[min(frame, len(cloud.positions) - 1)]
