@@ -412,3 +412,13 @@ def test_thicknesses_without_an_element_type_are_not_read_as_newton(tmp_path, ca
     newton_builder = newton.ModelBuilder()
     newton_builder.add_usd(path)
     np.testing.assert_allclose(model.particle_mass.numpy(), newton_builder.particle_mass, rtol=1e-5)
+
+
+def test_check_names_the_engine_and_counts_the_deformables(tmp_path, capsys):
+    path = soft_stage(tmp_path / "soft.usda")
+    assert main(["check", path]) == 0
+    out = capsys.readouterr().out
+    assert "27 particles of 1 prim (0 triangles, 48 tetrahedra); vbd solver (SolverVBD)" in out
+    assert main(["check", path, "--solver", "mujoco"]) == 2
+    err = capsys.readouterr().err
+    assert "/World/Soft: deformable bodies (cloth, soft volumes) are simulated by the vbd solver" in err

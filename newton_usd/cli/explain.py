@@ -63,15 +63,14 @@ def _inspect(command: str, args) -> int:
             rows = inspect.explain_rows(imports, args.prims, models)
             print(inspect.table(rows, ("prim", "property", "value", "unit", "source")))
             return 0
+        from ..simulation.opening import chosen_engine  # noqa: PLC0415
         from ..solvers import SOLVERS  # noqa: PLC0415
         from ..usd.honored import report_unhonored  # noqa: PLC0415
 
         solvers, engines = [], []
         for builder, imported in zip(builders, imports, strict=True):
             settings = {k: r.value for k, r in imported.scene.items()}
-            name = args.solver or settings.get("solver") or "mujoco"
-            if name not in SOLVERS:
-                raise NewtonUsdError(f"unknown solver {name!r}; valid: {', '.join(SOLVERS)}")
+            name = chosen_engine(imported, args.solver)
             asked = {"backend": "cpu"} if name == "mujoco" else {}
             solvers.append(SOLVERS[name].from_scene(builder.finalize("cpu"), settings, **asked))
             engines.append(name)
@@ -135,9 +134,15 @@ def _model_counts(solver) -> str:
     model = solver.model
     if not hasattr(solver, "mj_model"):
         nm = solver.newton_model
+        particles = ""
+        if model.particle_count:  # (grains, cloth, soft volumes)
+            elements = f"{model.tri_count} triangles, {model.tet_count} tetrahedra"
+            particles = f", {count(model.particle_count, 'particle')} of {count(len(model.particle_groups), 'prim')}"
+            particles += f" ({elements})"
         return (
             f"{count(model.body_count, 'body')}, {count(model.shape_count, 'shape')}, "
-            f"{count(model.joint_count, 'joint')}; {solver.name} solver ({type(solver.newton_solver).__name__}); "
+            f"{count(model.joint_count, 'joint')}{particles}; {solver.name} solver "
+            f"({type(solver.newton_solver).__name__}); "
             f"Newton model: {nm.body_count} bodies, {nm.joint_count} joints, {nm.shape_count} shapes"
         )
     mj = solver.mj_model

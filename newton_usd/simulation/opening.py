@@ -31,6 +31,26 @@ def import_stage(stage, order=None, worlds=1, env_root=None, scene=None):
     return builder, imported
 
 
+def chosen_engine(imported, asked: str | None = None) -> str:
+    """The engine of an imported scene: ``asked``, else the scene's (``newton:usd:solver``, its engine's scene API),
+    else vbd where it holds deformable bodies, else mujoco.
+
+    Raises:
+        NewtonUsdError: an unknown engine, or deformable bodies under another engine than vbd (naming them).
+    """
+    soft = imported.deformables.simulated
+    chosen = imported.scene.get("solver")
+    scene = None if chosen is None or (soft and chosen.kind == "default") else chosen.value
+    solver = asked or scene or ("vbd" if soft else "mujoco")
+    if solver not in SOLVERS:
+        raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
+    if soft and solver != "vbd":
+        raise NewtonUsdError(f"{imported.file}: {', '.join(soft)}: deformable bodies (cloth, soft volumes) are "
+                             f"simulated by the vbd solver, not by {solver}: run it with --solver vbd (or no "
+                             "--solver)")  # fmt: skip
+    return solver
+
+
 def reimport(stage, options):
     """:func:`import_stage` of the scene a run's ``options`` simulate (a rebuild, or a reset after one)."""
     return import_stage(stage, options.order, options.replicas, options.env_root, options.scene)
@@ -71,15 +91,8 @@ def open_scene(cls, stage, file, output_layer, scene, asked: dict, run: dict, ov
     :func:`open_scenes`."""
     builder, imported = import_stage(stage, run.get("order"), run.get("replicas", 1), run.get("env_root"), scene)
     settings = {k: r.value for k, r in imported.scene.items()}
+    solver = settings["solver"] = chosen_engine(imported, asked.get("solver"))
     soft = imported.deformables.simulated
-    if soft and getattr(imported.scene.get("solver"), "kind", "default") == "default":
-        settings["solver"] = "vbd"  # (a stage with deformables runs VBD unless it asks for another engine)
-    solver = asked.get("solver") or settings.get("solver") or "mujoco"
-    if solver not in SOLVERS:
-        raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
-    if soft and solver != "vbd":
-        raise NewtonUsdError(f"{file}: {', '.join(soft)}: deformable bodies (cloth, soft volumes) are simulated by the "
-                             f"vbd solver, not by {solver}: run it with --solver vbd (or no --solver)")  # fmt: skip
     model = builder.finalize(asked.get("device"))
     if len(model.particle_groups) > len(soft) and solver != "implicit_mpm":  # (grains: Newton's implicit MPM only)
         raise NewtonUsdError(
