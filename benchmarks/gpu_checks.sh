@@ -14,6 +14,8 @@
 #    worlds (goal 0.95);
 # 4. bench_vector_env.py: the cart-pole stage as 4,096 Gymnasium environments against the same solver's bare captured
 #    frames (goal: more than 2 M environment steps/s, at least 0.9x);
+# 4b. (opt-in, PARTS="bench_deformables") bench_deformables.py: cloth of 10,000 and 100,000 points, our vbd frame
+#    against Newton's own VBD loop (goal 0.95);
 # 5. the gpu-marked tests: the two that failed on the H200 first, alone and without xdist (their tracebacks come
 #    back), then every gpu-marked test of the files below with xdist, in the time left.
 # Each part runs under `timeout`, within its own limit and what is left of TOTAL_SECONDS (default 450: the call's 8
@@ -82,6 +84,10 @@ RESERVE=70
 part bench_vector_env 45 "$PY" benchmarks/bench_vector_env.py --device cuda --envs 4096 --solvers featherstone mujoco \
     --pairs 5
 
+# 4b. Opt-in (PARTS="bench_deformables"): cloth under our vbd frame (captured) against Newton's own VBD loop.
+RESERVE=30
+part bench_deformables 120 "$PY" benchmarks/bench_deformables.py --device cuda --vertices 10000,100000 --repeat 3
+
 # 5. The GPU tests: the two that failed before first, alone; then all of them in what is left.
 files=(tests/test_frame_capture.py tests/test_device_check.py tests/test_newton_solvers.py tests/test_cone_limit.py
     tests/test_solver_mujoco.py tests/test_newton_ball_joints.py tests/test_warp_backend.py tests/test_live_edits.py
@@ -96,7 +102,7 @@ parallel=()  # (pytest-xdist, where installed)
 RESERVE=5
 part tests 600 "$PY" -m pytest -v -rfE --tb=short -m gpu "${parallel[@]}" -p no:cacheprovider --durations=10 \
     "${files[@]}"
-parts=(cold_start bench_newton_boxes bench_warp_worlds bench_vector_env)
+parts=(cold_start bench_newton_boxes bench_warp_worlds bench_vector_env bench_deformables)
 if [ -n "${BASELINE_DIR:-}" ]; then  # the baseline's own benchmark, its code first on the path, if time is left
     RESERVE=0
     PARTS+="baseline_newton_4096 "
