@@ -149,3 +149,18 @@ def test_featherstone_bodies_are_coupled_too(tmp_path):
     theirs, _ = newton_own_coupled_run(src, 6 * SUBSTEPS, 1.0 / (FPS * SUBSTEPS))
     np.testing.assert_allclose(heights, theirs[SUBSTEPS - 1 :: SUBSTEPS], atol=1e-3)
     assert heights[-1] > DROP - 0.5 * 9.81 * (6 / FPS) ** 2 + 0.01  # (held up by the grains: above free fall)
+
+
+def test_the_sample_box_plows_into_the_sand(samples):
+    """sample_stages/granular/box_through_sand.usda: the thrown box slows in the sand (6 of its 60 frames), the grains
+    it hits are pushed and written onto the points."""
+    sim = Simulation.open(str(samples / "granular" / "box_through_sand.usda"), device="cpu")
+    assert (sim.solver.name, sim.solver.rigid.name, sim.substeps) == ("implicit_mpm", "xpbd", 4)
+    sim.run(6)
+    v = np.linalg.norm(sim.state.body_qd.numpy()[0, :3])
+    assert v < 0.5 * np.hypot(2.0, 1.0 + 9.81 * 6 / 30), v  # (thrown at 2.2 m/s, falling: well below half that)
+    moved = np.linalg.norm(sim.state.particle_q.numpy() - sim.model.particle_q.numpy(), axis=1)
+    assert moved.max() > 0.03
+    points = sim.stage.GetPrimAtPath("/World/SandBed").GetAttribute("points")
+    assert len(points.GetTimeSamples()) == 7
+    sim.close()
