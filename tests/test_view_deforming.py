@@ -103,6 +103,11 @@ def test_points_only_stage_is_animated_and_displaycolor_wins(tmp_path):
     stage.GetRootLayer().Save()
     scene = read_scene(str(path))
     assert scene.parts == [] and scene.animated and scene.frames == FRAMES
+    from newton_usd.view.camera import default_view  # noqa: PLC0415
+
+    view = default_view(scene)  # framed on the grains, following them down
+    assert view.what == "the default view, following the points"
+    assert view.target[-1][2] == pytest.approx(view.target[0][2] - 0.05 * (FRAMES - 1), abs=0.02)
     np.testing.assert_allclose(scene.clouds[0].colors, [[0.1, 0.2, 0.9]] * 4, atol=1e-6)
     np.testing.assert_allclose(scene.clouds[0].positions[-1], grain_points(FRAMES - 1), atol=1e-6)
 

@@ -323,7 +323,8 @@ def default_view(scene: Scene, follow: str | None = None, fixed: bool = False) -
     if follow is not None:
         what = f"the default view, {'framed on' if fixed else 'following'} {follow}"
     else:
-        what = "the default view" + ("" if fixed or not scene.animated else ", following the bodies")
+        whom = "the bodies" if len(indices) or not scene.clouds else "the points"
+        what = "the default view" + ("" if fixed or not scene.animated else f", following {whom}")
     return CameraView(target + distance * back, np.broadcast_to(rotation, (n, 3, 3)), window, clip, target, what)
 
 
