@@ -20,6 +20,7 @@ from newton_usd.sim import Simulation
 from newton_usd.usd import add_usd
 
 NEWTON_ASSETS = Path(importlib.util.find_spec("newton").origin).parent / "tests" / "assets"
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_stages" / "deformables"
 FPS, SUBSTEPS, FRAMES, ITERATIONS = 30, 4, 6, 10
 SIDE = 8  # vertices along an edge of the cloth (64 in all)
 
@@ -320,12 +321,14 @@ def test_a_rigid_box_on_a_soft_block_in_centimetres(tmp_path):
         ("tetmesh_with_material.usda", ["/World/SoftBody"]),
         ("tetmesh_multi.usda", ["/Root/TetA", "/Root/TetB"]),
         ("tetmesh_simple.usda", ["/SimpleTetMesh"]),
+        (SAMPLES / "cloth_over_box.usda", ["/World/Cloth/sim"]),
+        (SAMPLES / "box_on_soft_block.usda", ["/World/Soft"]),
     ],
 )
 def test_newtons_deformable_stages_run(tmp_path, stage, simulated):
-    """Newton 1.8's own deformable stages run under usdsim: every simulated prim's points written, finite and moving
-    (the cables of deformables_mixed are not simulated yet: said, left as authored)."""
-    source = tmp_path / stage
+    """Newton 1.8's own deformable stages, and our samples, run under usdsim: every simulated prim's points written,
+    finite and moving (the cables of deformables_mixed are not simulated yet: said, left as authored)."""
+    source = tmp_path / Path(stage).name
     shutil.copy(NEWTON_ASSETS / stage, source)
     out = tmp_path / "out.usda"
     assert main(["run", str(source), "-q", "-n", "10", "-o", str(out)]) == 0
