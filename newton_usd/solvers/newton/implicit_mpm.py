@@ -135,6 +135,33 @@ class SolverImplicitMPM(SolverBase):
         )
 
     @property
+    def kinematic_joint_q(self) -> bool:
+        """Whether a kinematic body's free joint coordinates are written too (its rigid engine's: featherstone)."""
+        return bool(self.rigid is not None and self.rigid.kinematic_joint_q)
+
+    def joint_states_written(self, state, worlds=None) -> None:
+        """Joint states written (a view, a reset): the rigid engine's bodies follow them."""
+        if self.rigid is not None:
+            self.rigid.joint_states_written(state, worlds)
+
+    def reset_actuators(self, worlds=None) -> None:
+        """A reset: the grains' MPM history (strains, warm starts: Newton's ``reset``), the rigid engine's actuators,
+        and no grain impulse carried over to the bodies' first step."""
+        super().reset_actuators(worlds)
+        if worlds is None:
+            self.newton_states = [self.newton_model.state(), self.newton_model.state()]
+            self.newton_solver.reset(self.newton_states[0])
+        if self.rigid is not None:
+            self.rigid.reset_actuators(worlds)
+            self.coupling.reset()
+
+    def kernel_modules(self) -> list:
+        return self.rigid.kernel_modules() if self.rigid is not None else []
+
+    def stable_step(self) -> float:
+        return self.rigid.stable_step() if self.rigid is not None else super().stable_step()
+
+    @property
     def voxel_size(self) -> float:
         """m: the MPM grid's cell size."""
         return float(self.newton_solver.voxel_size)
