@@ -337,6 +337,9 @@ class Planner:
                 self._joint(path)
         elif path in index.shape:
             self._collider(path, names - xform, xform)
+        elif _deformable_edit(self.sim.physics.model, prim):
+            why = "live edits of deformable bodies (cloth, soft volumes) and their materials are not taken yet"
+            self.plan.refused.extend(((path, n), f"{path}.{n}: {why}") for n in sorted(names))
         elif prim.HasAPI(UsdPhysics.MaterialAPI):
             self._material(path, names)
         elif xform and path in index.static_places:
@@ -625,3 +628,15 @@ def _physics_prim(prim) -> bool:
     if str(prim.GetTypeName()).startswith(_SCHEMA_PREFIXES):
         return True
     return any(str(s).startswith(_SCHEMA_PREFIXES) for s in prim.GetAppliedSchemas())
+
+
+def _deformable_edit(model, prim) -> bool:
+    """Whether ``prim`` is a simulated deformable's prim or body prim, or a deformable material (not edited live)."""
+    path = str(prim.GetPath())
+    groups = getattr(model, "cloth", []) + getattr(model, "volumes", [])
+    if any(d.label == path or d.label.startswith(path + "/") and d.label.count("/") == path.count("/") + 1
+           for d in groups):  # fmt: skip
+        return True
+    schemas = prim.GetMetadata("apiSchemas")
+    names = {str(n) for n in schemas.ApplyOperations([])} if schemas is not None else set()
+    return bool(names & {"PhysicsSurfaceDeformableMaterialAPI", "PhysicsVolumeDeformableMaterialAPI"})
