@@ -134,16 +134,18 @@ def test_a_box_dropped_into_sand_slows_stops_and_pushes_the_grains(tmp_path):
 
 def test_an_unknown_rigid_engine_is_refused(tmp_path):
     src = box_in_sand(tmp_path / "box.usda", side=2, layers=2)
-    with pytest.raises(NewtonUsdError, match="rigid_solver 'mujoco' cannot be coupled"):
-        Simulation.open(str(src), device="cpu", solver_options={"rigid_solver": "mujoco"})
+    with pytest.raises(NewtonUsdError, match="rigid_solver 'kamino' cannot be coupled"):
+        Simulation.open(str(src), device="cpu", solver_options={"rigid_solver": "kamino"})
 
 
-def test_featherstone_bodies_are_coupled_too(tmp_path):
-    """The box stepped by featherstone (the MPM scene's rigid_solver) falls into the sand as under xpbd: as Newton's
-    own coupled loop, its first frames (it touches the grains only: the rigid engines integrate it alike)."""
+@pytest.mark.parametrize("engine", ["featherstone", "mujoco"])
+def test_featherstone_and_mujoco_bodies_are_coupled_too(tmp_path, engine):
+    """The box stepped by featherstone or C MuJoCo (the MPM scene's rigid_solver; MuJoCo: the grains' forces as its
+    xfrc_applied) falls into the sand as under xpbd: as Newton's own coupled loop, its first frames (it touches the
+    grains only: the rigid engines integrate it alike)."""
     src = box_in_sand(tmp_path / "box.usda")
-    sim, heights = our_run(src, frames=6, solver_options={"rigid_solver": "featherstone"})
-    assert sim.solver.rigid.name == "featherstone"
+    sim, heights = our_run(src, frames=6, solver_options={"rigid_solver": engine})
+    assert sim.solver.rigid.name == engine
     sim.close()
     theirs, _ = newton_own_coupled_run(src, 6 * SUBSTEPS, 1.0 / (FPS * SUBSTEPS))
     np.testing.assert_allclose(heights, theirs[SUBSTEPS - 1 :: SUBSTEPS], atol=1e-3)

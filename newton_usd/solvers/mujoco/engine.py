@@ -38,6 +38,7 @@ class DataEngine:
         self.data = d = mujoco.MjData(mj_model)
         self.qpos, self.qvel, self.act = d.qpos[None], d.qvel[None], d.act[None]
         self.ctrl, self.qfrc_applied = d.ctrl[None], d.qfrc_applied[None]
+        self.xfrc_applied = d.xfrc_applied[None]
         self.mocap_pos, self.mocap_quat = d.mocap_pos[None], d.mocap_quat[None]
         self.eq_active = d.eq_active[None]
         self.body = tuple(getattr(d, n)[None] for n in BODY_FIELDS)
@@ -103,6 +104,7 @@ class BatchEngine:
         self.batch = b = batch.Batch(mj_model, nsim=num_worlds, nthread=threads, persistent=True)
         self.qpos, self.qvel, self.act = b.bind("qpos"), b.bind("qvel"), b.bind("act")
         self.ctrl, self.qfrc_applied = b.bind("ctrl"), b.bind("qfrc_applied")
+        self.xfrc_applied = b.bind("xfrc_applied")
         self.mocap_pos, self.mocap_quat = b.bind("mocap_pos"), b.bind("mocap_quat")
         self.eq_active = b.bind("eq_active")
         self.body = tuple(b.bind(n) for n in BODY_FIELDS)

@@ -193,6 +193,9 @@ class SolverMuJoCo(
         self._write_switches(model)
 
     name = "mujoco"
+    applies_body_f = False
+    """Whether each step applies the State's ``body_f`` (force and torque about each body's centre of mass, world
+    frame) as MuJoCo's ``xfrc_applied`` (C MuJoCo; set by the grains' coupling, :mod:`~.newton.grain_coupling`)."""
 
     @property
     def keeps_speed_bounds(self) -> bool:
@@ -229,6 +232,8 @@ class SolverMuJoCo(
             self._step_warp(state_in, state_out, control)
             return
         self._exchange.take(state_in)
+        if self.applies_body_f:  # (our bodies' rows of every world, onto MuJoCo's bodies)
+            e.xfrc_applied[:, self.map.body_mj] = state_in.body_f.numpy().reshape(self.num_worlds, -1, 6)
         pushed = control is not None and self._push_controls(control)
         if self.actuators is not None:  # (on top of the Control's joint forces: those just pushed, or kept)
             self.actuators.apply(self._qpos, self._qvel, self._qfrc, self._ctrl, control, dt, pushed=pushed)

@@ -13,7 +13,8 @@ back: Newton's two states keep what MPM carries from step to step (the grains' e
 velocity gradient).
 
 Dynamic rigid bodies of the MPM scene are coupled two ways with its grains: a Newton rigid engine of our own
-(``rigid_solver``: ``"xpbd"``, the default, or ``"featherstone"``) steps them on the same model, and a
+(``rigid_solver``: ``"xpbd"``, the default, ``"featherstone"``, or ``"mujoco"``: C MuJoCo, the grains' forces
+as its ``xfrc_applied``) steps them on the same model, and a
 :class:`~.grain_coupling.GrainCoupling` passes the grains' impulses onto the bodies and the bodies' poses and
 velocities into the MPM step, each physics step. With ``rigid_solver="none"`` they are not coupled: they stay where
 they are (said once, naming them).
@@ -33,7 +34,7 @@ from ..solver import SolverBase
 from .grain_coupling import GrainCoupling
 from .model_bridge import bridge_model
 
-RIGID_SOLVERS = ("xpbd", "featherstone")
+RIGID_SOLVERS = ("xpbd", "featherstone", "mujoco")
 """The engines that step the MPM scene's rigid bodies, coupled with its grains (``rigid_solver``)."""
 
 
@@ -99,7 +100,11 @@ class SolverImplicitMPM(SolverBase):
         if dynamic and rigid_solver is not None:
             from .. import SOLVERS  # noqa: PLC0415  (the registry imports this module)
 
-            self.rigid = SOLVERS[rigid_solver](model)
+            if rigid_solver == "mujoco":  # (C MuJoCo: the grains' forces as its xfrc_applied)
+                self.rigid = SOLVERS[rigid_solver](model, backend="cpu")
+                self.rigid.applies_body_f = True
+            else:
+                self.rigid = SOLVERS[rigid_solver](model)
             self.coupling = GrainCoupling(self.newton_solver, self.newton_model)
 
     @staticmethod
