@@ -438,3 +438,8 @@ def test_a_live_edit_of_a_cloth_is_said_not_taken(tmp_path, caplog):
     said = caplog.text
     assert "/World/Cloth/sim.xformOp:translate: live edits of deformable bodies" in said
     assert "/World/ClothMaterial.physics:density: live edits of deformable bodies" in said
+
+
+def test_cloth_in_several_worlds_is_refused_naming_it(tmp_path):
+    with pytest.raises(NewtonUsdError, match=r"/World/Cloth/sim: particles \(grains, cloth, soft volumes\) are"):
+        Simulation.open(cloth_stage(tmp_path / "worlds.usda"), worlds=2)

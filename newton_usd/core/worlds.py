@@ -92,8 +92,8 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
         from ..errors import NewtonUsdError  # noqa: PLC0415
 
         raise NewtonUsdError(
-            f"{', '.join(builder.particle_groups)}: particles (granular Points) are simulated in one world only "
-            f"for now, not replicated into {n}"
+            f"{', '.join(builder.particle_groups)}: particles (grains, cloth, soft volumes) are simulated in one "
+            f"world only for now, not replicated into {n}"
         )
     listed = {name for names in ELEMENT_LISTS.values() for name in names}
     listed |= {"particle_q", "particle_qd", "particle_mass", "particle_radius", "cloth", "volumes"}  # (n > 1: none)
