@@ -183,3 +183,20 @@ def test_a_reset_runs_the_box_and_grains_over_alike(tmp_path):
     np.testing.assert_allclose(runs[1][0], runs[0][0], atol=1e-6)
     np.testing.assert_allclose(runs[1][1], runs[0][1], atol=1e-6)
     sim.close()
+
+
+@pytest.mark.gpu
+def test_the_box_falls_into_the_sand_on_cuda_as_on_the_cpu(tmp_path):
+    """On CUDA (xpbd and Newton's MPM on the device, the coupling's kernels there): as on the CPU (not run on a machine
+    without a GPU)."""
+    src = box_in_sand(tmp_path / "box.usda")
+    runs = {}
+    for device in ("cpu", "cuda"):
+        sim = Simulation.open(str(src), fps=FPS, substeps=SUBSTEPS, device=device)
+        heights = []
+        for _ in range(6):
+            sim.step_frame()
+            heights.append(float(sim.state.body_q.numpy()[0, 2]))
+        runs[device] = np.array(heights)
+        sim.close()
+    np.testing.assert_allclose(runs["cuda"], runs["cpu"], atol=2e-3)
