@@ -114,8 +114,8 @@ class SolverImplicitMPM(SolverBase):
     def _say_uncoupled(self, dynamic) -> None:
         """Dynamic rigid bodies beside the grains, not coupled to them (said once, naming them)."""
         if dynamic:
-            kind = ("the implicit_mpm solver simulates the grains only: these rigid bodies are not coupled to them "
-                    "(the grains collide with them where they start) and do not move")  # fmt: skip
+            kind = ("the implicit_mpm solver simulates the grains only (rigid_solver none): these rigid bodies are not "
+                    "coupled to them (the grains collide with them where they start) and do not move")  # fmt: skip
             for label in dynamic:
                 self.diagnostics.add(kind, label)
 
