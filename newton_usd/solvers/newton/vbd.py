@@ -10,10 +10,10 @@ time; the bending edges are part of the graph). Rigid bodies, joints and the sta
 every Newton solver: VBD steps the bodies too (AVBD), and the cloth collides with colliders and bodies through
 Newton's collision pipeline.
 
-Each step aliases our State's particles into Newton's states (as :mod:`.exchange` does the bodies'), clears
-Newton's particle forces and runs the pipeline and the solver. The VBD scene's settings (``model.vbd_config``,
-``NewtonVbdSceneAPI``: see :func:`~newton_usd.usd.deformables.vbd_scene_settings`) are the solver's keywords,
-over which a caller's win.
+Each step aliases our State's particles into Newton's states (as :mod:`~newton_usd.solvers.newton.exchange` does the
+bodies'), clears Newton's particle forces and runs the pipeline and the solver. The VBD scene's settings
+(``model.vbd_config``, ``NewtonVbdSceneAPI``: see :func:`~newton_usd.usd.deformables.vbd_scene_settings`) are the
+solver's keywords, over which a caller's win.
 """
 
 from __future__ import annotations
