@@ -443,3 +443,27 @@ def test_a_live_edit_of_a_cloth_is_said_not_taken(tmp_path, caplog):
 def test_cloth_in_several_worlds_is_refused_naming_it(tmp_path):
     with pytest.raises(NewtonUsdError, match=r"/World/Cloth/sim: particles \(grains, cloth, soft volumes\) are"):
         Simulation.open(cloth_stage(tmp_path / "worlds.usda"), worlds=2)
+
+
+def test_cloth_masses_as_newton_reads_them(tmp_path):
+    """The body prim's physics:mass scales the cloth's mass to it; physics:masses (constant: the total) wins over it."""
+    path = cloth_stage(tmp_path / "mass.usda")
+    stage = Usd.Stage.Open(path)
+    stage.GetPrimAtPath("/World/Cloth").CreateAttribute("physics:mass", Sdf.ValueTypeNames.Float).Set(2.0)
+    stage.GetRootLayer().Save()
+    builder = ModelBuilder()
+    add_usd(builder, path)
+    newton_builder = newton.ModelBuilder()
+    newton_builder.add_usd(path)
+    assert sum(builder.particle_mass) == pytest.approx(2.0)
+    np.testing.assert_allclose(builder.particle_mass, newton_builder.particle_mass, rtol=1e-5)
+    mesh = stage.GetPrimAtPath("/World/Cloth/sim")
+    mesh.CreateAttribute("physics:masses", Sdf.ValueTypeNames.FloatArray).Set([0.5])
+    mesh.CreateAttribute("physics:masses:elementType", Sdf.ValueTypeNames.Token).Set("constant")
+    stage.GetRootLayer().Save()
+    builder = ModelBuilder()
+    add_usd(builder, path)
+    newton_builder = newton.ModelBuilder()
+    newton_builder.add_usd(path)
+    assert sum(builder.particle_mass) == pytest.approx(0.5)
+    np.testing.assert_allclose(builder.particle_mass, newton_builder.particle_mass, rtol=1e-5)

@@ -18,7 +18,7 @@ authored: the stage's first PhysicsScene):
   membrane is isotropic: said once). No surface material: the solver's default stiffnesses;
 - its mass: the body prim's ``physics:density``, else the material's ``physics:density``, else
   :data:`DEFAULT_DENSITY`, times each triangle's area and thickness, a third to each corner; ``physics:masses``
-  (``constant``: the total, or per ``face``) replaces it, and the body prim's ``physics:mass`` scales it to that
+  (``constant``: the total, or per ``face``) replaces it; else the body prim's ``physics:mass`` scales it to that
   total.
 
 A ``TetMesh`` applying ``PhysicsVolumeDeformableSimAPI`` (or a bare ``TetMesh`` outside deformable and rigid bodies,
@@ -304,10 +304,10 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
     density = _number(body, "physics:density", file)
     density = density * kpu / mpu**3 if density else material_density or DEFAULT_DENSITY
     element_mass = density * area * face_h
-    element_mass = _authored_masses(prim, element_mass, area * face_h, face, len(counts), frame, file, path, diag)
-    mass = np.bincount(tris.reshape(-1), weights=np.repeat(element_mass / 3.0, 3), minlength=n)
+    authored = _authored_masses(prim, element_mass, area * face_h, face, len(counts), frame, file, path, diag)
+    mass = np.bincount(tris.reshape(-1), weights=np.repeat(authored / 3.0, 3), minlength=n)
     total = _number(body, "physics:mass", file)
-    if total and mass.sum() > 0:
+    if total and mass.sum() > 0 and authored is element_mass:  # (the body's mass, where no masses are authored)
         mass *= total * kpu / mass.sum()
     add_cloth(builder, path, pos, vel, mass, 0.5 * point_h, tris, stretch, bend)
 
