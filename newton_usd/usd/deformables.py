@@ -120,12 +120,13 @@ def find_deformables(stage) -> list:
     out = []
     it = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()))
     for prim in it:
-        names = applied(prim)
+        listed = prim.GetMetadata("apiSchemas")  # (one metadata read a prim: a whole robot's stage is traversed)
+        names = {str(n) for n in listed.ApplyOperations([])} if listed is not None else ()
         if "PhysicsRigidBodyAPI" in names:
             it.PruneChildren()  # (a TetMesh in a rigid body is its geometry)
             continue
         family = next((f for api, f in SIM_APIS.items() if api in names), None)
-        if family is None and prim.IsA(UsdGeom.TetMesh) and not _in_deformable_body(prim):
+        if family is None and prim.GetTypeName() == "TetMesh" and not _in_deformable_body(prim):
             family = "legacy"
         if family is not None:
             out.append((prim, family))
