@@ -188,7 +188,7 @@ def test_under_mujoco_the_meshes_collide_as_meshes_and_a_run_says_so_once(tmp_pa
     with caplog.at_level(logging.WARNING, logger="newton_usd"):
         assert main([str(path), "-q", "-n", "20", "--solver", "mujoco"]) == 0
     text = message("NewtonSDFCollisionAPI", "mujoco")
-    assert "honored by the xpbd, featherstone, semi_implicit, kamino solvers" in text
+    assert "honored by the xpbd, featherstone, semi_implicit, kamino, vbd solvers" in text
     lines = _said(caplog, text)
     assert len(lines) == 1 and "/Block" in lines[0] and "/Table" in lines[0], caplog.text
     assert abs(_block_z(tmp_path / "s.sim.usda", 20) - (TABLE_TOP + BLOCK_HALF)) < 2e-3  # (on the table's hull)
@@ -215,7 +215,7 @@ def test_what_is_not_used_is_said(tmp_path, capsys):
 
 
 def test_the_table_names_newtons_solvers():
-    assert set(HONORED["NewtonSDFCollisionAPI"].engines) == {"xpbd", "featherstone", "semi_implicit", "kamino"}
+    assert set(HONORED["NewtonSDFCollisionAPI"].engines) == {"xpbd", "featherstone", "semi_implicit", "kamino", "vbd"}
 
 
 def test_on_the_cpu_newtons_solvers_collide_the_meshes_and_say_so_once(tmp_path, caplog):
