@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
-import time
+
+from side_by_side import header, row
 
 
 def cloth_stage(path: str, vertices: int) -> int:
@@ -116,18 +116,6 @@ class Newton:
         return self.s0.particle_q.numpy()
 
 
-def timed(side, frames: int) -> float:
-    import warp as wp
-
-    cpu = side.device.is_cpu
-    clock = time.thread_time if cpu else time.perf_counter
-    t0 = clock()
-    side.frames(frames)
-    if not cpu:
-        wp.synchronize_device(side.device)
-    return (clock() - t0) / frames
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vertices", default="100,625,10000")
@@ -138,38 +126,17 @@ def main(argv=None) -> int:
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    import numpy as np
 
     import newton_usd  # noqa: F401  (its schemas registered before a stage is made)
 
-    print(
-        f"{'vertices':>8} {'ours ms/frame':>14} {'newton ms/frame':>16} {'ours/newton':>12} {'quartiles':>14}"
-        f" {'max diff m':>11}"
-    )
+    print(header("vertices"))
     for asked in (int(v) for v in args.vertices.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "cloth.usda")
             n = cloth_stage(path, asked)
             kw = (args.device, args.fps, args.substeps, args.iterations)
             sides = {"ours": Ours(path, *kw), "newton": Newton(path, *kw)}
-            for side in sides.values():
-                side.frames(1)  # (warm-up: kernels loaded)
-            times = {name: [] for name in sides}
-            ratios = []
-            for r in range(args.repeat):
-                order = list(sides) if r % 2 == 0 else list(sides)[::-1]
-                t = {name: timed(sides[name], args.frames) for name in order}
-                for name, v in t.items():
-                    times[name].append(v)
-                ratios.append(t["newton"] / t["ours"])
-            diff = float(np.abs(sides["ours"].positions() - sides["newton"].positions()).max())
-            q = np.percentile(ratios, [25, 75]) if len(ratios) > 1 else (ratios[0], ratios[0])
-            print(
-                f"{n:>8} {1e3 * statistics.median(times['ours']):>14.1f}"
-                f" {1e3 * statistics.median(times['newton']):>16.1f}"
-                f" {statistics.median(ratios):>12.3f} {f'{q[0]:.3f}-{q[1]:.3f}':>14} {diff:>11.3g}"
-            )
-            sides["ours"].sim.close()
+            print(row(n, sides, args.frames, args.repeat))
     return 0
 
 

@@ -1,0 +1,54 @@
+"""Our frame against Newton's own loop on the same stage, timed side by side in one run (bench_granular.py,
+bench_deformables.py): each side an object with ``device``, ``frames(n)`` (steps n frames) and ``positions()`` (the
+particles' positions, numpy); ours also ``sim`` (closed at the end)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+_COLUMNS = f"{'ours ms/frame':>14} {'newton ms/frame':>16} {'ours/newton':>12} {'quartiles':>14} {'max diff m':>11}"
+
+
+def timed(side, frames: int) -> float:
+    """Seconds per frame of ``frames`` frames of ``side``: thread time on the CPU (what the other processes of a
+    shared machine take is left out), wall time on a GPU (the device synchronized)."""
+    import warp as wp
+
+    cpu = side.device.is_cpu
+    clock = time.thread_time if cpu else time.perf_counter
+    t0 = clock()
+    side.frames(frames)
+    if not cpu:
+        wp.synchronize_device(side.device)
+    return (clock() - t0) / frames
+
+
+def header(size: str) -> str:
+    """The table's header, ``size`` naming its first column ("grains", "vertices")."""
+    return f"{size:>8} {_COLUMNS}"
+
+
+def row(n: int, sides: dict, frames: int, repeat: int) -> str:
+    """One row of the table: ``sides`` ({"ours": ..., "newton": ...}) warmed up by one frame, then timed ``repeat``
+    rounds of ``frames`` frames, alternating which side goes first (ABBA); medians, the ratio's quartiles and the
+    largest difference of the particles' positions at the end. Closes our side's Simulation."""
+    import numpy as np
+
+    for side in sides.values():
+        side.frames(1)  # (warm-up: kernels loaded, grids and colorings built)
+    times = {name: [] for name in sides}
+    ratios = []
+    for r in range(repeat):
+        order = list(sides) if r % 2 == 0 else list(sides)[::-1]
+        t = {name: timed(sides[name], frames) for name in order}
+        for name, v in t.items():
+            times[name].append(v)
+        ratios.append(t["newton"] / t["ours"])
+    diff = float(np.abs(sides["ours"].positions() - sides["newton"].positions()).max())
+    q = np.percentile(ratios, [25, 75]) if len(ratios) > 1 else (ratios[0], ratios[0])
+    sides["ours"].sim.close()
+    return (
+        f"{n:>8} {1e3 * statistics.median(times['ours']):>14.1f} {1e3 * statistics.median(times['newton']):>16.1f}"
+        f" {statistics.median(ratios):>12.3f} {f'{q[0]:.3f}-{q[1]:.3f}':>14} {diff:>11.3g}"
+    )
