@@ -16,6 +16,22 @@ def new_stage(path=None, up="Z", meters_per_unit=1.0, fps=60):
     return stage
 
 
+def scaled_stage(path, meters_per_unit: float, fps: float):
+    """A Z-up stage in stage units of ``meters_per_unit`` (1 kg per unit of mass) with a PhysicsScene at
+    ``/World/Scene`` whose gravity is 9.81 m/s^2 in those units: ``(stage, scene, u)``, ``u`` a meter in stage units
+    (the same scene in SI at any unit)."""
+    u = 1.0 / meters_per_unit
+    stage = Usd.Stage.CreateNew(str(path))
+    UsdGeom.SetStageUpAxis(stage, "Z")
+    UsdGeom.SetStageMetersPerUnit(stage, meters_per_unit)
+    UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
+    stage.SetTimeCodesPerSecond(fps)
+    scene = UsdPhysics.Scene.Define(stage, "/World/Scene")
+    scene.CreateGravityMagnitudeAttr(9.81 * u)
+    scene.CreateGravityDirectionAttr(Gf.Vec3f(0, 0, -1))
+    return stage, scene, u
+
+
 def add_ground(stage, path="/Ground", axis="Z"):
     plane = UsdGeom.Plane.Define(stage, path)
     plane.CreateAxisAttr(axis)

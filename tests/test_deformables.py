@@ -19,6 +19,8 @@ from newton_usd.errors import NewtonUsdError, SimulationError, UsdInputError
 from newton_usd.sim import Simulation
 from newton_usd.usd import add_usd
 
+from stages import scaled_stage
+
 NEWTON_ASSETS = Path(importlib.util.find_spec("newton").origin).parent / "tests" / "assets"
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_stages" / "deformables"
 FPS, SUBSTEPS, FRAMES, ITERATIONS = 30, 4, 6, 10
@@ -30,15 +32,7 @@ def cloth_stage(path, meters_per_unit=1.0, *, scene_api=None, material_api="Phys
     """A 0.8 m square cloth of SIDE x SIDE points 0.1 m above a static 0.4 m box (its top at 0.4 m), authored in stage
     units of ``meters_per_unit`` (the same cloth in SI at any unit). ``edits``: attribute overrides of the mesh
     (name -> value), of its material (``mat_<name>``) or of the scene (``scene_<name>``)."""
-    u = 1.0 / meters_per_unit  # (a meter in stage units)
-    stage = Usd.Stage.CreateNew(str(path))
-    UsdGeom.SetStageUpAxis(stage, "Z")
-    UsdGeom.SetStageMetersPerUnit(stage, meters_per_unit)
-    UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
-    stage.SetTimeCodesPerSecond(FPS)
-    scene = UsdPhysics.Scene.Define(stage, "/World/Scene")
-    scene.CreateGravityMagnitudeAttr(9.81 * u)
-    scene.CreateGravityDirectionAttr(Gf.Vec3f(0, 0, -1))
+    stage, scene, u = scaled_stage(path, meters_per_unit, FPS)  # (u: a meter in stage units)
     if scene_api:
         scene.GetPrim().AddAppliedSchema(scene_api)
     friction = UsdShade.Material.Define(stage, "/World/Friction")  # (authored: the importers' defaults differ)

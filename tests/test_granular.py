@@ -16,6 +16,8 @@ from newton_usd.core.builder import ModelBuilder
 from newton_usd.errors import NewtonUsdError, SimulationError, UsdInputError
 from newton_usd.sim import Simulation
 
+from stages import scaled_stage
+
 NEWTON = Path(importlib.util.find_spec("newton").origin).parent
 FPS, SUBSTEPS, FRAMES = 30, 2, 8
 SPACING = 0.05  # m between grains, and their width
@@ -26,15 +28,7 @@ def sand_stage(path, meters_per_unit=1.0, side=6, layers=5, owner_api="NewtonMPM
     """A block of ``side`` x ``side`` x ``layers`` grains on a ground plane, owned by an MPM scene, authored in stage
     units of ``meters_per_unit`` (the same block in SI at any unit). ``edits``: attribute overrides of the points
     prim (name -> value) or the scene's (``scene_<name>``)."""
-    u = 1.0 / meters_per_unit  # (a meter in stage units)
-    stage = Usd.Stage.CreateNew(str(path))
-    UsdGeom.SetStageUpAxis(stage, "Z")
-    UsdGeom.SetStageMetersPerUnit(stage, meters_per_unit)
-    UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
-    stage.SetTimeCodesPerSecond(FPS)
-    scene = UsdPhysics.Scene.Define(stage, "/World/Scene")
-    scene.CreateGravityMagnitudeAttr(9.81 * u)
-    scene.CreateGravityDirectionAttr(Gf.Vec3f(0, 0, -1))
+    stage, scene, u = scaled_stage(path, meters_per_unit, FPS)  # (u: a meter in stage units)
     scene_prim = scene.GetPrim()
     scene_prim.AddAppliedSchema(owner_api)
     scene_prim.CreateAttribute("newton:mpm:voxelSize", Sdf.ValueTypeNames.Float).Set(VOXEL * u)
