@@ -46,8 +46,10 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="Warp device for the model: cpu or cuda[:N] (default: cpu)")
     p.add_argument(
         "--solver",
-        help="mujoco, xpbd, featherstone, semi_implicit or kamino (Newton's Warp solvers; kamino is beta) "
-        "(default: the stage's newton:usd:solver; xpbd where the scene applies NewtonXpbdSceneAPI; else mujoco)",
+        help="mujoco, xpbd, featherstone, semi_implicit or kamino (Newton's Warp solvers; kamino is beta); vbd (cloth "
+        "and soft volumes) or implicit_mpm (grains) (default: the stage's newton:usd:solver; the engine of the scene's "
+        "NewtonXpbdSceneAPI, NewtonKaminoSceneAPI, NewtonVbdSceneAPI or NewtonMPMSceneAPI; vbd for a stage with "
+        "deformables; else mujoco)",
     )
     p.add_argument(
         "--backend",

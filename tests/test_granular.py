@@ -262,3 +262,15 @@ def test_a_reset_and_a_new_solver_keep_the_grains_where_they_belong(tmp_path):
     sim.physics.new_solver()  # (a live edit's new solver goes on from the grains where they are)
     np.testing.assert_array_equal(sim.state.particle_q.numpy(), moved)
     sim.close()
+
+
+def test_usdsim_check_counts_the_mpm_settings_as_used(tmp_path):
+    """The scene's newton:mpm:* settings and the materials' (the prim's and its subsets') are read by the import:
+    ``usdsim check`` lists none of them as authored but unused (it listed voxelSize, youngsModulus, ...)."""
+    from newton_usd.inspect import unused_attributes  # noqa: PLC0415
+    from newton_usd.usd import add_usd  # noqa: PLC0415
+
+    sand_stage(tmp_path / "pile.usda")
+    for path in (tmp_path / "pile.usda", NEWTON / "tests" / "assets" / "mpm_material_subsets.usda"):
+        unused = unused_attributes(add_usd(ModelBuilder(), str(path)))
+        assert not [name for name in unused if name.startswith("newton:")], (path, unused)

@@ -296,6 +296,14 @@ def test_unknown_solver_lists_the_valid_ones(tmp_path, capsys):
     assert "unknown solver 'style3d'; valid: mujoco, xpbd, featherstone, semi_implicit, kamino" in err
 
 
+def test_the_scene_can_name_every_solver():
+    """``newton:usd:solver`` takes every solver name ``--solver`` does (vbd and implicit_mpm were refused)."""
+    from newton_usd.solvers import SOLVERS  # noqa: PLC0415
+    from newton_usd.usd.properties import SOLVER_NAMES  # noqa: PLC0415
+
+    assert set(SOLVER_NAMES) == set(SOLVERS)
+
+
 def test_scene_solver_and_settings_with_provenance(tmp_path, capsys):
     """``newton:usd:solver`` picks the solver; the seed's newton:* settings reach it, and explain names them."""
     stage = new_stage(tmp_path / "s.usda")

@@ -128,10 +128,14 @@ def grain_scenes(stage, default_scene: str | None) -> set:
     return out
 
 
-def import_grains(builder, stage, frame, file: str, scene_path: str | None, default_scene: str | None) -> Grains:
+def import_grains(
+    builder, stage, frame, file: str, scene_path: str | None, default_scene: str | None, used: set | None = None
+) -> Grains:
     """Add the grains of the PhysicsScene ``scene_path`` (the imported scene; ``default_scene``: the stage's first,
     which owns grains that name no owner) to ``builder`` (see the module). Grains of another scene are listed in
-    :attr:`Grains.elsewhere`."""
+    :attr:`Grains.elsewhere`. ``used``: the import's record of the attributes it read (``Resolver.used``: ``usdsim
+    check`` lists the authored ``newton:*`` ones it lacks), to which the scene's settings and the grains' materials'
+    ``newton:mpm:*`` values read here are added."""
     grains = Grains()
     for prim in find_granular(stage):
         path = str(prim.GetPath())
@@ -146,9 +150,28 @@ def import_grains(builder, stage, frame, file: str, scene_path: str | None, defa
             grains.scene = owner
             grains.settings = mpm_scene_settings(stage.GetPrimAtPath(owner), frame, file)
             builder.mpm_config.update(grains.settings)
+            _mark_read(used, stage.GetPrimAtPath(owner), SCENE_SETTINGS)
         pos, vel, mass, radius, material = _read_points(prim, frame, file)
         grains.groups[path] = builder.add_particles(path, pos, vel, mass, radius, material)
+        if used is not None:
+            subsets = UsdShade.MaterialBindingAPI(prim).GetMaterialBindSubsets()
+            bindings = [UsdShade.MaterialBindingAPI(s.GetPrim()).GetDirectBinding("physics") for s in subsets]
+            bound = [b.GetMaterial() for b in bindings]
+            for material_prim in [_physics_material(prim)] + [m.GetPrim() for m in bound if m]:
+                if material_prim is not None:
+                    _mark_read(used, material_prim, MATERIAL)
     return grains
+
+
+def _mark_read(used: set | None, prim, names) -> None:
+    """Record in ``used`` the attributes of ``names`` that ``prim`` authors (read by this module)."""
+    if used is None:
+        return
+    path = str(prim.GetPath())
+    for name in names:
+        attr = prim.GetAttribute(name)
+        if attr and attr.HasAuthoredValue():
+            used.add((path, name))
 
 
 def say_uncoupled_bodies(grains: Grains, bodies, diagnostics) -> None:

@@ -208,7 +208,8 @@ def add_usd(
     bodies = descs.get(OT.RigidBody, [])
     if env_root is None:  # (grains are not replicated into environments yet)
         scenes = physics_scenes(stage)
-        result.grains = import_grains(builder, stage, frame, file, result.scene_path, scenes[0] if scenes else None)
+        result.grains = import_grains(builder, stage, frame, file, result.scene_path, scenes[0] if scenes else None,
+                                      result.resolver.used)  # fmt: skip
         say_uncoupled_bodies(result.grains, bodies, diag)
         result.deformables = import_deformables(builder, stage, frame, file, result.scene_path,
                                                 scenes[0] if scenes else None, diag)  # fmt: skip

@@ -65,7 +65,7 @@ SCENE_GRAVITY_ENABLED = Property(
     "gravity_enabled", (C("newton", "newton:gravityEnabled", _bool), C("mjc", "mjc:flag:gravity", _bool)), default=True
 )
 # Our own NewtonUsdSceneAPI (runtime settings no upstream schema has).
-SOLVER_NAMES = ("mujoco", "xpbd", "featherstone", "semi_implicit", "kamino")
+SOLVER_NAMES = ("mujoco", "xpbd", "featherstone", "semi_implicit", "kamino", "implicit_mpm", "vbd")
 """The solvers ``newton:usd:solver`` names (``newton_usd.solvers.SOLVERS``; a test checks they agree)."""
 
 
