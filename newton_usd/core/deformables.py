@@ -33,13 +33,19 @@ class Cloth:
         return self.triangles + self.first
 
 
+def _elements(label: str, indices, width: int, n: int, kind: str) -> np.ndarray:
+    """``indices`` as ``(m, width)`` int64 indices into a prim's ``n`` points; a ValueError where there are none or one
+    is out of range."""
+    elements = np.asarray(indices, dtype=np.int64).reshape(-1, width)
+    if len(elements) == 0 or elements.min() < 0 or elements.max() >= n:
+        raise ValueError(f"{label}: {kind} index {n} points out of range, or there are none")
+    return elements
+
+
 def add_cloth(builder, label: str, pos, vel, mass, radius, triangles, stretch_stiffness, bend_stiffness) -> Cloth:
     """Add the cloth prim ``label`` to ``builder``: its points as particles (world, m, m/s, kg, m) and its
     ``triangles`` ((n, 3) indices into its points). Returns its :class:`Cloth` record (in ``builder.cloth``)."""
-    triangles = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
-    n = len(pos)
-    if len(triangles) == 0 or triangles.min() < 0 or triangles.max() >= n:
-        raise ValueError(f"{label}: triangles index {n} points out of range, or there are none")
+    triangles = _elements(label, triangles, 3, len(pos), "triangles")
     first, _ = builder.add_particles(label, pos, vel, mass, radius)
     cloth = Cloth(label, first, triangles, stretch_stiffness, bend_stiffness)
     builder.cloth.append(cloth)
@@ -69,10 +75,7 @@ class Volume:
 def add_volume(builder, label: str, pos, vel, mass, radius, tetrahedra, mu, lam) -> Volume:
     """Add the soft volume prim ``label`` to ``builder``: its points as particles and its ``tetrahedra`` ((n, 4)
     indices into its points). Returns its :class:`Volume` record (in ``builder.volumes``)."""
-    tetrahedra = np.asarray(tetrahedra, dtype=np.int64).reshape(-1, 4)
-    n = len(pos)
-    if len(tetrahedra) == 0 or tetrahedra.min() < 0 or tetrahedra.max() >= n:
-        raise ValueError(f"{label}: tetrahedra index {n} points out of range, or there are none")
+    tetrahedra = _elements(label, tetrahedra, 4, len(pos), "tetrahedra")
     first, _ = builder.add_particles(label, pos, vel, mass, radius)
     volume = Volume(label, first, tetrahedra, mu, lam)
     builder.volumes.append(volume)
