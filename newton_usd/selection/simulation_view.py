@@ -9,6 +9,7 @@ from ..errors import NewtonUsdError
 from .articulation_view import ArticulationView
 from .contact_view import RigidContactView
 from .kernels import scalar_type, width
+from .particle_view import ParticleView
 from .rigid_body_view import RigidBodyView
 from .source import ViewSource
 from .view import as_rows
@@ -32,6 +33,9 @@ class SimulationView:
 
     def create_rigid_body_view(self, pattern: str) -> RigidBodyView:
         return RigidBodyView(self._target, pattern, **self._pieces)
+
+    def create_particle_view(self, pattern: str) -> ParticleView:
+        return ParticleView(self._target, pattern, **self._pieces)
 
     def create_rigid_contact_view(self, pattern: str, filter_patterns=None, **kwargs):
         return RigidContactView(self._target, pattern, filter_patterns, **self._pieces, **kwargs)
