@@ -91,9 +91,10 @@ class Recorder:
         """Whether the current frame was written."""
         return self._written_frame == self._clock.frame
 
-    def write_frame(self, positions=None, at=None) -> None:
+    def write_frame(self, positions=None, at=None, particles=None) -> None:
         """Write the simulated prims from ``positions`` (their rows of the state: None, the current state's) onto the
-        stage as the current frame, or as ``at`` (frame, time code): a frame read back late (a pipelined run)."""
+        stage as the current frame, or as ``at`` (frame, time code): a frame read back late (a pipelined run), its
+        particles' positions and velocities read back with it (``particles``; None: the current state's)."""
         t0 = time.perf_counter()
         state = self._physics.state
         if positions is None:
@@ -104,8 +105,9 @@ class Recorder:
             self.sync.write(positions[: self.rows.count], time_code)
             if self.joint_sync is not None:
                 self.joint_sync.write(state.joint_q.numpy(), state.joint_qd.numpy(), time_code)
-            if self.points_sync is not None:  # (the particle prims' points: from the state now)
-                self.points_sync.write(state.particle_q.numpy(), state.particle_qd.numpy(), time_code)
+            if self.points_sync is not None:  # (the particle prims' points: as read back, else from the state now)
+                q, qd = particles if particles is not None else (state.particle_q.numpy(), state.particle_qd.numpy())
+                self.points_sync.write(q, qd, time_code)
             if self.clips is not None and time_code is not None:
                 if self.clips.moves_at_next_frame():
                     self.flush()  # the chunk holds every frame written so far
