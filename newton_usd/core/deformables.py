@@ -4,9 +4,49 @@ VBD) turns into its membrane, bending and volume elements."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+
+@dataclass
+class Attachment:
+    """A ``PhysicsAttachment``'s ties of a deformable's points to a rigid body or to the world (SI).
+
+    Attributes:
+        label: the attachment prim's path.
+        particles: (n,) int64, the tied points (indices into the deformable's own points, as its elements').
+        body: the rigid body they are tied to; -1: the world (the particles are pinned where they are).
+        anchors: (n, 3), each particle's anchor in the body's frame (m); the world's: world points.
+        stiffness: N/m (``inf``: a hard tie).
+        damping: N*s/m (a hard tie ignores it).
+        enabled: whether the ties act.
+    """
+
+    label: str
+    particles: np.ndarray
+    body: int
+    anchors: np.ndarray
+    stiffness: float = float("inf")
+    damping: float = 0.0
+    enabled: bool = True
+
+
+@dataclass
+class DeformableLinks:
+    """What ties a deformable to the rest of the scene, read after the bodies and colliders (each cloth or volume
+    record has one, :attr:`Cloth.links`).
+
+    Attributes:
+        attachments: its :class:`Attachment` records.
+        filtered: ``(points, shapes)`` pairs that do not collide: (n,) indices into its points, and our shape indices
+            (``PhysicsElementCollisionFilter``, ``physics:filteredPairs``).
+        graphics: its graphics meshes' :class:`GraphicsMesh` records (they follow its particles).
+    """
+
+    attachments: list = field(default_factory=list)
+    filtered: list = field(default_factory=list)
+    graphics: list = field(default_factory=list)
 
 
 @dataclass
@@ -19,6 +59,7 @@ class Cloth:
         triangles: (n, 3) int64, the triangles' particles (counterclockwise seen from the outside).
         stretch_stiffness: N/m, the membrane's stretch stiffness (``E h / (1 - nu^2)``); None: the solver's default.
         bend_stiffness: N*m, the bending stiffness (``E h^3 / (12 (1 - nu^2))``); None: the solver's default.
+        links: its attachments, collision filters and graphics meshes (:class:`DeformableLinks`).
     """
 
     label: str
@@ -26,6 +67,7 @@ class Cloth:
     triangles: np.ndarray
     stretch_stiffness: float | None
     bend_stiffness: float | None
+    links: DeformableLinks = field(default_factory=DeformableLinks)
 
     @property
     def global_triangles(self) -> np.ndarray:
@@ -63,6 +105,7 @@ class Volume:
             counterclockwise about).
         mu, lam: Pa, the Lame parameters of its material (``E / (2 (1 + nu))``, ``E nu / ((1 + nu)(1 - 2 nu))``);
             None: the solver's default.
+        links: its attachments, collision filters and graphics meshes (:class:`DeformableLinks`).
     """
 
     label: str
@@ -70,6 +113,7 @@ class Volume:
     tetrahedra: np.ndarray
     mu: float | None
     lam: float | None
+    links: DeformableLinks = field(default_factory=DeformableLinks)
 
 
 def add_volume(builder, label: str, pos, vel, mass, radius, tetrahedra, mu, lam) -> Volume:

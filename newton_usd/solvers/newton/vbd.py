@@ -23,6 +23,7 @@ import warp as wp
 
 from ...errors import NewtonUsdError
 from .contact_pairs import SwitchedPairs
+from .deformable_links import bridge_links
 from .solver_newton import _CONTACT_F, SolverNewton
 
 
@@ -85,6 +86,7 @@ class SolverVBD(SolverNewton):
             nb.particle_mass[first:end] = mass[first:end].tolist()
             nb.particle_radius[first:end] = radius[first:end].tolist()
             nb.particle_qd[first:end] = [wp.vec3(*v) for v in qd[first:end]]
+            bridge_links(nb, d, first)  # (its attachments: pinned points, ties to bodies)
         nb.color(include_bending=True)
 
     def _before_solver_step(self, newton_state, dt: float) -> None:

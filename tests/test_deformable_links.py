@@ -1,0 +1,163 @@
+"""What ties a cloth or soft volume to the scene: PhysicsAttachment prims (pinned to the world, tied to a rigid body),
+run under vbd and against Newton 1.8's own loop on the same stage."""
+
+from __future__ import annotations
+
+import warnings
+
+import newton
+import numpy as np
+import pytest
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from test_deformables import FPS, ITERATIONS, SIDE, SUBSTEPS, cloth_stage, our_run
+
+from newton_usd.core.builder import ModelBuilder
+from newton_usd.errors import UsdInputError
+from newton_usd.usd import add_usd
+
+CORNERS = (0, SIDE - 1)  # (the cloth's two corners at y = -0.4 m)
+
+
+def attach(path, indices, src1=None, coords=None, **attrs):
+    """A PhysicsAttachment /World/Attach tying the cloth's points ``indices`` to ``src1`` (None: the world)."""
+    stage = Usd.Stage.Open(path)
+    prim = stage.DefinePrim("/World/Attach", "PhysicsAttachment")
+    prim.CreateRelationship("physics:src0").SetTargets(["/World/Cloth/sim"])
+    if src1:
+        prim.CreateRelationship("physics:src1").SetTargets([src1])
+    prim.CreateAttribute("physics:type0", Sdf.ValueTypeNames.Token).Set("point")
+    prim.CreateAttribute("physics:type1", Sdf.ValueTypeNames.Token).Set("xform")
+    prim.CreateAttribute("physics:indices0", Sdf.ValueTypeNames.IntArray).Set(list(indices))
+    if coords is not None:
+        prim.CreateAttribute("physics:coords1", Sdf.ValueTypeNames.Vector3fArray).Set([Gf.Vec3f(*c) for c in coords])
+    for name, value in attrs.items():
+        kind = Sdf.ValueTypeNames.Bool if isinstance(value, bool) else Sdf.ValueTypeNames.Float
+        prim.CreateAttribute(f"physics:{name}", kind).Set(value)
+    stage.GetRootLayer().Save()
+    return path
+
+
+def corner_points(indices, u=1.0):
+    """The cloth's authored points ``indices`` in world (stage units)."""
+    x = (np.arange(SIDE) / (SIDE - 1) - 0.5) * 0.8
+    return [((x[i % SIDE] + 0.05) * u, x[i // SIDE] * u, 0.5 * u) for i in indices]
+
+
+def newton_loop(path, frames, pinned=()):
+    """Newton 1.8's own loop on the stage (add_usd, color, SolverVBD, CollisionPipeline): ``pinned`` particles made
+    fixed as Newton's examples pin cloth (its import drops attachments to the world). Returns (particle_q, body_q)."""
+    nb = newton.ModelBuilder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nb.add_usd(path)
+    for i in pinned:
+        nb.particle_flags[i] = int(nb.particle_flags[i]) & ~int(newton.ParticleFlags.ACTIVE)
+        nb.particle_mass[i] = 0.0
+    nb.color(include_bending=True)
+    model = nb.finalize(device="cpu")
+    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1, control = model.state(), model.state(), model.control()
+    dt = 1.0 / (FPS * SUBSTEPS)
+    for _ in range(frames * SUBSTEPS):
+        s0.clear_forces()
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, dt)
+        s0, s1 = s1, s0
+    return s0.particle_q.numpy(), s0.body_q.numpy() if model.body_count else None
+
+
+def test_a_cloth_pinned_at_two_corners_hangs_as_newton_pins_it(tmp_path):
+    path = attach(cloth_stage(tmp_path / "pinned.usda", box=False), CORNERS, coords=corner_points(CORNERS))
+    builder = ModelBuilder()
+    add_usd(builder, path)
+    model = builder.finalize("cpu")
+    (attachment,) = model.cloth[0].links.attachments
+    assert attachment.body == -1 and list(attachment.particles) == list(CORNERS)
+    assert np.all(model.particle_mass.numpy()[list(CORNERS)] == 0.0)
+    frames = 8
+    sim, ours = our_run(path, frames)
+    theirs, _ = newton_loop(path, frames, pinned=CORNERS)
+    start = sim.model.particle_q.numpy()
+    np.testing.assert_array_equal(ours[list(CORNERS)], start[list(CORNERS)])  # (held where authored)
+    assert ours[:, 2].min() < 0.2  # (the far edge has swung down 0.3 m and more)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)  # (3e-7 m seen; 5e-6 m at 30 frames)
+    written = UsdGeom.Mesh(sim.stage.GetPrimAtPath("/World/Cloth/sim")).GetPointsAttr().Get(sim.time_code)
+    np.testing.assert_allclose(np.asarray(written)[list(CORNERS)], np.asarray(corner_points(CORNERS)) -
+                               [0.05, 0, 0.5], atol=1e-6)  # fmt: skip
+
+
+def falling_box_stage(path):
+    """The box-less cloth with a 1 kg, 0.1 m rigid box at one corner's edge (its near corners tied to it)."""
+    cloth_stage(path, box=False)
+    stage = Usd.Stage.Open(str(path))
+    box = UsdGeom.Cube.Define(stage, "/World/Box")
+    box.CreateSizeAttr(0.1)
+    box.AddTranslateOp().Set(Gf.Vec3d(0.05, -0.45, 0.5))
+    UsdPhysics.RigidBodyAPI.Apply(box.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(box.GetPrim())
+    UsdPhysics.MassAPI.Apply(box.GetPrim()).CreateMassAttr(1.0)
+    UsdPhysics.RigidBodyAPI(box.GetPrim()).CreateVelocityAttr(Gf.Vec3f(0, 0, 1.0))
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+def test_a_cloth_tied_to_a_rigid_body_follows_it_as_newton_ties_it(tmp_path):
+    path = falling_box_stage(tmp_path / "tied.usda")
+    ties = CORNERS
+    local = [(c[0] - 0.05, c[1] + 0.45, c[2] - 0.5) for c in corner_points(ties)]
+    attach(path, ties, src1="/World/Box", coords=local)
+    builder = ModelBuilder()
+    add_usd(builder, path)
+    (attachment,) = builder.cloth[0].links.attachments
+    np.testing.assert_allclose(attachment.anchors, local, atol=1e-6)
+    newton_builder = newton.ModelBuilder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        newton_builder.add_usd(path)
+    np.testing.assert_allclose(newton_builder.attachment_particle_body_body_point, local, atol=1e-6)
+    frames = 8
+    sim, ours = our_run(path, frames)
+    theirs, their_box = newton_loop(path, frames)
+    box = sim.physics.state.body_q.numpy()[0]
+    assert box[2] < 0.45  # (thrown up at 1 m/s, it has fallen, dragging the cloth)
+    for k, i in enumerate(ties):  # (each tied point stays at its anchor on the box)
+        anchor = box[:3] + _rotate(box[3:], local[k])
+        np.testing.assert_allclose(ours[i], anchor, atol=1e-4)  # (2e-6 m seen)
+    np.testing.assert_allclose(box, their_box[0], atol=5e-5)  # (3e-6 seen)
+    np.testing.assert_allclose(ours, theirs, atol=5e-5)  # (4e-6 m seen; 1.4e-5 m at 30 frames)
+
+
+def _rotate(q, v):
+    x, y, z, w = q
+    u = np.array([x, y, z])
+    t = 2.0 * np.cross(u, v)
+    return np.asarray(v) + w * t + np.cross(u, t)
+
+
+@pytest.mark.parametrize(
+    "attrs, attribute, words",
+    [
+        ({"indices": [SIDE * SIDE]}, "physics:indices0", "out of range"),
+        ({"coords": [(0, 0, 0)]}, "physics:coords1", "2 points"),
+        ({"stiffness": -1.0}, "physics:stiffness", "at least 0"),
+    ],
+)
+def test_a_bad_attachment_is_refused_in_one_line(tmp_path, attrs, attribute, words):
+    indices = attrs.pop("indices", CORNERS)
+    coords = attrs.pop("coords", None)
+    path = attach(cloth_stage(tmp_path / "bad.usda", box=False), indices, coords=coords, **attrs)
+    with pytest.raises(UsdInputError, match=words) as e:
+        add_usd(ModelBuilder(), path)
+    assert "/World/Attach" in str(e.value) and attribute in str(e.value)
+
+
+def test_a_compliant_world_attachment_is_said_not_simulated(tmp_path, caplog):
+    path = attach(cloth_stage(tmp_path / "soft.usda", box=False), CORNERS, coords=corner_points(CORNERS),
+                  stiffness=100.0)  # fmt: skip
+    builder = ModelBuilder()
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        add_usd(builder, path)
+    assert "compliant attachment" in caplog.text and "/World/Attach" in caplog.text
+    assert not builder.cloth[0].links.attachments and min(builder.particle_mass) > 0
