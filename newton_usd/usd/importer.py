@@ -34,7 +34,6 @@ from .actuators import ACTUATOR_TYPE, import_actuators
 from .articulations import import_joints
 from .attachments import import_deformable_links
 from .bodies import import_bodies
-from .cables import import_cables
 from .colliders import import_shape
 from .collision_filters import import_collision_filters
 from .deformables import Deformables, find_deformables, import_deformables
@@ -218,8 +217,7 @@ def add_usd(
     else:
         for prim, _ in find_deformables(stage):
             diag.add("deformable bodies are not replicated into environments yet: not simulated", prim.GetPath())
-    if not bodies and not instanced and not result.grains.groups and not result.deformables.simulated \
-            and not result.deformables.cables:
+    if not bodies and not instanced and not result.grains.groups and not result.deformables.simulated:
         _nothing_to_simulate(result, owners)
 
     ctx = result.context = import_scene(builder, stage, descs.get(OT.Scene, []), frame, result)
@@ -271,7 +269,6 @@ def add_usd(
     if states:
         builder.body_q_from_joint_q()
     result.placed_links = place_articulation_links(builder, result)
-    import_cables(builder, stage, frame, file, result.deformables.cables, result.body_index, diag)  # (pinned to bodies)
     import_deformable_links(builder, stage, descs, frame, result)  # (their attachments to bodies, filters, meshes)
     import_collision_filters(builder, stage, descs, result)
     record_display_names(builder, typed["display_names"], labels_before)
