@@ -32,19 +32,7 @@ from ..core.deformables import Attachment
 from ..core.quat import quat_rotate
 from ..errors import UsdInputError
 
-ATTACHMENT_TYPE = "PhysicsAttachment"
-FILTER_TYPE = "PhysicsElementCollisionFilter"
 TIME = Usd.TimeCode.Default()
-
-
-def find_typed(stage, type_names) -> dict:
-    """Type name -> the stage's prims of that type (instance proxies included), in traversal order."""
-    out = {name: [] for name in type_names}
-    for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
-        name = prim.GetTypeName()
-        if name in out:
-            out[name].append(prim)
-    return out
 
 
 def first_target(prim, name):
@@ -70,15 +58,6 @@ def deformable_of(builder, deformables, path):
     return next((d for d in (*builder.cloth, *builder.volumes) if d.label == path), None)
 
 
-def import_deformable_links(builder, stage, descs, frame, result) -> None:
-    """What ties the imported deformables to the scene, once its bodies and colliders are imported: attachments
-    (here), collision filters and graphics meshes; nothing to do (no traversal) without deformables."""
-    if not result.deformables.simulated:
-        return
-    typed = find_typed(stage, (ATTACHMENT_TYPE, FILTER_TYPE))
-    import_attachments(builder, stage, typed[ATTACHMENT_TYPE], frame, result.file, result)
-
-
 def import_attachments(builder, stage, prims, frame, file, result) -> None:
     """Read the ``PhysicsAttachment`` prims ``prims`` (see the module) onto the imported deformables' records
     (``links.attachments``), pinning world-tied points in ``builder``."""
@@ -88,9 +67,10 @@ def import_attachments(builder, stage, prims, frame, file, result) -> None:
         src0 = first_target(prim, "physics:src0")
         record = deformable_of(builder, deformables, src0)
         if record is None:
-            if deformables.bodies.get(src0, src0) in deformables.not_imported:
+            sim = deformables.bodies.get(src0, src0)
+            if sim in deformables.not_imported or sim in getattr(deformables, "cables", ()):
                 continue  # (a cable's attachments are read with the cables: not this module's)
-            if deformables.bodies.get(src0, src0) not in deformables.elsewhere:
+            if sim not in deformables.elsewhere:
                 diag.add(f"physics:src0 {src0 or '(none)'} is not a cloth or soft volume of this scene: the "
                          "attachment is not simulated", path)  # fmt: skip
             continue

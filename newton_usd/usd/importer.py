@@ -32,10 +32,10 @@ from ..diagnostics import Diagnostics
 from ..errors import UsdInputError
 from .actuators import ACTUATOR_TYPE, import_actuators
 from .articulations import import_joints
-from .attachments import import_deformable_links
 from .bodies import import_bodies
 from .colliders import import_shape
 from .collision_filters import import_collision_filters
+from .deformable_links import import_deformable_links
 from .deformables import Deformables, find_deformables, import_deformables
 from .descriptors import OT, SHAPE_TYPES
 from .envs import Environments, check_identical, find_environments, replicate_environments

@@ -6,12 +6,16 @@ Newton's builder and collision pipeline as Newton simulates it under VBD.
   ``fix_*`` pin points), so VBD moves them no more and no contact pushes them;
 - an attachment to a rigid body is one of Newton's particle-body attachments per point
   (``ModelBuilder.add_attachment_particle_body``: hard for an infinite stiffness), which ``SolverVBD`` solves with
-  the body's own augmented VBD step, forces both ways.
+  the body's own augmented VBD step, forces both ways;
+- points filtered from colliders (``filtered``) lose their candidate pairs with those shapes in Newton's collision
+  pipeline (its particle-shape pair list, ``soft_rigid_contact_pairs``, made once with the pipeline): those
+  contacts are never made.
 """
 
 from __future__ import annotations
 
 import newton
+import numpy as np
 import warp as wp
 
 _ACTIVE = int(newton.ParticleFlags.ACTIVE)
@@ -29,3 +33,20 @@ def bridge_links(nb, record, first: int) -> None:
         for i, anchor in zip(particles, a.anchors.tolist(), strict=True):
             nb.add_attachment_particle_body(i, int(a.body), body_point=wp.vec3(*anchor), stiffness=float(a.stiffness),
                                             damping=float(a.damping), enabled=bool(a.enabled))  # fmt: skip
+
+
+def filter_soft_contacts(pipeline, model, shape_map) -> None:
+    """Drop from ``pipeline``'s particle-shape candidate pairs those of the deformables' filtered points and shapes
+    (``shape_map``: our shape index -> Newton's)."""
+    drop = []
+    for d in (*model.cloth, *model.volumes):
+        for points, shapes in d.links.filtered:
+            theirs = np.asarray(shape_map, dtype=np.int64)[np.asarray(shapes, dtype=np.int64)]
+            drop.append(((points[:, None] + d.first) * (int(np.max(shape_map)) + 1) + theirs[None, :]).reshape(-1))
+    if not drop:
+        return
+    pairs = pipeline.soft_rigid_contact_pairs.numpy().reshape(-1, 2).astype(np.int64)
+    keep = ~np.isin(pairs[:, 0] * (int(np.max(shape_map)) + 1) + pairs[:, 1], np.concatenate(drop))
+    kept = pairs[keep].astype(np.int32)
+    pipeline.soft_rigid_contact_pairs = wp.array(kept, dtype=wp.vec2i, device=pipeline.soft_rigid_contact_pairs.device)
+    pipeline._soft_contact_pair_count = len(kept)  # (what collide() launches over: Newton sets it with the list)

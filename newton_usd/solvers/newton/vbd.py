@@ -23,7 +23,7 @@ import warp as wp
 
 from ...errors import NewtonUsdError
 from .contact_pairs import SwitchedPairs
-from .deformable_links import bridge_links
+from .deformable_links import bridge_links, filter_soft_contacts
 from .solver_newton import _CONTACT_F, SolverNewton
 
 
@@ -57,6 +57,7 @@ class SolverVBD(SolverNewton):
                                            model.shape_collision_enabled.numpy())  # fmt: skip
             if self.contact_forces is not None:
                 self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
+        filter_soft_contacts(self.collision_pipeline, model, self.shape_map)  # (filtered points: no contacts)
 
     def _bridge_particles(self, nb) -> None:
         """Our cloth and soft volumes into Newton's builder (see the module), then its coloring."""
