@@ -274,3 +274,75 @@ def test_usdsim_check_counts_the_mpm_settings_as_used(tmp_path):
     for path in (tmp_path / "pile.usda", NEWTON / "tests" / "assets" / "mpm_material_subsets.usda"):
         unused = unused_attributes(add_usd(ModelBuilder(), str(path)))
         assert not [name for name in unused if name.startswith("newton:")], (path, unused)
+
+
+SAND_OF_THE_SCHEMAS = """#usda 1.0
+(
+    defaultPrim = "World"
+    metersPerUnit = 1
+    kilogramsPerUnit = 1
+    upAxis = "Z"
+)
+def Xform "World"
+{
+    def PhysicsScene "Scene" (apiSchemas = ["NewtonMPMSceneAPI"])
+    {
+        vector3f physics:gravityDirection = (0, 0, -1)
+        float physics:gravityMagnitude = 9.81
+        uniform int newton:maxSolverIterations = 40
+        uniform float newton:mpm:voxelSize = 0.05
+        uniform token[] newton:mpm:rheologySolvers = ["cg", "gs"]
+    }
+    def Material "Loose" (apiSchemas = ["NewtonMPMMaterialAPI"])
+    {
+        float physics:density = 1500
+        float newton:mpm:internalFriction = 0.6
+        float newton:mpm:youngsModulus = 5000000
+    }
+    def Material "Packed" (apiSchemas = ["NewtonMPMMaterialAPI"])
+    {
+        float physics:density = 2000
+        float newton:mpm:internalFriction = 0.9
+        float newton:mpm:elasticDamping = 1000
+        float newton:mpm:initialPlasticVolumeStrain = 0.95
+    }
+    def Points "Grains" (apiSchemas = ["MaterialBindingAPI", "NewtonPointsDeformableSimAPI", "PhysicsDeformableBodyAPI"])
+    {
+        point3f[] points = [(0, 0, 1), (0.05, 0, 1), (0, 0.05, 1), (0.05, 0.05, 1)]
+        float[] widths = [0.05, 0.05, 0.05, 0.05]
+        float[] physics:masses = [0.1, 0.1, 0.3, 0.3]
+        int64[] ids = [10, 11, 12, 13]
+        rel physics:simulationOwner = </World/Scene>
+        rel material:binding:physics = </World/Loose>
+        uniform token subsetFamily:materialBind:familyType = "nonOverlapping"
+        def GeomSubset "PackedHalf" (apiSchemas = ["MaterialBindingAPI"])
+        {
+            uniform token elementType = "point"
+            uniform token familyName = "materialBind"
+            int[] indices = [2, 3]
+            rel material:binding:physics = </World/Packed>
+        }
+    }
+}
+"""
+
+
+def test_a_stage_like_the_schemas_own_sand_runs(tmp_path):
+    """newton-usd-schemas 0.6's test asset ``sand.usda`` names its rheology solvers by the solver's short names
+    ("cg", "gs": not among the schema's allowedTokens, refused by Newton 1.8's Config.create_from_usd): a stage of
+    the same shape (four grains, masses per point, a second material on a point subset) imports, the short names
+    taken as the long ones, and its grains fall, written back."""
+    src = tmp_path / "sand.usda"
+    src.write_text(SAND_OF_THE_SCHEMAS)
+    builder = ModelBuilder()
+    builder.add_usd(str(src))
+    assert builder.mpm_config["solver"] == ("cg", "gauss-seidel")
+    np.testing.assert_allclose(builder.particle_mass, [0.1, 0.1, 0.3, 0.3], rtol=1e-6)
+    friction = builder.particle_attributes["mpm:friction"]
+    np.testing.assert_allclose(friction, [0.6, 0.6, 0.9, 0.9], rtol=1e-6)
+    sim = Simulation.open(str(src), fps=FPS, substeps=SUBSTEPS, device="cpu")
+    sim.run(2)
+    points = sim.stage.GetPrimAtPath("/World/Grains").GetAttribute("points")
+    last = np.array(points.Get(points.GetTimeSamples()[-1]))
+    assert np.all(np.isfinite(last)) and np.all(last[:, 2] < 1.0)
+    sim.close()

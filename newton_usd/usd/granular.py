@@ -440,6 +440,10 @@ _RHEOLOGY = {
     "auto": "auto", "gauss-seidel": "gauss-seidel", "gauss-seidel-soa": "gauss-seidel-soa",
     "gauss-seidel-batched": "gauss-seidel-batched", "jacobi": "jacobi", "conjugate-gradient": "cg",
     "conjugate-residual": "cr", "generalized-minimal-residual": "gmres",
+    # (the solver's own short names, which the schema's allowedTokens leave out and newton-usd-schemas' sand.usda
+    # uses: accepted, though Newton 1.8's importer refuses them)
+    "gs": "gauss-seidel", "gs-soa": "gauss-seidel-soa", "gs-batched": "gauss-seidel-batched", "cg": "cg",
+    "cr": "cr", "gmres": "gmres",
 }  # fmt: skip
 _BASES = {
     "collider": ("collider_basis", ("linear", "trilinear", "bspline", "serendipity", "particle"), (2, False)),
