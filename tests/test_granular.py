@@ -306,7 +306,9 @@ def Xform "World"
         float newton:mpm:elasticDamping = 1000
         float newton:mpm:initialPlasticVolumeStrain = 0.95
     }
-    def Points "Grains" (apiSchemas = ["MaterialBindingAPI", "NewtonPointsDeformableSimAPI", "PhysicsDeformableBodyAPI"])
+    def Points "Grains" (
+        apiSchemas = ["MaterialBindingAPI", "NewtonPointsDeformableSimAPI", "PhysicsDeformableBodyAPI"]
+    )
     {
         point3f[] points = [(0, 0, 1), (0.05, 0, 1), (0, 0.05, 1), (0.05, 0.05, 1)]
         float[] widths = [0.05, 0.05, 0.05, 0.05]
