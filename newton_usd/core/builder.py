@@ -38,6 +38,7 @@ _DOF_DIM = {
     JointType.BALL: (0, 3),
     JointType.FIXED: (0, 0),
     JointType.FREE: (3, 3),
+    JointType.ROD: (3, 3),
 }
 """(linear, angular) DOFs of the joint types other than D6."""
 
@@ -112,6 +113,7 @@ class ModelBuilder:
         self.particle_attributes = {}  # "namespace:name" -> per-particle values (a solver's, e.g. "mpm:friction")
         self.mpm_config = {}  # the MPM scene's solver settings (SolverImplicitMPM.Config field -> value, SI)
         self.cloth, self.volumes, self.vbd_config = [], [], {}  # core/deformables' Cloth, Volume; VBD scene (SI)
+        self.cables = []  # core/cables' Cable per cable prim (its segments are bodies, its rod joints joints)
         # the source's own names (label -> name) where they are not the label's leaf: an authored USD
         # displayName, an MJCF element's whole name (attach prefixes kept); see element_name()
         self.element_names = {}
@@ -435,8 +437,8 @@ class ModelBuilder:
         self.joint_X_c.append(to_pose(child_xform))
         self.joint_dof_dim.append(dim)
         q0 = np.zeros(nq)
-        if joint_type == JointType.BALL:
-            q0[3] = 1.0
+        if joint_type in (JointType.BALL, JointType.ROD):
+            q0[-1] = 1.0
         elif joint_type == JointType.FREE:
             q0[:3], q0[3:] = self.body_q[child]
         self.joint_q.append(q0)

@@ -207,6 +207,7 @@ def _finalize_particles(builder, m, arr) -> None:
     m.volumes = list(builder.volumes)
     m.tet_indices = arr(tetrahedron_indices(builder.volumes), wp.int32, (4,))
     m.tet_count = len(m.tet_indices)
+    m.cables = list(builder.cables)  # (core/cables' Cable records: segment bodies, rod joints, rest rotations)
 
 
 def _mujoco_arrays(builder, counts: dict) -> dict:

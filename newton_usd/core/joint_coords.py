@@ -55,7 +55,9 @@ def joint_q_from_body_q(builder):
                 builder.joint_q[j] = np.concatenate([p, q])
                 continue
             x_c = builder.joint_X_c[j]
-            if jt == JointType.BALL:
+            if jt == JointType.ROD:  # (a cable's: alone on its child, its coordinates the relative pose)
+                builder.joint_q[j] = np.concatenate([rel[0], rel[1] if rel[1][3] >= 0 else -rel[1]])
+            elif jt == JointType.BALL:
                 local = transform_multiply(transform_multiply(transform_inverse(x_c), motion), x_c)
                 q = local[1] if local[1][3] >= 0 else -local[1]
                 builder.joint_q[j] = q

@@ -14,12 +14,16 @@ def joint_motions(joint_type, q, axes, n_linear: int) -> list:
     """The joint-frame motions (position, Warp quat) of one joint at coordinates ``q``, in DOF order.
 
     Revolute, prismatic and D6 joints give one motion per DOF (``axes`` per DOF, the first
-    ``n_linear`` translations), a ball joint its rotation, free and fixed joints none. Applying them in
+    ``n_linear`` translations), a ball joint its rotation, a rod joint its relative pose, free and fixed joints
+    none. Applying them in
     order, each about the child joint frame, gives the child joint frame relative to the parent's.
     """
     if joint_type == JointType.BALL:
         q = np.asarray(q, dtype=np.float64)
         return [(np.zeros(3), q / np.linalg.norm(q))]
+    if joint_type == JointType.ROD:  # (its coordinates: the relative pose)
+        q = np.asarray(q, dtype=np.float64)
+        return [(q[:3], q[3:] / np.linalg.norm(q[3:]))]
     if joint_type not in (JointType.REVOLUTE, JointType.PRISMATIC, JointType.D6):
         return []
     motions = []

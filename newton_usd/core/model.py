@@ -163,6 +163,7 @@ class Model:
         self.mpm_config = {}
         self.cloth, self.vbd_config, self.tri_count = [], {}, 0
         self.volumes, self.tet_count = [], 0
+        self.cables = []  # core/cables' Cable per cable prim
 
     def joint_cone(self, j: int) -> "JointCone | None":
         """The cone limit of ball joint ``j`` as the importers record it in ``mujoco`` (``joint_cone_limit``,

@@ -17,6 +17,10 @@ class JointType(IntEnum):
     quaternion; its ``joint_qd`` is the linear velocity of the body origin and the angular velocity,
     both in world coordinates. A ball joint's ``joint_q`` is the rotation of the child joint frame
     relative to the parent joint frame, and ``joint_qd`` the angular velocity in the child joint frame.
+    A rod joint (a cable's segments, :mod:`.cables`; Newton's ``JointType.ROD``, simulated by VBD only) has 7/6: the
+    child joint frame's position and rotation relative to the parent joint frame, its DOFs the X, Y, Z translations
+    (shear, shear, stretch) and rotations (bend, bend, twist) with a stiffness and damping each (``joint_target_ke``,
+    ``joint_target_kd``, no drive mode).
     """
 
     PRISMATIC = 0
@@ -25,6 +29,7 @@ class JointType(IntEnum):
     FIXED = 3
     FREE = 4
     D6 = 6
+    ROD = 7
 
 
 JOINT_COORD_COUNT = {
@@ -34,6 +39,7 @@ JOINT_COORD_COUNT = {
     JointType.BALL: (4, 3),
     JointType.FIXED: (0, 0),
     JointType.FREE: (7, 6),
+    JointType.ROD: (7, 6),
 }
 """(joint_q size, joint_qd size) per joint type."""
 

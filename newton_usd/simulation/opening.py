@@ -38,12 +38,16 @@ def chosen_engine(imported, asked: str | None = None) -> str:
     Raises:
         NewtonUsdError: an unknown engine, or deformable bodies under another engine than vbd (naming them).
     """
-    soft = imported.deformables.simulated
+    soft = {**imported.deformables.simulated, **imported.deformables.cables}
     chosen = imported.scene.get("solver")
     scene = None if chosen is None or (soft and chosen.kind == "default") else chosen.value
     solver = asked or scene or ("vbd" if soft else "mujoco")
     if solver not in SOLVERS:
         raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
+    if imported.deformables.cables and solver != "vbd":  # (Newton's rod joints: VBD's alone)
+        raise NewtonUsdError(f"{imported.file}: {', '.join(imported.deformables.cables)}: cables are simulated by the "
+                             f"vbd solver alone (Newton's rod joints), not by {solver}: run it with --solver vbd (or "
+                             "no --solver)")  # fmt: skip
     if soft and solver != "vbd":
         raise NewtonUsdError(f"{imported.file}: {', '.join(soft)}: deformable bodies (cloth, soft volumes) are "
                              f"simulated by the vbd solver, not by {solver}: run it with --solver vbd (or no "

@@ -27,9 +27,10 @@ def stage_sync(stage, layer, model, copies, frame, xform_ops, old=None) -> tuple
 def written_labels(model, copies=None) -> list:
     """Body labels for the StageSync, for the bodies of every world: None for a label met before (a replicated
     world's copy of a prim: only its first world is written, unless ``copies`` (:class:`WorldCopies`) has a copy of
-    it for that world; worlds of environments have labels of their own, so each is written)."""
+    it for that world; worlds of environments have labels of their own, so each is written). A cable's segment bodies
+    are written onto no prim: its curve's points are (:class:`~newton_usd.sync.curves_sync.CurvesSync`)."""
     world = model.body_world.numpy()
-    seen = set()
+    seen = {label for c in model.cables for label in (model.body_label[b] for b in c.bodies)}  # (their curves are)
     out = []
     for b, label in enumerate(model.body_label):
         if label in seen:

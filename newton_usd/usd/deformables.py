@@ -30,8 +30,8 @@ Lame parameters (no volume material: the solver's default); its mass as a cloth'
 to each corner.
 
 Authored velocities are read (Newton 1.8 drops them). Rest shapes other than the authored shape
-(``physics:restShapePoints``) are not read yet, nor cables (``BasisCurves`` with ``PhysicsCurvesDeformableSimAPI``):
-said once, naming the prims.
+(``physics:restShapePoints``) are not read yet: said once, naming the prims. Cables (``BasisCurves`` with
+``PhysicsCurvesDeformableSimAPI``) are found here and imported by :mod:`.cables` once the rigid bodies are.
 
 Bad input is a one-line :class:`~newton_usd.errors.UsdInputError` naming the prim and attribute: indices out of
 range, a face of fewer than three points, a zero-area triangle, an inverted or degenerate tetrahedron, a negative
@@ -94,7 +94,8 @@ class Deformables:
     Attributes:
         cloth: cloth prim path -> its run of the builder's particles ``(first, end)``.
         volumes: soft volume prim path -> its run of particles.
-        not_imported: prim path -> its family ("cable") for deformables not simulated yet.
+        not_imported: prim path -> its family for deformables not simulated yet.
+        cables: cable prim path -> its body prim's path (imported by :mod:`.cables` once the bodies are).
         elsewhere: prim path -> its scene, for deformables of another scene (not imported here).
         bodies: body prim path -> its simulation prim's path, where the body prim is the simulation prim's parent.
     """
@@ -102,12 +103,13 @@ class Deformables:
     cloth: dict = field(default_factory=dict)
     volumes: dict = field(default_factory=dict)
     not_imported: dict = field(default_factory=dict)
+    cables: dict = field(default_factory=dict)
     elsewhere: dict = field(default_factory=dict)
     bodies: dict = field(default_factory=dict)
 
     def prims(self) -> set:
         """Every deformable simulation prim's path (imported or not): none of them is a rigid collider."""
-        return set(self.cloth) | set(self.volumes) | set(self.not_imported) | set(self.elsewhere)
+        return set(self.cloth) | set(self.volumes) | set(self.cables) | set(self.not_imported) | set(self.elsewhere)
 
     @property
     def simulated(self) -> dict:
@@ -184,9 +186,8 @@ def import_deformables(builder, stage, frame, file: str, scene_path, default_sce
         if scene_path is not None and owner is not None and owner != scene_path:
             out.elsewhere[path] = owner
             continue
-        if family == "cable":
-            out.not_imported[path] = family
-            diag.add("cables are not simulated yet (cloth and soft volumes are): the prim stays as authored", path)
+        if family == "cable":  # (imported after the rigid bodies, its ends pinned to them: usd/cables.py)
+            out.cables[path] = str(body.GetPath())
             continue
         if _authored(prim, "physics:restShapePoints") is not None:
             diag.add("physics:restShapePoints is not read yet: the rest shape is the authored shape", path)

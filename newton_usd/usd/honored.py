@@ -61,9 +61,7 @@ HONORED: dict[str, Honored] = {
     ),
     "NewtonPointsDeformableSimAPI": Honored(("implicit_mpm",), "the points are not simulated"),
     "NewtonMPMMaterialAPI": Honored(("implicit_mpm",), "its MPM material is not used"),
-    "NewtonCurvesDeformableMaterialAPI": Honored(
-        (), "its curve dampings are not used", "Newton's curve deformables (cables, rods) would take them"
-    ),
+    "NewtonCurvesDeformableMaterialAPI": Honored(("vbd",), "its curve dampings are not used"),
     # ---- actuators: the prim, then its parts (said on their own only where the engine drives actuators). Every
     # engine steps PD and PID laws, clampings and delays (solvers/actuators.py), both MuJoCo backends included.
     "NewtonActuator": Honored(ENGINES, "its joint is not driven by it", _ACTUATORS),

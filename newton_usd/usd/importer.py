@@ -33,6 +33,7 @@ from ..errors import UsdInputError
 from .actuators import ACTUATOR_TYPE, import_actuators
 from .articulations import import_joints
 from .bodies import import_bodies
+from .cables import import_cables
 from .colliders import import_shape
 from .collision_filters import import_collision_filters
 from .deformable_links import import_deformable_links
@@ -217,7 +218,8 @@ def add_usd(
     else:
         for prim, _ in find_deformables(stage):
             diag.add("deformable bodies are not replicated into environments yet: not simulated", prim.GetPath())
-    if not bodies and not instanced and not result.grains.groups and not result.deformables.simulated:
+    if not bodies and not instanced and not result.grains.groups and not result.deformables.simulated \
+            and not result.deformables.cables:
         _nothing_to_simulate(result, owners)
 
     ctx = result.context = import_scene(builder, stage, descs.get(OT.Scene, []), frame, result)
@@ -269,6 +271,7 @@ def add_usd(
     if states:
         builder.body_q_from_joint_q()
     result.placed_links = place_articulation_links(builder, result)
+    import_cables(builder, stage, frame, file, result.deformables.cables, result.body_index, diag)  # (pinned to bodies)
     import_deformable_links(builder, stage, descs, frame, result)  # (their attachments to bodies, filters, meshes)
     import_collision_filters(builder, stage, descs, result)
     record_display_names(builder, typed["display_names"], labels_before)

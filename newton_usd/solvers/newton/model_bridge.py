@@ -496,7 +496,7 @@ def _add_joints(nb, model, a, limits, diagnostics, cones, passive: bool = False)
     target_q = np.zeros(n_coord)
     rest_q = np.zeros(n_coord)
     rest_authored = np.zeros(n_coord, dtype=bool)
-    quaternion = (types == int(JointType.FREE)) | (types == int(JointType.BALL))
+    quaternion = np.isin(types, (int(JointType.FREE), int(JointType.BALL), int(JointType.ROD)))  # (a rod's: pose)
     simple = ~quaternion & (types != int(JointType.FIXED))
     damping, stiffness, springref = _passive(model, a, ours_t, passive)
     for j in np.nonzero(simple)[0]:

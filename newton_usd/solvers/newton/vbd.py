@@ -24,6 +24,7 @@ import warp as wp
 from ...errors import NewtonUsdError
 from .contact_pairs import SwitchedPairs
 from .deformable_links import bridge_links, filter_soft_contacts
+from .rods import bridge_rods
 from .solver_newton import _CONTACT_F, SolverNewton
 
 
@@ -62,6 +63,7 @@ class SolverVBD(SolverNewton):
     def _bridge_particles(self, nb) -> None:
         """Our cloth and soft volumes into Newton's builder (see the module), then its coloring."""
         m = self.model
+        bridge_rods(nb, m)  # (the cables' rod joints: their rest rotations)
         q, qd = m.particle_q.numpy(), m.particle_qd.numpy()
         mass, radius = m.particle_mass.numpy(), m.particle_radius.numpy()
         for d in sorted((*m.cloth, *m.volumes), key=lambda d: d.first):

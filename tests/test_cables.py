@@ -1,0 +1,148 @@
+"""Cables (``BasisCurves`` with ``PhysicsCurvesDeformableSimAPI``): a rod of capsule segments and rod joints under
+Newton's VBD (the vbd engine), an end pinned by a ``PhysicsAttachment``, written back onto the curve's points, against
+Newton 1.8's own loop on the same stage; the same cable in centimetres; bad input refused in one line."""
+
+from __future__ import annotations
+
+import newton
+import numpy as np
+import pytest
+from pxr import Gf, Sdf, UsdGeom, UsdShade
+
+from newton_usd.errors import NewtonUsdError, UsdInputError
+from newton_usd.sim import Simulation
+
+from stages import scaled_stage
+
+FPS, SUBSTEPS, FRAMES, ITERATIONS = 30, 4, 4, 10
+N = 6  # points of the cable (5 segments, 0.5 m)
+
+
+def cable_stage(path, meters_per_unit=1.0, *, pin=True, material_api="PhysicsCurvesDeformableMaterialAPI", **edits):
+    """A 0.5 m cable of N points held level at 1 m, its point 0 pinned to the world (``pin``), authored in stage units
+    of ``meters_per_unit`` (the same cable in SI at any unit). ``edits``: attributes of the curve (name -> value)."""
+    stage, _, u = scaled_stage(path, meters_per_unit, FPS)
+    body = UsdGeom.Xform.Define(stage, "/World/Cable")
+    body.GetPrim().AddAppliedSchema("PhysicsDeformableBodyAPI")
+    curves = UsdGeom.BasisCurves.Define(stage, "/World/Cable/sim")
+    curves.CreateTypeAttr("linear")
+    curves.CreateCurveVertexCountsAttr([N])
+    curves.CreatePointsAttr([Gf.Vec3f(0.5 * i / (N - 1) * u, 0.0, 0.0) for i in range(N)])
+    curves.AddTranslateOp().Set(Gf.Vec3d(0, 0, 1.0 * u))
+    prim = curves.GetPrim()
+    for api in ("PhysicsCurvesDeformableSimAPI", "MaterialBindingAPI"):
+        prim.AddAppliedSchema(api)
+    prim.CreateAttribute("physics:thicknesses", Sdf.ValueTypeNames.FloatArray).Set([0.02 * u])
+    prim.CreateAttribute("physics:thicknesses:elementType", Sdf.ValueTypeNames.Token).Set("constant")
+    material = UsdShade.Material.Define(stage, "/World/CableMaterial").GetPrim()
+    material.AddAppliedSchema(material_api)
+    material.AddAppliedSchema("NewtonCurvesDeformableMaterialAPI")
+    material.CreateAttribute("physics:youngsModulus", Sdf.ValueTypeNames.Float).Set(1.0e7 / u)  # (Pa: kg/(m s^2))
+    material.CreateAttribute("physics:poissonsRatio", Sdf.ValueTypeNames.Float).Set(0.4)
+    material.CreateAttribute("physics:density", Sdf.ValueTypeNames.Float).Set(1200.0 / u**3)
+    material.CreateAttribute("newton:curvesBendDamping", Sdf.ValueTypeNames.Float).Set(1.0e-4 * u**3)  # (N m^2 s)
+    prim.CreateRelationship("material:binding:physics").SetTargets([material.GetPath()])
+    if pin:
+        att = stage.DefinePrim("/World/Pin", "PhysicsAttachment")
+        att.CreateRelationship("physics:src0").SetTargets([prim.GetPath()])
+        att.CreateAttribute("physics:type0", Sdf.ValueTypeNames.Token).Set("point")
+        att.CreateAttribute("physics:type1", Sdf.ValueTypeNames.Token).Set("xform")
+        att.CreateAttribute("physics:indices0", Sdf.ValueTypeNames.IntArray).Set([0])
+        att.CreateAttribute("physics:coords1", Sdf.ValueTypeNames.Vector3fArray).Set([Gf.Vec3f(0, 0, 1.0 * u)])
+    for name, value in edits.items():
+        attr = prim.GetAttribute(name)
+        if not attr:
+            kind = Sdf.ValueTypeNames.IntArray if "Counts" in name else Sdf.ValueTypeNames.FloatArray
+            attr = prim.CreateAttribute(name, kind)
+        attr.Set(value)
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+def newton_run(path, frames=FRAMES) -> np.ndarray:
+    """Newton 1.8's own loop on the stage: add_usd, SolverVBD, CollisionPipeline, the same step and iterations; the
+    segment bodies' poses at the end."""
+    nb = newton.ModelBuilder()
+    nb.add_usd(path)
+    nb.color(include_bending=True)
+    model = nb.finalize(device="cpu")
+    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1, control = model.state(), model.state(), model.control()
+    dt = 1.0 / (FPS * SUBSTEPS)
+    for _ in range(frames * SUBSTEPS):
+        s0.clear_forces()
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, dt)
+        s0, s1 = s1, s0
+    return s0.body_q.numpy()
+
+
+def our_run(path, frames=FRAMES, **kw) -> Simulation:
+    sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, solver_options={"iterations": ITERATIONS}, **kw)
+    for _ in range(frames):
+        sim.step_frame()
+    return sim
+
+
+def free_end(sim) -> np.ndarray:
+    """The cable's last point (world, m) from the run's segment poses."""
+    cable = sim.model.cables[0]
+    return cable.points(sim.physics.state.body_q.numpy())[-1]
+
+
+def test_pinned_cable_hangs_as_under_newton(tmp_path):
+    path = cable_stage(tmp_path / "cable.usda")
+    sim = our_run(path)
+    assert type(sim.solver).__name__ == "SolverVBD"  # (the default engine of a stage with a cable)
+    cable = sim.model.cables[0]
+    assert len(cable.bodies) == N - 1 and len(cable.joints) == N - 2
+    ours = sim.physics.state.body_q.numpy()
+    theirs = newton_run(path)
+    assert theirs.shape == ours.shape
+    end, pinned = free_end(sim), cable.points(ours)[0]
+    their_end = cable.points(theirs)[-1]
+    assert end[2] < 1.0 - 0.05  # (it falls, swinging down from the pin)
+    assert np.linalg.norm(pinned - [0.0, 0.0, 1.0]) < 1e-3  # (the pinned end stays)
+    assert np.linalg.norm(end - their_end) < 1e-4, (end, their_end)
+    assert np.max(np.abs(ours[:, :3] - theirs[:, :3])) < 1e-4
+    # written back onto the curve, in its own space (translated up 1 m), and restored at reset
+    curves = UsdGeom.BasisCurves(sim.stage.GetPrimAtPath("/World/Cable/sim"))
+    written = np.array(curves.GetPointsAttr().Get(sim.clock.time_code))
+    assert np.allclose(written[-1], end - [0.0, 0.0, 1.0], atol=1e-5)
+    sim.reset()
+    assert np.allclose(np.array(curves.GetPointsAttr().Get(sim.clock.time_code))[-1], [0.5, 0.0, 0.0], atol=1e-6)
+
+
+def test_centimetre_cable_behaves_as_the_metre_one(tmp_path):
+    metre = our_run(cable_stage(tmp_path / "m.usda"), frames=2)
+    cm = our_run(cable_stage(tmp_path / "cm.usda", 0.01), frames=2)
+    a, b = free_end(metre), free_end(cm)
+    assert np.allclose(a, b, rtol=1e-4, atol=1e-6), (a, b)
+    curves = UsdGeom.BasisCurves(cm.stage.GetPrimAtPath("/World/Cable/sim"))
+    written = np.array(curves.GetPointsAttr().Get(cm.clock.time_code))
+    assert np.allclose(written[-1] / 100.0, a - [0.0, 0.0, 1.0], atol=1e-5)
+
+
+def test_a_mujoco_engine_refuses_cables(tmp_path):
+    path = cable_stage(tmp_path / "cable.usda")
+    with pytest.raises(NewtonUsdError, match=r"/World/Cable/sim: cables are simulated by the vbd solver alone"):
+        Simulation.open(path, solver="mujoco")
+
+
+@pytest.mark.parametrize(
+    ("edits", "attribute"),
+    [
+        ({"widths": [-0.01]}, "widths"),
+        ({"curveVertexCounts": [N + 1]}, "curveVertexCounts"),
+        ({"physics:thicknesses": [-0.02]}, "physics:thicknesses"),
+        ({"material_api": "PhysicsSurfaceDeformableMaterialAPI"}, "material:binding:physics"),
+    ],
+)
+def test_bad_cable_input_is_one_line_naming_the_prim(tmp_path, edits, attribute):
+    path = cable_stage(tmp_path / "bad.usda", **edits)
+    with pytest.raises(UsdInputError) as err:
+        Simulation.open(path)
+    message = str(err.value)
+    assert "\n" not in message and "/World/Cable/sim" in message and attribute in message, message
