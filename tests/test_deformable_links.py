@@ -43,9 +43,10 @@ def corner_points(indices, u=1.0):
     return [((x[i % SIDE] + 0.05) * u, x[i // SIDE] * u, 0.5 * u) for i in indices]
 
 
-def newton_loop(path, frames, pinned=()):
+def newton_loop(path, frames, pinned=(), visuals=False):
     """Newton 1.8's own loop on the stage (add_usd, color, SolverVBD, CollisionPipeline): ``pinned`` particles made
-    fixed as Newton's examples pin cloth (its import drops attachments to the world). Returns (particle_q, body_q)."""
+    fixed as Newton's examples pin cloth (its import drops attachments to the world). Returns (particle_q, body_q),
+    and its first deformable visual mesh's points (``DeformableVisuals``) where ``visuals``."""
     nb = newton.ModelBuilder()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -65,7 +66,10 @@ def newton_loop(path, frames, pinned=()):
         pipeline.collide(s0, contacts)
         solver.step(s0, s1, control, contacts, dt)
         s0, s1 = s1, s0
-    return s0.particle_q.numpy(), s0.body_q.numpy() if model.body_count else None
+    out = s0.particle_q.numpy(), s0.body_q.numpy() if model.body_count else None
+    if visuals:
+        return *out, newton.geometry.DeformableVisuals(model).update(s0).get_points(0).numpy()
+    return out
 
 
 def test_a_cloth_pinned_at_two_corners_hangs_as_newton_pins_it(tmp_path):
@@ -209,3 +213,50 @@ def test_filtered_pairs_and_element_groups_name_the_points(tmp_path):
     with pytest.raises(UsdInputError, match="out of range") as e:
         add_usd(ModelBuilder(), element_filter(path, groupElemCounts0=[1], groupElemIndices0=[49]))
     assert "/World/Filter" in str(e.value) and "physics:groupElemIndices0" in str(e.value)
+
+
+def graphics_mesh(path, scale=0.5, bind=False):
+    """A 15 x 15 graphics mesh /World/Cloth/render over the cloth, in its own space: scaled by ``scale`` (its points
+    1/scale apart as far); ``bind``: its points authored 0.3 m off, its bind pose (PhysicsDeformablePoseAPI) where the
+    cloth is."""
+    stage = Usd.Stage.Open(path)
+    mesh = UsdGeom.Mesh.Define(stage, "/World/Cloth/render")
+    n = 15
+    x = (np.arange(n) / (n - 1) - 0.5) * 0.8 / scale
+    points = [Gf.Vec3f(float(a), float(b), 0.0) for b in x for a in x]
+    quads = [
+        (j * n + i, j * n + i + 1, (j + 1) * n + i + 1, (j + 1) * n + i) for j in range(n - 1) for i in range(n - 1)
+    ]
+    mesh.CreateFaceVertexCountsAttr([4] * len(quads))
+    mesh.CreateFaceVertexIndicesAttr([i for q in quads for i in q])
+    mesh.AddTranslateOp().Set(Gf.Vec3d(0.05, 0, 0.5))
+    mesh.AddScaleOp().Set(Gf.Vec3f(scale))
+    if bind:
+        prim = mesh.GetPrim()
+        prim.AddAppliedSchema("PhysicsDeformablePoseAPI:rest")
+        prim.CreateAttribute("physics:deformablePose:rest:purposes", Sdf.ValueTypeNames.TokenArray).Set(["bindPose"])
+        prim.CreateAttribute("physics:deformablePose:rest:points", Sdf.ValueTypeNames.Point3fArray).Set(points)
+        points = [p + Gf.Vec3f(0, 0, 0.3 / scale) for p in points]
+    mesh.CreatePointsAttr(points)
+    stage.GetRootLayer().Save()
+    return path
+
+
+@pytest.mark.parametrize("bind", [False, True])
+def test_a_graphics_mesh_follows_its_cloth_as_newton_skins_it(tmp_path, bind):
+    path = attach(cloth_stage(tmp_path / "render.usda", box=False), CORNERS, coords=corner_points(CORNERS))
+    graphics_mesh(path, bind=bind)
+    frames = 6
+    sim, ours = our_run(path, frames)
+    (mesh,) = sim.model.cloth[0].links.graphics
+    assert mesh.label == "/World/Cloth/render" and mesh.parents.shape == (225, 3)
+    theirs, _, their_render = newton_loop(path, frames, pinned=CORNERS, visuals=True)
+    prim = sim.stage.GetPrimAtPath("/World/Cloth/render")
+    written = np.asarray(UsdGeom.Mesh(prim).GetPointsAttr().Get(sim.time_code), dtype=np.float64)
+    m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
+    world = written @ m[:3, :3] + m[3, :3]  # (written in its own space: scaled by 0.5)
+    assert world[:, 2].min() < 0.3  # (it swung down with the cloth)
+    np.testing.assert_allclose(world, their_render, atol=1e-5)
+    np.testing.assert_allclose(world, mesh.skinned(ours), atol=1e-5)
+    sim.reset()
+    assert UsdGeom.Mesh(prim).GetPointsAttr().GetNumTimeSamples() == 0  # (the authored points shown again)

@@ -41,7 +41,7 @@ class DeformableLinks:
         attachments: its :class:`Attachment` records.
         filtered: ``(points, shapes)`` pairs that do not collide: (n,) indices into its points, and our shape indices
             (``PhysicsElementCollisionFilter``, ``physics:filteredPairs``).
-        graphics: its graphics meshes' :class:`GraphicsMesh` records (they follow its particles).
+        graphics: its graphics meshes (:class:`~newton_usd.core.skinning.GraphicsMesh`: they follow its particles).
     """
 
     attachments: list = field(default_factory=list)

@@ -8,6 +8,7 @@ from pxr import Usd
 
 from .attachments import import_attachments
 from .deformable_filters import import_deformable_filters
+from .deformable_graphics import import_graphics
 
 ATTACHMENT_TYPE = "PhysicsAttachment"
 FILTER_TYPE = "PhysicsElementCollisionFilter"
@@ -31,3 +32,4 @@ def import_deformable_links(builder, stage, descs, frame, result) -> None:
     typed = find_typed(stage, (ATTACHMENT_TYPE, FILTER_TYPE))
     import_attachments(builder, stage, typed[ATTACHMENT_TYPE], frame, result.file, result)
     import_deformable_filters(builder, stage, typed[FILTER_TYPE], descs, result)
+    import_graphics(builder, stage, frame, result)
