@@ -179,3 +179,16 @@ class BlowUpCheck:
             raise SimulationError(
                 f"{problem} (the simulation blew up){self._advice()}", frame=frame or self._clock.frame, label=label
             )
+        if rows.kind == "particle":
+            self._check_grid(positions, frame, rows)
+
+    def _check_grid(self, positions, frame, rows) -> None:
+        """Stop where the solver's grid cannot hold a particle (implicit MPM's ``particles_off_grid``: a grain outside
+        a fixed grid, a sparse grid past its capacity), naming its prim (every particle prim where the grid as a
+        whole failed)."""
+        off = getattr(self._physics.solver, "particles_off_grid", None)
+        found = off(positions) if off is not None else None
+        if found is not None:
+            row, problem = found
+            label = rows.name(row) if row is not None else ", ".join(dict.fromkeys(n for n in rows.names if n))
+            raise SimulationError(problem, frame=frame or self._clock.frame, label=label)

@@ -33,6 +33,7 @@ from ...errors import NewtonUsdError
 from ..solver import SolverBase
 from .grain_coupling import GrainCoupling
 from .model_bridge import bridge_model
+from .mpm_grid import off_grid
 
 RIGID_SOLVERS = ("xpbd", "featherstone", "mujoco")
 """The engines that step the MPM scene's rigid bodies, coupled with its grains (``rigid_solver``)."""
@@ -170,6 +171,11 @@ class SolverImplicitMPM(SolverBase):
     def voxel_size(self) -> float:
         """m: the MPM grid's cell size."""
         return float(self.newton_solver.voxel_size)
+
+    def particles_off_grid(self, positions):
+        """``(row, message)`` of a grain of ``positions`` (numpy, m) that Newton's grid cannot hold (outside a fixed
+        grid; row None: a sparse grid past its capacity), None where every grain is on it (see :mod:`.mpm_grid`)."""
+        return off_grid(self.newton_solver, positions, self.config)
 
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         ns_in, ns_out = self.newton_states
