@@ -11,6 +11,7 @@ from pxr import Sdf, UsdUtils
 from ..errors import NewtonUsdError
 from ..sync import JointStateSync
 from ..sync.clips import DEFAULT_CLIP_FRAMES, ClipStream, remove_clips
+from ..sync.curves_sync import CurvesSync
 from ..sync.graphics_sync import GraphicsSync
 from ..sync.points_sync import PointsSync
 from ..sync.state_rows import particle_rows
@@ -62,6 +63,7 @@ class Recorder:
         self.sync, self.rows = stage_sync(stage, output_layer, physics.model, copies.copies, physics.imported.frame,
                                           options.xform_ops)  # fmt: skip
         self.points_sync, self.particle_rows = self._points_sync()
+        self.curves_sync = self._curves_sync()
         self.graphics_sync = self._graphics_sync()
         self._joint_states = options.joint_states
         self.joint_sync = self._joint_sync() if options.joint_states else None
@@ -75,6 +77,13 @@ class Recorder:
             return None, None
         sync = PointsSync(self._stage, self.output_layer, model.particle_groups, self._physics.imported.frame)
         return sync, particle_rows(model)
+
+    def _curves_sync(self):
+        """The :class:`~newton_usd.sync.curves_sync.CurvesSync` of the model's cables (None: it has none)."""
+        model = self._physics.model
+        if not model.cables:
+            return None
+        return CurvesSync(self._stage, self.output_layer, model.cables, self._physics.imported.frame)
 
     def _graphics_sync(self):
         """The :class:`~newton_usd.sync.graphics_sync.GraphicsSync` of the graphics meshes following the model's
@@ -106,6 +115,7 @@ class Recorder:
         state = self._physics.state
         if positions is None:
             positions = self.rows.positions(state)
+        body_q = positions  # (the cables' points: from their segments' poses)
         positions = self._copies.shown(positions)
         time_code = (self._clock.time_code if at is None else at[1]) if self.record else None
         with self._mute():
@@ -117,6 +127,8 @@ class Recorder:
                 self.points_sync.write(q, qd, time_code)
                 if self.graphics_sync is not None:  # (graphics meshes that follow their deformables)
                     self.graphics_sync.write(q, qd, time_code)
+            if self.curves_sync is not None:
+                self.curves_sync.write(body_q, time_code)
             if self.clips is not None and time_code is not None:
                 if self.clips.moves_at_next_frame():
                     self.flush()  # the chunk holds every frame written so far
@@ -170,6 +182,10 @@ class Recorder:
             with self._mute():
                 self.points_sync.restore()
         self.points_sync, self.particle_rows = self._points_sync()
+        if self.curves_sync is not None:
+            with self._mute():
+                self.curves_sync.restore()
+        self.curves_sync = self._curves_sync()
         if self.graphics_sync is not None:
             with self._mute():
                 self.graphics_sync.restore()
@@ -189,6 +205,8 @@ class Recorder:
             self._retired_joint_syncs = []
             if self.points_sync is not None:
                 self.points_sync.restore()
+            if self.curves_sync is not None:
+                self.curves_sync.restore()
             if self.graphics_sync is not None:
                 self.graphics_sync.restore()
             self.sync.restore()  # also prunes the prim specs left empty
