@@ -7,10 +7,13 @@ from __future__ import annotations
 import newton
 import numpy as np
 import pytest
-from pxr import Gf, Sdf, UsdGeom, UsdShade
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
+from newton_usd.cli import main
 from newton_usd.errors import NewtonUsdError, UsdInputError
 from newton_usd.sim import Simulation
+from newton_usd.view.scene import read_scene
+from newton_usd.view.tubes import SIDES
 
 from stages import scaled_stage
 
@@ -146,3 +149,54 @@ def test_bad_cable_input_is_one_line_naming_the_prim(tmp_path, edits, attribute)
         Simulation.open(path)
     message = str(err.value)
     assert "\n" not in message and "/World/Cable/sim" in message and attribute in message, message
+
+
+def test_bad_cable_input_exits_2_from_usdsim(tmp_path, capsys):
+    path = cable_stage(tmp_path / "bad.usda", widths=[-0.01])
+    assert main(["run", path, "-q", "-n", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "/World/Cable/sim" in err[0] and "widths" in err[0], err
+
+
+def test_the_view_draws_a_cable_as_a_tube_of_its_width(tmp_path):
+    sim = our_run(cable_stage(tmp_path / "cable.usda"), frames=2)
+    out = tmp_path / "out.usda"
+    sim.save(str(out))
+    scene = read_scene(str(out))
+    i = next(i for i, p in enumerate(scene.parts) if p.path == "/World/Cable/sim")
+    frames = scene.deforming[i]
+    assert frames.shape == (len(scene.times), N * SIDES + 2, 3)  # (a ring per point, a cap centre at each end)
+    last = frames[-1]
+    written = np.array(UsdGeom.BasisCurves(sim.stage.GetPrimAtPath("/World/Cable/sim")).GetPointsAttr().Get(
+        sim.clock.time_code))  # fmt: skip
+    ring = last[(N - 1) * SIDES : N * SIDES]  # (the free end's ring, in the prim's frame)
+    assert np.allclose(ring.mean(axis=0), written[-1], atol=1e-5)
+    assert np.allclose(np.linalg.norm(ring - written[-1], axis=1), 0.01, atol=1e-5)  # (half its 2 cm thickness)
+
+
+def test_a_cable_pinned_to_a_body_swings_from_it_as_under_newton(tmp_path):
+    path = cable_stage(tmp_path / "on_box.usda", pin=False)
+    stage = Usd.Stage.Open(path)
+    box = UsdGeom.Cube.Define(stage, "/World/Box")
+    box.CreateSizeAttr(0.2)
+    box.AddTranslateOp().Set(Gf.Vec3d(-0.1, 0, 0.9))  # (its +X top edge at the cable's first point, (0, 0, 1))
+    UsdPhysics.RigidBodyAPI.Apply(box.GetPrim())
+    UsdPhysics.CollisionAPI.Apply(box.GetPrim())
+    UsdPhysics.MassAPI.Apply(box.GetPrim()).CreateMassAttr(1.0)
+    att = stage.DefinePrim("/World/Pin", "PhysicsAttachment")
+    att.CreateRelationship("physics:src0").SetTargets([Sdf.Path("/World/Cable/sim")])
+    att.CreateRelationship("physics:src1").SetTargets([Sdf.Path("/World/Box")])
+    att.CreateAttribute("physics:type0", Sdf.ValueTypeNames.Token).Set("point")
+    att.CreateAttribute("physics:type1", Sdf.ValueTypeNames.Token).Set("xform")
+    att.CreateAttribute("physics:indices0", Sdf.ValueTypeNames.IntArray).Set([0])
+    att.CreateAttribute("physics:coords1", Sdf.ValueTypeNames.Vector3fArray).Set([Gf.Vec3f(0.1, 0, 0.1)])
+    stage.GetRootLayer().Save()
+    sim = our_run(path)
+    ours, theirs = sim.physics.state.body_q.numpy(), newton_run(path)
+    cable = sim.model.cables[0]
+    root = sim.model.joint_label.index("/World/Pin_site0")
+    assert int(sim.model.joint_parent.numpy()[root]) == sim.model.body_label.index("/World/Box")
+    box_top = ours[0, :3] + [0.1, 0.0, 0.1]  # (the box falls without turning much: the pin is where it was)
+    assert np.linalg.norm(cable.points(ours)[0] - box_top) < 2e-3
+    assert ours[0, 2] < 0.9 - 0.05  # (the box falls, the cable with it)
+    assert np.max(np.abs(ours[:, :3] - theirs[:, :3])) < 1e-4

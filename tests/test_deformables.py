@@ -311,7 +311,8 @@ def test_a_rigid_box_on_a_soft_block_in_centimetres(tmp_path):
 @pytest.mark.parametrize(
     ("stage", "simulated"),
     [
-        ("deformables_mixed.usda", ["/World/Cloth/sim", "/World/SoftA/sim", "/World/SoftB/sim"]),
+        ("deformables_mixed.usda",
+         ["/World/Cloth/sim", "/World/SoftA/sim", "/World/SoftB/sim", "/World/CableA/sim", "/World/CableB/sim"]),
         ("tetmesh_with_material.usda", ["/World/SoftBody"]),
         ("tetmesh_multi.usda", ["/Root/TetA", "/Root/TetB"]),
         ("tetmesh_simple.usda", ["/SimpleTetMesh"]),
@@ -321,7 +322,7 @@ def test_a_rigid_box_on_a_soft_block_in_centimetres(tmp_path):
 )
 def test_newtons_deformable_stages_run(tmp_path, stage, simulated):
     """Newton 1.8's own deformable stages, and our samples, run under usdsim: every simulated prim's points written,
-    finite and moving (the cables of deformables_mixed are not simulated yet: said, left as authored)."""
+    finite and moving (the cables of deformables_mixed: their curves' points)."""
     source = tmp_path / Path(stage).name
     shutil.copy(NEWTON_ASSETS / stage, source)
     out = tmp_path / "out.usda"

@@ -1,5 +1,6 @@
 """What changes shape frame by frame in a recording: meshes whose ``points`` are time-sampled (cloth, soft volumes:
-a ``Mesh`` or a ``TetMesh``'s surface, written back by ``usdsim``) and ``Points`` prims (grains).
+a ``Mesh`` or a ``TetMesh``'s surface, written back by ``usdsim``; a cable's ``BasisCurves``, drawn as a tube rebuilt
+from its points: :mod:`.tubes`) and ``Points`` prims (grains).
 
 A deforming mesh keeps its topology (its faces, colours and split by colour are those of the first frame); its
 vertices are read at each frame, in SI and in the part's frame as its rigid pose is (the part's scale baked in
@@ -24,6 +25,7 @@ from pxr import Usd, UsdGeom, UsdShade
 
 from ..errors import UsdInputError
 from .poses import code, mover_of
+from .tubes import tube_frames
 
 DEFAULT_WIDTH = 0.02
 """The width (m) a ``Points`` prim's points are drawn at where it authors none."""
@@ -91,6 +93,12 @@ def read_deforming(parts, anchors, baked, times) -> dict:
     per_prim = {}  # prim path -> (T, points, 3) stage units
     for j, part in enumerate(parts):
         prim, offset, _ = anchors[j]
+        if offset is None and prim.IsA(UsdGeom.BasisCurves):  # (a cable: its tube rebuilt at each frame)
+            if part.path not in per_prim:
+                per_prim[part.path] = tube_frames(prim, part.path, times)
+            if per_prim[part.path] is not None:
+                out[j] = (per_prim[part.path].astype(np.float64) @ baked[j]).astype(np.float32)
+            continue
         if offset is not None or part.source is None or not prim.IsA(UsdGeom.PointBased) or prim.IsA(UsdGeom.Points):
             continue  # (an instanced prototype is drawn as its first frame's)
         attr = sampled_points(prim)

@@ -29,6 +29,7 @@ from .deforming import read_clouds, read_deforming, sampled_points, vertices_at
 from .poses import code as _code
 from .poses import decompose, mover_of, part_poses
 from .shapes import implicit_geometry
+from .tubes import curve_tube
 
 _DEFAULT_COLOR = (0.6, 0.6, 0.6)  # a gprim with no displayColor (Hydra's fallback grey, lighter)
 _WORLD_COPY = re.compile(r"_world(\d+)$")  # newton_usd.sync.world_copies names world k's copy <root>_world<k>
@@ -564,6 +565,9 @@ def _geometry(prim, path):
         return _mesh(prim, path)
     if t == "TetMesh":
         return _tet_surface(prim, path)
+    if t == "BasisCurves":  # (a tube, each vertex its own: rebuilt from the points at each frame, view/tubes.py)
+        vertices, faces = curve_tube(prim, path)
+        return vertices, faces, None, np.arange(len(vertices))
     vertices, faces = implicit_geometry(prim, path)
     return vertices, faces, None, None
 
