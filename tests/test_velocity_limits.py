@@ -23,9 +23,9 @@ from stages import add_box, new_stage
 KEEPING = ("mujoco", "xpbd", "semi_implicit")
 
 
-def _max_spin(path, frames, solver="mujoco", worlds=1):
+def _max_spin(path, frames, solver="mujoco", worlds=1, **options):
     """The largest angular speed (rad/s) of any body at the end of each frame, over ``frames`` frames at 24 fps."""
-    sim = Simulation.open(str(path), solver=solver, device="cpu", record=False, fps=24, worlds=worlds)
+    sim = Simulation.open(str(path), solver=solver, device="cpu", record=False, fps=24, worlds=worlds, **options)
     top = 0.0
     for _ in range(frames):
         sim.step_frame()
@@ -128,6 +128,42 @@ def test_a_spinning_body_is_held_to_its_angular_bound(tmp_path, solver):
         sim.close()
         # (at the bound, less what the solver's own angular damping took in the frame's last step: semi_implicit's)
         assert expected * (1 - 2e-3) <= spin <= expected * (1 + 1e-5), (name, spin)
+
+
+def test_mujoco_warp_keeps_the_bounds_as_c_mujoco_does(tmp_path):
+    """The warp backend (MuJoCo-Warp, here on Warp's CPU device) scales the same way in a kernel: the spun box to its
+    10 rad/s, the centimetre box's fall to 0.5 m/s, and the whip (two worlds) within PhysX's 100 rad/s, each link's
+    speed as C MuJoCo's after the same frames."""
+    _free_box(tmp_path / "spin.usda", spin=math.degrees(20.0), maxAngularVelocity=572.958)
+    _free_box(tmp_path / "fall.usda", meters_per_unit=0.01, maxLinearVelocity=50.0)
+    for name, frames, expected, part in (("spin.usda", 1, 10.0, slice(3, 6)), ("fall.usda", 12, 0.5, slice(0, 3))):
+        sim = Simulation.open(str(tmp_path / name), solver="mujoco", backend="warp", device="cpu", record=False)
+        for _ in range(frames):
+            sim.step_frame()
+        speed = float(np.linalg.norm(sim.state.body_qd.numpy()[0, part]))
+        sim.close()
+        assert speed == pytest.approx(expected, rel=1e-4), (name, speed)
+    _whip(tmp_path / "physx.usda", physx=True)
+    spins = {backend: _max_spin(tmp_path / "physx.usda", 6, worlds=2, backend=backend) for backend in ("cpu", "warp")}
+    assert spins["warp"] <= 100.0 * (1 + 1e-4), spins
+    assert spins["warp"] == pytest.approx(spins["cpu"], rel=1e-2), spins
+
+
+@pytest.mark.gpu
+def test_mujoco_warp_keeps_the_bounds_in_its_captured_frame_on_cuda(tmp_path):
+    """On CUDA the bounds' kernel is part of the captured frame: the whip (two worlds) within 100 rad/s, as on the
+    CPU."""
+    _whip(tmp_path / "physx.usda", physx=True)
+    cpu = _max_spin(tmp_path / "physx.usda", 6, worlds=2, backend="warp")
+    sim = Simulation.open(str(tmp_path / "physx.usda"), solver="mujoco", backend="warp", device="cuda", record=False,
+                          fps=24, worlds=2)  # fmt: skip
+    top = 0.0
+    for _ in range(6):
+        sim.step_frame()
+        top = max(top, float(np.linalg.norm(sim.state.body_qd.numpy()[:, 3:], axis=1).max()))
+    replays = sim.solver.frame_capture.replays
+    sim.close()
+    assert replays > 1 and top <= 100.0 * (1 + 1e-4) and top == pytest.approx(cpu, rel=1e-2), (top, cpu, replays)
 
 
 def test_a_stage_phsyx_did_not_write_is_not_bounded(tmp_path):

@@ -10,10 +10,12 @@ the bound holds in the engine's own coordinates without touching the rest of the
 - :class:`MuJoCoSpeedBounds`: C MuJoCo (the cpu backend), on ``qvel`` from the velocities (``cvel``) and motion axes
   (``cdof``) MuJoCo computed at the end of the step; where nothing is over its bound (the usual case) it costs a
   few numpy operations on the bounded bodies.
+- :class:`MuJoCoWarpSpeedBounds`: the same on MuJoCo-Warp (the warp backend), one kernel after each step (a thread a
+  world), the step taken in one phase so that the next starts from the scaled velocities.
 - :class:`BodySpeedBounds`: Newton's maximal-coordinate solvers (XPBD, semi-implicit), one kernel on each step's
   output body velocities (center of mass linear, angular), captured with the frame on CUDA.
 
-The other engines (featherstone and kamino, MuJoCo-Warp) do not keep them yet: :func:`unkept_message` is what they
+The other engines (featherstone and kamino) do not keep them yet: :func:`unkept_message` is what they
 say once.
 """
 
@@ -24,7 +26,7 @@ import warp as wp
 
 from .kernel_loading import modules_named
 
-ENGINES_KEEPING = ("mujoco (cpu)", "xpbd", "semi_implicit")
+ENGINES_KEEPING = ("mujoco", "xpbd", "semi_implicit")
 """The engines that keep the bounds (for the message of those that do not)."""
 
 
@@ -178,6 +180,116 @@ class MuJoCoSpeedBounds:
             qvel[:, dofs] *= scale
             vel[:, b] = parent + np.einsum("wdk,wd->wk", own, scale)
         return True
+
+
+@wp.func
+def _scale_within(a: wp.vec3, r: wp.vec3, bound: float) -> float:
+    """:func:`_largest_scale` of one body: the largest ``s`` in [0, 1] with ``|a + s r| <= bound`` (the nearest where
+    ``|a|`` alone is over it; 1 where the bound is infinite or ``r`` is zero)."""
+    rr = wp.dot(r, r)
+    if rr <= 0.0:
+        return 1.0
+    ar = wp.dot(a, r)
+    c = wp.dot(a, a) - bound * bound
+    s = -ar / rr
+    if c <= 0.0:
+        s = (-ar + wp.sqrt(wp.max(ar * ar - rr * c, 0.0))) / rr
+    return wp.clamp(s, 0.0, 1.0)
+
+
+@wp.func
+def _at_com(v: wp.spatial_vector, offset: wp.vec3) -> wp.vec3:
+    """The linear velocity at ``offset`` from the reference point of a com-based velocity (MuJoCo's [angular;
+    linear])."""
+    return wp.spatial_bottom(v) + wp.cross(wp.spatial_top(v), offset)
+
+
+@wp.kernel
+def _bound_mujoco_warp(
+    first: int,
+    parent: wp.array[wp.int32],
+    root: wp.array[wp.int32],
+    dofadr: wp.array[wp.int32],
+    dofnum: wp.array[wp.int32],
+    lin: wp.array[float],
+    ang: wp.array[float],
+    bounded: wp.array[wp.int32],
+    qvel: wp.array2d(dtype=float),
+    cvel: wp.array2d(dtype=wp.spatial_vector),
+    cdof: wp.array2d(dtype=wp.spatial_vector),
+    xipos: wp.array2d(dtype=wp.vec3),
+    subtree_com: wp.array2d(dtype=wp.vec3),
+    vel: wp.array2d(dtype=wp.spatial_vector),
+):
+    """One world (a thread): :meth:`MuJoCoSpeedBounds.apply` on MuJoCo-Warp's data, the bodies from the first bounded
+    one outward; ``cvel`` is rewritten with the scaled velocities (what the state is pulled from)."""
+    w = wp.tid()
+    for b in range(first, parent.shape[0]):
+        p = parent[b]
+        pv = cvel[w, p]
+        if p >= first:
+            pv = vel[w, p]
+        rot = wp.spatial_vector()
+        trans = wp.spatial_vector()
+        translating = int(0)
+        for k in range(dofnum[b]):
+            j = dofadr[b] + k
+            part = cdof[w, j] * qvel[w, j]
+            if wp.length_sq(wp.spatial_top(cdof[w, j])) > 0.0:
+                rot = rot + part
+            else:
+                trans = trans + part
+                translating = 1
+        s_rot = float(1.0)
+        s_trans = float(1.0)
+        if bounded[b] != 0:
+            offset = xipos[w, b] - subtree_com[w, root[b]]
+            s_rot = _scale_within(wp.spatial_top(pv), wp.spatial_top(rot), ang[b])
+            if translating != 0:
+                s_trans = _scale_within(_at_com(pv + rot * s_rot, offset), _at_com(trans, offset), lin[b])
+            else:
+                s_rot = wp.min(s_rot, _scale_within(_at_com(pv, offset), _at_com(rot, offset), lin[b]))
+                s_trans = s_rot
+            if s_rot < 1.0 or s_trans < 1.0:
+                for k in range(dofnum[b]):
+                    j = dofadr[b] + k
+                    if wp.length_sq(wp.spatial_top(cdof[w, j])) > 0.0:
+                        qvel[w, j] = qvel[w, j] * s_rot
+                    else:
+                        qvel[w, j] = qvel[w, j] * s_trans
+        v = pv + rot * s_rot + trans * s_trans
+        vel[w, b] = v
+        cvel[w, b] = v
+
+
+class MuJoCoWarpSpeedBounds:
+    """The bodies' speed bounds under MuJoCo-Warp: :class:`MuJoCoSpeedBounds`'s scaling in one kernel (a thread a
+    world), after each step at the new state's kinematics; capturable (kernel launches only)."""
+
+    def __init__(self, host: MuJoCoSpeedBounds, mj_model, num_worlds: int, device):
+        def ints(values):
+            return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device=device)
+
+        self.first = int(host.first)
+        self.parent, self.root = ints(mj_model.body_parentid), ints(mj_model.body_rootid)
+        self.dofadr, self.dofnum = ints(mj_model.body_dofadr), ints(mj_model.body_dofnum)
+        self.lin = wp.array(host.lin.astype(np.float32), dtype=float, device=device)
+        self.ang = wp.array(host.ang.astype(np.float32), dtype=float, device=device)
+        self.bounded = ints(np.isfinite(host.lin) | np.isfinite(host.ang))
+        self.vel = wp.zeros((num_worlds, host.nbody), dtype=wp.spatial_vector, device=device)
+        self.num_worlds = num_worlds
+
+    def kernel_modules(self) -> list:
+        return modules_named([__name__])
+
+    def apply(self, d) -> None:
+        """Scale MuJoCo-Warp's ``d.qvel`` so every bounded body is within its bounds (``d``'s kinematics and
+        velocities computed at the state), ``d.cvel`` rewritten to match."""
+        wp.launch(
+            _bound_mujoco_warp, self.num_worlds, device=self.vel.device,
+            inputs=(self.first, self.parent, self.root, self.dofadr, self.dofnum, self.lin, self.ang, self.bounded,
+                    d.qvel, d.cvel, d.cdof, d.xipos, d.subtree_com, self.vel),
+        )  # fmt: skip
 
 
 @wp.kernel

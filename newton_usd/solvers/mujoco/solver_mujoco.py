@@ -142,9 +142,10 @@ class SolverMuJoCo(
         self.actuators = ActuatorForces.of(self, model)
         """The joint actuators (NewtonActuator prims) as applied forces each step (:mod:`.actuator_forces`); None
         without."""
-        self._speed_bounds = MuJoCoSpeedBounds.of(self, model) if backend == "cpu" else None
-        """The bodies' speed bounds (PhysX's; :mod:`~newton_usd.solvers.velocity_limits`), kept after each step on
-        the cpu backend; None without."""
+        self._speed_bounds = MuJoCoSpeedBounds.of(self, model)
+        """The bodies' speed bounds (PhysX's; :mod:`~newton_usd.solvers.velocity_limits`), kept after each step (on
+        the warp backend through :class:`~newton_usd.solvers.velocity_limits.MuJoCoWarpSpeedBounds`, made from it);
+        None without."""
         self._mjc_ctrl = self.spec_map.mjc_actuator_ctrl
         self._mjc_built = self._mjc_ctrl >= 0
         self._ctl = None  # the Control last pushed, its arrays, views and bytes (see _push_controls)
@@ -197,10 +198,8 @@ class SolverMuJoCo(
     """Whether each step applies the State's ``body_f`` (force and torque about each body's centre of mass, world
     frame) as MuJoCo's ``xfrc_applied`` (C MuJoCo; set by the grains' coupling, :mod:`~.newton.grain_coupling`)."""
 
-    @property
-    def keeps_speed_bounds(self) -> bool:
-        """Whether the bodies' speed bounds are kept (:mod:`~newton_usd.solvers.velocity_limits`): on C MuJoCo."""
-        return self.backend == "cpu"
+    keeps_speed_bounds = True
+    """The bodies' speed bounds are kept (:mod:`~newton_usd.solvers.velocity_limits`), by both backends."""
 
     def rebuilt(self, model) -> "SolverMuJoCo":
         """A solver of the same options for ``model``, compiled with the bodies switched between kinematic and

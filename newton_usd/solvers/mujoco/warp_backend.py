@@ -11,6 +11,7 @@ import warp as wp
 
 from ..frame import FrameCapture
 from ..kernel_loading import modules_named
+from ..velocity_limits import MuJoCoWarpSpeedBounds
 from .exchange import discard_pending
 from .warp_exchange import DeviceExchange
 from .warp_pairs import WarpPairs
@@ -37,6 +38,10 @@ class WarpBackend:
         # step2 then step1 (see _advance_warp), except where that is not step: RK4, sleeping.
         sleep = m.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_SLEEP)
         self._two_phase = m.opt.integrator != mujoco.mjtIntegrator.mjINT_RK4 and not sleep
+        self._dev_bounds = None  # the bodies' speed bounds on the device (velocity_limits.MuJoCoWarpSpeedBounds)
+        if self._speed_bounds is not None:  # (one phase: the next step starts from the scaled velocities)
+            self._two_phase = False
+            self._dev_bounds = MuJoCoWarpSpeedBounds(self._speed_bounds, m, self.num_worlds, self.device)
         self._warp_stale = True  # the state or the model was written since the last step1
         if nconmax is None:
             nconmax = max(64, 8 * m.ngeom)
@@ -119,8 +124,10 @@ class WarpBackend:
     def kernel_modules(self) -> list:
         """MuJoCo-Warp's modules its step launches kernels of (the kernels it generates inside its step functions, a
         module each, are loaded as the first step meets them) and our exchange's, none for the cpu backend; and the
-        joint actuators' (:mod:`.actuator_forces`)."""
+        joint actuators' (:mod:`.actuator_forces`) and the speed bounds' (:mod:`~..velocity_limits`)."""
         modules = _warp_modules() if getattr(self, "_mjw", None) is not None else []
+        if getattr(self, "_dev_bounds", None) is not None:
+            modules += self._dev_bounds.kernel_modules()
         return modules + (self.actuators.kernel_modules() if self.actuators is not None else [])
 
     @property
@@ -357,8 +364,10 @@ class WarpBackend:
             mjw.step1(m, d)
         else:
             mjw.step(m, d)
-            if kinematics:
+            if kinematics or self._dev_bounds is not None:
                 mjw.kinematics(m, d)
                 mjw.com_pos(m, d)
                 mjw.com_vel(m, d)
+            if self._dev_bounds is not None:  # (qvel scaled, cvel with it: the next step computes the rest anew)
+                self._dev_bounds.apply(d)
         self._warp_stale = False
