@@ -4,10 +4,11 @@ the stage authors that the runtime does not use."""
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 
 import numpy as np
-from pxr import Sdf, Usd, UsdPhysics, UsdShade
+from pxr import Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from .core.types import GeoType, JointType
 from .usd.honored import schema_rows
@@ -285,11 +286,20 @@ def _collider_mass_source(body, collider) -> str:
     return None  # the default density
 
 
+def _cable_of(stage, label: str) -> str | None:
+    """The cable prim (a BasisCurves) whose segment body is labelled ``label`` (``<path>[_curveN]_edge_body_<i>``,
+    as ``core/cables`` labels them), or None."""
+    match = re.match(r"^(.*?)(_curve\d+)?_edge_body_\d+$", label)
+    prim = stage.GetPrimAtPath(match.group(1)) if match and Sdf.Path.IsValidPathString(match.group(1)) else None
+    return match.group(1) if prim and prim.IsA(UsdGeom.BasisCurves) else None
+
+
 def _body_rows(stage, frame, label, mass, com, inertia, colliders):
     prim = stage.GetPrimAtPath(label) if Sdf.Path.IsValidPathString(label) else Usd.Prim()
     com, inertia = tuple(float(x) for x in com), np.asarray(inertia, dtype=np.float64)
-    if not prim:  # a PointInstancer instance (/Instancer[i]): its prototype's mass properties
-        source = "as its PointInstancer prototype"
+    if not prim:  # a PointInstancer instance (/Instancer[i]): its prototype's mass properties; or a cable's segment
+        cable = _cable_of(stage, label)
+        source = f"a segment of cable {cable}" if cable else "as its PointInstancer prototype"
         return [
             (label, "mass", format_value(mass), "kg", source),
             (label, "com", format_value(com), "m", source),

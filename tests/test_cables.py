@@ -10,8 +10,10 @@ import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from newton_usd.cli import main
+from newton_usd.core.builder import ModelBuilder
 from newton_usd.errors import NewtonUsdError, UsdInputError
 from newton_usd.sim import Simulation
+from newton_usd.usd import add_usd
 from newton_usd.view.scene import read_scene
 from newton_usd.view.tubes import SIDES
 
@@ -23,7 +25,8 @@ N = 6  # points of the cable (5 segments, 0.5 m)
 
 def cable_stage(path, meters_per_unit=1.0, *, pin=True, material_api="PhysicsCurvesDeformableMaterialAPI", **edits):
     """A 0.5 m cable of N points held level at 1 m, its point 0 pinned to the world (``pin``), authored in stage units
-    of ``meters_per_unit`` (the same cable in SI at any unit). ``edits``: attributes of the curve (name -> value)."""
+    of ``meters_per_unit`` (the same cable in SI at any unit). ``edits``: attributes of the curve (name -> value), of
+    its body prim (``body_<name>``)."""
     stage, _, u = scaled_stage(path, meters_per_unit, FPS)
     body = UsdGeom.Xform.Define(stage, "/World/Cable")
     body.GetPrim().AddAppliedSchema("PhysicsDeformableBodyAPI")
@@ -53,10 +56,15 @@ def cable_stage(path, meters_per_unit=1.0, *, pin=True, material_api="PhysicsCur
         att.CreateAttribute("physics:indices0", Sdf.ValueTypeNames.IntArray).Set([0])
         att.CreateAttribute("physics:coords1", Sdf.ValueTypeNames.Vector3fArray).Set([Gf.Vec3f(0, 0, 1.0 * u)])
     for name, value in edits.items():
-        attr = prim.GetAttribute(name)
+        target = body.GetPrim() if name.startswith("body_") else prim
+        name = name.removeprefix("body_")
+        attr = target.GetAttribute(name)
         if not attr:
-            kind = Sdf.ValueTypeNames.IntArray if "Counts" in name else Sdf.ValueTypeNames.FloatArray
-            attr = prim.CreateAttribute(name, kind)
+            kind = {"Counts": Sdf.ValueTypeNames.IntArray, "elementType": Sdf.ValueTypeNames.Token,
+                    "Points": Sdf.ValueTypeNames.Point3fArray, "mass": Sdf.ValueTypeNames.Float,
+                    "density": Sdf.ValueTypeNames.Float}  # fmt: skip
+            attr = target.CreateAttribute(name, next((k for w, k in kind.items() if name.endswith(w)),
+                                                     Sdf.ValueTypeNames.FloatArray))  # fmt: skip
         attr.Set(value)
     stage.GetRootLayer().Save()
     return str(path)
@@ -200,3 +208,41 @@ def test_a_cable_pinned_to_a_body_swings_from_it_as_under_newton(tmp_path):
     assert np.linalg.norm(cable.points(ours)[0] - box_top) < 2e-3
     assert ours[0, 2] < 0.9 - 0.05  # (the box falls, the cable with it)
     assert np.max(np.abs(ours[:, :3] - theirs[:, :3])) < 1e-4
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [
+        {"physics:masses": [0.3], "physics:masses:elementType": "constant"},
+        {"physics:masses": [0.4], "physics:masses:elementType": "curve"},
+        {"physics:masses": [0.1, 0.2, 0.1, 0.2, 0.1], "physics:masses:elementType": "segment"},
+        {"physics:masses": [0.05, 0.1, 0.2, 0.1, 0.1, 0.05], "physics:masses:elementType": "point"},
+        {"physics:masses": [0.05, 0.1, 0.2, 0.1, 0.1, 0.05]},  # (no elementType: the earlier revision's lumping)
+        {"body_physics:mass": 0.25},
+        {"body_physics:density": 800.0, "physics:thicknesses": [0.02, 0.03, 0.02, 0.03, 0.02],
+         "physics:thicknesses:elementType": "segment"},
+    ],
+)  # fmt: skip
+def test_cable_masses_and_inertias_are_newtons(tmp_path, edits):
+    path = cable_stage(tmp_path / "masses.usda", **edits)
+    builder = ModelBuilder()
+    add_usd(builder, path)
+    nb = newton.ModelBuilder()
+    nb.add_usd(path)
+    assert np.allclose(builder.body_mass, nb.body_mass, rtol=1e-6), (builder.body_mass, nb.body_mass)
+    ours = np.asarray(builder.body_inertia)
+    theirs = np.asarray([np.asarray(i, dtype=np.float64) for i in nb.body_inertia]).reshape(-1, 3, 3)
+    assert np.allclose(ours, theirs, rtol=1e-5, atol=1e-12)
+
+
+def test_a_cable_with_a_rest_shape_moves_as_under_newton(tmp_path):
+    rest = [Gf.Vec3f(0.1 * i, 0.0, -0.02 * i * i) for i in range(N)]  # (a bent rest shape, longer segments)
+    path = cable_stage(tmp_path / "rest.usda", **{"physics:restShapePoints": rest})
+    sim = our_run(path)
+    ours, theirs = sim.physics.state.body_q.numpy(), newton_run(path)
+    assert np.max(np.abs(ours[:, :3] - theirs[:, :3])) < 1e-4
+
+
+def test_check_says_every_cable_attribute_is_used(tmp_path, capsys):
+    assert main(["check", cable_stage(tmp_path / "cable.usda")]) == 0
+    assert "every authored value is used" in capsys.readouterr().out

@@ -59,9 +59,10 @@ DAMPING = (("newton:curvesStretchDamping", 1), ("newton:curvesShearDamping", 1),
 TIME = Usd.TimeCode.Default()
 
 
-def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, diag) -> dict:
+def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, diag, used: set | None = None) -> dict:
     """Add the cable prims ``cables`` (prim path -> its body prim path) to ``builder`` (see the module), pinned ends
-    to the bodies of ``body_index`` (prim path -> body). Returns prim path -> its
+    to the bodies of ``body_index`` (prim path -> body). ``used``: the import's record of the attributes it read
+    (``Resolver.used``: ``usdsim check`` lists the others). Returns prim path -> its
     :class:`~newton_usd.core.cables.Cable`."""
     if not cables:
         return {}
@@ -71,6 +72,10 @@ def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, d
         prim = stage.GetPrimAtPath(path)
         cable = _import_cable(builder, prim, stage.GetPrimAtPath(body_path), frame, file, pins.get(path), body_index,
                               diag)  # fmt: skip
+        material = _material(prim, file) if cable is not None and used is not None else None
+        for name, _ in DAMPING if material is not None else ():  # (the newton:* attributes it read)
+            if _authored(material, name) is not None:
+                used.add((str(material.GetPath()), name))
         if cable is not None:
             out[path] = add_cable(builder, cable)
     return out
@@ -196,7 +201,7 @@ def _import_cable(builder, prim, body, frame, file, pin, body_index, diag):
         raise UsdInputError("two consecutive points coincide: a cable's segments have a length", file=file,
                             prim=path, attribute="points" if rest is None else "physics:restShapePoints")  # fmt: skip
     volume = np.pi * seg_radius**2 * np.concatenate(lengths)
-    seg_mass = _masses(prim, body, density * volume, volume, counts, starts, frame, file, path)
+    seg_mass = _masses(prim, body, density * volume, volume, counts, starts, frame, file, path, diag)
     collide = _collides(prim)
     root = _root(pin, prim, counts, pos, frame, file, body_index, builder, diag) if pin is not None else None
     cable = Cable(path, radius=0.5 * point_h)
@@ -305,7 +310,7 @@ def _cable_material(mat, frame, file):
     return out, friction, density
 
 
-def _masses(prim, body, element_mass, volume, counts, starts, frame, file, path):
+def _masses(prim, body, element_mass, volume, counts, starts, frame, file, path, diag):
     """Per segment masses (kg): ``physics:masses`` where authored (see the module), else ``element_mass`` scaled to
     the body prim's ``physics:mass`` where authored."""
     name = "physics:masses"
@@ -319,7 +324,9 @@ def _masses(prim, body, element_mass, volume, counts, starts, frame, file, path)
     v = np.asarray(values, dtype=np.float64).reshape(-1) * kpu
     if not np.all(np.isfinite(v)) or np.any(v <= 0):
         raise UsdInputError("a mass is finite and positive", file=file, prim=path, attribute=name)
-    kind = str(_authored(prim, name + ":elementType") or "point")
+    kind = _authored(prim, name + ":elementType")
+    legacy = kind is None  # (an earlier revision's per-point masses, lumped as Newton 1.8 still lumps them: said)
+    kind = "point" if legacy else str(kind)
     n_seg, n = int(np.sum(counts - 1)), int(np.sum(counts))
     expected = {"constant": 1, "curve": len(counts), "segment": n_seg, "point": n}
     if kind not in expected or len(v) != expected[kind]:
@@ -335,6 +342,12 @@ def _masses(prim, body, element_mass, volume, counts, starts, frame, file, path)
     first = (
         np.repeat(starts, counts - 1) + np.arange(n_seg) - np.repeat(np.cumsum(counts - 1) - (counts - 1), counts - 1)
     )
+    if legacy:  # (half of each end point's mass to its segment, the curve's own end points whole)
+        diag.add(f"{name} without {name}:elementType is an earlier proposal's per-point masses: lumped onto the "
+                 f"segments as Newton does (author {name}:elementType = point for the proposal's)", path)  # fmt: skip
+        end = np.zeros(n, dtype=bool)
+        end[starts], end[starts + counts - 1] = True, True
+        return np.where(end[first], 1.0, 0.5) * v[first] + np.where(end[first + 1], 1.0, 0.5) * v[first + 1]
     share = np.zeros(n)  # (a point's volume: half of each segment at it; a segment: its shares of its points' masses)
     np.add.at(share, first, 0.5 * volume)
     np.add.at(share, first + 1, 0.5 * volume)

@@ -271,7 +271,8 @@ def add_usd(
     if states:
         builder.body_q_from_joint_q()
     result.placed_links = place_articulation_links(builder, result)
-    import_cables(builder, stage, frame, file, result.deformables.cables, result.body_index, diag)  # (pinned to bodies)
+    import_cables(builder, stage, frame, file, result.deformables.cables, result.body_index, diag,
+                  result.resolver.used)  # (pinned to bodies)
     import_deformable_links(builder, stage, descs, frame, result)  # (their attachments to bodies, filters, meshes)
     import_collision_filters(builder, stage, descs, result)
     record_display_names(builder, typed["display_names"], labels_before)
