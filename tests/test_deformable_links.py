@@ -260,3 +260,118 @@ def test_a_graphics_mesh_follows_its_cloth_as_newton_skins_it(tmp_path, bind):
     np.testing.assert_allclose(world, mesh.skinned(ours), atol=1e-5)
     sim.reset()
     assert UsdGeom.Mesh(prim).GetPointsAttr().GetNumTimeSamples() == 0  # (the authored points shown again)
+
+
+def author(path, prim_path, **attrs):
+    """Author attributes (name -> (Sdf type, value)) on ``prim_path`` of the stage file ``path``."""
+    stage = Usd.Stage.Open(str(path))
+    prim = stage.GetPrimAtPath(prim_path)
+    for name, (kind, value) in attrs.items():
+        prim.CreateAttribute(name.replace("__", ":"), kind).Set(value)
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+def masses_of(path):
+    ours, theirs = ModelBuilder(), newton.ModelBuilder()
+    add_usd(ours, path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs.add_usd(path)
+    return np.asarray(ours.particle_mass), np.asarray(theirs.particle_mass)
+
+
+@pytest.mark.parametrize("kind", ["point", None])
+def test_per_point_masses_of_cloth_and_volumes_as_newton_reads_them(tmp_path, kind):
+    from test_deformables import soft_stage
+
+    rng = np.random.default_rng(3)
+    typed = {} if kind is None else {"physics__masses__elementType": (Sdf.ValueTypeNames.Token, kind)}
+    path = author(cloth_stage(tmp_path / "cloth.usda", box=False), "/World/Cloth/sim",
+                  physics__masses=(Sdf.ValueTypeNames.FloatArray, rng.uniform(0.01, 0.05, SIDE * SIDE).tolist()),
+                  **typed)  # fmt: skip
+    ours, theirs = masses_of(path)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+    path = author(
+        soft_stage(tmp_path / "soft.usda"),
+        "/World/Soft",
+        physics__masses=(Sdf.ValueTypeNames.FloatArray, rng.uniform(0.1, 0.5, 27).tolist()),
+        **typed,
+    )
+    ours, theirs = masses_of(path)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+    if kind == "point":  # (the volume-weighted conversion: not the authored values themselves)
+        assert not np.allclose(ours, Usd.Stage.Open(path).GetPrimAtPath("/World/Soft").GetAttribute(
+            "physics:masses").Get(), rtol=1e-3)  # fmt: skip
+
+
+def test_volume_masses_per_tetrahedron_and_constant_as_newton_reads_them(tmp_path):
+    from test_deformables import soft_stage
+
+    for kind, values in (("tetrahedron", np.linspace(0.01, 0.1, 48).tolist()), ("constant", [3.0])):
+        path = author(soft_stage(tmp_path / f"{kind}.usda"), "/World/Soft",
+                      physics__masses=(Sdf.ValueTypeNames.FloatArray, values),
+                      physics__masses__elementType=(Sdf.ValueTypeNames.Token, kind))  # fmt: skip
+        ours, theirs = masses_of(path)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+        np.testing.assert_allclose(ours.sum(), sum(values), rtol=1e-5)
+
+
+def test_a_cloth_with_a_rest_shape_shrinks_to_it_as_newton_runs_it(tmp_path):
+    """Authored stretched 25% over its rest shape (physics:restShapePoints, 0.8 of its points), pinned at two corners:
+    it pulls in as Newton's loop runs it; its masses follow the rest areas, as Newton's import."""
+    path = attach(cloth_stage(tmp_path / "rest.usda", box=False), CORNERS, coords=corner_points(CORNERS))
+    stage = Usd.Stage.Open(path)
+    points = np.asarray(stage.GetPrimAtPath("/World/Cloth/sim").GetAttribute("points").Get())
+    rest = [Gf.Vec3f(*p) for p in (0.8 * points).tolist()]
+    author(path, "/World/Cloth/sim", physics__restShapePoints=(Sdf.ValueTypeNames.Point3fArray, rest))
+    ours_mass, their_mass = masses_of(path)
+    free = np.ones(SIDE * SIDE, dtype=bool)
+    free[list(CORNERS)] = False
+    np.testing.assert_allclose(ours_mass[free], their_mass[free], rtol=1e-5)
+    assert ours_mass.sum() == pytest.approx(250.0 * 0.64 * 0.64 * 0.004 - their_mass[~free].sum(), rel=1e-4)
+    frames = 4
+    sim, ours = our_run(path, frames)
+    theirs, _ = newton_loop(path, frames, pinned=CORNERS)
+    start = sim.model.particle_q.numpy()
+    width = lambda q: q[SIDE * SIDE - 1, 0] - q[SIDE * (SIDE - 1), 0]  # noqa: E731 (its far edge's length)
+    assert width(ours) < 0.97 * width(start)  # (pulled in toward its rest length, 0.8 of it)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)  # (7e-7 m seen; 2e-6 m at 15 frames)
+
+
+def test_a_soft_volume_with_a_rest_shape_as_newton_runs_it(tmp_path):
+    from test_deformables import block, soft_stage
+
+    path = soft_stage(tmp_path / "soft.usda")
+    points, _ = block()
+    author(path, "/World/Soft", physics__restShapePoints=(Sdf.ValueTypeNames.Point3fArray,
+                                                          [Gf.Vec3f(*p) for p in 0.9 * points]))  # fmt: skip
+    ours_mass, their_mass = masses_of(path)
+    np.testing.assert_allclose(ours_mass, their_mass, rtol=1e-5)
+    assert ours_mass.sum() == pytest.approx(200.0 * (0.27**3), rel=1e-5)  # (the rest volume's mass)
+    frames = 4
+    sim, ours = our_run(path, frames)
+    from test_deformables import newton_run
+
+    theirs = newton_run(path, frames)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)  # (6e-7 m seen; 2e-6 m at 15 frames)
+
+
+@pytest.mark.parametrize("default", [None, "restShape"])
+def test_a_curved_cloth_bends_back_as_newton_rests_its_edges(tmp_path, caplog, default):
+    """A cloth authored curved (z = x^2): unauthored physics:restBendAnglesDefault, its edges rest flat (said), as
+    Newton's import; restShape: at its curved angles. Either way as Newton's loop runs it."""
+    curved = [(c[0], c[1], c[2] + (c[0] - 0.05) ** 2) for c in corner_points(CORNERS)]
+    stiff = {"mat_physics:surfaceBendStiffness": 0.01}  # (N m: the two rest angles 1 mm apart at 4 frames)
+    path = attach(cloth_stage(tmp_path / "curved.usda", box=False, **stiff), CORNERS, coords=curved)
+    stage = Usd.Stage.Open(path)
+    prim = stage.GetPrimAtPath("/World/Cloth/sim")
+    prim.GetAttribute("points").Set([Gf.Vec3f(p[0], p[1], p[0] ** 2) for p in prim.GetAttribute("points").Get()])
+    if default:
+        prim.CreateAttribute("physics:restBendAnglesDefault", Sdf.ValueTypeNames.Token).Set(default)
+    stage.GetRootLayer().Save()
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        sim, ours = our_run(path, 4)
+    assert ("restBendAnglesDefault unauthored" in caplog.text) == (default is None)
+    theirs, _ = newton_loop(path, 4, pinned=CORNERS)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)  # (1-2e-6 m seen)

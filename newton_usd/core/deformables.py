@@ -60,6 +60,10 @@ class Cloth:
         stretch_stiffness: N/m, the membrane's stretch stiffness (``E h / (1 - nu^2)``); None: the solver's default.
         bend_stiffness: N*m, the bending stiffness (``E h^3 / (12 (1 - nu^2))``); None: the solver's default.
         links: its attachments, collision filters and graphics meshes (:class:`DeformableLinks`).
+        rest: (n, 3) its points' rest shape (m, world axes, any origin: only differences matter); None: where its
+            points start.
+        flat_bending: its bending edges rest flat (the proposal's ``restBendAnglesDefault`` fallback), else at the
+            rest shape's angles.
     """
 
     label: str
@@ -68,6 +72,8 @@ class Cloth:
     stretch_stiffness: float | None
     bend_stiffness: float | None
     links: DeformableLinks = field(default_factory=DeformableLinks)
+    rest: np.ndarray | None = None
+    flat_bending: bool = True
 
     @property
     def global_triangles(self) -> np.ndarray:
@@ -84,12 +90,15 @@ def _elements(label: str, indices, width: int, n: int, kind: str) -> np.ndarray:
     return elements
 
 
-def add_cloth(builder, label: str, pos, vel, mass, radius, triangles, stretch_stiffness, bend_stiffness) -> Cloth:
+def add_cloth(builder, label: str, pos, vel, mass, radius, triangles, stretch_stiffness, bend_stiffness, *,
+              rest=None, flat: bool = True) -> Cloth:  # fmt: skip
     """Add the cloth prim ``label`` to ``builder``: its points as particles (world, m, m/s, kg, m) and its
-    ``triangles`` ((n, 3) indices into its points). Returns its :class:`Cloth` record (in ``builder.cloth``)."""
+    ``triangles`` ((n, 3) indices into its points), resting in the shape ``rest`` (None: ``pos``), its bending edges
+    ``flat`` or at the rest shape's angles. Returns its :class:`Cloth` record (in ``builder.cloth``)."""
     triangles = _elements(label, triangles, 3, len(pos), "triangles")
     first, _ = builder.add_particles(label, pos, vel, mass, radius)
-    cloth = Cloth(label, first, triangles, stretch_stiffness, bend_stiffness)
+    rest = None if rest is None else np.asarray(rest, dtype=np.float64).reshape(len(pos), 3)
+    cloth = Cloth(label, first, triangles, stretch_stiffness, bend_stiffness, rest=rest, flat_bending=flat)
     builder.cloth.append(cloth)
     return cloth
 
@@ -106,6 +115,7 @@ class Volume:
         mu, lam: Pa, the Lame parameters of its material (``E / (2 (1 + nu))``, ``E nu / ((1 + nu)(1 - 2 nu))``);
             None: the solver's default.
         links: its attachments, collision filters and graphics meshes (:class:`DeformableLinks`).
+        rest: (n, 3) its points' rest shape (as :attr:`Cloth.rest`); None: where its points start.
     """
 
     label: str
@@ -114,14 +124,17 @@ class Volume:
     mu: float | None
     lam: float | None
     links: DeformableLinks = field(default_factory=DeformableLinks)
+    rest: np.ndarray | None = None
 
 
-def add_volume(builder, label: str, pos, vel, mass, radius, tetrahedra, mu, lam) -> Volume:
+def add_volume(builder, label: str, pos, vel, mass, radius, tetrahedra, mu, lam, *, rest=None) -> Volume:
     """Add the soft volume prim ``label`` to ``builder``: its points as particles and its ``tetrahedra`` ((n, 4)
-    indices into its points). Returns its :class:`Volume` record (in ``builder.volumes``)."""
+    indices into its points), resting in the shape ``rest`` (None: ``pos``). Returns its :class:`Volume` record (in
+    ``builder.volumes``)."""
     tetrahedra = _elements(label, tetrahedra, 4, len(pos), "tetrahedra")
     first, _ = builder.add_particles(label, pos, vel, mass, radius)
-    volume = Volume(label, first, tetrahedra, mu, lam)
+    rest = None if rest is None else np.asarray(rest, dtype=np.float64).reshape(len(pos), 3)
+    volume = Volume(label, first, tetrahedra, mu, lam, rest=rest)
     builder.volumes.append(volume)
     return volume
 

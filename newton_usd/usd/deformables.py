@@ -17,9 +17,9 @@ authored: the stage's first PhysicsScene):
   (``E h / (1 - nu^2)``, ``E h^3 / (12 (1 - nu^2))``); ``physics:surfaceShearStiffness`` is not simulated (Newton's
   membrane is isotropic: said once). No surface material: the solver's default stiffnesses;
 - its mass: the body prim's ``physics:density``, else the material's ``physics:density``, else
-  :data:`DEFAULT_DENSITY`, times each triangle's area and thickness, a third to each corner; ``physics:masses``
-  (``constant``: the total, or per ``face``) replaces it; else the body prim's ``physics:mass`` scales it to that
-  total.
+  :data:`DEFAULT_DENSITY`, times each triangle's (rest) area and thickness, a third to each corner;
+  ``physics:masses`` (``constant``, per ``face`` or per ``point``: :mod:`.deformable_rest`) replaces it; else the
+  body prim's ``physics:mass`` scales it to that total.
 
 A ``TetMesh`` applying ``PhysicsVolumeDeformableSimAPI`` (or a bare ``TetMesh`` outside deformable and rigid bodies,
 as Newton's legacy import takes it: said once) is a soft volume: each point a particle (of radius
@@ -29,8 +29,9 @@ and ``physics:poissonsRatio`` (unauthored: :data:`DEFAULT_YOUNGS_MODULUS`, :data
 Lame parameters (no volume material: the solver's default); its mass as a cloth's, a quarter of each tetrahedron's
 to each corner.
 
-Authored velocities are read (Newton 1.8 drops them). Rest shapes other than the authored shape
-(``physics:restShapePoints``) are not read yet: said once, naming the prims. Cables (``BasisCurves`` with
+Authored velocities are read (Newton 1.8 drops them). A rest shape other than the authored shape
+(``physics:restShapePoints``) and a cloth's ``physics:restBendAnglesDefault`` are read by :mod:`.deformable_rest`
+(a rest shape of another topology is not read yet: said). Cables (``BasisCurves`` with
 ``PhysicsCurvesDeformableSimAPI``) are found here and imported by :mod:`.cables` once the rigid bodies are.
 
 Bad input is a one-line :class:`~newton_usd.errors.UsdInputError` naming the prim and attribute: indices out of
@@ -49,6 +50,7 @@ from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
 from ..core.deformables import add_cloth, add_volume
 from ..core.quat import quat_rotate
 from ..errors import UsdInputError
+from .deformable_rest import bend_default, point_masses, rest_shape
 from .granular import applied
 
 BODY_API = "PhysicsDeformableBodyAPI"
@@ -189,8 +191,6 @@ def import_deformables(builder, stage, frame, file: str, scene_path, default_sce
         if family == "cable":  # (imported after the rigid bodies, its ends pinned to them: usd/cables.py)
             out.cables[path] = str(body.GetPath())
             continue
-        if _authored(prim, "physics:restShapePoints") is not None:
-            diag.add("physics:restShapePoints is not read yet: the rest shape is the authored shape", path)
         first = builder.particle_count
         if family == "volume":
             if not prim.IsA(UsdGeom.TetMesh):
@@ -287,20 +287,25 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
     k = np.arange(len(face)) - np.repeat(np.cumsum(counts - 2) - (counts - 2), counts - 2)
     tris = np.stack([indices[starts[face]], indices[starts[face] + k + 1], indices[starts[face] + k + 2]], axis=1)
     m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()), dtype=np.float64)
+    rest = rest_shape(prim, n, m, frame, tris, "physics:restTriVertexIndices", file, path, diag)
     if (mesh.GetOrientationAttr().Get() == UsdGeom.Tokens.leftHanded) != (np.linalg.det(m[:3, :3]) < 0):
         tris = tris[:, ::-1]
     mpu, kpu = frame.meters_per_unit, frame.kilograms_per_unit
     pos = mpu * quat_rotate(frame.rotation, points @ m[:3, :3] + m[3, :3])
     vel = _velocities(prim, n, m, frame, file, path)
-    e1, e2 = pos[tris[:, 1]] - pos[tris[:, 0]], pos[tris[:, 2]] - pos[tris[:, 0]]
-    doubled = np.linalg.norm(np.cross(e1, e2), axis=1)
-    longest = np.max(np.stack([np.sum(e1 * e1, 1), np.sum(e2 * e2, 1), np.sum((e2 - e1) ** 2, 1)]), axis=0)
-    flat = ~(doubled > DEGENERATE * longest)
-    if flat.any():
-        t = int(np.argmax(flat))
-        raise UsdInputError(f"face {face[t]}'s triangle {tuple(int(v) for v in tris[t])} has zero area: cloth "
-                            "triangles have an area", file=file, prim=path, attribute="points")  # fmt: skip
-    area = 0.5 * doubled
+    for shape, name in ((pos, "points"), (rest, "physics:restShapePoints")):
+        if shape is None:
+            continue
+        e1, e2 = shape[tris[:, 1]] - shape[tris[:, 0]], shape[tris[:, 2]] - shape[tris[:, 0]]
+        doubled = np.linalg.norm(np.cross(e1, e2), axis=1)
+        longest = np.max(np.stack([np.sum(e1 * e1, 1), np.sum(e2 * e2, 1), np.sum((e2 - e1) ** 2, 1)]), axis=0)
+        flat = ~(doubled > DEGENERATE * longest)
+        if flat.any():
+            t = int(np.argmax(flat))
+            raise UsdInputError(f"face {face[t]}'s triangle {tuple(int(v) for v in tris[t])} has zero area: cloth "
+                                "triangles have an area", file=file, prim=path, attribute=name)  # fmt: skip
+    area = 0.5 * doubled  # (the rest shape's, where authored: the last shape checked)
+    bending = bend_default(prim, pos if rest is None else rest, file, path, diag)
     face_h, point_h = _thicknesses(prim, len(counts), n, face, tris, frame, file, path, diag)
     face_h, point_h = face_h * mpu, point_h * mpu
     material = _material(prim, "cloth", file, diag)
@@ -309,13 +314,13 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
         diag.add("cloth of varying thickness: its stiffnesses are those of its mean thickness", path)
     density = _number(body, "physics:density", file)
     density = density * kpu / mpu**3 if density else material_density or DEFAULT_DENSITY
-    element_mass = density * area * face_h
-    authored = _authored_masses(prim, element_mass, area * face_h, face, len(counts), frame, file, path, diag)
-    mass = np.bincount(tris.reshape(-1), weights=np.repeat(authored / 3.0, 3), minlength=n)
-    total = _number(body, "physics:mass", file)
-    if total and mass.sum() > 0 and authored is element_mass:  # (the body's mass, where no masses are authored)
-        mass *= total * kpu / mass.sum()
-    add_cloth(builder, path, pos, vel, mass, 0.5 * point_h, tris, stretch, bend)
+    mass = point_masses(prim, tris, area * face_h, face, len(counts), n, "face", frame, file, path, diag)
+    if mass is None:
+        mass = np.bincount(tris.reshape(-1), weights=np.repeat(density * area * face_h / 3.0, 3), minlength=n)
+        total = _number(body, "physics:mass", file)
+        if total and mass.sum() > 0:  # (the body's mass, where no masses are authored)
+            mass *= total * kpu / mass.sum()
+    add_cloth(builder, path, pos, vel, mass, 0.5 * point_h, tris, stretch, bend, rest=rest, flat=bending == "flat")
 
 
 def _import_volume(builder, prim, body, frame, file, diag) -> None:
@@ -337,20 +342,24 @@ def _import_volume(builder, prim, body, frame, file, diag) -> None:
     if not np.all(np.isfinite(points)):
         raise UsdInputError("holds a value that is not finite", file=file, prim=path, attribute="points")
     m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()), dtype=np.float64)
+    rest = rest_shape(prim, n, m, frame, tets, "physics:restTetVertexIndices", file, path, diag)
     if (tet.GetOrientationAttr().Get() == UsdGeom.Tokens.leftHanded) != (np.linalg.det(m[:3, :3]) < 0):
         tets = tets[:, [0, 2, 1, 3]]
     mpu, kpu = frame.meters_per_unit, frame.kilograms_per_unit
     pos = mpu * quat_rotate(frame.rotation, points @ m[:3, :3] + m[3, :3])
     vel = _velocities(prim, n, m, frame, file, path)
-    a, b, c = (pos[tets[:, k]] - pos[tets[:, 0]] for k in (1, 2, 3))
-    volume = np.einsum("ij,ij->i", np.cross(a, b), c) / 6.0
-    longest = np.max(np.stack([np.sum(e * e, 1) for e in (a, b, c, b - a, c - a, c - b)]), axis=0)
-    flat = ~(volume > DEGENERATE * longest**1.5)
-    if flat.any():
-        t = int(np.argmax(flat))
-        what = "is inverted" if volume[t] < 0 else "has no volume"
-        raise UsdInputError(f"tetrahedron {t} {tuple(int(v) for v in tets[t])} {what}: a soft volume's tetrahedra "
-                            "have a positive volume", file=file, prim=path, attribute="tetVertexIndices")  # fmt: skip
+    for shape, name in ((pos, "tetVertexIndices"), (rest, "physics:restShapePoints")):
+        if shape is None:
+            continue
+        a, b, c = (shape[tets[:, k]] - shape[tets[:, 0]] for k in (1, 2, 3))
+        volume = np.einsum("ij,ij->i", np.cross(a, b), c) / 6.0
+        longest = np.max(np.stack([np.sum(e * e, 1) for e in (a, b, c, b - a, c - a, c - b)]), axis=0)
+        flat = ~(volume > DEGENERATE * longest**1.5)
+        if flat.any():
+            t = int(np.argmax(flat))
+            what = "is inverted" if volume[t] < 0 else "has no volume"
+            raise UsdInputError(f"tetrahedron {t} {tuple(int(v) for v in tets[t])} {what}: a soft volume's "
+                                "tetrahedra have a positive volume", file=file, prim=path, attribute=name)  # fmt: skip
     material = _material(prim, "volume", file, diag)
     mu = lam = material_density = None
     if material is not None:
@@ -363,14 +372,13 @@ def _import_volume(builder, prim, body, frame, file, diag) -> None:
             mu, lam = young / (2.0 * (1.0 + nu)), young * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
     density = _number(body, "physics:density", file)
     density = density * kpu / mpu**3 if density else material_density or DEFAULT_DENSITY
-    element_mass = density * volume
-    if _authored(prim, "physics:masses") is not None:
-        diag.add("physics:masses of a soft volume is not read yet: masses from the density", path)
-    mass = np.bincount(tets.reshape(-1), weights=np.repeat(element_mass / 4.0, 4), minlength=n)
-    total = _number(body, "physics:mass", file)
-    if total and mass.sum() > 0:
-        mass *= total * kpu / mass.sum()
-    add_volume(builder, path, pos, vel, mass, np.full(n, VOLUME_RADIUS), tets, mu, lam)
+    mass = point_masses(prim, tets, volume, None, len(tets), n, "tetrahedron", frame, file, path, diag)
+    if mass is None:
+        mass = np.bincount(tets.reshape(-1), weights=np.repeat(density * volume / 4.0, 4), minlength=n)
+        total = _number(body, "physics:mass", file)
+        if total and mass.sum() > 0:  # (the body's mass, where no masses are authored)
+            mass *= total * kpu / mass.sum()
+    add_volume(builder, path, pos, vel, mass, np.full(n, VOLUME_RADIUS), tets, mu, lam, rest=rest)
 
 
 def _velocities(prim, n, m, frame, file, path):
@@ -469,28 +477,6 @@ def _surface_stiffness(material, thickness, frame, file, diag, path):
         diag.add("physics:surfaceShearStiffness is not simulated: Newton's cloth membrane is isotropic (its stretch "
                  "stiffness sets shear too)", str(material.GetPath()))  # fmt: skip
     return stretch, bend, density
-
-
-def _authored_masses(prim, element_mass, element_volume, face, n_faces, frame, file, path, diag):
-    """Per triangle masses (kg) from ``physics:masses`` where authored (``constant``: the total, spread by volume;
-    ``face``: per face, spread over its triangles by volume), else ``element_mass``."""
-    name = "physics:masses"
-    values = _authored(prim, name)
-    if values is None or len(values) == 0:
-        return element_mass
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    if not np.all(np.isfinite(v)) or np.any(v < 0):
-        raise UsdInputError("a mass is finite and not negative", file=file, prim=path, attribute=name)
-    kind = str(_authored(prim, name + ":elementType") or "point")
-    kpu = frame.kilograms_per_unit
-    if kind == "constant" and len(v) == 1:
-        return v[0] * kpu * element_volume / element_volume.sum()
-    if kind == "face" and len(v) == n_faces:
-        per_face = np.bincount(face, weights=element_volume, minlength=n_faces)
-        return v[face] * kpu * element_volume / per_face[face]
-    diag.add(f"physics:masses of elementType {kind} ({len(v)} values) is not read yet: masses from the density",
-             path)  # fmt: skip
-    return element_mass
 
 
 def vbd_scene_settings(scene, frame, file) -> dict:

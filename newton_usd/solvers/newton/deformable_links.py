@@ -1,6 +1,11 @@
 """What ties a cloth or soft volume to the scene (:class:`~newton_usd.core.deformables.DeformableLinks`), given to
-Newton's builder and collision pipeline as Newton simulates it under VBD.
+Newton's builder and collision pipeline as Newton simulates it under VBD, with its rest data.
 
+- A deformable with a rest shape of its own (:attr:`~newton_usd.core.deformables.Cloth.rest`) is added to Newton's
+  builder at that shape (``add_cloth_mesh``/``add_soft_mesh`` make their rest geometry from the points they are
+  given: triangles' rest shape and areas, bending edges' rest lengths and angles, tetrahedra's rest shape), then
+  placed where it starts; a cloth whose bending edges rest flat (the proposal's ``restBendAnglesDefault``
+  fallback, as Newton's import) has its edges' rest angles zeroed;
 - An attachment to the world (:class:`~newton_usd.core.deformables.Attachment` of body -1) pins its particles: they
   lose Newton's ``ParticleFlags.ACTIVE`` and their mass (the way Newton's cloth examples and ``add_cloth_grid``'s
   ``fix_*`` pin points), so VBD moves them no more and no contact pushes them;
@@ -21,8 +26,23 @@ import warp as wp
 _ACTIVE = int(newton.ParticleFlags.ACTIVE)
 
 
-def bridge_links(nb, record, first: int) -> None:
-    """The deformable ``record``'s attachments (its points from ``first`` in Newton's builder ``nb``) into ``nb``."""
+def rest_points(record, points):
+    """The points a deformable is added to Newton's builder at: its rest shape, else where it starts (``points``)."""
+    return points if record.rest is None else record.rest
+
+
+def bridge_links(nb, record, first: int, points) -> None:
+    """The deformable ``record``, just added to Newton's builder ``nb`` (its points from ``first``, at
+    :func:`rest_points`), placed at ``points`` (where it starts), its bending edges flat where it says so, and its
+    attachments."""
+    end = first + len(points)
+    if record.rest is not None:
+        nb.particle_q[first:end] = [wp.vec3(*p) for p in np.asarray(points, dtype=np.float64).tolist()]
+    if getattr(record, "flat_bending", False):  # (its edges: the last ones added, all of its points)
+        e = nb.edge_count
+        while e > 0 and first <= int(nb.edge_indices[e - 1][2]) < end:
+            e -= 1
+        nb.edge_rest_angle[e:] = [0.0] * (nb.edge_count - e)
     for a in record.links.attachments:
         particles = (a.particles + first).tolist()
         if a.body < 0:

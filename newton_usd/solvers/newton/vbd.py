@@ -23,7 +23,7 @@ import warp as wp
 
 from ...errors import NewtonUsdError
 from .contact_pairs import SwitchedPairs
-from .deformable_links import bridge_links, filter_soft_contacts
+from .deformable_links import bridge_links, filter_soft_contacts, rest_points
 from .rods import bridge_rods
 from .solver_newton import _CONTACT_F, SolverNewton
 
@@ -71,7 +71,7 @@ class SolverVBD(SolverNewton):
             if nb.particle_count != first:
                 raise NewtonUsdError(f"{d.label}: its particles are not in order (start {first})")
             placed = {"pos": wp.vec3(0.0, 0.0, 0.0), "rot": wp.quat_identity(), "scale": 1.0,
-                      "vel": wp.vec3(0.0, 0.0, 0.0), "vertices": [wp.vec3(*p) for p in q[first:end]],
+                      "vel": wp.vec3(0.0, 0.0, 0.0), "vertices": [wp.vec3(*p) for p in rest_points(d, q[first:end])],
                       "density": 0.0, "particle_radius": float(radius[first]), "label": d.label}  # fmt: skip
             if hasattr(d, "triangles"):
                 t0, n = nb.tri_count, len(d.triangles)
@@ -89,7 +89,7 @@ class SolverVBD(SolverNewton):
             nb.particle_mass[first:end] = mass[first:end].tolist()
             nb.particle_radius[first:end] = radius[first:end].tolist()
             nb.particle_qd[first:end] = [wp.vec3(*v) for v in qd[first:end]]
-            bridge_links(nb, d, first)  # (its attachments: pinned points, ties to bodies)
+            bridge_links(nb, d, first, q[first:end])  # (placed where it starts; its attachments)
         nb.color(include_bending=True)
 
     def _before_solver_step(self, newton_state, dt: float) -> None:
