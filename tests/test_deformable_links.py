@@ -13,6 +13,7 @@ from test_deformables import FPS, ITERATIONS, SIDE, SUBSTEPS, cloth_stage, our_r
 
 from newton_usd.core.builder import ModelBuilder
 from newton_usd.errors import UsdInputError
+from newton_usd.sim import Simulation
 from newton_usd.usd import add_usd
 
 CORNERS = (0, SIDE - 1)  # (the cloth's two corners at y = -0.4 m)
@@ -375,3 +376,14 @@ def test_a_curved_cloth_bends_back_as_newton_rests_its_edges(tmp_path, caplog, d
     assert ("restBendAnglesDefault unauthored" in caplog.text) == (default is None)
     theirs, _ = newton_loop(path, 4, pinned=CORNERS)
     np.testing.assert_allclose(ours, theirs, atol=1e-5)  # (1-2e-6 m seen)
+
+
+def test_the_pinned_flag_sample_hangs_from_its_corners():
+    from test_deformables import SAMPLES
+
+    sim = Simulation.open(str(SAMPLES / "flag_pinned.usda"), fps=FPS, substeps=SUBSTEPS)
+    for _ in range(8):
+        sim.step_frame()
+    q = sim.physics.state.particle_q.numpy()
+    np.testing.assert_array_equal(q[[0, 160]], sim.model.particle_q.numpy()[[0, 160]])  # (pinned: never moved)
+    assert np.all(np.isfinite(q)) and q[:, 2].min() < 0.9  # (its free edge swings down 0.3 m and more)
