@@ -435,11 +435,6 @@ def test_a_live_edit_of_a_cloth_is_said_not_taken(tmp_path, caplog):
     assert "/World/ClothMaterial.physics:density: live edits of deformable bodies" in said
 
 
-def test_cloth_in_several_worlds_is_refused_naming_it(tmp_path):
-    with pytest.raises(NewtonUsdError, match=r"/World/Cloth/sim: particles \(grains, cloth, soft volumes\) are"):
-        Simulation.open(cloth_stage(tmp_path / "worlds.usda"), worlds=2)
-
-
 def test_cloth_masses_as_newton_reads_them(tmp_path):
     """The body prim's physics:mass scales the cloth's mass to it; physics:masses (constant: the total) wins over it."""
     path = cloth_stage(tmp_path / "mass.usda")

@@ -7,6 +7,7 @@ import warp as wp
 
 from .deformables import tetrahedron_indices, triangle_indices
 from .model import Model
+from .particles import particle_runs
 from .quat import (
     cross,
     quat_rotate,
@@ -184,8 +185,9 @@ def finalize_model(builder, device=None) -> Model:
 
 def _finalize_particles(builder, m, arr) -> None:
     """``particle_q``, ``particle_qd`` (initial), ``particle_mass``, ``particle_radius``, ``particle_label`` (per
-    particle: its prim path), ``particle_groups`` (prim path -> its run) and ``particle_attributes`` (numpy float64
-    per name, NaN: the solver's default), ``mpm_config`` (the MPM scene's solver settings), ``cloth`` (the cloth
+    particle: its prim path), ``particle_world``, ``particle_groups`` (prim path -> its run), ``particle_runs`` (every
+    world's run of every prim: :func:`~newton_usd.core.particles.particle_runs`) and ``particle_attributes`` (numpy
+    float64 per name, NaN: the solver's default), ``mpm_config`` (the MPM scene's solver settings), ``cloth`` (the cloth
     prims' :class:`~newton_usd.core.deformables.Cloth` records), ``tri_indices`` (their triangles' particles),
     ``volumes`` and ``tet_indices`` (the soft volumes' records and tetrahedra),
     ``vbd_config`` (the VBD scene's settings)."""
@@ -195,10 +197,13 @@ def _finalize_particles(builder, m, arr) -> None:
     m.particle_mass = arr(builder.particle_mass, wp.float32)
     m.particle_radius = arr(builder.particle_radius, wp.float32)
     m.particle_groups = dict(builder.particle_groups)
+    m.particle_runs = particle_runs(builder.particle_groups, builder.particle_count, builder.num_worlds)
     label = [None] * builder.particle_count
-    for path, (first, end) in builder.particle_groups.items():
+    for path, first, end, _ in m.particle_runs:
         label[first:end] = [path] * (end - first)
     m.particle_label = label
+    per_world = builder.particle_count // builder.num_worlds
+    m.particle_world = arr(np.repeat(np.arange(builder.num_worlds), per_world), wp.int32)
     m.particle_attributes = {k: np.asarray(v, dtype=np.float64) for k, v in builder.particle_attributes.items()}
     m.mpm_config = dict(builder.mpm_config)
     m.cloth, m.vbd_config = list(builder.cloth), dict(builder.vbd_config)  # (cloth: its triangles, host side)

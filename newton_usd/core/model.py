@@ -19,6 +19,8 @@ from typing import NamedTuple
 import numpy as np
 import warp as wp
 
+from .particles import world_particles
+
 # Per-element model arrays by the kind of element that indexes them (for Model.world_view).
 _WORLD_ARRAYS = {
     "body": (
@@ -72,6 +74,7 @@ _COUNTS = {
     "distance": "distance_count",
     "articulation": "articulation_count",
     "actuator": "actuator_count",
+    "particle": "particle_count",
 }
 
 
@@ -130,7 +133,9 @@ class Model:
       :class:`~newton_usd.core.actuators.ActuatorSpec`), actuator_label: joint actuators
       (:meth:`ModelBuilder.add_actuator`; ``NewtonActuator`` prims), stepped by every solver.
     - particle_count, particle_q, particle_qd (initial, world, m and m/s), particle_mass (kg), particle_radius (m),
-      particle_label (per particle: its prim path), particle_groups (prim path -> its run ``(first, end)``),
+      particle_label (per particle: its prim path), particle_world (per particle: its world, int32),
+      particle_groups (prim path -> its run ``(first, end)``: world 0's, and another world's prim of its own),
+      particle_runs (``(label, first, end, world)``: every world's run of every prim, world after world),
       particle_attributes ("namespace:name" -> numpy float64 per particle, NaN: the solver's default; e.g. the
       MPM material ``"mpm:friction"``): points simulated as particles (granular Points prims); mpm_config: the MPM
       scene's solver settings (``SolverImplicitMPM.Config`` field -> value, SI).
@@ -160,6 +165,7 @@ class Model:
         self.actuator_spec, self.actuator_label = [], []
         self.particle_count = 0
         self.particle_groups, self.particle_label, self.particle_attributes = {}, [], {}
+        self.particle_runs, self.particle_world = [], wp.zeros(0, dtype=wp.int32, device=self.device)
         self.mpm_config = {}
         self.cloth, self.vbd_config, self.tri_count = [], {}, 0
         self.volumes, self.tet_count = [], 0
@@ -179,13 +185,13 @@ class Model:
         return JointCone(float(cones[j]), axis, swing)
 
     def world_ranges(self, world: int = 0) -> dict:
-        """Element kind ("body", "shape", "joint", "coord", "dof", "equality", "site", "articulation", "actuator")
-        -> (start, end) of world ``world``'s elements (worlds are stored one after another)."""
+        """Element kind ("body", "shape", "joint", "coord", "dof", "equality", "site", "articulation", "actuator",
+        "particle") -> (start, end) of world ``world``'s elements (worlds are stored one after another)."""
         n = self.num_worlds
         if not 0 <= world < n:
             raise IndexError(f"world {world} does not exist (the model has {n})")
         out = {}
-        for kind in ("body", "shape", "joint", "equality", "site", "articulation", "distance", "actuator"):
+        for kind in ("body", "shape", "joint", "equality", "site", "articulation", "distance", "actuator", "particle"):
             per = getattr(self, _COUNTS[kind]) // n
             out[kind] = (world * per, (world + 1) * per)
         j0, j1 = out["joint"]
@@ -231,6 +237,8 @@ class Model:
         for name, value in vars(self.mujoco).items():
             kind = self.mujoco_element_kind.get(name)
             setattr(view.mujoco, name, value[slice(*ranges[kind])] if kind else value)
+        if self.particle_count:
+            world_particles(self, view, world, *ranges["particle"])
         return view
 
     def state(self, requires_grad: bool = False) -> "State":

@@ -4,6 +4,7 @@ each optionally placed at its own transform and labelled with its own labels."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import numpy as np
 
@@ -78,6 +79,9 @@ BODY_REFS = (
 
 JOINT_REFS = ("equality_joint1", "equality_joint2", "actuator_joint")
 
+PARTICLE_LISTS = ("particle_q", "particle_qd", "particle_mass", "particle_radius")
+"""The per-particle lists, copied world after world with each prim's run (:func:`_replicate_particles`)."""
+
 
 def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=None) -> None:
     """The work of :meth:`ModelBuilder.replicate` on ``builder``."""
@@ -88,15 +92,9 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
         raise ValueError("replicate() was already called on this builder")
     if placements is not None and len(placements) != n:
         raise ValueError(f"placements: {len(placements)} transforms for {n} worlds")
-    if builder.particle_count and n > 1:
-        from ..errors import NewtonUsdError  # noqa: PLC0415
-
-        raise NewtonUsdError(
-            f"{', '.join(builder.particle_groups)}: particles (grains, cloth, soft volumes) are simulated in one "
-            f"world only for now, not replicated into {n}"
-        )
     listed = {name for names in ELEMENT_LISTS.values() for name in names}
-    listed |= {"particle_q", "particle_qd", "particle_mass", "particle_radius", "cloth", "volumes"}  # (n > 1: none)
+    listed |= set(PARTICLE_LISTS) | {"cloth", "volumes"}  # (copied by _replicate_particles)
+    listed.add("cables")  # (a cable's segments are bodies and joints; its record is one world's: vbd refuses more)
     unlisted = [k for k, v in vars(builder).items() if isinstance(v, list) and k not in listed]
     if unlisted:  # a programming error: a new per-element list not taught to replicate()
         raise RuntimeError(f"ModelBuilder.replicate does not know how to copy {unlisted}")
@@ -140,9 +138,69 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
         for i, v in list(values.items()):
             for w in range(1, n):
                 values[i + w * counts[kind]] = _fresh(v)
+    _replicate_particles(builder, n, placements, local, relabel, counts)
     builder.num_worlds = n
     if placements is not None:
         _place_worlds(builder, placements, local, counts)
+
+
+def _replicate_particles(builder, n, placements, local, relabel, counts) -> None:
+    """World 0's particles (grains, cloth, soft volumes) copied into worlds 1 .. n-1, world after world: their
+    values and per-particle attributes, each prim's run (a new label's in ``particle_groups``: an environment's own
+    prim; a label kept names world 0's run only, as a body's), its cloth's or volume's record (triangles and
+    tetrahedra shared: they are never edited; its links to world w's bodies and colliders), and where they start:
+    moved by ``placements[w]`` where ``local``."""
+    count = builder.particle_count
+    if not count or n == 1:
+        return
+    is_local = local or (lambda label: True)
+    runs = list(builder.particle_groups.items())
+    moves = np.zeros(count, dtype=bool)
+    for label, (first, end) in runs:
+        moves[first:end] = is_local(label)
+    q0, qd0 = np.asarray(builder.particle_q, dtype=np.float64), np.asarray(builder.particle_qd, dtype=np.float64)
+    records = [*builder.cloth, *builder.volumes]
+    for w in range(1, n):
+        q, qd = q0, qd0
+        if placements is not None and moves.any():
+            pos, rot = to_pose(placements[w])
+            q, qd = q0.copy(), qd0.copy()
+            q[moves] = quat_rotate(rot, q0[moves]) + pos
+            qd[moves] = quat_rotate(rot, qd0[moves])
+        builder.particle_q.extend(q.tolist())
+        builder.particle_qd.extend(qd.tolist())
+        for name in ("particle_mass", "particle_radius"):
+            getattr(builder, name).extend(getattr(builder, name)[:count])
+        for values in builder.particle_attributes.values():
+            values.extend(values[:count])
+        offset = w * count
+        for label, (first, end) in runs:
+            builder.particle_groups.setdefault(_name(relabel, label, w), (first + offset, end + offset))
+        for record in records:
+            moved = placements is not None and is_local(record.label)
+            links = _links(record.links, w, counts, to_pose(placements[w]) if moved else None)
+            copy_ = dataclasses.replace(record, label=_name(relabel, record.label, w), first=record.first + offset,
+                                        links=links)  # fmt: skip
+            (builder.cloth if hasattr(record, "triangles") else builder.volumes).append(copy_)
+
+
+def _links(links, w, counts, placement):
+    """A deformable's links (:class:`~newton_usd.core.deformables.DeformableLinks`) in world ``w``: its attachments to
+    world w's bodies (to the world: their anchors moved by ``placement``, None: kept), its filtered pairs with world
+    w's colliders; no graphics meshes (world 0's are written, as its points)."""
+    attachments = []
+    for a in links.attachments:
+        anchors = a.anchors
+        if a.body < 0 and placement is not None:
+            anchors = quat_rotate(placement[1], np.asarray(a.anchors, dtype=np.float64)) + placement[0]
+        body = a.body + w * counts["body"] if a.body >= 0 else a.body
+        attachments.append(dataclasses.replace(a, body=body, anchors=anchors))
+    filtered = [(points, np.asarray(shapes) + w * counts["shape"]) for points, shapes in links.filtered]
+    return dataclasses.replace(links, attachments=attachments, filtered=filtered, graphics=[])
+
+
+def _name(relabel, label, world):
+    return relabel(label, world) if relabel is not None else label
 
 
 def _place_worlds(builder, placements, local, counts) -> None:

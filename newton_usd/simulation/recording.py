@@ -15,7 +15,7 @@ from ..sync.curves_sync import CurvesSync
 from ..sync.graphics_sync import GraphicsSync
 from ..sync.points_sync import PointsSync
 from ..sync.state_rows import particle_rows
-from .worlds import stage_sync
+from .worlds import stage_sync, written_points
 
 _STAGE_METADATA = ("upAxis", "metersPerUnit", "kilogramsPerUnit")
 
@@ -75,7 +75,8 @@ class Recorder:
         model = self._physics.model
         if not model.particle_count:
             return None, None
-        sync = PointsSync(self._stage, self.output_layer, model.particle_groups, self._physics.imported.frame)
+        groups = written_points(model, self._copies.copies)
+        sync = PointsSync(self._stage, self.output_layer, groups, self._physics.imported.frame)
         return sync, particle_rows(model)
 
     def _curves_sync(self):

@@ -41,9 +41,26 @@ def written_labels(model, copies=None) -> list:
     return out
 
 
+def written_points(model, copies=None) -> dict:
+    """The particle prims written, for :class:`~newton_usd.sync.points_sync.PointsSync`: prim path -> its run of the
+    particle rows, as a body's pose is written (:func:`written_labels`): each prim's first world's run (a replicated
+    world's copy of a prim: only world 0's, unless ``copies`` has a copy of it for that world, written in its
+    source prim's space: the copy's place moves it); an environment's own prims each."""
+    out = {}
+    for label, first, end, world in model.particle_runs:
+        if label not in out:
+            out[label] = (first, end)
+        elif copies is not None:
+            shown = copies.label(label, world)
+            if shown is not None:
+                out[shown] = (first, end, label)
+    return out
+
+
 def _environment_paths(model) -> list:
-    """The prims of world 0's bodies and static colliders (an instance body: its PointInstancer)."""
+    """The prims of world 0's bodies, static colliders and particle prims (an instance body: its PointInstancer)."""
     labels = [lab for lab, w in zip(model.body_label, model.body_world.numpy(), strict=True) if w == 0]
+    labels += [lab for lab, _, _, w in model.particle_runs if w == 0]
     static = (model.shape_body.numpy() < 0) & (model.shape_world.numpy() == 0)
     labels += [lab for lab, s in zip(model.shape_label, static, strict=True) if s]
     out = []

@@ -23,7 +23,8 @@ class PointsSync:
     Args:
         stage: the stage the model was imported from.
         layer: the output ``Sdf.Layer`` (part of the stage's layer stack, stronger than the authored opinions).
-        groups: prim path -> its run ``(first, end)`` of the particle rows (``model.particle_groups``).
+        groups: prim path -> its run ``(first, end)`` of the particle rows (``model.particle_groups``), or
+            ``(first, end, like)``: written in the space of the prim ``like`` (a copy of the environment: its source).
         frame: the :class:`~newton_usd.usd.StageFrame` of the stage (units and up axis).
         velocities: also write ``velocities``.
     """
@@ -33,8 +34,8 @@ class PointsSync:
         self.velocities = velocities
         self.frames_written = 0
         self.groups = []  # (path, first, end, inverse world matrix (4x4, row vectors))
-        for path, (first, end) in groups.items():
-            prim = stage.GetPrimAtPath(path)
+        for path, (first, end, *like) in groups.items():
+            prim = stage.GetPrimAtPath(like[0] if like else path)
             world = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
             self.groups.append((Sdf.Path(path), int(first), int(end), np.linalg.inv(world)))
         self._scale = 1.0 / frame.meters_per_unit

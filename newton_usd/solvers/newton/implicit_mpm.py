@@ -76,8 +76,10 @@ class SolverImplicitMPM(SolverBase):
                 f"implicit_mpm solver: unknown option {unknown[0]!r}; valid: {', '.join(sorted(fields))}"
             )
         self.config = newton.solvers.SolverImplicitMPM.Config()
-        for key, value in {**model.mpm_config, **options}.items():
+        # (several worlds: a grid of each world's own, as Newton isolates them; a caller may ask for the shared one)
+        for key, value in {"separate_worlds": model.num_worlds > 1, **model.mpm_config, **options}.items():
             setattr(self.config, key, value)
+        self._check_worlds(model)
         if rigid_solver is not None and rigid_solver not in RIGID_SOLVERS:
             raise NewtonUsdError(
                 f"implicit_mpm solver: rigid_solver {rigid_solver!r} cannot be coupled with the grains; valid: "
@@ -108,6 +110,17 @@ class SolverImplicitMPM(SolverBase):
                 self.rigid = SOLVERS[rigid_solver](model)
             self.coupling = GrainCoupling(self.newton_solver, self.newton_model)
 
+    def _check_worlds(self, model) -> None:
+        """Grains in several worlds, each on a grid of its own (``separate_worlds``): Newton builds the sparse grids
+        of separate worlds on CUDA only (a dense or fixed grid runs on the CPU too)."""
+        c = self.config
+        if model.num_worlds > 1 and c.separate_worlds and c.grid_type == "sparse" and not model.device.is_cuda:
+            raise NewtonUsdError(
+                f"{model.source or 'the model'}: {', '.join(model.particle_groups)}: grains in {model.num_worlds} "
+                "worlds on the CPU need a dense or fixed MPM grid (newton:mpm:gridType, or solver_options "
+                "grid_type): Newton 1.8 builds the sparse grids of separate worlds on CUDA only"
+            )
+
     @staticmethod
     def _dynamic_bodies(model) -> list:
         return [label for label, k in zip(model.body_label, model.body_kinematic.numpy(), strict=True) if not k]
@@ -120,10 +133,13 @@ class SolverImplicitMPM(SolverBase):
             for label in dynamic:
                 self.diagnostics.add(kind, label)
 
-    def _add_particles(self, nb) -> None:
-        """Our particles and their MPM material into Newton's builder (its defaults where a grain has no value)."""
-        newton.solvers.SolverImplicitMPM.register_custom_attributes(nb)
+    def _add_particles(self, nb, world: int) -> None:
+        """World ``world``'s grains and their MPM material into Newton's builder, in its world context (its defaults
+        where a grain has no value)."""
+        if world == 0:
+            newton.solvers.SolverImplicitMPM.register_custom_attributes(nb)
         model = self.model
+        lo, hi = model.world_ranges(world)["particle"] if model.num_worlds > 1 else (0, model.particle_count)
         attributes = {}
         for name, values in model.particle_attributes.items():
             if name not in nb.custom_attributes:
@@ -131,12 +147,12 @@ class SolverImplicitMPM(SolverBase):
                     f"implicit_mpm solver: Newton {newton.__version__} has no particle attribute {name}"
                 )
             default = float(nb.custom_attributes[name].default)
-            attributes[name] = np.where(np.isnan(values), default, values).tolist()
+            attributes[name] = np.where(np.isnan(values[lo:hi]), default, values[lo:hi]).tolist()
         nb.add_particles(
-            pos=[wp.vec3(*p) for p in model.particle_q.numpy()],
-            vel=[wp.vec3(*v) for v in model.particle_qd.numpy()],
-            mass=model.particle_mass.numpy().tolist(),
-            radius=model.particle_radius.numpy().tolist(),
+            pos=[wp.vec3(*p) for p in model.particle_q.numpy()[lo:hi]],
+            vel=[wp.vec3(*v) for v in model.particle_qd.numpy()[lo:hi]],
+            mass=model.particle_mass.numpy()[lo:hi].tolist(),
+            radius=model.particle_radius.numpy()[lo:hi].tolist(),
             custom_attributes=attributes,
         )
 

@@ -107,7 +107,7 @@ def bridge_model(
         contact: :class:`ContactSettings` for every shape (None: Newton's defaults).
         limits: :class:`JointLimitSettings` for every limited DOF (None: Newton's defaults).
         requires_grad: finalize with gradients (for ``wp.Tape``).
-        particles: ``particles(nb)`` adds the model's particles to Newton's builder before it is finalized.
+        particles: ``particles(nb, w)`` adds world w's particles to Newton's builder, in that world's context.
     """
     contact = contact or ContactSettings()
     limits = limits or JointLimitSettings()
@@ -127,10 +127,10 @@ def bridge_model(
         nb.begin_world(label=f"world_{w}")
         _add_shapes(nb, model, a, np.nonzero(a["shape_world"] == w)[0], contact, diagnostics, shape_map, solver_name)
         _add_articulations(nb, model, a, np.nonzero(a["joint_world"] == w)[0])
+        if particles is not None:  # (in the world's context: Newton's particle_world keeps worlds apart)
+            particles(nb, w)
         nb.end_world()
     _filter_collisions(nb, model, a, shape_map)
-    if particles is not None:
-        particles(nb)
     newton_model = nb.finalize(device=model.device, requires_grad=requires_grad)
     names = ("body_q", "body_qd") if cones else ("body_q", "body_qd", "joint_q", "joint_qd")
     for name in names:  # our initial state (the joint states where they differ: StateExchange.initial_state)

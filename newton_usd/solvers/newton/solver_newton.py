@@ -185,7 +185,7 @@ class SolverNewton(SolverBase):
             return "the model has gradients (requires_grad): a differentiable run steps eagerly"
         return None
 
-    _bridge_particles = None  # (nb) -> the model's particles into Newton's builder (None: takes none; see .vbd)
+    _bridge_particles = None  # (nb, world) -> a world's particles into Newton's builder (None: takes none; see .vbd)
 
     def _make_solver(self, newton_model, options):
         return self.newton_class(newton_model, **options)

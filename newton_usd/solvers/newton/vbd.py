@@ -60,14 +60,17 @@ class SolverVBD(SolverNewton):
                 self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
         filter_soft_contacts(self.collision_pipeline, model, self.shape_map)  # (filtered points: no contacts)
 
-    def _bridge_particles(self, nb) -> None:
-        """Our cloth and soft volumes into Newton's builder (see the module), then its coloring."""
+    def _bridge_particles(self, nb, world: int) -> None:
+        """World ``world``'s cloth and soft volumes into Newton's builder, in its world context (see the module);
+        after the last world's, the builder's coloring."""
         m = self.model
-        bridge_rods(nb, m)  # (the cables' rod joints: their rest rotations)
+        if world == 0:
+            bridge_rods(nb, m)  # (the cables' rod joints: their rest rotations; one world only)
         q, qd = m.particle_q.numpy(), m.particle_qd.numpy()
         mass, radius = m.particle_mass.numpy(), m.particle_radius.numpy()
-        for d in sorted((*m.cloth, *m.volumes), key=lambda d: d.first):
-            first, end = m.particle_groups[d.label]
+        runs = {first: end for _, first, end, w in m.particle_runs if w == world}
+        for d in sorted((d for d in (*m.cloth, *m.volumes) if d.first in runs), key=lambda d: d.first):
+            first, end = d.first, runs[d.first]
             if nb.particle_count != first:
                 raise NewtonUsdError(f"{d.label}: its particles are not in order (start {first})")
             placed = {"pos": wp.vec3(0.0, 0.0, 0.0), "rot": wp.quat_identity(), "scale": 1.0,
@@ -90,7 +93,8 @@ class SolverVBD(SolverNewton):
             nb.particle_radius[first:end] = radius[first:end].tolist()
             nb.particle_qd[first:end] = [wp.vec3(*v) for v in qd[first:end]]
             bridge_links(nb, d, first, q[first:end])  # (placed where it starts; its attachments)
-        nb.color(include_bending=True)
+        if world == m.num_worlds - 1:
+            nb.color(include_bending=True)
 
     def _before_solver_step(self, newton_state, dt: float) -> None:
         if newton_state.particle_f is not None:

@@ -1,0 +1,109 @@
+"""Deformables and grains in several worlds (issues 49, 50): ``worlds=N`` replicates a stage's cloth and grains, each
+world's particles in Newton's world of their own (its ``particle_world``), so that worlds do not touch: every world
+of a replicated stage runs as the stage alone does, and one world's perturbation leaves the others as they were.
+World 0 is written onto the prims; with ``write_worlds="all"`` each other world's points onto its copy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pxr import Usd, UsdGeom
+from test_deformables import FPS, ITERATIONS, SUBSTEPS, cloth_stage
+from test_granular import sand_stage
+
+from newton_usd.errors import NewtonUsdError
+from newton_usd.sim import Simulation
+
+
+def cloth_run(path, worlds, frames=8, kick=None, **kw):
+    """``frames`` frames of the cloth stage in ``worlds`` worlds; ``kick``: world 1's particles start with this
+    velocity added (m/s)."""
+    sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, solver_options={"iterations": ITERATIONS},
+                          worlds=worlds, device="cpu", **kw)  # fmt: skip
+    if kick is not None:
+        lo, hi = sim.model.world_ranges(1)["particle"]
+        qd = sim.physics.state.particle_qd.numpy()
+        qd[lo:hi] += np.asarray(kick, dtype=np.float32)
+        sim.physics.state.particle_qd.assign(qd)
+    for _ in range(frames):
+        sim.step_frame()
+    return sim, sim.physics.state.particle_q.numpy()
+
+
+def test_two_worlds_of_a_cloth_over_a_box_run_as_one_and_do_not_touch(tmp_path):
+    path = cloth_stage(tmp_path / "cloth.usda")
+    _, one = cloth_run(path, 1)
+    sim, two = cloth_run(path, 2)
+    n = len(one)
+    model = sim.model
+    assert (model.particle_count, model.tri_count) == (2 * n, 2 * len(sim.model.world_view(0).tri_indices))
+    assert [(label, w) for label, _, _, w in model.particle_runs] == [("/World/Cloth/sim", 0), ("/World/Cloth/sim", 1)]
+    np.testing.assert_array_equal(sim.solver.newton_model.particle_world.numpy(), np.repeat([0, 1], n))
+    assert np.ptp(one[:, 2]) > 0.01  # (the cloth drapes over the box: it is not flat any more)
+    np.testing.assert_allclose(two[:n], one, atol=1e-6)
+    np.testing.assert_allclose(two[n:], one, atol=1e-6)
+    view = model.world_view(1)  # (world 1's cloth on its own: its rows, its triangles from 0)
+    np.testing.assert_array_equal(view.particle_q.numpy(), model.particle_q.numpy()[n:])
+    np.testing.assert_array_equal(view.tri_indices.numpy(), model.world_view(0).tri_indices.numpy())
+    _, kicked = cloth_run(path, 2, kick=(0.0, 0.0, 3.0))  # (world 1's cloth thrown up: world 0's as before)
+    np.testing.assert_allclose(kicked[:n], one, atol=1e-6)
+    assert np.abs(kicked[n:] - one).max() > 0.1
+    sim.reset()
+    np.testing.assert_array_equal(sim.physics.state.particle_q.numpy(), model.particle_q.numpy())
+
+
+def test_every_world_is_written_onto_its_copy_of_the_environment(tmp_path):
+    path = cloth_stage(tmp_path / "copies.usda")
+    sim, q = cloth_run(path, 2, frames=2, kick=(0.0, 0.0, 3.0), write_worlds="all")
+    n = len(q) // 2
+    stage, t = sim.stage, sim.time_code
+    source = stage.GetPrimAtPath("/World/Cloth/sim")
+    copy = stage.GetPrimAtPath("/World_world1/Cloth/sim")
+    assert copy and not copy.HasAPI("PhysicsSurfaceDeformableSimAPI")  # (a picture of world 1, not simulated)
+
+    def world_points(prim):  # (the prim's written points placed by its transform: m, Z up stage)
+        local = np.array(UsdGeom.Mesh(prim).GetPointsAttr().Get(t), dtype=np.float64)
+        m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
+        return local @ m[:3, :3] + m[3, :3]
+
+    np.testing.assert_allclose(world_points(source), q[:n], atol=1e-5)
+    offset = np.array(stage.GetPrimAtPath("/World_world1").GetAttribute("xformOp:translate:worldOffset").Get())
+    assert np.linalg.norm(offset) > 0.5  # (shown beside world 0, where it is simulated plus its copy's offset)
+    np.testing.assert_allclose(world_points(copy), q[n:] + offset, atol=1e-5)
+
+
+def sand_run(path, worlds, frames=2, kick=None, **kw):
+    sim = Simulation.open(str(path), fps=FPS, substeps=2, worlds=worlds, device="cpu", **kw)
+    if kick is not None:
+        lo, hi = sim.model.world_ranges(1)["particle"]
+        qd = sim.physics.state.particle_qd.numpy()
+        qd[lo:hi] += np.asarray(kick, dtype=np.float32)
+        sim.physics.state.particle_qd.assign(qd)
+    for _ in range(frames):
+        sim.step_frame()
+    return sim, sim.physics.state.particle_q.numpy()
+
+
+def test_grains_in_two_worlds_on_grids_of_their_own(tmp_path):
+    """Newton's implicit MPM isolates worlds (``separate_worlds``: a grid each), which we ask for with several
+    worlds: each world's pile falls as the pile alone does, a kick to world 1's leaves world 0's as it was (on one
+    shared grid it would not)."""
+    path = sand_stage(tmp_path / "sand.usda", side=3, layers=2, **{"scene_newton:mpm:gridType": "dense"})
+    _, one = sand_run(path, 1)
+    sim, two = sand_run(path, 2)
+    n = len(one)
+    assert sim.solver.config.separate_worlds and sim.model.particle_count == 2 * n
+    assert np.abs(one - sim.model.particle_q.numpy()[:n]).max() > 0.003  # (the grains moved)
+    np.testing.assert_allclose(two[:n], one, atol=1e-6)
+    np.testing.assert_allclose(two[n:], one, atol=1e-6)
+    _, kicked = sand_run(path, 2, kick=(0.0, 1.0, 2.0))
+    np.testing.assert_allclose(kicked[:n], one, atol=1e-6)
+    assert np.abs(kicked[n:] - one).max() > 0.05
+    _, shared = sand_run(path, 2, kick=(0.0, 1.0, 2.0), solver_options={"separate_worlds": False})
+    assert np.abs(shared[:n] - one).max() > 1e-3  # (one grid for both: world 1's grains push world 0's)
+
+
+def test_grains_in_worlds_on_a_sparse_cpu_grid_are_refused_in_one_line(tmp_path):
+    path = sand_stage(tmp_path / "sparse.usda", side=3, layers=2)
+    with pytest.raises(NewtonUsdError, match=r"/World/Pile: grains in 2 worlds on the CPU need a dense or fixed MPM"):
+        Simulation.open(str(path), worlds=2, device="cpu")
