@@ -64,7 +64,7 @@ def _inspect(command: str, args) -> int:
             print(inspect.table(rows, ("prim", "property", "value", "unit", "source")))
             return 0
         from ..simulation.opening import chosen_engine  # noqa: PLC0415
-        from ..solvers import SOLVERS  # noqa: PLC0415
+        from ..solvers import ENGINES  # noqa: PLC0415
         from ..usd.honored import report_unhonored  # noqa: PLC0415
 
         solvers, engines = [], []
@@ -72,7 +72,7 @@ def _inspect(command: str, args) -> int:
             settings = {k: r.value for k, r in imported.scene.items()}
             name = chosen_engine(imported, args.solver)
             asked = {"backend": "cpu"} if name == "mujoco" else {}
-            solvers.append(SOLVERS[name].from_scene(builder.finalize("cpu"), settings, **asked))
+            solvers.append(ENGINES[name].from_scene(builder.finalize("cpu"), settings, **asked))
             engines.append(name)
     except (NewtonUsdError, ValueError) as e:
         return fail(str(e), args)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..core.builder import ModelBuilder
 from ..diagnostics import Diagnostics
 from ..errors import NewtonUsdError
-from ..solvers import SOLVERS
+from ..solvers import COUPLED_WITH_VBD, ENGINES, SOLVERS
 from ..solvers.kernel_loading import KernelLoading, tape_safe_workers
 from ..solvers.stability import auto_substeps
 from ..solvers.velocity_limits import report_unkept_speed_bounds
@@ -33,14 +33,19 @@ def import_stage(stage, order=None, worlds=1, env_root=None, scene=None):
 
 def chosen_engine(imported, asked: str | None = None) -> str:
     """The engine of an imported scene: ``asked``, else the scene's (``newton:usd:solver``, its engine's scene API),
-    else vbd where it holds deformable bodies, else mujoco.
+    else vbd where it holds deformable bodies, else mujoco. Deformable bodies with another engine asked for the rigid
+    bodies (or a scene applying ``MjcSceneAPI``): that engine coupled with vbd (``mujoco_vbd``:
+    :data:`~newton_usd.solvers.COUPLED_WITH_VBD`).
 
     Raises:
-        NewtonUsdError: an unknown engine, or deformable bodies under another engine than vbd (naming them).
+        NewtonUsdError: an unknown engine, or deformable bodies under an engine that cannot take them (naming them).
     """
     soft = {**imported.deformables.simulated, **imported.deformables.cables}
     chosen = imported.scene.get("solver")
     scene = None if chosen is None or (soft and chosen.kind == "default") else chosen.value
+    mjc_scene = imported.scene_path in (getattr(imported, "schemas", {}) or {}).get("MjcSceneAPI", ())
+    if soft and scene is None and mjc_scene:
+        scene = "mujoco"  # (a MuJoCo scene: its rigid bodies under MuJoCo, coupled with vbd)
     solver = asked or scene or ("vbd" if soft else "mujoco")
     if solver not in SOLVERS:
         raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
@@ -49,9 +54,11 @@ def chosen_engine(imported, asked: str | None = None) -> str:
                              f"vbd solver alone (Newton's rod joints), not by {solver}: run it with --solver vbd (or "
                              "no --solver)")  # fmt: skip
     if soft and solver != "vbd":
+        if solver in COUPLED_WITH_VBD:
+            return COUPLED_WITH_VBD[solver].name
         raise NewtonUsdError(f"{imported.file}: {', '.join(soft)}: deformable bodies (cloth, soft volumes) are "
-                             f"simulated by the vbd solver, not by {solver}: run it with --solver vbd (or no "
-                             "--solver)")  # fmt: skip
+                             f"simulated by the vbd solver, not by {solver} (vbd couples with mujoco only, for the "
+                             "rigid bodies): run it with --solver vbd or mujoco (or no --solver)")  # fmt: skip
     return solver
 
 
@@ -107,13 +114,13 @@ def open_scene(cls, stage, file, output_layer, scene, asked: dict, run: dict, ov
     options = dict(asked.get("solver_options") or {})
     # (the solver's Warp modules, compiled as it is made; none beside a differentiable run: see tape_safe_workers)
     kernels = KernelLoading(model.device, tape_safe_workers(cls.kernel_workers, options))
-    kernels.add(SOLVERS[solver].setup_kernel_modules(model.device, {**options, "backend": backend}))
+    kernels.add(ENGINES[solver].setup_kernel_modules(model.device, {**options, "backend": backend}))
     memory = asked.get("mujoco_memory")
     if memory is not None:
         if solver != "mujoco":
             raise NewtonUsdError(f"mujoco_memory is C MuJoCo's arena: the {solver} solver has none")
         options["memory"] = int(memory)
-    solver_obj = SOLVERS[solver].from_scene(model, settings, backend=backend, **options)
+    solver_obj = ENGINES[solver].from_scene(model, settings, backend=backend, **options)
     unhonored = Diagnostics()  # (the schemas the stage applies that this engine does not honor: said once per run)
     report_unhonored(imported, solver, unhonored)
     report_unkept_speed_bounds(model, solver_obj, unhonored)

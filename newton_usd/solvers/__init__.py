@@ -11,6 +11,7 @@ from .newton import (
     SolverVBD,
     SolverXPBD,
 )
+from .newton.coupled import COUPLED_WITH_VBD
 from .solver import SolverBase
 
 SOLVERS = {
@@ -21,7 +22,14 @@ SOLVERS = {
 }
 """Solver names accepted by ``usdsim --solver``, ``Simulation.open(solver=...)`` and ``newton:usd:solver``."""
 
+ENGINES = {**SOLVERS, **{cls.name: cls for cls in COUPLED_WITH_VBD.values()}}
+"""Every engine a run makes: :data:`SOLVERS`, and the coupled engines a scene with deformables runs where it asks for
+mujoco for its rigid bodies (``mujoco_vbd``: chosen from the rigid engine asked, not named itself; see
+:mod:`.newton.coupled`)."""
+
 __all__ = [
+    "COUPLED_WITH_VBD",
+    "ENGINES",
     "SOLVERS",
     "SolverBase",
     "SolverFeatherstone",

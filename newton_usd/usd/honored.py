@@ -20,6 +20,14 @@ from dataclasses import dataclass
 ENGINES = ("mujoco", "xpbd", "featherstone", "semi_implicit", "kamino", "vbd")
 """The engines (``newton:usd:solver``, ``usdsim --solver``) the table speaks of."""
 
+COUPLED_ENGINES = ("mujoco_vbd",)
+"""The coupled engines a scene with deformables runs where it asks for mujoco
+(``solvers/newton/coupled.py``): they honor the VBD scene's settings and the actuators, not the rigid engine's scene
+settings (its own keywords come through ``solver_options`` ``rigid_options``); messages name the engines above only."""
+
+EVERY = ENGINES + COUPLED_ENGINES
+"""Every engine: of a schema all honor."""
+
 
 @dataclass(frozen=True)
 class Honored:
@@ -49,7 +57,7 @@ HONORED: dict[str, Honored] = {
         "its Kamino settings (PADMM tolerances, warm start, constraint stabilization, joint correction) are not used",
         scene=True,
     ),
-    "NewtonVbdSceneAPI": Honored(("vbd",), "its VBD settings are not used", scene=True),
+    "NewtonVbdSceneAPI": Honored(("vbd", *COUPLED_ENGINES), "its VBD settings are not used", scene=True),
     "NewtonMPMSceneAPI": Honored(("implicit_mpm",), "its MPM settings are not used", scene=True),
     "MjcSceneAPI": Honored(
         ("mujoco",), "its MuJoCo options and flags are not used beyond the time step and the gravity flag", scene=True
@@ -64,16 +72,16 @@ HONORED: dict[str, Honored] = {
     "NewtonCurvesDeformableMaterialAPI": Honored(("vbd",), "its curve dampings are not used"),
     # ---- actuators: the prim, then its parts (said on their own only where the engine drives actuators). Every
     # engine steps PD and PID laws, clampings and delays (solvers/actuators.py), both MuJoCo backends included.
-    "NewtonActuator": Honored(ENGINES, "its joint is not driven by it", _ACTUATORS),
-    "NewtonPDControlAPI": Honored(ENGINES, "its PD law is not applied", _ACTUATORS, "NewtonActuator"),
-    "NewtonPIDControlAPI": Honored(ENGINES, "its PID law is not applied", _ACTUATORS, "NewtonActuator"),
-    "NewtonNeuralControlAPI": Honored(ENGINES, "its network's effort is not applied", _ACTUATORS, "NewtonActuator"),
-    "NewtonMaxEffortClampingAPI": Honored(ENGINES, "its effort clamp is not applied", _ACTUATORS, "NewtonActuator"),
-    "NewtonDCMotorClampingAPI": Honored(ENGINES, "its DC motor clamp is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonActuator": Honored(EVERY, "its joint is not driven by it", _ACTUATORS),
+    "NewtonPDControlAPI": Honored(EVERY, "its PD law is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonPIDControlAPI": Honored(EVERY, "its PID law is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonNeuralControlAPI": Honored(EVERY, "its network's effort is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonMaxEffortClampingAPI": Honored(EVERY, "its effort clamp is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonDCMotorClampingAPI": Honored(EVERY, "its DC motor clamp is not applied", _ACTUATORS, "NewtonActuator"),
     "NewtonPositionBasedClampingAPI": Honored(
-        ENGINES, "its position-based clamp is not applied", _ACTUATORS, "NewtonActuator"
+        EVERY, "its position-based clamp is not applied", _ACTUATORS, "NewtonActuator"
     ),
-    "NewtonActuatorDelayAPI": Honored(ENGINES, "its delay is not applied", _ACTUATORS, "NewtonActuator"),
+    "NewtonActuatorDelayAPI": Honored(EVERY, "its delay is not applied", _ACTUATORS, "NewtonActuator"),
 }
 """Schema name (an applied API schema or a prim type) -> how the engines treat it; every schema not listed is honored
 by every engine (those listed with every engine are kept for the record, and for a new engine)."""
@@ -92,8 +100,9 @@ def message(schema: str, engine: str) -> str:
     """The warning's text (its kind) for prims applying ``schema`` under ``engine``, which does not honor it."""
     entry = HONORED[schema]
     text = f"{schema} is not honored by the {engine} solver: {entry.effect}"
-    if entry.engines:
-        return f"{text} (honored by the {', '.join(entry.engines)} solver{'s' if len(entry.engines) > 1 else ''})"
+    engines = [e for e in entry.engines if e not in COUPLED_ENGINES]
+    if engines:
+        return f"{text} (honored by the {', '.join(engines)} solver{'s' if len(engines) > 1 else ''})"
     return f"{text} (no engine honors it yet; {entry.taker})"
 
 
@@ -143,7 +152,8 @@ def schema_rows(imported) -> list[tuple[str, str, str, str, str]]:
             continue
         if entry.engines:
             others = [e for e in ENGINES if e not in entry.engines]
-            source = f"honored by {', '.join(entry.engines)}; not by {', '.join(others)}: {entry.effect}"
+            named = ", ".join(e for e in entry.engines if e not in COUPLED_ENGINES)
+            source = f"honored by {named}; not by {', '.join(others)}: {entry.effect}"
         else:
             source = f"defined, not honored by any engine yet: {entry.effect}; {entry.taker}"
         for path in paths:

@@ -1,0 +1,239 @@
+"""Rigid bodies under MuJoCo and cloth under VBD in one scene, coupled through Newton's proxy coupling (the
+mujoco_vbd engine, solvers/newton/coupled.py): chosen where a scene with deformables asks for mujoco, run as Newton
+1.8's own coupled loop runs the same stage, and the rigid bodies feel the cloth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import newton
+import numpy as np
+import pytest
+from newton.solvers.experimental.coupled import SolverCoupledProxy
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
+
+from newton_usd.cli import main
+from newton_usd.errors import NewtonUsdError
+from newton_usd.sim import Simulation
+
+FPS, SUBSTEPS, ITERATIONS, FRAMES = 30, 4, 10, 15
+BOX = 0.25  # m: the box's edge
+HALF_GAP = 0.2  # m: half the gap between the two tables
+
+
+def arm_and_cloth(path, *, solver="mujoco", across=19, along=7, cloth=True, scene_api=None, box_mass=2.0):
+    """A cloth (``across`` x ``along`` points, 1.8 x 0.6 m, 1 cm thick) laid across two tables 0.4 m high with a
+    0.4 m gap between them, a 0.25 m box of ``box_mass`` kg dropped from 0.7 m into the gap, and a two-link arm
+    (0.2 m links of 0.3 kg, hinged about Y, the first to the world at (-0.3, 0.25, 0.75)) started level, swinging
+    down onto the cloth on the first table. ``solver``: the scene's ``newton:usd:solver`` (None: not authored).
+    (A lighter box, 0.2 or 0.5 kg, is flung up off this cloth at 4 steps a frame under the lagged coupling, in
+    Newton's own loop too; at 8 steps a frame 0.5 kg is held, sample_stages/deformables/arm_and_cloth.usda.)"""
+    stage = Usd.Stage.CreateNew(str(path))
+    UsdGeom.SetStageUpAxis(stage, "Z")
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
+    stage.SetTimeCodesPerSecond(FPS)
+    stage.SetDefaultPrim(UsdGeom.Xform.Define(stage, "/World").GetPrim())
+    scene = UsdPhysics.Scene.Define(stage, "/World/Scene")
+    scene.CreateGravityMagnitudeAttr(9.81)
+    scene.CreateGravityDirectionAttr(Gf.Vec3f(0, 0, -1))
+    if solver:
+        scene.GetPrim().CreateAttribute("newton:usd:solver", Sdf.ValueTypeNames.Token).Set(solver)
+    if scene_api:
+        scene.GetPrim().AddAppliedSchema(scene_api)
+    friction = UsdShade.Material.Define(stage, "/World/Friction")
+    UsdPhysics.MaterialAPI.Apply(friction.GetPrim()).CreateDynamicFrictionAttr(1.0)
+    UsdPhysics.MaterialAPI(friction.GetPrim()).CreateStaticFrictionAttr(1.0)
+
+    def collider(prim):
+        UsdPhysics.CollisionAPI.Apply(prim)
+        UsdShade.MaterialBindingAPI.Apply(prim).Bind(friction, materialPurpose="physics")
+
+    ground = UsdGeom.Plane.Define(stage, "/World/Ground")
+    ground.CreateAxisAttr("Z")
+    collider(ground.GetPrim())
+    for name, x in (("TableA", -0.55), ("TableB", 0.55)):
+        table = UsdGeom.Cube.Define(stage, f"/World/{name}")
+        table.CreateSizeAttr(1.0)
+        table.AddTranslateOp().Set(Gf.Vec3d(x, 0, 0.2))
+        table.AddScaleOp().Set(Gf.Vec3f(0.7, 0.8, 0.4))
+        collider(table.GetPrim())
+    if cloth:
+        UsdGeom.Xform.Define(stage, "/World/Cloth").GetPrim().AddAppliedSchema("PhysicsDeformableBodyAPI")
+        mesh = UsdGeom.Mesh.Define(stage, "/World/Cloth/sim")
+        xs = (np.arange(across) / (across - 1) - 0.5) * 1.8
+        ys = (np.arange(along) / (along - 1) - 0.5) * 0.6
+        mesh.CreatePointsAttr([Gf.Vec3f(float(x), float(y), 0.0) for y in ys for x in xs])
+        quads = [(j * across + i, j * across + i + 1, (j + 1) * across + i + 1, (j + 1) * across + i)
+                 for j in range(along - 1) for i in range(across - 1)]  # fmt: skip
+        mesh.CreateFaceVertexCountsAttr([4] * len(quads))
+        mesh.CreateFaceVertexIndicesAttr([i for q in quads for i in q])
+        mesh.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.42))
+        prim = mesh.GetPrim()
+        for api in ("PhysicsSurfaceDeformableSimAPI", "PhysicsCollisionAPI", "MaterialBindingAPI"):
+            prim.AddAppliedSchema(api)
+        prim.CreateAttribute("physics:thicknesses", Sdf.ValueTypeNames.FloatArray).Set([0.01])
+        prim.CreateAttribute("physics:thicknesses:elementType", Sdf.ValueTypeNames.Token).Set("constant")
+        material = UsdShade.Material.Define(stage, "/World/ClothMaterial").GetPrim()
+        material.AddAppliedSchema("PhysicsSurfaceDeformableMaterialAPI")
+        for name, value in (("surfaceStretchStiffness", 5000.0), ("surfaceBendStiffness", 1e-3), ("density", 100.0)):
+            material.CreateAttribute(f"physics:{name}", Sdf.ValueTypeNames.Float).Set(value)
+        prim.CreateRelationship("material:binding:physics").SetTargets([material.GetPath()])
+    box = UsdGeom.Cube.Define(stage, "/World/Box")
+    box.CreateSizeAttr(BOX)
+    box.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.7))
+    UsdPhysics.RigidBodyAPI.Apply(box.GetPrim())
+    UsdPhysics.MassAPI.Apply(box.GetPrim()).CreateMassAttr(box_mass)
+    collider(box.GetPrim())
+    UsdPhysics.ArticulationRootAPI.Apply(UsdGeom.Xform.Define(stage, "/World/Arm").GetPrim())
+    pivot, length, parent = np.array([-0.3, 0.25, 0.75]), 0.2, None
+    for k in range(2):
+        link = UsdGeom.Xform.Define(stage, f"/World/Arm/Link{k}")
+        link.AddTranslateOp().Set(Gf.Vec3d(*(pivot + [length * (k + 0.5), 0, 0])))
+        UsdPhysics.RigidBodyAPI.Apply(link.GetPrim())
+        UsdPhysics.MassAPI.Apply(link.GetPrim()).CreateMassAttr(0.3)
+        geom = UsdGeom.Cube.Define(stage, f"/World/Arm/Link{k}/geom")
+        geom.CreateSizeAttr(1.0)
+        geom.AddScaleOp().Set(Gf.Vec3f(length, 0.04, 0.04))
+        collider(geom.GetPrim())
+        hinge = UsdPhysics.RevoluteJoint.Define(stage, f"/World/Arm/Joint{k}")
+        if parent is not None:
+            hinge.CreateBody0Rel().SetTargets([parent])
+        hinge.CreateLocalPos0Attr(Gf.Vec3f(*pivot) if parent is None else Gf.Vec3f(length / 2, 0, 0))
+        hinge.CreateBody1Rel().SetTargets([link.GetPath()])
+        hinge.CreateLocalPos1Attr(Gf.Vec3f(-length / 2, 0, 0))
+        hinge.CreateAxisAttr("Y")
+        parent = link.GetPath()
+    stage.GetRootLayer().Save()
+    return str(path)
+
+
+def newton_coupled_run(path, frames=FRAMES):
+    """Newton 1.8's own coupled loop on the stage, as its example_mujoco_vbd_coupled_solver builds it: add_usd,
+    SolverCoupledProxy of SolverMuJoCo (C MuJoCo: use_mujoco_cpu, its own contacts) owning the bodies and joints and
+    SolverVBD owning the particles, the bodies VBD's proxies (lagged, a collision pipeline on VBD's view), one
+    relaxation pass; the pipeline's collide before each step, the same step and iterations. Body poses by label,
+    particle positions."""
+    nb = newton.ModelBuilder()
+    nb.add_usd(path)
+    nb.color(include_bending=True)
+    model = nb.finalize(device="cpu")
+    bodies = list(range(model.body_count))
+    solver = SolverCoupledProxy(
+        model=model,
+        entries=[
+            SolverCoupledProxy.Entry(
+                name="mjc",
+                solver=lambda v: newton.solvers.SolverMuJoCo(model=v, use_mujoco_cpu=True),
+                bodies=bodies,
+                joints=list(range(model.joint_count)),
+            ),
+            SolverCoupledProxy.Entry(
+                name="vbd",
+                solver=lambda v: newton.solvers.SolverVBD(model=v, iterations=ITERATIONS),
+                particles=list(range(model.particle_count)),
+            ),
+        ],
+        coupling=SolverCoupledProxy.Config(
+            proxies=[
+                SolverCoupledProxy.Proxy(
+                    source="mjc",
+                    destination="vbd",
+                    bodies=bodies,
+                    collision_pipeline=lambda v: newton.CollisionPipeline(v),
+                    collide_interval=1,
+                )  # fmt: skip
+            ],
+            iterations=1,
+        ),
+    )
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1, control = model.state(), model.state(), model.control()
+    newton.eval_fk(model, model.joint_q, model.joint_qd, s0)
+    dt = 1.0 / (FPS * SUBSTEPS)
+    for _ in range(frames * SUBSTEPS):
+        s0.clear_forces()
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, dt)
+        s0, s1 = s1, s0
+    return dict(zip(model.body_label, s0.body_q.numpy(), strict=True)), s0.particle_q.numpy()
+
+
+def our_run(path, frames=FRAMES, **kw):
+    sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, solver_options={"iterations": ITERATIONS}, **kw)
+    for _ in range(frames):
+        sim.step_frame()
+    poses = dict(zip(sim.model.body_label, sim.physics.state.body_q.numpy(), strict=True))
+    points = sim.physics.state.particle_q.numpy() if sim.model.particle_count else None
+    return sim, poses, points
+
+
+@pytest.fixture(scope="module")
+def coupled(tmp_path_factory):
+    """The stage, and our run of it (the scene asks for mujoco)."""
+    path = arm_and_cloth(tmp_path_factory.mktemp("coupled") / "arm_and_cloth.usda")
+    return (path, *our_run(path))
+
+
+def test_a_robot_and_cloth_run_coupled_as_newton_runs_them(coupled):
+    path, sim, poses, points = coupled
+    assert type(sim.solver).__name__ == "SolverMuJoCoVBD"
+    assert type(sim.solver.newton_solver).__name__ == "SolverCoupledProxy"
+    their_poses, their_points = newton_coupled_run(path)
+    assert sorted(poses) == sorted(their_poses) == ["/World/Arm/Link0", "/World/Arm/Link1", "/World/Box"]
+    for label, pose in poses.items():
+        np.testing.assert_allclose(pose[:3], their_poses[label][:3], atol=1e-4, err_msg=label)
+    np.testing.assert_allclose(points, their_points, atol=1e-4)
+
+
+def test_the_rigid_bodies_feel_the_cloth(coupled, tmp_path):
+    """The box falls into the cloth hanging between the tables and is held above the floor; without the cloth (its
+    prim deactivated, the same stage under mujoco) it lands on the floor."""
+    _, sim, poses, points = coupled
+    box = poses["/World/Box"][2] - BOX / 2  # (its bottom)
+    in_gap = np.abs(points[:, 0]) < HALF_GAP
+    assert box > 0.08  # (held: 0.18 m seen)
+    assert 0.05 < points[in_gap, 2].min() < 0.3  # (the cloth sags under it, off the floor: 0.09 m)
+    _, alone, _ = our_run(arm_and_cloth(tmp_path / "bare.usda", cloth=False))
+    assert alone["/World/Box"][2] - BOX / 2 == pytest.approx(0.0, abs=5e-3)  # (on the floor)
+
+
+def test_poses_and_points_are_written_back(coupled):
+    _, sim, poses, points = coupled
+    stage = sim.stage
+    attr = stage.GetPrimAtPath("/World/Cloth/sim").GetAttribute("points")
+    times = attr.GetTimeSamples()
+    assert len(times) >= FRAMES
+    local = points - [0.0, 0.0, 0.42]  # (in the mesh's own space: it is translated 0.42 m up)
+    np.testing.assert_allclose(np.asarray(attr.Get(times[-1])), local, atol=1e-5)
+    box = UsdGeom.Xformable(stage.GetPrimAtPath("/World/Box")).ComputeLocalToWorldTransform(times[-1])
+    np.testing.assert_allclose(np.asarray(box.ExtractTranslation()), poses["/World/Box"][:3], atol=1e-5)
+
+
+@pytest.mark.parametrize(("solver", "scene_api"), [(None, "MjcSceneAPI"), ("vbd", None)])
+def test_the_scene_chooses(tmp_path, solver, scene_api):
+    """A scene applying MjcSceneAPI (no solver named) couples mujoco and vbd; one naming vbd runs vbd alone."""
+    path = arm_and_cloth(tmp_path / "s.usda", solver=solver, scene_api=scene_api, across=4, along=3)
+    sim = Simulation.open(path, fps=FPS, substeps=1)
+    assert type(sim.solver).__name__ == ("SolverVBD" if solver == "vbd" else "SolverMuJoCoVBD")
+
+
+def test_another_rigid_engine_is_refused_naming_the_cloth(tmp_path, capsys):
+    path = arm_and_cloth(tmp_path / "x.usda", across=4, along=3)
+    with pytest.raises(NewtonUsdError, match=r"/World/Cloth/sim: deformable bodies .* not by xpbd \(vbd couples"):
+        Simulation.open(path, solver="xpbd")
+    assert main(["run", path, "-q", "-n", "1", "--solver", "featherstone"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "/World/Cloth/sim" in err and "not by featherstone" in err
+    assert main(["check", path]) == 0
+    assert "mujoco_vbd solver (SolverCoupledProxy)" in capsys.readouterr().out
+
+
+def test_the_sample_stage_runs_coupled():
+    sample = Path(__file__).resolve().parent.parent / "sample_stages" / "deformables" / "arm_and_cloth.usda"
+    sim = Simulation.open(str(sample))
+    assert type(sim.solver).__name__ == "SolverMuJoCoVBD" and sim.options.substeps == 8
+    sim.step_frame()
+    assert np.isfinite(sim.physics.state.particle_q.numpy()).all()
+    assert sim.physics.state.body_q.numpy()[:, 2].min() < 0.75  # (falling, swinging)
