@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pxr import Usd, UsdGeom
+from pxr import Sdf, Usd, UsdGeom
 from test_deformables import FPS, ITERATIONS, SUBSTEPS, cloth_stage
 from test_granular import sand_stage
 
@@ -107,3 +107,45 @@ def test_grains_in_worlds_on_a_sparse_cpu_grid_are_refused_in_one_line(tmp_path)
     path = sand_stage(tmp_path / "sparse.usda", side=3, layers=2)
     with pytest.raises(NewtonUsdError, match=r"/World/Pile: grains in 2 worlds on the CPU need a dense or fixed MPM"):
         Simulation.open(str(path), worlds=2, device="cpu")
+
+
+def env_cloth_stage(path, envs=2, spacing=2.0):
+    """The cloth over a box moved into ``/World/envs/env_0`` and authored again, identical, in env_1 .. (each
+    environment ``spacing`` m further along x)."""
+    src = cloth_stage(path)
+    layer = Sdf.Layer.FindOrOpen(src)
+    for prim_path in ("/World/envs", "/World/envs/env_0"):
+        spec = Sdf.CreatePrimInLayer(layer, prim_path)
+        spec.specifier, spec.typeName = Sdf.SpecifierDef, "Xform"
+    for name in ("Box", "Cloth"):
+        Sdf.CopySpec(layer, f"/World/{name}", layer, f"/World/envs/env_0/{name}")
+        del layer.GetPrimAtPath("/World").nameChildren[name]
+    stage = Usd.Stage.Open(layer)
+    for k in range(1, envs):
+        Sdf.CopySpec(layer, "/World/envs/env_0", layer, f"/World/envs/env_{k}")
+        UsdGeom.Xformable(stage.GetPrimAtPath(f"/World/envs/env_{k}")).AddTranslateOp().Set((spacing * k, 0.0, 0.0))
+    layer.Save()
+    return src
+
+
+def test_environments_with_cloth_import_as_worlds_each_written_onto_its_own(tmp_path):
+    """env_* clones holding a cloth over a box: one world per environment, each cloth where its environment is,
+    written onto its own prim; they run as the same stage run in one world without env_root (every cloth imported)."""
+    path = env_cloth_stage(tmp_path / "envs.usda")
+    flat, q_flat = cloth_run(path, 1, frames=6)  # (both environments' cloths in one world: 2 m apart, untouched)
+    sim, q = cloth_run(path, 1, frames=6, env_root="/World/envs")
+    n = len(q) // 2
+    assert sim.worlds == 2 and sim.model.particle_count == flat.model.particle_count == 2 * n
+    cloths = ["/World/envs/env_0/Cloth/sim", "/World/envs/env_1/Cloth/sim"]
+    assert [(label, w) for label, _, _, w in sim.model.particle_runs] == [(cloths[0], 0), (cloths[1], 1)]
+    assert list(sim.imported.deformables.cloth) == cloths
+    start = sim.model.particle_q.numpy()
+    np.testing.assert_allclose(start[n:] - start[:n], np.tile([2.0, 0.0, 0.0], (n, 1)), atol=1e-6)
+    assert q[:, 2].max() < 0.45  # (fallen onto its box)
+    np.testing.assert_allclose(q, q_flat, atol=1e-4)
+    t = sim.time_code
+    for k, prim_path in enumerate(cloths):
+        prim = sim.stage.GetPrimAtPath(prim_path)
+        local = np.array(UsdGeom.Mesh(prim).GetPointsAttr().Get(t), dtype=np.float64)
+        m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
+        np.testing.assert_allclose(local @ m[:3, :3] + m[3, :3], q[k * n : (k + 1) * n], atol=1e-5)

@@ -14,10 +14,16 @@ ATTACHMENT_TYPE = "PhysicsAttachment"
 FILTER_TYPE = "PhysicsElementCollisionFilter"
 
 
-def find_typed(stage, type_names) -> dict:
-    """Type name -> the stage's prims of that type (instance proxies included), in traversal order."""
+def find_typed(stage, type_names, exclude=()) -> dict:
+    """Type name -> the stage's prims of that type (instance proxies included), in traversal order (not under
+    ``exclude``: the environments replicated from the first)."""
     out = {name: [] for name in type_names}
-    for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
+    skip = {str(e) for e in exclude}
+    it = iter(Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()))
+    for prim in it:
+        if skip and str(prim.GetPath()) in skip:
+            it.PruneChildren()
+            continue
         name = prim.GetTypeName()
         if name in out:
             out[name].append(prim)
@@ -29,7 +35,8 @@ def import_deformable_links(builder, stage, descs, frame, result) -> None:
     points in ``builder``); nothing to do, and no traversal, without cloth or soft volumes."""
     if not result.deformables.simulated:
         return
-    typed = find_typed(stage, (ATTACHMENT_TYPE, FILTER_TYPE))
+    envs = result.environments
+    typed = find_typed(stage, (ATTACHMENT_TYPE, FILTER_TYPE), envs.paths[1:] if envs is not None else ())
     import_attachments(builder, stage, typed[ATTACHMENT_TYPE], frame, result.file, result)
     import_deformable_filters(builder, stage, typed[FILTER_TYPE], descs, result)
     import_graphics(builder, stage, frame, result)

@@ -169,13 +169,15 @@ def has_deformables(stage) -> bool:
     return bool(find_deformables(stage))
 
 
-def import_deformables(builder, stage, frame, file: str, scene_path, default_scene, diag) -> Deformables:
+def import_deformables(builder, stage, frame, file: str, scene_path, default_scene, diag, exclude=()) -> Deformables:
     """Add the cloth of the PhysicsScene ``scene_path`` (None: the stage's only scene, or none) to ``builder`` (see
     the module); ``default_scene`` owns the deformables that name no owner. What is not imported is said in
-    ``diag``."""
+    ``diag``. Prims under ``exclude`` (the environments replicated from the first) are not read."""
     out = Deformables()
     for prim, family in find_deformables(stage):
         path = str(prim.GetPath())
+        if any(path == e or path.startswith(f"{e}/") for e in exclude):
+            continue
         if family == "legacy":
             diag.add(f"a TetMesh without {VOLUME_SIM_API} is simulated as a soft volume (as Newton's legacy import "
                      f"does): apply {BODY_API} and {VOLUME_SIM_API} to say so", path)  # fmt: skip

@@ -429,6 +429,10 @@ def replicate_environments(builder, stage, descs, typed, result):
                 "rigid body outside the environments: every world simulates its own copy (world 0's is written)",
                 path,
             )
+    for path in builder.particle_groups:
+        if not envs.local(path):
+            result.diagnostics.add("grains or deformable body outside the environments: every world simulates its own "
+                                   "copy (world 0's is written)", path)  # fmt: skip
     n_before = {"body": builder.body_count, "shape": builder.shape_count, "joint": builder.joint_count,
                 "distance": len(builder.distance_label)}  # fmt: skip
     builder.replicate(len(envs), placements=envs.placements, local=envs.local, relabel=envs.relabel)
@@ -438,3 +442,6 @@ def replicate_environments(builder, stage, descs, typed, result):
         for w in range(1, len(envs)):
             for p, i in first:
                 index[envs.relabel(p, w)] = i + w * n_before[kind]
+    for runs in (result.grains.groups, result.deformables.cloth, result.deformables.volumes):  # (each env's own prims)
+        copies = [envs.relabel(p, w) for p in runs if envs.local(p) for w in range(1, len(envs))]
+        runs.update({p: builder.particle_groups[p] for p in copies})

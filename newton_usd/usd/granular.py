@@ -129,15 +129,23 @@ def grain_scenes(stage, default_scene: str | None) -> set:
 
 
 def import_grains(
-    builder, stage, frame, file: str, scene_path: str | None, default_scene: str | None, used: set | None = None
+    builder,
+    stage,
+    frame,
+    file: str,
+    scene_path: str | None,
+    default_scene: str | None,
+    used: set | None = None,
+    exclude=(),
 ) -> Grains:
     """Add the grains of the PhysicsScene ``scene_path`` (the imported scene; ``default_scene``: the stage's first,
     which owns grains that name no owner) to ``builder`` (see the module). Grains of another scene are listed in
     :attr:`Grains.elsewhere`. ``used``: the import's record of the attributes it read (``Resolver.used``: ``usdsim
     check`` lists the authored ``newton:*`` ones it lacks), to which the scene's settings and the grains' materials'
-    ``newton:mpm:*`` values read here are added."""
+    ``newton:mpm:*`` values read here are added. Prims under ``exclude`` (the environments replicated from the first)
+    are not read."""
     grains = Grains()
-    for prim in find_granular(stage):
+    for prim in find_granular(stage, exclude):
         path = str(prim.GetPath())
         if not prim.IsA(UsdGeom.Points):
             raise UsdInputError(f"{SIM_API} applies to Points prims only, not to a {prim.GetTypeName() or 'typeless'} "

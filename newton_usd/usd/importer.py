@@ -37,7 +37,7 @@ from .cables import import_cables
 from .colliders import import_shape
 from .collision_filters import import_collision_filters
 from .deformable_links import import_deformable_links
-from .deformables import Deformables, find_deformables, import_deformables
+from .deformables import Deformables, import_deformables
 from .descriptors import OT, SHAPE_TYPES
 from .envs import Environments, check_identical, find_environments, replicate_environments
 from .equalities import import_joint_equalities, import_tendon_equalities
@@ -208,16 +208,12 @@ def add_usd(
     instanced = instancer_prototypes(stage, typed["PointInstancer"], result, owners)
 
     bodies = descs.get(OT.RigidBody, [])
-    if env_root is None:  # (grains are not replicated into environments yet)
-        scenes = physics_scenes(stage)
-        result.grains = import_grains(builder, stage, frame, file, result.scene_path, scenes[0] if scenes else None,
-                                      result.resolver.used)  # fmt: skip
-        say_uncoupled_bodies(result.grains, bodies, diag)
-        result.deformables = import_deformables(builder, stage, frame, file, result.scene_path,
-                                                scenes[0] if scenes else None, diag)  # fmt: skip
-    else:
-        for prim, _ in find_deformables(stage):
-            diag.add("deformable bodies are not replicated into environments yet: not simulated", prim.GetPath())
+    scenes = physics_scenes(stage)  # (grains and deformables: the first environment's, replicated with it)
+    result.grains = import_grains(builder, stage, frame, file, result.scene_path, scenes[0] if scenes else None,
+                                  result.resolver.used, exclude=others)  # fmt: skip
+    say_uncoupled_bodies(result.grains, bodies, diag)
+    result.deformables = import_deformables(builder, stage, frame, file, result.scene_path,
+                                            scenes[0] if scenes else None, diag, exclude=others)  # fmt: skip
     if not bodies and not instanced and not result.grains.groups and not result.deformables.simulated \
             and not result.deformables.cables:
         _nothing_to_simulate(result, owners)
