@@ -246,3 +246,10 @@ def test_a_cable_with_a_rest_shape_moves_as_under_newton(tmp_path):
 def test_check_says_every_cable_attribute_is_used(tmp_path, capsys):
     assert main(["check", cable_stage(tmp_path / "cable.usda")]) == 0
     assert "every authored value is used" in capsys.readouterr().out
+
+
+def test_cables_in_several_worlds_are_refused_in_one_line(tmp_path, capsys):
+    path = cable_stage(tmp_path / "cable.usda")
+    assert main(["run", path, "-q", "-n", "1", "--worlds", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "/World/Cable/sim: cables are simulated in one world" in err[0], err
