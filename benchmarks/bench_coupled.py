@@ -1,0 +1,118 @@
+"""A robot arm, a box and a cloth under newton_usd's mujoco_vbd engine against Newton's own coupled loop on the same
+stage, side by side.
+
+    python benchmarks/bench_coupled.py [--cloth 19x7,38x13] [--frames 2] [--repeat 3] [--fps 30] [--substeps 4]
+        [--iterations 10] [--device cpu|cuda]
+
+Per cloth size (points across x along), tests/test_coupled.py's stage (``arm_and_cloth``: a two-link arm, a 2 kg
+box and a 1.8 x 0.6 m cloth across two tables; the scene asks for mujoco), written to a temporary stage. Two sides,
+each from its own import of that stage:
+
+- ``ours``: ``Simulation.open`` (the mujoco_vbd engine, ``live=False``) and ``step_frame`` frame after frame, the
+  poses and points written onto the stage every frame as ``usdsim run`` writes them;
+- ``newton``: Newton 1.8's own coupled loop (tests/test_coupled.py's ``newton_coupled_run``: ``add_usd``,
+  ``SolverCoupledProxy`` of SolverMuJoCo, C MuJoCo on the CPU, and SolverVBD, as its
+  ``example_mujoco_vbd_coupled_solver``), per step ``clear_forces``, ``collide`` and ``step``, nothing written.
+
+Timed as ``side_by_side.row``: thread time on the CPU (C MuJoCo and Warp's CPU kernels run in the calling thread),
+rounds alternating which side goes first; ``ours/newton`` is Newton's time over ours (1.0: as fast). The last column
+is the largest difference of the particles between the sides after the same steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+from side_by_side import header, row
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+
+
+class Ours:
+    def __init__(self, path, device, fps, substeps, iterations):
+        from newton_usd import Simulation
+
+        self.sim = Simulation.open(path, device=device, fps=fps, substeps=substeps, live=False,
+                                   solver_options={"iterations": iterations})  # fmt: skip
+        self.device = self.sim.model.device
+
+    def frames(self, n):
+        for _ in range(n):
+            self.sim.step_frame()
+
+    def positions(self):
+        return self.sim.physics.state.particle_q.numpy()
+
+
+class Newton:
+    def __init__(self, path, device, fps, substeps, iterations):
+        import newton
+        from newton.solvers.experimental.coupled import SolverCoupledProxy
+
+        builder = newton.ModelBuilder()
+        builder.add_usd(path)
+        builder.color(include_bending=True)
+        model = self.model = builder.finalize(device=device)
+        self.device = model.device
+        bodies = list(range(model.body_count))
+        cpu = not self.device.is_cuda
+        rigid = SolverCoupledProxy.Entry(
+            name="mjc", solver=lambda v: newton.solvers.SolverMuJoCo(model=v, use_mujoco_cpu=cpu),
+            bodies=bodies, joints=list(range(model.joint_count)),
+        )  # fmt: skip
+        vbd = SolverCoupledProxy.Entry(
+            name="vbd", solver=lambda v: newton.solvers.SolverVBD(model=v, iterations=iterations),
+            particles=list(range(model.particle_count)),
+        )  # fmt: skip
+        proxy = SolverCoupledProxy.Proxy(source="mjc", destination="vbd", bodies=bodies,
+                                         collision_pipeline=newton.CollisionPipeline, collide_interval=1)  # fmt: skip
+        self.solver = SolverCoupledProxy(model, [rigid, vbd], SolverCoupledProxy.Config([proxy], 1))
+        self.pipeline = newton.CollisionPipeline(model)
+        self.contacts = self.pipeline.contacts()
+        self.s0, self.s1, self.control = model.state(), model.state(), model.control()
+        newton.eval_fk(model, model.joint_q, model.joint_qd, self.s0)
+        self.dt, self.substeps = 1.0 / (fps * substeps), substeps
+
+    def frames(self, n):
+        for _ in range(n * self.substeps):
+            self.s0.clear_forces()
+            self.pipeline.collide(self.s0, self.contacts)
+            self.solver.step(self.s0, self.s1, self.control, self.contacts, self.dt)
+            self.s0, self.s1 = self.s1, self.s0
+
+    def positions(self):
+        return self.s0.particle_q.numpy()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cloth", default="19x7,38x13")
+    parser.add_argument("--frames", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--fps", type=float, default=30.0)
+    parser.add_argument("--substeps", type=int, default=4)
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+
+    from test_coupled import arm_and_cloth
+
+    import newton_usd  # noqa: F401  (its schemas registered before a stage is made)
+
+    print(header("points"))
+    for size in args.cloth.split(","):
+        across, along = (int(v) for v in size.split("x"))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = arm_and_cloth(os.path.join(tmp, "arm_and_cloth.usda"), across=across, along=along)
+            kw = (args.device, args.fps, args.substeps, args.iterations)
+            sides = {"ours": Ours(path, *kw), "newton": Newton(path, *kw)}
+            print(row(across * along, sides, args.frames, args.repeat), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
