@@ -422,17 +422,6 @@ def test_check_names_the_engine_and_counts_the_deformables(tmp_path, capsys):
     assert "/World/Soft: deformable bodies (cloth, soft volumes) are simulated by the vbd solver" in err
 
 
-def test_a_live_edit_of_a_cloth_is_said_not_taken(tmp_path, caplog):
-    sim = Simulation.open(cloth_stage(tmp_path / "live.usda"), fps=FPS, substeps=SUBSTEPS)
-    sim.step_frame()
-    prim = sim.stage.GetPrimAtPath("/World/Cloth/sim")
-    with caplog.at_level("WARNING", logger="newton_usd"):
-        UsdGeom.Xformable(prim).GetOrderedXformOps()[0].Set(Gf.Vec3d(1, 0, 0.5))
-        sim.stage.GetPrimAtPath("/World/ClothMaterial").GetAttribute("physics:density").Set(10.0)
-        sim.step_frame()
-    said = caplog.text
-    assert "/World/Cloth/sim.xformOp:translate: live edits of deformable bodies" in said
-    assert "/World/ClothMaterial.physics:density: live edits of deformable bodies" in said
 
 
 def test_cloth_masses_as_newton_reads_them(tmp_path):

@@ -20,6 +20,7 @@ from ..usd.live_values import NotInPlace
 from ..usd.resolver import DIALECTS
 from . import opening
 from .in_place import ModelIndex, Planner
+from .particle_moves import move_particles
 from .teleport import hold_bodies, move_bodies
 
 logger = logging.getLogger("newton_usd")
@@ -152,20 +153,31 @@ class LiveEditor:
             physics.solver.joint_states_written(physics.state)
         if plan.placed:
             self._place_held(plan.placed, index.tree)
+        particles = self._move_particles(plan.particle_moves)
         if plan.moved_ancestors:
             run.recorder.resync()  # (prims whose parents moved: their local transforms are of the new places)
-        if not (changed or moved or plan.placed):
+        if not (changed or moved or plan.placed or particles):
             return None
         self.edits_applied += 1
         logger.info("%s: frame %d: applied edits in place (%s)", run.source_file, run.frame,
                     ", ".join(sorted(changed | ({"body poses"} if moved else set())
-                                     | ({"kinematic body poses"} if plan.placed else set()))))  # fmt: skip
+                                     | ({"kinematic body poses"} if plan.placed else set())
+                                     | {f"{p} moved" for p in particles})))  # fmt: skip
         check = run.blow_up_check
         if changed & _BOUND_BY or moved:  # (what bounds how far a body goes changed: measured anew)
             check.restart_flung_check(model_changed=self._reach_changed(changed, rows))
         if "body_kinematic" in changed:
             check.restart_flung_check(model_changed=True)  # (a check of a model with kinematic bodies: none)
         return "values"
+
+    def _move_particles(self, paths) -> list:
+        """Particle prims moved by hand (``paths``): their points teleported with them
+        (:func:`~.particle_moves.move_particles`); the prims moved."""
+        run, physics = self._run, self._run.physics
+        sync = run.recorder.points_sync
+        if not paths or sync is None:
+            return []
+        return move_particles(run.stage, physics.model, physics.state, sync, paths, physics.imported.frame)
 
     def _place_held(self, placed, tree) -> None:
         """Kinematic bodies the user moved (``placed``: body -> pose, SI) put there at once, at rest (MuJoCo's welded

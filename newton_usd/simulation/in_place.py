@@ -51,6 +51,7 @@ from ..sync.stage_sync import OP_MATRIX, OP_ORIENT, OP_SCALE, OP_TRANSLATE
 from ..usd.live_values import LiveValues, NotInPlace, bound_materials, collider_prim
 from ..usd.resolver import DIALECTS
 from ..usd.scenes import scene_gravity
+from .particle_moves import placed_particles
 from .teleport import JointTree
 
 GRAVITY_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
@@ -104,6 +105,7 @@ class Plan:
         velocities: body index -> origin velocity (6, world frame).
         gravity: the new gravity (SI), or None.
         moved_ancestors: an ancestor prim of bodies was moved (the stage sync reads its parents again).
+        particle_moves: particle prims (or deformables' body prims) moved by hand: their points teleported.
         refused: ``[(key, message)]`` of the edits not applied (bad values), each said once by the caller.
         applied: the ``(prim, attribute)`` keys of the edits taken.
     """
@@ -115,6 +117,7 @@ class Plan:
     velocities: dict = field(default_factory=dict)
     gravity: np.ndarray | None = None
     moved_ancestors: bool = False
+    particle_moves: set = field(default_factory=set)
     refused: list = field(default_factory=list)
     applied: set = field(default_factory=set)
 
@@ -337,8 +340,13 @@ class Planner:
                 self._joint(path)
         elif path in index.shape:
             self._collider(path, names - xform, xform)
+        elif xform and xform == names and placed_particles(self.sim.physics.model, path):
+            self.plan.particle_moves.add(path)  # (a cloth, soft volume or grains moved: their points teleported)
         elif _deformable_edit(self.sim.physics.model, prim):
-            why = "live edits of deformable bodies (cloth, soft volumes) and their materials are not taken yet"
+            why = (
+                "live edits of deformable bodies (cloth, soft volumes) and their materials are not taken yet (but a "
+                "move of the prim)"
+            )
             self.plan.refused.extend(((path, n), f"{path}.{n}: {why}") for n in sorted(names))
         elif prim.HasAPI(UsdPhysics.MaterialAPI):
             self._material(path, names)

@@ -4,7 +4,8 @@ Any prim whose points are simulated as particles (a granular ``Points`` prim; a 
 run of the State's particle rows (:func:`~newton_usd.sync.state_rows.particle_rows`). Each frame its run is
 written as a time sample of its ``points`` attribute (``velocities`` too, where asked), in the prim's own space and
 the stage's units and up axis: the inverse of the import's ``p_sim = mpu * R (p @ M)`` with ``M`` the prim's
-local-to-world matrix at the start (a prim whose ancestors move is not followed). The default value of each is left
+local-to-world matrix at the start, or where the prim was moved by hand since (:meth:`PointsSync.place`; a prim
+whose ancestors move is not followed). The default value of each is left
 as authored (the output layer holds time samples only), and :meth:`PointsSync.restore` removes what was written.
 """
 
@@ -88,6 +89,17 @@ class PointsSync:
                     else:
                         self.layer.SetTimeSample(velocities_spec.path, float(time_code), value)
         self.frames_written += 1
+
+    def place(self, path: str, world: np.ndarray):
+        """The prim ``path`` is now at ``world`` (its local-to-world matrix, stage units, row vectors): its points are
+        written in that space from now on (a prim moved by hand, its points teleported with it). Returns the matrix
+        they were written against (None: no such prim is written)."""
+        old = None
+        for i, (group_path, first, end, inv) in enumerate(self.groups):
+            if str(group_path) == path:
+                old = np.linalg.inv(inv)
+                self.groups[i] = (group_path, first, end, np.linalg.inv(world))
+        return old
 
     def restore(self) -> None:
         """Remove what this sync wrote: the stage shows the authored points again."""
