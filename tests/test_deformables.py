@@ -422,8 +422,6 @@ def test_check_names_the_engine_and_counts_the_deformables(tmp_path, capsys):
     assert "/World/Soft: deformable bodies (cloth, soft volumes) are simulated by the vbd solver" in err
 
 
-
-
 def test_cloth_masses_as_newton_reads_them(tmp_path):
     """The body prim's physics:mass scales the cloth's mass to it; physics:masses (constant: the total) wins over it."""
     path = cloth_stage(tmp_path / "mass.usda")
