@@ -13,6 +13,8 @@ update. Nothing here imports Kit, so the behaviour is tested in plain Python.
   running simulation at the next update (:meth:`~newton_usd.sim.Simulation.apply_edits`: in place, no
   import); Stop puts the authored values back: the layer that was the edit target when the run
   started gets back the opinions it had then at every path edited (``restore_edits``).
+- Deformables (cloth, soft volumes) and grains are written as every run writes them: their prims' ``points`` and
+  ``velocities`` each frame (:class:`~newton_usd.sync.points_sync.PointsSync`), the authored ones back on Stop.
 - A stage with nothing to simulate, or whose scene names another solver, is left alone with one log
   line. A failure inside a step stops the simulation and logs the error with its prim; no exception
   ever reaches the app.
@@ -267,9 +269,12 @@ class Playback:
             copy = Sdf.Layer.CreateAnonymous("authored")
             copy.TransferContent(layer)
             self._authored = (layer, copy)
+        model = self.sim.model
+        prims = len(model.particle_groups)
+        particles = f", {model.particle_count} particles of {prims} prim{'s' * (prims != 1)}" if prims else ""
         LOG.info(
-            "newton_usd.kit: simulating %s: %d bodies, %d joints, %s, %g fps x %d substeps",
-            _stage_name(self.stage), self.sim.model.body_count, self.sim.model.joint_count,
+            "newton_usd.kit: simulating %s: %d bodies, %d joints%s, %s, %g fps x %d substeps",
+            _stage_name(self.stage), model.body_count, model.joint_count, particles,
             type(self.sim.solver).__name__, self.sim.fps, self.sim.substeps,
         )  # fmt: skip
         return True
