@@ -5,6 +5,7 @@ World 0 is written onto the prims; with ``write_worlds="all"`` each other world'
 
 from __future__ import annotations
 
+import newton
 import numpy as np
 import pytest
 from pxr import Sdf, Usd, UsdGeom
@@ -70,6 +71,55 @@ def test_every_world_is_written_onto_its_copy_of_the_environment(tmp_path):
     offset = np.array(stage.GetPrimAtPath("/World_world1").GetAttribute("xformOp:translate:worldOffset").Get())
     assert np.linalg.norm(offset) > 0.5  # (shown beside world 0, where it is simulated plus its copy's offset)
     np.testing.assert_allclose(world_points(copy), q[n:] + offset, atol=1e-5)
+
+
+def newton_replicated(path, worlds, frames, substeps, grains=False) -> np.ndarray:
+    """Newton 1.8's own loop on ``worlds`` copies of the stage (``ModelBuilder.replicate`` of its ``add_usd``, a world
+    each): VBD with its collision pipeline (cloth), or implicit MPM on separate worlds' grids (``grains``)."""
+    one, builder = newton.ModelBuilder(), newton.ModelBuilder()
+    if grains:
+        for b in (one, builder):
+            newton.solvers.SolverImplicitMPM.register_custom_attributes(b)
+    stage = Usd.Stage.Open(str(path))
+    result = one.add_usd(stage)
+    builder.replicate(one, worlds)
+    dt = 1.0 / (FPS * substeps)
+    if grains:
+        config = newton.solvers.SolverImplicitMPM.Config.create_from_usd(
+            stage.GetPrimAtPath(result["particle_scene_path"])
+        )
+        config.separate_worlds = True
+        model = builder.finalize(device="cpu")
+        solver = newton.solvers.SolverImplicitMPM(model, config)
+        s0, s1 = model.state(), model.state()
+        for _ in range(frames * substeps):
+            solver.step(s0, s1, None, None, dt)
+            solver.project_outside(s1, s1, dt)
+            s0, s1 = s1, s0
+        return s0.particle_q.numpy()
+    builder.color(include_bending=True)
+    model = builder.finalize(device="cpu")
+    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1, control = model.state(), model.state(), model.control()
+    for _ in range(frames * substeps):
+        s0.clear_forces()
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, dt)
+        s0, s1 = s1, s0
+    return s0.particle_q.numpy()
+
+
+def test_worlds_of_cloth_and_grains_run_as_newtons_own_replicated_loop(tmp_path):
+    """Three worlds of the cloth over a box, two of a sand pile: every world's points as Newton's own loop puts them on
+    its replicated builder (``ModelBuilder.replicate``: a world per copy)."""
+    path = cloth_stage(tmp_path / "cloth.usda")
+    _, ours = cloth_run(path, 3, frames=6)
+    np.testing.assert_allclose(ours, newton_replicated(path, 3, 6, SUBSTEPS), atol=1e-4)  # (1 world's: 6e-5 m)
+    path = sand_stage(tmp_path / "sand.usda", side=3, layers=2, **{"scene_newton:mpm:gridType": "dense"})
+    _, ours = sand_run(path, 2)
+    np.testing.assert_allclose(ours, newton_replicated(path, 2, 2, 2, grains=True), atol=1e-5)
 
 
 def sand_run(path, worlds, frames=2, kick=None, **kw):
