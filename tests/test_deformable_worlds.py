@@ -9,6 +9,7 @@ import newton
 import numpy as np
 import pytest
 from pxr import Sdf, Usd, UsdGeom
+from test_deformable_links import CORNERS, _rotate, attach, corner_points, element_filter, falling_box_stage
 from test_deformables import FPS, ITERATIONS, SUBSTEPS, cloth_stage
 from test_granular import sand_stage
 
@@ -199,3 +200,29 @@ def test_environments_with_cloth_import_as_worlds_each_written_onto_its_own(tmp_
         local = np.array(UsdGeom.Mesh(prim).GetPointsAttr().Get(t), dtype=np.float64)
         m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
         np.testing.assert_allclose(local @ m[:3, :3] + m[3, :3], q[k * n : (k + 1) * n], atol=1e-5)
+
+
+def test_attachments_and_filters_of_a_cloth_in_each_world(tmp_path):
+    """A cloth tied to a thrown box, and a cloth filtered from the box under it, in two worlds: each world's cloth
+    tied to its own box (world 1's box thrown harder drags its cloth only), each filtered from its own box."""
+    path = falling_box_stage(tmp_path / "tied.usda")
+    local = [(c[0] - 0.05, c[1] + 0.45, c[2] - 0.5) for c in corner_points(CORNERS)]
+    attach(path, CORNERS, src1="/World/Box", coords=local)
+    _, one = cloth_run(path, 1, frames=6)
+    sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, solver_options={"iterations": ITERATIONS}, worlds=2,
+                          device="cpu")  # fmt: skip
+    qd = sim.physics.state.body_qd.numpy()
+    qd[1, 2] += 2.0  # (world 1's box thrown up harder)
+    sim.physics.state.body_qd.assign(qd)
+    for _ in range(6):
+        sim.step_frame()
+    q, boxes = sim.physics.state.particle_q.numpy(), sim.physics.state.body_q.numpy()
+    n = len(one)
+    np.testing.assert_allclose(q[:n], one, atol=1e-6)
+    assert boxes[1, 2] > boxes[0, 2] + 0.1
+    for k, i in enumerate(CORNERS):  # (world 1's tied points on world 1's box)
+        np.testing.assert_allclose(q[n + i], boxes[1, :3] + _rotate(boxes[1, 3:], local[k]), atol=1e-4)
+    path = element_filter(cloth_stage(tmp_path / "filtered.usda"))
+    _, q = cloth_run(path, 2, frames=6)
+    assert q[:, 2].max() < 0.39  # (both worlds' cloths through their boxes)
+    np.testing.assert_allclose(q[n:], q[:n], atol=1e-6)
