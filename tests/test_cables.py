@@ -4,6 +4,9 @@ Newton 1.8's own loop on the same stage; the same cable in centimetres; bad inpu
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import newton
 import numpy as np
 import pytest
@@ -19,6 +22,7 @@ from newton_usd.view.tubes import SIDES
 
 from stages import scaled_stage
 
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_stages" / "deformables" / "cable_hanging.usda"
 FPS, SUBSTEPS, FRAMES, ITERATIONS = 30, 4, 4, 10
 N = 6  # points of the cable (5 segments, 0.5 m)
 
@@ -253,3 +257,36 @@ def test_cables_in_several_worlds_are_refused_in_one_line(tmp_path, capsys):
     assert main(["run", path, "-q", "-n", "1", "--worlds", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "/World/Cable/sim: cables are simulated in one world" in err[0], err
+
+
+def test_the_sample_cable_swings_down_from_its_pin(tmp_path):
+    source = tmp_path / "cable_hanging.usda"
+    shutil.copy(SAMPLE, source)
+    out = tmp_path / "out.usda"
+    assert main(["run", str(source), "-q", "-n", "10", "-o", str(out)]) == 0
+    result = Usd.Stage.Open(str(out))
+    attr = result.GetPrimAtPath("/World/Cable/sim").GetAttribute("points")
+    times = attr.GetTimeSamples()
+    assert len(times) == 11
+    first, last = (np.asarray(attr.Get(t), dtype=np.float64) for t in (times[0], times[-1]))
+    assert np.all(np.isfinite(last)) and np.linalg.norm(last[0] - first[0]) < 1e-3  # (the pinned end stays)
+    assert last[-1, 2] < first[-1, 2] - 0.3  # (the free end swings down)
+    assert last[:, 2].min() > -1.2 - 0.01  # (above the ground: the cable's origin is 1.2 m up)
+
+
+def test_a_cable_of_two_curves_is_two_chains_as_under_newton(tmp_path):
+    points = [Gf.Vec3f(0.1 * i, 0.0, 0.0) for i in range(3)] + [Gf.Vec3f(0.1 * i, 0.2, 0.1 * i) for i in range(3)]
+    edits = {"curveVertexCounts": [3, 3], "points": points, "physics:thicknesses": [0.02, 0.04],
+             "physics:thicknesses:elementType": "curve"}  # fmt: skip
+    path = cable_stage(tmp_path / "two.usda", pin=False, **edits)
+    sim = our_run(path, frames=2)
+    cable = sim.model.cables[0]
+    assert len(cable.bodies) == 4 and len(cable.joints) == 2 and len(cable.point_bodies) == 6
+    assert {sim.model.body_label[b] for b in cable.bodies[2:]} == {
+        f"/World/Cable/sim_curve1_edge_body_{i}" for i in (0, 1)
+    }
+    ours, theirs = sim.physics.state.body_q.numpy(), newton_run(path, frames=2)
+    assert np.max(np.abs(ours[:, :3] - theirs[:, :3])) < 1e-5
+    length = np.array([0.1, 0.1, 0.1 * 2**0.5, 0.1 * 2**0.5])  # (the second curve rises at 45 degrees)
+    radius = np.array([0.01, 0.01, 0.02, 0.02])  # (per curve: half its thickness)
+    assert np.allclose(sim.model.body_mass.numpy(), 1200.0 * np.pi * radius**2 * length, rtol=1e-5)
