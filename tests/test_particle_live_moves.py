@@ -80,3 +80,19 @@ def test_a_material_edit_is_still_said_and_a_move_is_not(tmp_path, caplog):
     assert "xformOp" not in said
     assert sim.physics.state.particle_q.numpy()[:, 0].mean() > 0.9
     sim.close()
+
+
+def test_a_replicated_cloth_moves_in_every_world_or_the_first(tmp_path):
+    for edit_worlds, moved in (("all", [True, True, True]), ("first", [True, False, False])):
+        path = cloth_stage(tmp_path / f"{edit_worlds}.usda", box=False)  # (a stage each: the edit stays in its layer)
+        sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, worlds=3)
+        sim.edit_worlds = edit_worlds
+        sim.step_frame()
+        per_world = sim.physics.state.particle_q.numpy().reshape(3, -1, 3)[:, :, 0].mean(axis=1)
+        UsdGeom.Xformable(sim.stage.GetPrimAtPath("/World/Cloth/sim")).GetOrderedXformOps()[0].Set(
+            Gf.Vec3d(1.05, 0, 0.5)
+        )
+        sim.apply_edits()
+        shift = sim.physics.state.particle_q.numpy().reshape(3, -1, 3)[:, :, 0].mean(axis=1) - per_world
+        np.testing.assert_allclose(shift, np.where(moved, 1.0, 0.0), atol=1e-5, err_msg=edit_worlds)
+        sim.close()

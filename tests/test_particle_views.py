@@ -97,3 +97,16 @@ def test_patterns_that_match_no_particles_or_rows_that_differ_say_so(tmp_path):
     with pytest.raises(NewtonUsdError, match="no colliders"):
         view.get_friction_coefficients()
     sim.close()
+
+
+def test_a_row_per_world_of_a_replicated_cloth(tmp_path):
+    """worlds=3: a row per world of the one cloth prim; a write into world 1's row moves world 1's cloth only."""
+    sim = Simulation.open(cloth_stage(tmp_path / "cloth.usda", box=False), fps=FPS, substeps=SUBSTEPS, worlds=3)
+    view = ParticleView(sim, "/World/Cloth")
+    assert view.count == 3 and list(view.worlds) == [0, 1, 2] and view.prim_paths == ["/World/Cloth"] * 3
+    assert view.get_positions().shape == (3, SIDE * SIDE, 3)
+    view.set_velocities(np.tile([0.0, 0.0, 5.0], (1, SIDE * SIDE, 1)), indices=[1])
+    sim.step_frame()
+    z = view.get_positions().numpy()[:, :, 2].mean(axis=1)
+    assert z[1] > z[0] + 0.15 and z[0] == pytest.approx(z[2], abs=1e-6), z  # (world 1 thrown up, 0 and 2 alike)
+    sim.close()

@@ -177,7 +177,8 @@ class LiveEditor:
         sync = run.recorder.points_sync
         if not paths or sync is None:
             return []
-        return move_particles(run.stage, physics.model, physics.state, sync, paths, physics.imported.frame)
+        return move_particles(run.stage, physics.model, physics.state, sync, paths, physics.imported.frame,
+                              first_world=self.edit_worlds == "first")  # fmt: skip
 
     def _place_held(self, placed, tree) -> None:
         """Kinematic bodies the user moved (``placed``: body -> pose, SI) put there at once, at rest (MuJoCo's welded

@@ -24,11 +24,11 @@ def _runs(model) -> list:
     return list(runs) if runs else [(label, f, e, 0) for label, (f, e) in model.particle_groups.items()]
 
 
-def move_particles(stage, model, state, points_sync, paths, frame) -> list:
+def move_particles(stage, model, state, points_sync, paths, frame, first_world: bool = False) -> list:
     """Teleport the particles of the particle prims that ``paths`` place (:func:`placed_particles`; every world's
-    copy of a prim) in ``state`` by the change of each prim's world transform: from the one its points were written
-    against (``points_sync``'s) to the stage's now; ``frame``: the stage's :class:`~newton_usd.usd.StageFrame`. Returns
-    the prims moved."""
+    copy of a prim, or world 0's alone with ``first_world``) in ``state`` by the change of each prim's world
+    transform: from the one its points were written against (``points_sync``'s) to the stage's now; ``frame``: the
+    stage's :class:`~newton_usd.usd.StageFrame`. Returns the prims moved."""
     moved = {}
     for path in paths:
         for label in placed_particles(model, path):
@@ -41,9 +41,9 @@ def move_particles(stage, model, state, points_sync, paths, frame) -> list:
         return []
     q, qd = state.particle_q.numpy().astype(np.float64), state.particle_qd.numpy().astype(np.float64)
     r, s = frame.rotation, frame.meters_per_unit
-    for label, first, end, _ in _runs(model):
+    for label, first, end, world in _runs(model):
         change = moved.get(label)
-        if change is None:
+        if change is None or (first_world and world != 0):
             continue
         p = quat_rotate(quat_conjugate(r), q[first:end]) / s  # (stage units, the stage's up axis)
         v = quat_rotate(quat_conjugate(r), qd[first:end]) / s
