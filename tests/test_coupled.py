@@ -108,12 +108,12 @@ def arm_and_cloth(path, *, solver="mujoco", across=19, along=7, cloth=True, scen
     return str(path)
 
 
-def newton_coupled_run(path, frames=FRAMES):
+def newton_coupled_run(path, frames=FRAMES, rigid="mujoco"):
     """Newton 1.8's own coupled loop on the stage, as its example_mujoco_vbd_coupled_solver builds it: add_usd,
     SolverCoupledProxy of SolverMuJoCo (C MuJoCo: use_mujoco_cpu, its own contacts) owning the bodies and joints and
     SolverVBD owning the particles, the bodies VBD's proxies (lagged, a collision pipeline on VBD's view), one
-    relaxation pass; the pipeline's collide before each step, the same step and iterations. Body poses by label,
-    particle positions."""
+    relaxation pass; the pipeline's collide before each step, the same step and iterations (``rigid`` "xpbd":
+    SolverXPBD instead of SolverMuJoCo, its contacts the pipeline's). Body poses by label, particle positions."""
     nb = newton.ModelBuilder()
     nb.add_usd(path)
     nb.color(include_bending=True)
@@ -123,8 +123,10 @@ def newton_coupled_run(path, frames=FRAMES):
         model=model,
         entries=[
             SolverCoupledProxy.Entry(
-                name="mjc",
-                solver=lambda v: newton.solvers.SolverMuJoCo(model=v, use_mujoco_cpu=True),
+                name="rigid",
+                solver=(lambda v: newton.solvers.SolverMuJoCo(model=v, use_mujoco_cpu=True))
+                if rigid == "mujoco"
+                else (lambda v: newton.solvers.SolverXPBD(model=v)),
                 bodies=bodies,
                 joints=list(range(model.joint_count)),
             ),
@@ -137,12 +139,12 @@ def newton_coupled_run(path, frames=FRAMES):
         coupling=SolverCoupledProxy.Config(
             proxies=[
                 SolverCoupledProxy.Proxy(
-                    source="mjc",
+                    source="rigid",
                     destination="vbd",
                     bodies=bodies,
                     collision_pipeline=lambda v: newton.CollisionPipeline(v),
                     collide_interval=1,
-                )  # fmt: skip
+                )
             ],
             iterations=1,
         ),
@@ -183,8 +185,21 @@ def test_a_robot_and_cloth_run_coupled_as_newton_runs_them(coupled):
     their_poses, their_points = newton_coupled_run(path)
     assert sorted(poses) == sorted(their_poses) == ["/World/Arm/Link0", "/World/Arm/Link1", "/World/Box"]
     for label, pose in poses.items():
+        np.testing.assert_allclose(pose[:3], their_poses[label][:3], atol=1e-4, err_msg=label)  # (0 m seen)
+    np.testing.assert_allclose(points, their_points, atol=1e-4)
+
+
+def test_asked_for_xpbd_it_runs_xpbd_coupled_as_newton_does(coupled):
+    """Asked for xpbd, the same stage runs XPBD coupled with VBD, as Newton's own loop with SolverXPBD; the box is
+    held as under MuJoCo."""
+    path = coupled[0]
+    sim, poses, points = our_run(path, solver="xpbd")
+    assert type(sim.solver).__name__ == "SolverXPBDVBD"
+    their_poses, their_points = newton_coupled_run(path, rigid="xpbd")
+    for label, pose in poses.items():
         np.testing.assert_allclose(pose[:3], their_poses[label][:3], atol=1e-4, err_msg=label)
     np.testing.assert_allclose(points, their_points, atol=1e-4)
+    assert poses["/World/Box"][2] - BOX / 2 > 0.08  # (held: 0.15 m seen)
 
 
 def test_the_rigid_bodies_feel_the_cloth(coupled, tmp_path):
@@ -221,8 +236,8 @@ def test_the_scene_chooses(tmp_path, solver, scene_api):
 
 def test_another_rigid_engine_is_refused_naming_the_cloth(tmp_path, capsys):
     path = arm_and_cloth(tmp_path / "x.usda", across=4, along=3)
-    with pytest.raises(NewtonUsdError, match=r"/World/Cloth/sim: deformable bodies .* not by xpbd \(vbd couples"):
-        Simulation.open(path, solver="xpbd")
+    with pytest.raises(NewtonUsdError, match=r"/World/Cloth/sim: deformable bodies .* not by kamino \(vbd couples"):
+        Simulation.open(path, solver="kamino")
     assert main(["run", path, "-q", "-n", "1", "--solver", "featherstone"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "/World/Cloth/sim" in err and "not by featherstone" in err

@@ -177,8 +177,8 @@ def test_a_material_of_another_family_is_refused(tmp_path):
 
 def test_cloth_under_another_engine_is_refused(tmp_path):
     path = cloth_stage(tmp_path / "c.usda", box=False)
-    with pytest.raises(NewtonUsdError, match="are simulated by the vbd solver, not by xpbd"):
-        Simulation.open(path, solver="xpbd")
+    with pytest.raises(NewtonUsdError, match="are simulated by the vbd solver, not by kamino"):
+        Simulation.open(path, solver="kamino")  # (mujoco and xpbd couple with vbd: tests/test_coupled.py)
 
 
 def test_a_vbd_scene_sets_the_solver_and_its_settings(tmp_path):
@@ -417,7 +417,7 @@ def test_check_names_the_engine_and_counts_the_deformables(tmp_path, capsys):
     assert main(["check", path]) == 0
     out = capsys.readouterr().out
     assert "27 particles of 1 prim (0 triangles, 48 tetrahedra); vbd solver (SolverVBD)" in out
-    assert main(["check", path, "--solver", "mujoco"]) == 2
+    assert main(["check", path, "--solver", "featherstone"]) == 2  # (mujoco, xpbd: coupled, tests/test_coupled.py)
     err = capsys.readouterr().err
     assert "/World/Soft: deformable bodies (cloth, soft volumes) are simulated by the vbd solver" in err
 

@@ -34,7 +34,7 @@ def import_stage(stage, order=None, worlds=1, env_root=None, scene=None):
 def chosen_engine(imported, asked: str | None = None) -> str:
     """The engine of an imported scene: ``asked``, else the scene's (``newton:usd:solver``, its engine's scene API),
     else vbd where it holds deformable bodies, else mujoco. Deformable bodies with another engine asked for the rigid
-    bodies (or a scene applying ``MjcSceneAPI``): that engine coupled with vbd (``mujoco_vbd``:
+    bodies (or a scene applying ``MjcSceneAPI``): that engine coupled with vbd (``mujoco_vbd``, ``xpbd_vbd``:
     :data:`~newton_usd.solvers.COUPLED_WITH_VBD`).
 
     Raises:
@@ -57,8 +57,8 @@ def chosen_engine(imported, asked: str | None = None) -> str:
         if solver in COUPLED_WITH_VBD:
             return COUPLED_WITH_VBD[solver].name
         raise NewtonUsdError(f"{imported.file}: {', '.join(soft)}: deformable bodies (cloth, soft volumes) are "
-                             f"simulated by the vbd solver, not by {solver} (vbd couples with mujoco only, for the "
-                             "rigid bodies): run it with --solver vbd or mujoco (or no --solver)")  # fmt: skip
+                             f"simulated by the vbd solver, not by {solver} (vbd couples with mujoco or xpbd for the "
+                             "rigid bodies): run it with --solver vbd, mujoco or xpbd (or no --solver)")  # fmt: skip
     return solver
 
 

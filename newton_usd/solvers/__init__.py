@@ -24,8 +24,8 @@ SOLVERS = {
 
 ENGINES = {**SOLVERS, **{cls.name: cls for cls in COUPLED_WITH_VBD.values()}}
 """Every engine a run makes: :data:`SOLVERS`, and the coupled engines a scene with deformables runs where it asks for
-mujoco for its rigid bodies (``mujoco_vbd``: chosen from the rigid engine asked, not named itself; see
-:mod:`.newton.coupled`)."""
+mujoco or xpbd for its rigid bodies (``mujoco_vbd``, ``xpbd_vbd``: chosen from the rigid engine asked, not named
+themselves; see :mod:`.newton.coupled`)."""
 
 __all__ = [
     "COUPLED_WITH_VBD",

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 ENGINES = ("mujoco", "xpbd", "featherstone", "semi_implicit", "kamino", "vbd")
 """The engines (``newton:usd:solver``, ``usdsim --solver``) the table speaks of."""
 
-COUPLED_ENGINES = ("mujoco_vbd",)
-"""The coupled engines a scene with deformables runs where it asks for mujoco
+COUPLED_ENGINES = ("mujoco_vbd", "xpbd_vbd")
+"""The coupled engines a scene with deformables runs where it asks for mujoco or xpbd
 (``solvers/newton/coupled.py``): they honor the VBD scene's settings and the actuators, not the rigid engine's scene
 settings (its own keywords come through ``solver_options`` ``rigid_options``); messages name the engines above only."""
 

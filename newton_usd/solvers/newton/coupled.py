@@ -2,12 +2,14 @@
 (``newton.solvers.experimental.coupled.SolverCoupledProxy``, as Newton 1.8's ``examples/multiphysics`` do).
 
 A scene that holds deformable bodies and asks for another engine for its rigid bodies (``newton:usd:solver =
-"mujoco"``, a scene applying ``MjcSceneAPI``, ``usdsim --solver mujoco``) runs :class:`SolverMuJoCoVBD`:
+"mujoco"``, a scene applying ``MjcSceneAPI``, ``usdsim --solver mujoco``; or xpbd) runs :class:`SolverMuJoCoVBD`
+(:class:`SolverXPBDVBD`):
 the model is bridged once with its deformables, as :class:`~.vbd.SolverVBD` bridges it, and Newton's coupled solver
 gets two entries on it:
 
-- the rigid engine (Newton's SolverMuJoCo: C MuJoCo on the CPU, ``use_mujoco_cpu``, MuJoCo-Warp on CUDA) owns every
-  body and joint, its contacts among the bodies and with the colliders its own (MuJoCo's collision);
+- the rigid engine (Newton's SolverMuJoCo: C MuJoCo on the CPU, ``use_mujoco_cpu``, MuJoCo-Warp on CUDA; or
+  SolverXPBD) owns every body and joint, its contacts among the bodies and with the colliders its own (MuJoCo's
+  collision; XPBD takes the collision pipeline's contacts, run before each step, filtered to its bodies);
 - SolverVBD owns every particle (cloth, soft volumes) and sees the bodies as proxies of their effective mass:
   a collision pipeline on its view finds the particles' contacts with the colliders and the proxies each step, and
   the impulses the proxies take from the deformables go back to the rigid engine at the next step as forces (the
@@ -82,8 +84,19 @@ class SolverMuJoCoVBD(SolverCoupledVBD):
         return {**kw, **self.rigid_options}
 
 
-COUPLED_WITH_VBD = {cls.rigid: cls for cls in (SolverMuJoCoVBD,)}
-"""The rigid engine a scene with deformables asks for -> the coupled engine that runs it. MuJoCo only: the same
-proxy coupling with Newton's SolverXPBD let a 0.12 m box fall through a hammock of cloth that MuJoCo's holds, and
-with SolverFeatherstone (penalty contacts, 4 steps a frame at 30 frames/s) the arm of the same stage blew up at frame
-10: a stage asking for them with deformables is refused, naming its deformables."""
+class SolverXPBDVBD(SolverCoupledVBD):
+    """Rigid bodies under Newton's SolverXPBD (its contacts: the collision pipeline's, filtered to them), deformables
+    under VBD."""
+
+    name = "xpbd_vbd"
+    rigid = "xpbd"
+    rigid_class = newton.solvers.SolverXPBD
+    writes_joint_state = False  # (XPBD steps body states: joint states are computed from them when read)
+    ball_torque_in_world = True  # (as under xpbd: a ball joint's joint_f in the world frame)
+
+
+COUPLED_WITH_VBD = {cls.rigid: cls for cls in (SolverMuJoCoVBD, SolverXPBDVBD)}
+"""The rigid engine a scene with deformables asks for -> the coupled engine that runs it. Not featherstone: the same
+coupling with Newton's SolverFeatherstone (penalty contacts) blew up at frame 10 on tests/test_coupled.py's stage, 4
+steps a frame at 30 frames/s, where MuJoCo and XPBD hold the box in the cloth; a stage asking for it (or any other
+engine) with deformables is refused, naming its deformables."""
