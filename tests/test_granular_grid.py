@@ -66,10 +66,10 @@ def test_a_padded_fixed_grid_or_a_sparse_one_holds_the_thrown_grains(tmp_path):
         sim.close()
 
 
-def test_a_sparse_grid_past_its_cells_ends_the_run_naming_the_grains(tmp_path):
+def test_a_sparse_grid_past_its_cells_ends_the_run_naming_the_grains(tmp_path, device):
     spread = [Gf.Vec3f(*(8.0 * np.array([np.cos(i), np.sin(i), 0.5]))) for i in range(N)]  # (apart, 8 m/s)
     src = sand_stage(tmp_path / "capped.usda", side=SIDE, layers=LAYERS, velocities=Vt.Vec3fArray(spread))
-    sim = Simulation.open(str(src), fps=FPS, substeps=SUBSTEPS, device="cpu",
+    sim = Simulation.open(str(src), fps=FPS, substeps=SUBSTEPS, device=device,
                           solver_options={"max_active_cell_count": 8})  # fmt: skip
     with pytest.raises(SimulationError, match=r"outgrew newton:mpm:maxActiveCellCount 8 cells") as e:
         sim.run(6)

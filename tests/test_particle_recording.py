@@ -22,11 +22,11 @@ def samples(stage, path, name) -> dict:
     return {t: np.array(attr.Get(t)) for t in attr.GetTimeSamples()}
 
 
-def recorded(src, out=None, clip_frames=None, frames=FRAMES, by_frame=False):
+def recorded(src, out=None, clip_frames=None, frames=FRAMES, by_frame=False, device="cpu"):
     """A run of ``src`` (pipelined, or frame after frame ``by_frame``), saved to ``out`` (streamed to clips of
     ``clip_frames`` frames where given); the Simulation."""
     stream = {} if clip_frames is None else {"stream_to": out, "clip_frames": clip_frames}
-    sim = Simulation.open(str(src), fps=FPS, substeps=SUBSTEPS, device="cpu", live=False, **stream)
+    sim = Simulation.open(str(src), fps=FPS, substeps=SUBSTEPS, device=device, live=False, **stream)
     if by_frame:
         for i in range(frames):
             sim.step_frame(last=i == frames - 1)
@@ -37,17 +37,18 @@ def recorded(src, out=None, clip_frames=None, frames=FRAMES, by_frame=False):
     return sim
 
 
-def test_a_pipelined_cloth_run_writes_each_frames_own_points(tmp_path):
+def test_a_pipelined_cloth_run_writes_each_frames_own_points(tmp_path, device):
+    """(On CUDA: the frame captured, the points read back into pinned memory behind it.)"""
     src = cloth_stage(tmp_path / "cloth.usda", box=False)
-    pipelined = recorded(src)
+    pipelined = recorded(src, device=device)
     assert pipelined.pipelines()  # (VBD's frame function: frame k+1 is queued before frame k is written)
-    one_by_one = recorded(src, by_frame=True)
+    one_by_one = recorded(src, by_frame=True, device=device)
     for name in ("points", "velocities"):
         a = samples(pipelined.stage, "/World/Cloth/sim", name)
         b = samples(one_by_one.stage, "/World/Cloth/sim", name)
         assert sorted(a) == sorted(b) and len(a) == FRAMES + 1
-        for t in a:
-            np.testing.assert_allclose(a[t], b[t], atol=1e-5, err_msg=f"{name} at {t}")
+        for t in a:  # (a frame's points against the next frame's: 2 cm apart and more)
+            np.testing.assert_allclose(a[t], b[t], atol=1e-4, err_msg=f"{name} at {t}")
     z = [samples(pipelined.stage, "/World/Cloth/sim", "points")[t][:, 2].mean() for t in range(FRAMES + 1)]
     assert all(b < a for a, b in zip(z, z[1:], strict=False)), z  # (falling: every frame lower, none repeated)
 

@@ -27,8 +27,8 @@ def two_cloths(path, meters_per_unit=1.0):
     return str(path)
 
 
-def test_read_set_step_read_of_two_cloths_in_centimetres(tmp_path):
-    sim = Simulation.open(two_cloths(tmp_path / "cloths.usda", 0.01), fps=FPS, substeps=SUBSTEPS, device="cpu")
+def test_read_set_step_read_of_two_cloths_in_centimetres(tmp_path, device):
+    sim = Simulation.open(two_cloths(tmp_path / "cloths.usda", 0.01), fps=FPS, substeps=SUBSTEPS, device=device)
     view = ParticleView(sim, "/World/Cloth*")
     assert view.count == 2 and view.prim_paths == ["/World/Cloth", "/World/Cloth2"]
     assert view.particle_paths == [["/World/Cloth/sim"], ["/World/Cloth2/sim"]] and view.point_count == SIDE * SIDE
