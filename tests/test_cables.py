@@ -290,3 +290,14 @@ def test_a_cable_of_two_curves_is_two_chains_as_under_newton(tmp_path):
     length = np.array([0.1, 0.1, 0.1 * 2**0.5, 0.1 * 2**0.5])  # (the second curve rises at 45 degrees)
     radius = np.array([0.01, 0.01, 0.02, 0.02])  # (per curve: half its thickness)
     assert np.allclose(sim.model.body_mass.numpy(), 1200.0 * np.pi * radius**2 * length, rtol=1e-5)
+
+
+def test_live_edits_of_a_cable_are_said_not_taken(tmp_path, caplog):
+    sim = Simulation.open(cable_stage(tmp_path / "cable.usda"), fps=FPS, substeps=SUBSTEPS, live=True)
+    sim.step_frame()
+    sim.stage.GetPrimAtPath("/World/Cable/sim").GetAttribute("physics:thicknesses").Set([0.04])
+    sim.stage.GetPrimAtPath("/World/CableMaterial").GetAttribute("physics:youngsModulus").Set(2.0e7)
+    sim.step_frame()
+    said = caplog.text
+    for edited in ("/World/Cable/sim.physics:thicknesses", "/World/CableMaterial.physics:youngsModulus"):
+        assert f"{edited}: live edits of deformable bodies (cloth, soft volumes, cables)" in said, said

@@ -344,8 +344,8 @@ class Planner:
             self.plan.particle_moves.add(path)  # (a cloth, soft volume or grains moved: their points teleported)
         elif _deformable_edit(self.sim.physics.model, prim):
             why = (
-                "live edits of deformable bodies (cloth, soft volumes) and their materials are not taken yet (but a "
-                "move of the prim)"
+                "live edits of deformable bodies (cloth, soft volumes, cables) and their materials are not taken yet "
+                "(but a move of a cloth's or soft volume's prim)"
             )
             self.plan.refused.extend(((path, n), f"{path}.{n}: {why}") for n in sorted(names))
         elif prim.HasAPI(UsdPhysics.MaterialAPI):
@@ -638,13 +638,17 @@ def _physics_prim(prim) -> bool:
     return any(str(s).startswith(_SCHEMA_PREFIXES) for s in prim.GetAppliedSchemas())
 
 
+_DEFORMABLE_MATERIALS = {"PhysicsSurfaceDeformableMaterialAPI", "PhysicsVolumeDeformableMaterialAPI",
+                         "PhysicsCurvesDeformableMaterialAPI", "NewtonCurvesDeformableMaterialAPI"}  # fmt: skip
+
+
 def _deformable_edit(model, prim) -> bool:
     """Whether ``prim`` is a simulated deformable's prim or body prim, or a deformable material (not edited live)."""
     path = str(prim.GetPath())
-    groups = getattr(model, "cloth", []) + getattr(model, "volumes", [])
+    groups = getattr(model, "cloth", []) + getattr(model, "volumes", []) + getattr(model, "cables", [])
     if any(d.label == path or d.label.startswith(path + "/") and d.label.count("/") == path.count("/") + 1
            for d in groups):  # fmt: skip
         return True
     schemas = prim.GetMetadata("apiSchemas")
     names = {str(n) for n in schemas.ApplyOperations([])} if schemas is not None else set()
-    return bool(names & {"PhysicsSurfaceDeformableMaterialAPI", "PhysicsVolumeDeformableMaterialAPI"})
+    return bool(names & _DEFORMABLE_MATERIALS)
