@@ -226,12 +226,21 @@ def test_poses_and_points_are_written_back(coupled):
     np.testing.assert_allclose(np.asarray(box.ExtractTranslation()), poses["/World/Box"][:3], atol=1e-5)
 
 
-@pytest.mark.parametrize(("solver", "scene_api"), [(None, "MjcSceneAPI"), ("vbd", None)])
-def test_the_scene_chooses(tmp_path, solver, scene_api):
-    """A scene applying MjcSceneAPI (no solver named) couples mujoco and vbd; one naming vbd runs vbd alone."""
+@pytest.mark.parametrize(
+    ("solver", "scene_api", "engine"),
+    [
+        (None, "MjcSceneAPI", "SolverMuJoCoVBD"),
+        (None, "NewtonXpbdSceneAPI", "SolverXPBDVBD"),
+        ("vbd", None, "SolverVBD"),
+        (None, None, "SolverVBD"),
+    ],
+)
+def test_the_scene_chooses(tmp_path, solver, scene_api, engine):
+    """A scene applying MjcSceneAPI (no solver named) couples mujoco and vbd, one applying NewtonXpbdSceneAPI xpbd
+    and vbd; one naming vbd, or nothing, runs vbd alone."""
     path = arm_and_cloth(tmp_path / "s.usda", solver=solver, scene_api=scene_api, across=4, along=3)
     sim = Simulation.open(path, fps=FPS, substeps=1)
-    assert type(sim.solver).__name__ == ("SolverVBD" if solver == "vbd" else "SolverMuJoCoVBD")
+    assert type(sim.solver).__name__ == engine
 
 
 def test_another_rigid_engine_is_refused_naming_the_cloth(tmp_path, capsys):
