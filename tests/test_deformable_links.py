@@ -387,3 +387,57 @@ def test_the_pinned_flag_sample_hangs_from_its_corners():
     q = sim.physics.state.particle_q.numpy()
     np.testing.assert_array_equal(q[[0, 160]], sim.model.particle_q.numpy()[[0, 160]])  # (pinned: never moved)
     assert np.all(np.isfinite(q)) and q[:, 2].min() < 0.9  # (its free edge swings down 0.3 m and more)
+
+
+def soft_body_stage(path):
+    """The soft cube of test_deformables under a PhysicsDeformableBodyAPI Xform /World/Body (its TetMesh ``sim``), with
+    a graphics mesh ``skin``: a 5 x 5 grid over its top face and one on its side, 2 cm outside (clamped in), its top
+    four corner points pinned to the world."""
+    from test_deformables import soft_stage
+
+    soft_stage(path)
+    stage = Usd.Stage.Open(str(path))
+    body = UsdGeom.Xform.Define(stage, "/World/Body")
+    body.GetPrim().AddAppliedSchema("PhysicsDeformableBodyAPI")
+    Sdf.CopySpec(stage.GetRootLayer(), "/World/Soft", stage.GetRootLayer(), "/World/Body/sim")
+    stage.RemovePrim("/World/Soft")
+    sim = stage.GetPrimAtPath("/World/Body/sim")
+    sim.SetMetadata("apiSchemas", Sdf.TokenListOp.CreateExplicit(
+        ["PhysicsVolumeDeformableSimAPI", "PhysicsCollisionAPI", "MaterialBindingAPI"]))  # fmt: skip
+    g = np.linspace(0.0, 0.3, 5)
+    top = [(a, b, 0.3) for b in g for a in g]
+    side = [(a, -0.02, c) for c in g for a in g]
+    skin = UsdGeom.Mesh.Define(stage, "/World/Body/skin")
+    skin.CreatePointsAttr([Gf.Vec3f(*p) for p in top + side])
+    quads = [(j * 5 + i, j * 5 + i + 1, (j + 1) * 5 + i + 1, (j + 1) * 5 + i) for j in range(4) for i in range(4)]
+    skin.CreateFaceVertexCountsAttr([4] * 32)
+    skin.CreateFaceVertexIndicesAttr([i + k for k in (0, 25) for q in quads for i in q])
+    skin.AddTranslateOp().Set(Gf.Vec3d(-0.15, -0.15, 0.3))
+    stage.GetRootLayer().Save()
+    tops = [i for i in range(27) if i % 3 == 2 and (i // 3) % 3 != 1 and i // 9 != 1]  # (z = top; x, y at the edges)
+    prim = stage.DefinePrim("/World/Pin", "PhysicsAttachment")
+    prim.CreateRelationship("physics:src0").SetTargets(["/World/Body/sim"])
+    prim.CreateAttribute("physics:type0", Sdf.ValueTypeNames.Token).Set("point")
+    prim.CreateAttribute("physics:type1", Sdf.ValueTypeNames.Token).Set("xform")
+    prim.CreateAttribute("physics:indices0", Sdf.ValueTypeNames.IntArray).Set(tops)
+    from test_deformables import block
+
+    points, _ = block()
+    corners = [(points[i] + [-0.15, -0.15, 0.3]).tolist() for i in tops]
+    prim.CreateAttribute("physics:coords1", Sdf.ValueTypeNames.Vector3fArray).Set([Gf.Vec3f(*c) for c in corners])
+    stage.GetRootLayer().Save()
+    return str(path), tops
+
+
+def test_a_pinned_soft_volume_and_its_skin_as_newton_runs_them(tmp_path, caplog):
+    path, tops = soft_body_stage(tmp_path / "skin.usda")
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        sim, ours = our_run(path, 6)
+    assert "lie outside /World/Body/sim's tetrahedra" in caplog.text  # (the side grid, 2 cm out: clamped in)
+    theirs, _, their_skin = newton_loop(path, 6, pinned=tops, visuals=True)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    prim = sim.stage.GetPrimAtPath("/World/Body/skin")
+    written = np.asarray(UsdGeom.Mesh(prim).GetPointsAttr().Get(sim.time_code), dtype=np.float64)
+    m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
+    np.testing.assert_allclose(written @ m[:3, :3] + m[3, :3], their_skin, atol=1e-5)  # (8e-8 m seen, as the cube)
+    assert ours[tops, 2].min() == pytest.approx(0.6, abs=1e-6) and ours[:, 2].min() < 0.298  # (pinned; it sags)
