@@ -215,6 +215,23 @@ def test_video_of_a_still_mesh_is_unchanged_by_the_deforming_path(tmp_path):
     assert np.abs(moving[-1][red].astype(int) - still[-1][red]).max() <= 12
 
 
+@needs_gl
+def test_video_draws_a_cloth_from_behind_too(tmp_path):
+    """MuJoCo's renderer culls back faces: the cloth is drawn with a second side, so that turned over (its faces
+    wound the other way, the camera on its back) it is as visible as it was from the front (a flag swung over its
+    pole vanished)."""
+    from newton_usd.view.video import render  # noqa: PLC0415
+
+    path = deforming_stage(tmp_path / "d.usda", grains=False)
+    scene = read_scene(path)
+    (i,) = scene.deforming
+    front = _red(next(iter(render(scene, (160, 120))))).sum()
+    part = scene.parts[i]
+    part.faces = part.faces[:, ::-1].copy()  # (its back towards the camera)
+    back = _red(next(iter(render(scene, (160, 120))))).sum()
+    assert front > 300 and back > 0.8 * front, (front, back)
+
+
 def test_a_tetmesh_is_drawn_by_its_surface_as_it_deforms(tmp_path):
     stage = Usd.Stage.CreateNew(str(tmp_path / "t.usda"))
     UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)

@@ -12,10 +12,10 @@ made here (not through ``mujoco.Renderer``, whose platform is fixed by ``MUJOCO_
 first imported): ``MUJOCO_GL=egl`` or ``osmesa`` chooses, else EGL when it works, else OSMesa.
 
 What deforms is drawn as it deforms: a mesh whose ``points`` are time-sampled (cloth, a soft volume) is a mesh of
-its own, one vertex per point of the USD mesh (smooth shading), whose vertices and normals are written into the
-model and uploaded to the GL context (``mjr_uploadMesh``) at each frame; the points of ``Points`` prims (grains) are
-spheres of their radius and colour added to the scene as user geoms each frame, at most :data:`MAX_POINTS` of them
-(beyond that every k-th point is drawn, said once in a warning).
+its own, one vertex per point of the USD mesh (smooth shading) on each of its two sides, whose vertices and normals
+are written into the model and uploaded to the GL context (``mjr_uploadMesh``) at each frame; the points of
+``Points`` prims (grains) are spheres of their radius and colour added to the scene as user geoms each frame, at
+most :data:`MAX_POINTS` of them (beyond that every k-th point is drawn, said once in a warning).
 """
 
 from __future__ import annotations
@@ -141,11 +141,22 @@ def render_model(scene: Scene, size: tuple, colliders: bool = False, grid: Floor
     return model, np.array(indices, np.int64)
 
 
+BACK_OFFSET = 1e-4
+"""How far behind its front a deforming mesh's back side is drawn, as a fraction of the mesh's size (MuJoCo's mesh
+compiler merges vertices that coincide)."""
+
+
 def _shape(scene: Scene, i: int, frame: int) -> tuple:
-    """(vertices, faces) of deforming part ``i`` at ``frame``: one vertex per point of its USD mesh."""
+    """(vertices, faces) of deforming part ``i`` at ``frame``: two sides (cloth is seen from both, and MuJoCo's
+    renderer culls back faces): one vertex per point of its USD mesh, then the same points a little behind them
+    (:data:`BACK_OFFSET`) for the faces turned the other way."""
     part = scene.parts[i]
     used, first, inverse = np.unique(part.source, return_index=True, return_inverse=True)
-    return scene.deforming[i][frame][first], inverse.reshape(-1)[part.faces].astype(np.int32)
+    front = scene.deforming[i][frame][first].astype(np.float64)
+    faces = inverse.reshape(-1)[part.faces].astype(np.int32)
+    size = float(np.ptp(front, axis=0).max()) if len(front) else 0.0
+    back = front - (BACK_OFFSET * max(size, 1e-6)) * _vertex_normals(front, faces)
+    return np.concatenate([front, back]), np.concatenate([faces, faces[:, ::-1] + len(front)])
 
 
 class _Shapes:
