@@ -4,6 +4,7 @@ authored ones, whatever a run or a view did to them, the stage showing the autho
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, Vt
 from test_deformables import FPS, SIDE, SUBSTEPS, cloth_stage
 from test_granular import sand_stage
@@ -60,9 +61,11 @@ def test_a_reset_starts_thrown_grains_over(tmp_path):
     sim.close()
 
 
-def test_a_reset_into_a_keyframe_puts_the_joints_there_and_the_cloth_back(tmp_path):
-    """A pendulum with a keyframe beside a cloth, under vbd: the keyframe moves the joint, the cloth starts from its
-    authored points."""
+@pytest.mark.parametrize("solver", ["vbd", None])
+def test_a_reset_into_a_keyframe_puts_the_joints_there_and_the_cloth_back(tmp_path, solver):
+    """A pendulum with a keyframe beside a cloth, under vbd (and the engine the stage gets by default: MuJoCo for the
+    pendulum coupled with vbd for the cloth): the keyframe moves the joint, the cloth starts from its authored
+    points."""
     (tmp_path / "pendulum.xml").write_text(PENDULUM)
     assert main(["convert", str(tmp_path / "pendulum.xml")]) == 0
     stage = Usd.Stage.Open(str(tmp_path / "pendulum.usda"))
@@ -75,8 +78,9 @@ def test_a_reset_into_a_keyframe_puts_the_joints_there_and_the_cloth_back(tmp_pa
     mesh.GetPrim().CreateAttribute("physics:thicknesses", Sdf.ValueTypeNames.FloatArray).Set([0.004])
     mesh.GetPrim().CreateAttribute("physics:thicknesses:elementType", Sdf.ValueTypeNames.Token).Set("constant")
     stage.Save()
-    sim = Simulation.open(str(tmp_path / "pendulum.usda"), fps=FPS, substeps=SUBSTEPS, device="cpu", keyframe="raised")
-    assert sim.solver.name == "vbd"
+    sim = Simulation.open(str(tmp_path / "pendulum.usda"), fps=FPS, substeps=SUBSTEPS, device="cpu", keyframe="raised",
+                          solver=solver)  # fmt: skip
+    assert solver is None or sim.solver.name == solver
     np.testing.assert_allclose(sim.physics.state.joint_q.numpy(), [1.4], atol=1e-6)
     sim.run(FRAMES)
     assert sim.physics.state.particle_q.numpy()[:, 2].max() < 1.0  # (the cloth fell)
