@@ -441,3 +441,36 @@ def test_a_pinned_soft_volume_and_its_skin_as_newton_runs_them(tmp_path, caplog)
     m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
     np.testing.assert_allclose(written @ m[:3, :3] + m[3, :3], their_skin, atol=1e-5)  # (8e-8 m seen, as the cube)
     assert ours[tops, 2].min() == pytest.approx(0.6, abs=1e-6) and ours[:, 2].min() < 0.298  # (pinned; it sags)
+
+
+def test_a_cloth_of_panels_rests_as_newton_runs_it(tmp_path):
+    """Its rest shape of its own topology (physics:restTriVertexIndices: three rest points of its own per triangle,
+    0.8 of the authored shape): as Newton's loop runs it, and as the same rest shape welded (one rest point a point)."""
+    runs = {}
+    for panels in (True, False):
+        path = attach(cloth_stage(tmp_path / f"panels{panels}.usda", box=False), CORNERS, coords=corner_points(CORNERS))
+        stage = Usd.Stage.Open(path)
+        prim = stage.GetPrimAtPath("/World/Cloth/sim")
+        points = 0.8 * np.asarray(prim.GetAttribute("points").Get(), dtype=np.float64)
+        quads = np.asarray(prim.GetAttribute("faceVertexIndices").Get()).reshape(-1, 4)
+        tris = np.stack([quads[:, [0, 1, 2]], quads[:, [0, 2, 3]]], axis=1).reshape(-1, 3)  # (each quad's fan)
+        if panels:
+            rest = points[tris.reshape(-1)]
+            prim.CreateAttribute("physics:restTriVertexIndices", Sdf.ValueTypeNames.Int3Array).Set(
+                [Gf.Vec3i(3 * k, 3 * k + 1, 3 * k + 2) for k in range(len(tris))]
+            )
+        else:
+            rest = points
+        prim.CreateAttribute("physics:restShapePoints", Sdf.ValueTypeNames.Point3fArray).Set(
+            [Gf.Vec3f(*p) for p in rest.tolist()]
+        )
+        prim.CreateAttribute("physics:restBendAnglesDefault", Sdf.ValueTypeNames.Token).Set("restShape")
+        stage.GetRootLayer().Save()
+        ours_mass, their_mass = masses_of(path)
+        np.testing.assert_allclose(ours_mass[SIDE:], their_mass[SIDE:], rtol=1e-5)  # (the first row holds the pins)
+        sim, runs[panels] = our_run(path, 4)
+        if panels:
+            assert len(sim.model.cloth[0].rest) == 3 * len(tris)
+            theirs, _ = newton_loop(path, 4, pinned=CORNERS)
+            np.testing.assert_allclose(runs[panels], theirs, atol=1e-5)
+    np.testing.assert_allclose(runs[True], runs[False], atol=1e-5)

@@ -64,6 +64,8 @@ class Cloth:
             points start.
         flat_bending: its bending edges rest flat (the proposal's ``restBendAnglesDefault`` fallback), else at the
             rest shape's angles.
+        rest_triangles: (n, 3) each triangle's points in :attr:`rest`, for a rest shape of its own topology (panels:
+            ``rest`` has a row per rest point then); None: ``rest`` is its points' (or None).
     """
 
     label: str
@@ -74,6 +76,7 @@ class Cloth:
     links: DeformableLinks = field(default_factory=DeformableLinks)
     rest: np.ndarray | None = None
     flat_bending: bool = True
+    rest_triangles: np.ndarray | None = None
 
     @property
     def global_triangles(self) -> np.ndarray:
@@ -91,14 +94,21 @@ def _elements(label: str, indices, width: int, n: int, kind: str) -> np.ndarray:
 
 
 def add_cloth(builder, label: str, pos, vel, mass, radius, triangles, stretch_stiffness, bend_stiffness, *,
-              rest=None, flat: bool = True) -> Cloth:  # fmt: skip
+              rest=None, flat: bool = True, rest_triangles=None) -> Cloth:  # fmt: skip
     """Add the cloth prim ``label`` to ``builder``: its points as particles (world, m, m/s, kg, m) and its
-    ``triangles`` ((n, 3) indices into its points), resting in the shape ``rest`` (None: ``pos``), its bending edges
-    ``flat`` or at the rest shape's angles. Returns its :class:`Cloth` record (in ``builder.cloth``)."""
+    ``triangles`` ((n, 3) indices into its points), resting in the shape ``rest`` (None: ``pos``; with
+    ``rest_triangles``, each triangle's rows of it), its bending edges ``flat`` or at the rest shape's angles. Returns
+    its :class:`Cloth` record (in ``builder.cloth``)."""
     triangles = _elements(label, triangles, 3, len(pos), "triangles")
     first, _ = builder.add_particles(label, pos, vel, mass, radius)
-    rest = None if rest is None else np.asarray(rest, dtype=np.float64).reshape(len(pos), 3)
-    cloth = Cloth(label, first, triangles, stretch_stiffness, bend_stiffness, rest=rest, flat_bending=flat)
+    if rest_triangles is not None:
+        rest_triangles = _elements(label, rest_triangles, 3, len(rest), "rest triangles")
+        if len(rest_triangles) != len(triangles):
+            raise ValueError(f"{label}: {len(rest_triangles)} rest triangles for {len(triangles)} triangles")
+    rest = None if rest is None else np.asarray(rest, dtype=np.float64).reshape(-1 if rest_triangles is not None
+                                                                               else len(pos), 3)  # fmt: skip
+    cloth = Cloth(label, first, triangles, stretch_stiffness, bend_stiffness, rest=rest, flat_bending=flat,
+                  rest_triangles=rest_triangles)  # fmt: skip
     builder.cloth.append(cloth)
     return cloth
 

@@ -5,7 +5,9 @@
   a cloth's triangles' rest shape and bending edges' rest lengths, a volume's tetrahedra's rest shape, and the areas
   and volumes its masses are spread by (the authored ``points`` are where it starts). With
   ``physics:restTriVertexIndices`` / ``physics:restTetVertexIndices`` equal to the simulation mesh's elements it
-  is the same; a rest shape of another topology (panels sewn together) is not read yet: said.
+  is the same. A cloth's rest shape of its own topology (panels sewn together: ``physics:restTriVertexIndices``, a row
+  of ``restShapePoints`` indices per simulation triangle) gives each triangle its rest shape and each bending edge
+  its rest length (and angle) from its triangles' own copies, as Newton's import; a volume's is not read yet: said.
 - a cloth's ``physics:restBendAnglesDefault``: ``flat`` (the proposal's fallback, as Newton: its bending edges rest
   flat, whatever the shape) or ``restShape`` (they rest at the rest shape's angles). Unauthored on a cloth that is
   not flat: said, as Newton does. ``physics:restAdjTriPairs`` / ``physics:restBendAngles`` are not read yet: said.
@@ -34,33 +36,43 @@ def _authored(prim, name):
     return attr.Get() if attr and attr.HasAuthoredValue() else None
 
 
-def rest_shape(prim, n, m, frame, cells, index_name, file, path, diag):
-    """The rest shape (SI, world axes, no translation: only differences matter) of the prim's ``n`` points, or
-    None (the authored shape); ``m``: its local-to-world matrix; ``cells``: its elements as authored, which
-    ``index_name`` must equal where authored."""
+def rest_shape(prim, n, m, frame, cells, index_name, file, path, diag, panels=False):
+    """``(rest, rest_cells)``: the rest shape (SI, world axes, no translation: only differences matter) of the prim's
+    ``n`` points, or None (the authored shape), and, for a rest shape of its own topology (``panels``: a cloth's),
+    its elements' rest points (``index_name``, one row per element of ``cells``, the elements as authored), else
+    None. ``m``: the prim's local-to-world matrix."""
     value = _authored(prim, "physics:restShapePoints")
     indices = _authored(prim, index_name)
-    same = indices is None or len(indices) == 0
-    if not same:
+    rest_cells = None
+    if indices is not None and len(indices):
         rest_cells = np.asarray(indices, dtype=np.int64)
-        same = rest_cells.size == cells.size and np.array_equal(rest_cells.reshape(cells.shape), cells)
+        if rest_cells.size == cells.size and np.array_equal(rest_cells.reshape(cells.shape), cells):
+            rest_cells = None  # (the simulation mesh's own topology)
     if value is None or len(value) == 0:
-        if not same:
+        if rest_cells is not None:
             diag.add(f"{index_name} without physics:restShapePoints is not read: the rest shape is the authored "
                      "shape", path)  # fmt: skip
-        return None
-    if not same:
+        return None, None
+    if rest_cells is not None and not panels:
         diag.add(f"a rest shape of its own topology ({index_name}) is not read yet: the rest shape is the authored "
                  "shape", path)  # fmt: skip
-        return None
+        return None, None
     rest = np.asarray(value, dtype=np.float64).reshape(-1, 3)
-    if len(rest) != n:
-        raise UsdInputError(f"{len(rest)} rest points for the prim's {n} points: one each", file=file, prim=path,
-                            attribute="physics:restShapePoints")  # fmt: skip
+    if rest_cells is None and len(rest) != n:
+        raise UsdInputError(f"{len(rest)} rest points for the prim's {n} points: one each (or {index_name})",
+                            file=file, prim=path, attribute="physics:restShapePoints")  # fmt: skip
+    if rest_cells is not None:
+        if rest_cells.size != cells.size:
+            raise UsdInputError(f"{rest_cells.size} indices for {len(cells)} elements of {cells.shape[1]} points",
+                                file=file, prim=path, attribute=index_name)  # fmt: skip
+        rest_cells = rest_cells.reshape(cells.shape)
+        if rest_cells.min() < 0 or rest_cells.max() >= len(rest):
+            raise UsdInputError(f"an index out of range: {len(rest)} rest points", file=file, prim=path,
+                                attribute=index_name)  # fmt: skip
     if not np.all(np.isfinite(rest)):
         raise UsdInputError("holds a value that is not finite", file=file, prim=path,
                             attribute="physics:restShapePoints")  # fmt: skip
-    return frame.meters_per_unit * quat_rotate(frame.rotation, rest @ m[:3, :3])
+    return frame.meters_per_unit * quat_rotate(frame.rotation, rest @ m[:3, :3]), rest_cells
 
 
 def bend_default(prim, shape, file, path, diag) -> str:

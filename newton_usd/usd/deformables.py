@@ -289,16 +289,18 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
     k = np.arange(len(face)) - np.repeat(np.cumsum(counts - 2) - (counts - 2), counts - 2)
     tris = np.stack([indices[starts[face]], indices[starts[face] + k + 1], indices[starts[face] + k + 2]], axis=1)
     m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()), dtype=np.float64)
-    rest = rest_shape(prim, n, m, frame, tris, "physics:restTriVertexIndices", file, path, diag)
+    rest, panels = rest_shape(prim, n, m, frame, tris, "physics:restTriVertexIndices", file, path, diag, panels=True)
     if (mesh.GetOrientationAttr().Get() == UsdGeom.Tokens.leftHanded) != (np.linalg.det(m[:3, :3]) < 0):
         tris = tris[:, ::-1]
+        panels = None if panels is None else panels[:, ::-1]
     mpu, kpu = frame.meters_per_unit, frame.kilograms_per_unit
     pos = mpu * quat_rotate(frame.rotation, points @ m[:3, :3] + m[3, :3])
     vel = _velocities(prim, n, m, frame, file, path)
-    for shape, name in ((pos, "points"), (rest, "physics:restShapePoints")):
+    for shape, cells, name in ((pos, tris, "points"), (rest, tris if panels is None else panels,
+                                                       "physics:restShapePoints")):  # fmt: skip
         if shape is None:
             continue
-        e1, e2 = shape[tris[:, 1]] - shape[tris[:, 0]], shape[tris[:, 2]] - shape[tris[:, 0]]
+        e1, e2 = shape[cells[:, 1]] - shape[cells[:, 0]], shape[cells[:, 2]] - shape[cells[:, 0]]
         doubled = np.linalg.norm(np.cross(e1, e2), axis=1)
         longest = np.max(np.stack([np.sum(e1 * e1, 1), np.sum(e2 * e2, 1), np.sum((e2 - e1) ** 2, 1)]), axis=0)
         flat = ~(doubled > DEGENERATE * longest)
@@ -307,7 +309,7 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
             raise UsdInputError(f"face {face[t]}'s triangle {tuple(int(v) for v in tris[t])} has zero area: cloth "
                                 "triangles have an area", file=file, prim=path, attribute=name)  # fmt: skip
     area = 0.5 * doubled  # (the rest shape's, where authored: the last shape checked)
-    bending = bend_default(prim, pos if rest is None else rest, file, path, diag)
+    bending = bend_default(prim, pos if rest is None else rest, file, path, diag)  # (panels: laid flat, as a rule)
     face_h, point_h = _thicknesses(prim, len(counts), n, face, tris, frame, file, path, diag)
     face_h, point_h = face_h * mpu, point_h * mpu
     material = _material(prim, "cloth", file, diag)
@@ -322,7 +324,8 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
         total = _number(body, "physics:mass", file)
         if total and mass.sum() > 0:  # (the body's mass, where no masses are authored)
             mass *= total * kpu / mass.sum()
-    add_cloth(builder, path, pos, vel, mass, 0.5 * point_h, tris, stretch, bend, rest=rest, flat=bending == "flat")
+    add_cloth(builder, path, pos, vel, mass, 0.5 * point_h, tris, stretch, bend, rest=rest, flat=bending == "flat",
+              rest_triangles=panels)  # fmt: skip
 
 
 def _import_volume(builder, prim, body, frame, file, diag) -> None:
@@ -344,7 +347,7 @@ def _import_volume(builder, prim, body, frame, file, diag) -> None:
     if not np.all(np.isfinite(points)):
         raise UsdInputError("holds a value that is not finite", file=file, prim=path, attribute="points")
     m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()), dtype=np.float64)
-    rest = rest_shape(prim, n, m, frame, tets, "physics:restTetVertexIndices", file, path, diag)
+    rest, _ = rest_shape(prim, n, m, frame, tets, "physics:restTetVertexIndices", file, path, diag)
     if (tet.GetOrientationAttr().Get() == UsdGeom.Tokens.leftHanded) != (np.linalg.det(m[:3, :3]) < 0):
         tets = tets[:, [0, 2, 1, 3]]
     mpu, kpu = frame.meters_per_unit, frame.kilograms_per_unit

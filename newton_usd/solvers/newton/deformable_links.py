@@ -4,8 +4,10 @@ Newton's builder and collision pipeline as Newton simulates it under VBD, with i
 - A deformable with a rest shape of its own (:attr:`~newton_usd.core.deformables.Cloth.rest`) is added to Newton's
   builder at that shape (``add_cloth_mesh``/``add_soft_mesh`` make their rest geometry from the points they are
   given: triangles' rest shape and areas, bending edges' rest lengths and angles, tetrahedra's rest shape), then
-  placed where it starts; a cloth whose bending edges rest flat (the proposal's ``restBendAnglesDefault``
-  fallback, as Newton's import) has its edges' rest angles zeroed;
+  placed where it starts; a cloth whose rest shape has its own topology (panels: ``rest_triangles``) is added where
+  it starts, then its triangles' rest shape and areas and its bending edges' rest lengths (and angles) are set from
+  each triangle's own rest points, as Newton's import sets them; a cloth whose bending edges rest flat (the
+  proposal's ``restBendAnglesDefault`` fallback, as Newton's import) has its edges' rest angles zeroed;
 - An attachment to the world (:class:`~newton_usd.core.deformables.Attachment` of body -1) pins its particles: they
   lose Newton's ``ParticleFlags.ACTIVE`` and their mass (the way Newton's cloth examples and ``add_cloth_grid``'s
   ``fix_*`` pin points), so VBD moves them no more and no contact pushes them;
@@ -27,8 +29,48 @@ _ACTIVE = int(newton.ParticleFlags.ACTIVE)
 
 
 def rest_points(record, points):
-    """The points a deformable is added to Newton's builder at: its rest shape, else where it starts (``points``)."""
-    return points if record.rest is None else record.rest
+    """The points a deformable is added to Newton's builder at: its rest shape, else (or for panels) where it starts
+    (``points``)."""
+    return points if record.rest is None or getattr(record, "rest_triangles", None) is not None else record.rest
+
+
+def _unit(v):
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-300)
+
+
+def _panel_rest(nb, record, first: int, e0: int) -> None:
+    """A cloth's triangles' rest shape (Newton's ``tri_poses``: the inverse of their two edges in the triangle's own
+    frame) and areas, and its bending edges' rest lengths and angles, from each triangle's rest points."""
+    tris, corners = record.triangles, record.rest_triangles
+    x = record.rest[corners]  # (t, 3 corners, 3)
+    qp, rp = x[:, 1] - x[:, 0], x[:, 2] - x[:, 0]
+    e1 = _unit(qp)
+    e2 = _unit(np.cross(_unit(np.cross(qp, rp)), e1))
+    basis = np.stack([np.stack([np.sum(e1 * qp, -1), np.sum(e1 * rp, -1)], -1),
+                      np.stack([np.sum(e2 * qp, -1), np.sum(e2 * rp, -1)], -1)], 1)  # fmt: skip
+    t0 = nb.tri_count - len(tris)
+    nb.tri_poses[t0:] = np.linalg.inv(basis).tolist()
+    nb.tri_areas[t0:] = (np.linalg.det(basis) / 2.0).tolist()
+    owner = {tuple(sorted(t)): k for k, t in enumerate(tris.tolist())}
+
+    def corner(tri, v):  # (the rest point of simulation point v in triangle tri)
+        return record.rest[corners[tri, tris[tri].tolist().index(v)]]
+
+    lengths, angles = [], []
+    for o0, o1, v0, v1 in (tuple(int(i) - first if i >= 0 else -1 for i in e) for e in nb.edge_indices[e0:]):
+        a = owner.get(tuple(sorted((o0, v0, v1)))) if o0 >= 0 else None
+        b = owner.get(tuple(sorted((o1, v0, v1)))) if o1 >= 0 else None
+        last = b if b is not None else a
+        lengths.append(float(np.linalg.norm(corner(last, v1) - corner(last, v0))))
+        angle = 0.0
+        if a is not None and b is not None:
+            n1 = _unit(np.cross(corner(a, v0) - corner(a, o0), corner(a, v1) - corner(a, o0)))
+            n2 = _unit(np.cross(corner(b, v1) - corner(b, o1), corner(b, v0) - corner(b, o1)))
+            edge = _unit(corner(a, v1) - corner(a, v0))
+            angle = float(np.arctan2(np.dot(np.cross(n1, n2), edge), np.clip(np.dot(n1, n2), -1.0, 1.0)))
+        angles.append(angle)
+    nb.edge_rest_length[e0:] = lengths
+    nb.edge_rest_angle[e0:] = angles
 
 
 def bridge_links(nb, record, first: int, points) -> None:
@@ -36,12 +78,14 @@ def bridge_links(nb, record, first: int, points) -> None:
     :func:`rest_points`), placed at ``points`` (where it starts), its bending edges flat where it says so, and its
     attachments."""
     end = first + len(points)
-    if record.rest is not None:
+    if rest_points(record, points) is not points:
         nb.particle_q[first:end] = [wp.vec3(*p) for p in np.asarray(points, dtype=np.float64).tolist()]
-    if getattr(record, "flat_bending", False):  # (its edges: the last ones added, all of its points)
-        e = nb.edge_count
-        while e > 0 and first <= int(nb.edge_indices[e - 1][2]) < end:
-            e -= 1
+    e = nb.edge_count  # (a cloth's edges: the last ones added, all of its points)
+    while hasattr(record, "triangles") and e > 0 and first <= int(nb.edge_indices[e - 1][2]) < end:
+        e -= 1
+    if getattr(record, "rest_triangles", None) is not None:
+        _panel_rest(nb, record, first, e)
+    if getattr(record, "flat_bending", False):
         nb.edge_rest_angle[e:] = [0.0] * (nb.edge_count - e)
     for a in record.links.attachments:
         particles = (a.particles + first).tolist()
