@@ -110,3 +110,25 @@ def test_a_row_per_world_of_a_replicated_cloth(tmp_path):
     z = view.get_positions().numpy()[:, :, 2].mean(axis=1)
     assert z[1] > z[0] + 0.15 and z[0] == pytest.approx(z[2], abs=1e-6), z  # (world 1 thrown up, 0 and 2 alike)
     sim.close()
+
+
+def test_a_row_per_environment_of_cloths_under_env_root(tmp_path):
+    """env_root: each environment's cloth its own prim and world; a row per environment, in natural order; a write into
+    env_1's row moves env_1's cloth only, and moving env_1's cloth prim by hand moves it alone."""
+    from test_deformable_worlds import env_cloth_stage  # noqa: PLC0415
+
+    path = env_cloth_stage(tmp_path / "envs.usda")
+    sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, device="cpu", env_root="/World/envs")
+    view = ParticleView(sim, "/World/envs/env_*/Cloth")
+    assert view.prim_paths == ["/World/envs/env_0/Cloth", "/World/envs/env_1/Cloth"] and list(view.worlds) == [0, 1]
+    assert view.particle_paths == [["/World/envs/env_0/Cloth/sim"], ["/World/envs/env_1/Cloth/sim"]]
+    q = view.get_positions().numpy()
+    np.testing.assert_allclose(q[1] - q[0], np.tile([2.0, 0.0, 0.0], (SIDE * SIDE, 1)), atol=1e-6)
+    view.set_positions(q[1:] + [0.0, 0.0, 1.0], indices=[1])
+    cloth = sim.stage.GetPrimAtPath("/World/envs/env_1/Cloth/sim")
+    UsdGeom.Xformable(cloth).GetOrderedXformOps()[0].Set(Gf.Vec3d(0.05, 0.5, 0.5))  # (0.5 m along +Y)
+    sim.step_frame()
+    after = view.get_positions().numpy()
+    assert after[1, :, 2].mean() > after[0, :, 2].mean() + 0.9  # (lifted 1 m: env_1's only)
+    np.testing.assert_allclose(after[1, :, 1].mean() - after[0, :, 1].mean(), 0.5, atol=1e-3)  # (moved: env_1's only)
+    sim.close()
