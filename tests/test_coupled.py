@@ -226,6 +226,32 @@ def test_poses_and_points_are_written_back(coupled):
     np.testing.assert_allclose(np.asarray(box.ExtractTranslation()), poses["/World/Box"][:3], atol=1e-5)
 
 
+def test_a_driven_arm_holds_its_targets_as_under_mujoco(tmp_path):
+    """The robot's joint drives (UsdPhysics DriveAPI: the first joint to -30 deg, the second to 0) reach MuJoCo
+    through the coupling: its joint angles as under the mujoco engine on the stage without the cloth."""
+    path = arm_and_cloth(tmp_path / "driven.usda", across=4, along=3)
+    stage = Usd.Stage.Open(path)
+    for k, target in ((0, -30.0), (1, 0.0)):
+        drive = UsdPhysics.DriveAPI.Apply(stage.GetPrimAtPath(f"/World/Arm/Joint{k}"), "angular")
+        drive.CreateStiffnessAttr(50.0)
+        drive.CreateDampingAttr(5.0)
+        drive.CreateTargetPositionAttr(target)
+    stage.GetRootLayer().Save()
+    angles = {}
+    for cloth in (True, False):
+        stage.GetPrimAtPath("/World/Cloth").SetActive(cloth)
+        stage.GetRootLayer().Save()
+        sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS)
+        assert type(sim.solver).__name__ == ("SolverMuJoCoVBD" if cloth else "SolverMuJoCo")
+        for _ in range(20):
+            sim.step_frame()
+        start = sim.model.joint_q_start.numpy()
+        joints = [sim.model.joint_label.index(f"/World/Arm/Joint{k}") for k in (0, 1)]
+        angles[cloth] = sim.physics.state.joint_q.numpy()[[start[j] for j in joints]]
+    np.testing.assert_allclose(angles[True], angles[False], atol=1e-3)  # (-0.5227 and 1e-4 rad both)
+    assert angles[True][0] == pytest.approx(np.radians(-30.0), abs=0.02)
+
+
 @pytest.mark.parametrize(
     ("solver", "scene_api", "engine"),
     [

@@ -27,6 +27,7 @@ from __future__ import annotations
 import newton
 import warp as wp
 
+from .solver_newton import xpbd_iterations
 from .vbd import SolverVBD
 
 COUPLING_KEYS = ("coupling_iterations", "coupling_mode", "mass_scale", "rigid_options")
@@ -93,6 +94,12 @@ class SolverXPBDVBD(SolverCoupledVBD):
     rigid_class = newton.solvers.SolverXPBD
     writes_joint_state = False  # (XPBD steps body states: joint states are computed from them when read)
     ball_torque_in_world = True  # (as under xpbd: a ball joint's joint_f in the world frame)
+
+    def _rigid_kwargs(self, newton_model) -> dict:
+        """As under xpbd: 16 iterations where the model limits a joint (:func:`.solver_newton.xpbd_iterations`),
+        else Newton's default (the scene's ``newton:maxSolverIterations`` is VBD's here); ``rigid_options`` win."""
+        chosen = xpbd_iterations(self.model)
+        return {**({} if chosen is None else {"iterations": chosen}), **self.rigid_options}
 
 
 COUPLED_WITH_VBD = {cls.rigid: cls for cls in (SolverMuJoCoVBD, SolverXPBDVBD)}
