@@ -96,3 +96,21 @@ def test_a_replicated_cloth_moves_in_every_world_or_the_first(tmp_path):
         shift = sim.physics.state.particle_q.numpy().reshape(3, -1, 3)[:, :, 0].mean(axis=1) - per_world
         np.testing.assert_allclose(shift, np.where(moved, 1.0, 0.0), atol=1e-5, err_msg=edit_worlds)
         sim.close()
+
+
+def test_a_graphics_mesh_moves_with_its_clothes_body_prim(tmp_path):
+    """A graphics mesh under the cloth's body prim: the body prim moved 1 m, the mesh's written points, through its
+    transform now, are still where its cloth skins them."""
+    from test_deformable_links import graphics_mesh  # noqa: PLC0415
+
+    path = graphics_mesh(cloth_stage(tmp_path / "render.usda", box=False))
+    sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS)
+    sim.step_frame()
+    UsdGeom.Xformable(sim.stage.GetPrimAtPath("/World/Cloth")).AddTranslateOp().Set(Gf.Vec3d(1.0, 0, 0))
+    sim.step_frame()
+    (mesh,) = sim.model.cloth[0].links.graphics
+    q = sim.physics.state.particle_q.numpy()
+    assert q[:, 0].mean() > 0.9  # (moved with its body prim)
+    np.testing.assert_allclose(world_points(sim.stage, "/World/Cloth/render", sim.time_code), mesh.skinned(q),
+                               atol=1e-5)  # fmt: skip
+    sim.close()

@@ -20,7 +20,7 @@ from ..usd.live_values import NotInPlace
 from ..usd.resolver import DIALECTS
 from . import opening
 from .in_place import ModelIndex, Planner
-from .particle_moves import move_particles
+from .particle_moves import follow, move_particles
 from .teleport import hold_bodies, move_bodies
 
 logger = logging.getLogger("newton_usd")
@@ -177,8 +177,12 @@ class LiveEditor:
         sync = run.recorder.points_sync
         if not paths or sync is None:
             return []
-        return move_particles(run.stage, physics.model, physics.state, sync, paths, physics.imported.frame,
-                              first_world=self.edit_worlds == "first")  # fmt: skip
+        moved = move_particles(run.stage, physics.model, physics.state, sync, paths, physics.imported.frame,
+                               first_world=self.edit_worlds == "first")  # fmt: skip
+        graphics = getattr(run.recorder, "graphics_sync", None)
+        if moved and graphics is not None:  # (graphics meshes under a moved body prim: written in their new space)
+            follow(run.stage, graphics.points)
+        return moved
 
     def _place_held(self, placed, tree) -> None:
         """Kinematic bodies the user moved (``placed``: body -> pose, SI) put there at once, at rest (MuJoCo's welded

@@ -1,7 +1,8 @@
 """Particle prims moved by hand while the stage runs: a cloth's, a soft volume's or a pile of grains' transform edited
 (its own, or its body prim's: the deformable's parent) teleports its points by the change of the prim's world
 transform, deformed as they are, and their velocities turn with it; the points are written in the prim's new space
-from then on (:meth:`~newton_usd.sync.points_sync.PointsSync.place`)."""
+from then on (:meth:`~newton_usd.sync.points_sync.PointsSync.place`), and so are its graphics meshes' (:func:`follow`).
+"""
 
 from __future__ import annotations
 
@@ -24,6 +25,18 @@ def _runs(model) -> list:
     return list(runs) if runs else [(label, f, e, 0) for label, (f, e) in model.particle_groups.items()]
 
 
+def world_matrix(stage, path: str) -> np.ndarray:
+    """The prim's local-to-world matrix on ``stage`` now (stage units, row vectors)."""
+    return np.array(UsdGeom.Xformable(stage.GetPrimAtPath(path)).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
+
+
+def follow(stage, points_sync) -> None:
+    """Every prim ``points_sync`` writes is written in its space as the stage has it now (the graphics meshes of a
+    deformable whose body prim was moved: they moved with it, and their points are skinned from the particles)."""
+    for path, *_ in list(points_sync.groups):
+        points_sync.place(str(path), world_matrix(stage, str(path)))
+
+
 def move_particles(stage, model, state, points_sync, paths, frame, first_world: bool = False) -> list:
     """Teleport the particles of the particle prims that ``paths`` place (:func:`placed_particles`; every world's
     copy of a prim, or world 0's alone with ``first_world``) in ``state`` by the change of each prim's world
@@ -32,8 +45,7 @@ def move_particles(stage, model, state, points_sync, paths, frame, first_world: 
     moved = {}
     for path in paths:
         for label in placed_particles(model, path):
-            prim = stage.GetPrimAtPath(label)
-            world = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
+            world = world_matrix(stage, label)
             old = points_sync.place(label, world)
             if old is not None and not np.allclose(old, world, rtol=0.0, atol=1e-12):
                 moved[label] = np.linalg.inv(old) @ world  # (row vectors: stage point @ change)
