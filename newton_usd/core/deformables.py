@@ -66,6 +66,8 @@ class Cloth:
             rest shape's angles.
         rest_triangles: (n, 3) each triangle's points in :attr:`rest`, for a rest shape of its own topology (panels:
             ``rest`` has a row per rest point then); None: ``rest`` is its points' (or None).
+        bend_angles: ``{(face, face): radians}``, the rest angle of the bending edges between two of its faces (over
+            the default); faces: (n,) each triangle's face, where there are such angles.
     """
 
     label: str
@@ -77,6 +79,8 @@ class Cloth:
     rest: np.ndarray | None = None
     flat_bending: bool = True
     rest_triangles: np.ndarray | None = None
+    bend_angles: dict = field(default_factory=dict)
+    faces: np.ndarray | None = None
 
     @property
     def global_triangles(self) -> np.ndarray:

@@ -10,7 +10,8 @@
   its rest length (and angle) from its triangles' own copies, as Newton's import; a volume's is not read yet: said.
 - a cloth's ``physics:restBendAnglesDefault``: ``flat`` (the proposal's fallback, as Newton: its bending edges rest
   flat, whatever the shape) or ``restShape`` (they rest at the rest shape's angles). Unauthored on a cloth that is
-  not flat: said, as Newton does. ``physics:restAdjTriPairs`` / ``physics:restBendAngles`` are not read yet: said.
+  not flat: said, as Newton does. ``physics:restAdjTriPairs`` (pairs of faces) and ``physics:restBendAngles``
+  (degrees) set the rest angle of the bending edges between those two faces, over the default.
 - ``physics:masses`` with ``physics:masses:elementType``: ``constant`` (the total, spread by element volume), per
   element (a cloth's ``face``, a volume's ``tetrahedron``: spread over its triangles by volume), or ``point`` (each
   element takes the volume-weighted mean of its points' masses per volume, then a third (a quarter) goes to each
@@ -80,9 +81,8 @@ def bend_default(prim, shape, file, path, diag) -> str:
     points, is not flat)."""
     name = "physics:restBendAnglesDefault"
     value = _authored(prim, name)
-    for what in ("physics:restAdjTriPairs", "physics:restBendAngles"):
-        if _authored(prim, what) is not None:
-            diag.add(f"{what} is not read yet: the bending edges rest as physics:restBendAnglesDefault says", path)
+    if value is None and _authored(prim, "physics:restAdjTriPairs"):
+        return "flat"  # (its edges' angles authored, the others flat: nothing to say)
     if value is None:
         centred = shape - shape.mean(axis=0)
         thin = np.linalg.svd(centred, compute_uv=False)
@@ -93,6 +93,36 @@ def bend_default(prim, shape, file, path, diag) -> str:
     if str(value) not in BEND_DEFAULTS:
         raise UsdInputError(f"unknown token {value!r} (valid: flat, restShape)", file=file, prim=path, attribute=name)
     return str(value)
+
+
+def bend_angles(prim, tris, face, n_faces, file, path) -> dict:
+    """``physics:restAdjTriPairs`` (pairs of the cloth's faces) and ``physics:restBendAngles`` (degrees) as
+    ``{(face, face): radians}``: the rest angle of every bending edge between the two faces (``tris``: its
+    triangles, ``face``: each one's face). A pair of faces that share no edge is bad input."""
+    pairs, angles = _authored(prim, "physics:restAdjTriPairs"), _authored(prim, "physics:restBendAngles")
+    if not pairs and not angles:
+        return {}
+    pairs = np.asarray(pairs if pairs else [], dtype=np.int64).reshape(-1, 2)
+    angles = np.asarray(angles if angles else [], dtype=np.float64).reshape(-1)
+    if len(pairs) != len(angles):
+        raise UsdInputError(f"{len(angles)} angles for {len(pairs)} physics:restAdjTriPairs: one each", file=file,
+                            prim=path, attribute="physics:restBendAngles")  # fmt: skip
+    if not np.all(np.isfinite(angles)):
+        raise UsdInputError("holds a value that is not finite", file=file, prim=path,
+                            attribute="physics:restBendAngles")  # fmt: skip
+    sides = {}  # (an edge's two points) -> the faces of its triangles
+    for t, tri in enumerate(tris.tolist()):
+        for a, b in ((tri[0], tri[1]), (tri[1], tri[2]), (tri[2], tri[0])):
+            sides.setdefault((min(a, b), max(a, b)), set()).add(int(face[t]))
+    adjacent = {tuple(sorted(f)) for f in sides.values() if len(f) == 2}
+    out = {}
+    for k, (pair, angle) in enumerate(zip(pairs.tolist(), angles.tolist(), strict=True)):
+        key = (min(pair), max(pair))
+        if key not in adjacent:
+            raise UsdInputError(f"pair {k} {tuple(pair)} names faces that share no edge ({n_faces} faces)", file=file,
+                                prim=path, attribute="physics:restAdjTriPairs")  # fmt: skip
+        out[key] = float(np.radians(angle))
+    return out
 
 
 def point_masses(prim, cells, volumes, sources, n_sources, n, element, frame, file, path, diag):

@@ -50,7 +50,7 @@ from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
 from ..core.deformables import add_cloth, add_volume
 from ..core.quat import quat_rotate
 from ..errors import UsdInputError
-from .deformable_rest import bend_default, point_masses, rest_shape
+from .deformable_rest import bend_angles, bend_default, point_masses, rest_shape
 from .granular import applied
 
 BODY_API = "PhysicsDeformableBodyAPI"
@@ -324,8 +324,10 @@ def _import_cloth(builder, prim, body, frame, file, diag) -> None:
         total = _number(body, "physics:mass", file)
         if total and mass.sum() > 0:  # (the body's mass, where no masses are authored)
             mass *= total * kpu / mass.sum()
-    add_cloth(builder, path, pos, vel, mass, 0.5 * point_h, tris, stretch, bend, rest=rest, flat=bending == "flat",
-              rest_triangles=panels)  # fmt: skip
+    cloth = add_cloth(builder, path, pos, vel, mass, 0.5 * point_h, tris, stretch, bend, rest=rest,
+                      flat=bending == "flat", rest_triangles=panels)  # fmt: skip
+    cloth.bend_angles = bend_angles(prim, tris, face, len(counts), file, path)
+    cloth.faces = face if cloth.bend_angles else None
 
 
 def _import_volume(builder, prim, body, frame, file, diag) -> None:

@@ -73,6 +73,22 @@ def _panel_rest(nb, record, first: int, e0: int) -> None:
     nb.edge_rest_angle[e0:] = angles
 
 
+def _face_pair_angles(nb, record, first: int, e0: int) -> None:
+    """The rest angles authored between two of a cloth's faces onto the bending edges between them."""
+    owner = {tuple(sorted(t)): k for k, t in enumerate(record.triangles.tolist())}
+    for i, (o0, o1, v0, v1) in enumerate(nb.edge_indices[e0:]):
+        if o0 < 0 or o1 < 0:
+            continue
+        v0, v1 = int(v0) - first, int(v1) - first
+        a, b = (owner.get(tuple(sorted((int(o) - first, v0, v1)))) for o in (o0, o1))
+        if a is None or b is None:
+            continue
+        faces = (int(record.faces[a]), int(record.faces[b]))
+        angle = record.bend_angles.get((min(faces), max(faces)))
+        if angle is not None:
+            nb.edge_rest_angle[e0 + i] = angle
+
+
 def bridge_links(nb, record, first: int, points) -> None:
     """The deformable ``record``, just added to Newton's builder ``nb`` (its points from ``first``, at
     :func:`rest_points`), placed at ``points`` (where it starts), its bending edges flat where it says so, and its
@@ -87,6 +103,8 @@ def bridge_links(nb, record, first: int, points) -> None:
         _panel_rest(nb, record, first, e)
     if getattr(record, "flat_bending", False):
         nb.edge_rest_angle[e:] = [0.0] * (nb.edge_count - e)
+    if getattr(record, "bend_angles", None):
+        _face_pair_angles(nb, record, first, e)
     for a in record.links.attachments:
         particles = (a.particles + first).tolist()
         if a.body < 0:
