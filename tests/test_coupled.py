@@ -269,6 +269,22 @@ def test_the_scene_chooses(tmp_path, solver, scene_api, engine):
     assert type(sim.solver).__name__ == engine
 
 
+def test_bodies_of_another_scene_than_the_cloths_are_said_not_coupled(tmp_path, caplog):
+    """The cloth owned by a second PhysicsScene (its own engine, vbd), the arm and the box by the first (mujoco): not
+    coupled, said once naming the bodies and the cloth's scene."""
+    path = arm_and_cloth(tmp_path / "two.usda", across=4, along=3)
+    stage = Usd.Stage.Open(path)
+    UsdPhysics.Scene.Define(stage, "/World/ClothScene")
+    stage.GetPrimAtPath("/World/Cloth").CreateRelationship("physics:simulationOwner").SetTargets(["/World/ClothScene"])
+    stage.GetRootLayer().Save()
+    with caplog.at_level("WARNING", logger="newton_usd"):
+        sim = Simulation.open(path, fps=FPS, substeps=1)
+    assert sorted(type(s.solver).__name__ for s in (sim, *sim.scenes)) == ["SolverMuJoCo", "SolverVBD"]
+    said = [r.getMessage() for r in caplog.records if "not coupled with the deformable bodies" in r.getMessage()]
+    assert len(said) == 1 and "/World/ClothScene (another PhysicsScene)" in said[0]
+    assert all(p in said[0] for p in ("/World/Box", "/World/Arm/Link0", "/World/Arm/Link1"))
+
+
 def test_another_rigid_engine_is_refused_naming_the_cloth(tmp_path, capsys):
     path = arm_and_cloth(tmp_path / "x.usda", across=4, along=3)
     with pytest.raises(NewtonUsdError, match=r"/World/Cloth/sim: deformable bodies .* not by kamino \(vbd couples"):

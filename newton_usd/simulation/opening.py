@@ -62,6 +62,22 @@ def chosen_engine(imported, asked: str | None = None) -> str:
     return solver
 
 
+def say_uncoupled_deformables(imported, model, diagnostics) -> None:
+    """The dynamic rigid bodies of a scene beside deformables (cloth, soft volumes, cables) of another PhysicsScene:
+    not coupled with them (said once, naming them): each scene runs its own engine, and the deformables pass through
+    these bodies. Owned by one scene (``physics:simulationOwner``) that asks for mujoco or xpbd, they are."""
+    elsewhere = getattr(imported.deformables, "elsewhere", {})
+    if not elsewhere or not model.body_count:
+        return
+    scenes = ", ".join(sorted(set(elsewhere.values())))
+    kind = (f"these rigid bodies are not coupled with the deformable bodies of {scenes} (another PhysicsScene): each "
+            "scene runs its own engine and the deformables pass through them; owned by one scene that asks for mujoco "
+            "or xpbd, they are coupled")  # fmt: skip
+    for label, kinematic in zip(model.body_label, model.body_kinematic.numpy(), strict=True):
+        if not kinematic:
+            diagnostics.add(kind, label)
+
+
 def reimport(stage, options):
     """:func:`import_stage` of the scene a run's ``options`` simulate (a rebuild, or a reset after one)."""
     return import_stage(stage, options.order, options.replicas, options.env_root, options.scene)
@@ -124,6 +140,7 @@ def open_scene(cls, stage, file, output_layer, scene, asked: dict, run: dict, ov
     unhonored = Diagnostics()  # (the schemas the stage applies that this engine does not honor: said once per run)
     report_unhonored(imported, solver, unhonored)
     report_unkept_speed_bounds(model, solver_obj, unhonored)
+    say_uncoupled_deformables(imported, model, unhonored)
     unhonored.emit(file)
     say_unread_physx(imported, solver, file)
     fps = frame_rate(stage, imported, asked.get("fps"))
