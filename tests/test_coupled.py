@@ -285,6 +285,22 @@ def test_bodies_of_another_scene_than_the_cloths_are_said_not_coupled(tmp_path, 
     assert all(p in said[0] for p in ("/World/Box", "/World/Arm/Link0", "/World/Arm/Link1"))
 
 
+def test_grains_and_cloth_in_one_scene_are_refused_naming_them(tmp_path):
+    path = arm_and_cloth(tmp_path / "sand.usda", solver=None, scene_api="NewtonMPMSceneAPI", across=4, along=3)
+    stage = Usd.Stage.Open(path)
+    sand = UsdGeom.Points.Define(stage, "/World/Sand")
+    sand.CreatePointsAttr([Gf.Vec3f(0.05 * i, 0.0, 0.02) for i in range(4)])
+    sand.CreateWidthsAttr([0.04] * 4)
+    for api in ("NewtonPointsDeformableSimAPI", "PhysicsDeformableBodyAPI"):
+        sand.GetPrim().AddAppliedSchema(api)
+    stage.GetRootLayer().Save()
+    for solver in (None, "mujoco", "implicit_mpm"):
+        with pytest.raises(NewtonUsdError) as e:
+            Simulation.open(path, solver=solver)
+        said = str(e.value)
+        assert "\n" not in said and "/World/Sand, /World/Cloth/sim: grains and deformable bodies in one" in said
+
+
 def test_another_rigid_engine_is_refused_naming_the_cloth(tmp_path, capsys):
     path = arm_and_cloth(tmp_path / "x.usda", across=4, along=3)
     with pytest.raises(NewtonUsdError, match=r"/World/Cloth/sim: deformable bodies .* not by kamino \(vbd couples"):

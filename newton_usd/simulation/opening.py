@@ -46,6 +46,12 @@ def chosen_engine(imported, asked: str | None = None) -> str:
     mjc_scene = imported.scene_path in (getattr(imported, "schemas", {}) or {}).get("MjcSceneAPI", ())
     if soft and scene is None and mjc_scene:
         scene = "mujoco"  # (a MuJoCo scene: its rigid bodies under MuJoCo, coupled with vbd)
+    grains = list(getattr(getattr(imported, "grains", None), "groups", None) or ())
+    if soft and grains:
+        raise NewtonUsdError(f"{imported.file}: {', '.join(grains + list(soft))}: grains and deformable bodies in one "
+                             "PhysicsScene are not simulated together yet (Newton 1.8 couples them in its VBD + MPM "
+                             "example; not here yet): own the deformables by another PhysicsScene "
+                             "(physics:simulationOwner) to run each in its own engine, not coupled")  # fmt: skip
     solver = asked or scene or ("vbd" if soft else "mujoco")
     if solver not in SOLVERS:
         raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
