@@ -497,3 +497,24 @@ def test_rest_angles_between_faces_fold_the_cloth_as_newton_runs_it(tmp_path):
             Sdf.ValueTypeNames.Int2Array, [Gf.Vec2i(0, 2)]), physics__restBendAngles=(
             Sdf.ValueTypeNames.FloatArray, [10.0])))  # fmt: skip
     assert "physics:restAdjTriPairs" in str(e.value)
+
+
+def test_a_cloth_tied_to_a_kinematic_body_moves_with_it(tmp_path):
+    """A kinematic box animated 0.6 m/s along x (its translate time-sampled): the cloth's tied corners are carried
+    along at their anchors on it."""
+    path = cloth_stage(tmp_path / "kinematic.usda", box=False)
+    stage = Usd.Stage.Open(path)
+    box = UsdGeom.Cube.Define(stage, "/World/Box")
+    box.CreateSizeAttr(0.1)
+    op = box.AddTranslateOp()
+    for f in range(61):
+        op.Set(Gf.Vec3d(0.05 + 0.02 * f, -0.45, 0.5), f)
+    UsdPhysics.RigidBodyAPI.Apply(box.GetPrim()).CreateKinematicEnabledAttr(True)
+    UsdPhysics.CollisionAPI.Apply(box.GetPrim())
+    stage.GetRootLayer().Save()
+    local = [(c[0] - 0.05, c[1] + 0.45, c[2] - 0.5) for c in corner_points(CORNERS)]
+    sim, ours = our_run(attach(path, CORNERS, src1="/World/Box", coords=local), 10)
+    box_q = sim.physics.state.body_q.numpy()[0]
+    np.testing.assert_allclose(box_q[:3], [0.25, -0.45, 0.5], atol=1e-6)  # (moved 0.2 m)
+    for k, i in enumerate(CORNERS):
+        np.testing.assert_allclose(ours[i], box_q[:3] + _rotate(box_q[3:], local[k]), atol=1e-4)  # (3e-5 m seen)
