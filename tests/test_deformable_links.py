@@ -518,3 +518,17 @@ def test_a_cloth_tied_to_a_kinematic_body_moves_with_it(tmp_path):
     np.testing.assert_allclose(box_q[:3], [0.25, -0.45, 0.5], atol=1e-6)  # (moved 0.2 m)
     for k, i in enumerate(CORNERS):
         np.testing.assert_allclose(ours[i], box_q[:3] + _rotate(box_q[3:], local[k]), atol=1e-4)  # (3e-5 m seen)
+
+
+def test_a_soft_volume_filtered_from_the_ground_falls_through_it(tmp_path):
+    from test_deformables import block, soft_stage
+
+    path = element_filter(soft_stage(tmp_path / "through.usda"), src0="/World/Soft", src1="/World/Ground",
+                          groupElemCounts0=[1], groupElemIndices0=[5], groupElemCounts1=[0])  # fmt: skip
+    builder = ModelBuilder()
+    add_usd(builder, path)
+    ((points, shapes),) = builder.volumes[0].links.filtered
+    assert list(points) == sorted(block()[1][5]) and shapes == [0]  # (tetrahedron 5's four points)
+    path = element_filter(soft_stage(tmp_path / "all.usda"), src0="/World/Soft", src1="/World/Ground")  # (all of it)
+    sim, ours = our_run(path, 12)
+    assert ours[:, 2].max() < 0.0  # (fallen through the ground: unfiltered, it rests 0.1 m above it)

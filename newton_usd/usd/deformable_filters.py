@@ -62,7 +62,7 @@ def import_deformable_filters(builder, stage, filter_prims, descs, result) -> No
                      "the filter filters nothing", path)  # fmt: skip
             continue
         for pair in pairs:
-            points = _points(stage, records[k], pair[k], file, path, k)
+            points = _points(builder, stage, records[k], pair[k], file, path, k)
             if len(points) and shapes:
                 records[k].links.filtered.append((points, list(shapes)))
     _filtered_pairs(builder, stage, descs, result)
@@ -82,19 +82,19 @@ def _groups(prim, k, file, path):
     return [indices[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)], False
 
 
-def _points(stage, record, elements, file, path, k) -> np.ndarray:
+def _points(builder, stage, record, elements, file, path, k) -> np.ndarray:
     """The points (indices into the deformable's own) of its ``elements`` (a cloth's faces, a volume's tetrahedra;
     none: every point)."""
+    first, end = builder.particle_groups[record.label]
+    n = end - first
     if hasattr(record, "tetrahedra"):
         cells, what = [list(t) for t in record.tetrahedra], "tetrahedra"
-        n = int(record.tetrahedra.max()) + 1
     else:
         mesh = UsdGeom.Mesh(stage.GetPrimAtPath(record.label))
         counts = np.asarray(mesh.GetFaceVertexCountsAttr().Get(), dtype=np.int64)
         flat = np.asarray(mesh.GetFaceVertexIndicesAttr().Get(), dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(counts)])
         cells, what = [flat[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)], "faces"
-        n = len(mesh.GetPointsAttr().Get())
     if not elements:
         return np.arange(n, dtype=np.int64)
     bad = [e for e in elements if not 0 <= e < len(cells)]

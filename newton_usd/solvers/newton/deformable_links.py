@@ -120,15 +120,18 @@ def bridge_links(nb, record, first: int, points) -> None:
 def filter_soft_contacts(pipeline, model, shape_map) -> None:
     """Drop from ``pipeline``'s particle-shape candidate pairs those of the deformables' filtered points and shapes
     (``shape_map``: our shape index -> Newton's)."""
-    drop = []
-    for d in (*model.cloth, *model.volumes):
-        for points, shapes in d.links.filtered:
-            theirs = np.asarray(shape_map, dtype=np.int64)[np.asarray(shapes, dtype=np.int64)]
-            drop.append(((points[:, None] + d.first) * (int(np.max(shape_map)) + 1) + theirs[None, :]).reshape(-1))
-    if not drop:
+    filtered = [
+        (d.first, points, shapes) for d in (*model.cloth, *model.volumes) for points, shapes in d.links.filtered
+    ]
+    if not filtered:
         return
     pairs = pipeline.soft_rigid_contact_pairs.numpy().reshape(-1, 2).astype(np.int64)
-    keep = ~np.isin(pairs[:, 0] * (int(np.max(shape_map)) + 1) + pairs[:, 1], np.concatenate(drop))
+    width = int(max(np.max(shape_map), pairs[:, 1].max(initial=-1))) + 1  # (a pair's key: particle * width + shape)
+    drop = []
+    for first, points, shapes in filtered:
+        theirs = np.asarray(shape_map, dtype=np.int64)[np.asarray(shapes, dtype=np.int64)]
+        drop.append(((points[:, None] + first) * width + theirs[None, :]).reshape(-1))
+    keep = ~np.isin(pairs[:, 0] * width + pairs[:, 1], np.concatenate(drop))
     kept = pairs[keep].astype(np.int32)
     pipeline.soft_rigid_contact_pairs = wp.array(kept, dtype=wp.vec2i, device=pipeline.soft_rigid_contact_pairs.device)
     pipeline._soft_contact_pair_count = len(kept)  # (what collide() launches over: Newton sets it with the list)
