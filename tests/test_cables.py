@@ -252,13 +252,6 @@ def test_check_says_every_cable_attribute_is_used(tmp_path, capsys):
     assert "every authored value is used" in capsys.readouterr().out
 
 
-def test_cables_in_several_worlds_are_refused_in_one_line(tmp_path, capsys):
-    path = cable_stage(tmp_path / "cable.usda")
-    assert main(["run", path, "-q", "-n", "1", "--worlds", "2"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "/World/Cable/sim: cables are simulated in one world" in err[0], err
-
-
 def test_the_sample_cable_swings_down_from_its_pin(tmp_path):
     source = tmp_path / "cable_hanging.usda"
     shutil.copy(SAMPLE, source)

@@ -94,7 +94,7 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
         raise ValueError(f"placements: {len(placements)} transforms for {n} worlds")
     listed = {name for names in ELEMENT_LISTS.values() for name in names}
     listed |= set(PARTICLE_LISTS) | {"cloth", "volumes"}  # (copied by _replicate_particles)
-    listed.add("cables")  # (a cable's segments are bodies and joints; its record is one world's: vbd refuses more)
+    listed.add("cables")  # (a cable's segments are bodies and joints: its record copied by _replicate_cables)
     unlisted = [k for k, v in vars(builder).items() if isinstance(v, list) and k not in listed]
     if unlisted:  # a programming error: a new per-element list not taught to replicate()
         raise RuntimeError(f"ModelBuilder.replicate does not know how to copy {unlisted}")
@@ -139,6 +139,7 @@ def replicate(builder, num_worlds: int, *, placements=None, local=None, relabel=
             for w in range(1, n):
                 values[i + w * counts[kind]] = _fresh(v)
     _replicate_particles(builder, n, placements, local, relabel, counts)
+    _replicate_cables(builder, n, relabel, counts)
     builder.num_worlds = n
     if placements is not None:
         _place_worlds(builder, placements, local, counts)
@@ -182,6 +183,19 @@ def _replicate_particles(builder, n, placements, local, relabel, counts) -> None
             copy_ = dataclasses.replace(record, label=_name(relabel, record.label, w), first=record.first + offset,
                                         links=links)  # fmt: skip
             (builder.cloth if hasattr(record, "triangles") else builder.volumes).append(copy_)
+
+
+def _replicate_cables(builder, n, relabel, counts) -> None:
+    """World 0's cable records (:class:`~newton_usd.core.cables.Cable`) for worlds 1 .. n-1: their segment bodies and
+    rod joints are world w's copies (placed with the bodies), their rest rotations shared (never edited)."""
+    base = list(builder.cables)
+    nb, nj = counts["body"], counts["joint"]
+    for w in range(1, n):
+        for c in base:
+            builder.cables.append(dataclasses.replace(
+                c, label=_name(relabel, c.label, w), world=w, bodies=[b + w * nb for b in c.bodies],
+                joints=[j + w * nj for j in c.joints], point_bodies=c.point_bodies + w * nb,
+            ))  # fmt: skip
 
 
 def _links(links, w, counts, placement):

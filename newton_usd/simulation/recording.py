@@ -84,7 +84,8 @@ class Recorder:
         model = self._physics.model
         if not model.cables:
             return None
-        return CurvesSync(self._stage, self.output_layer, model.cables, self._physics.imported.frame)
+        return CurvesSync(self._stage, self.output_layer, model.cables, self._physics.imported.frame,
+                          self._copies.copies)  # fmt: skip
 
     def _graphics_sync(self):
         """The :class:`~newton_usd.sync.graphics_sync.GraphicsSync` of the graphics meshes following the model's

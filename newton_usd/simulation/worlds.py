@@ -30,10 +30,13 @@ def written_labels(model, copies=None) -> list:
     it for that world; worlds of environments have labels of their own, so each is written). A cable's segment bodies
     are written onto no prim: its curve's points are (:class:`~newton_usd.sync.curves_sync.CurvesSync`)."""
     world = model.body_world.numpy()
-    seen = {label for c in model.cables for label in (model.body_label[b] for b in c.bodies)}  # (their curves are)
+    segments = {b for c in model.cables for b in c.bodies}  # (written as their curves' points)
+    seen = set()
     out = []
     for b, label in enumerate(model.body_label):
-        if label in seen:
+        if b in segments:
+            out.append(None)
+        elif label in seen:
             out.append(copies.label(label, int(world[b])) if copies is not None else None)
         else:
             out.append(label)

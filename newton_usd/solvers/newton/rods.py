@@ -10,16 +10,11 @@ Featherstone and semi-implicit solvers refuse them).
 from __future__ import annotations
 
 from ...core.cables import rod_rest_rotations
-from ...errors import NewtonUsdError
 
 
 def bridge_rods(nb, model) -> None:
-    """Set the rest rotations of ``model``'s cables' rod joints in Newton's builder ``nb`` (after its joints)."""
-    if not model.cables:
-        return
-    if model.num_worlds > 1:
-        raise NewtonUsdError(f"{model.source or 'the model'}: {', '.join(c.label for c in model.cables)}: cables are "
-                             "simulated in one world (worlds=1)")  # fmt: skip
+    """Set the rest rotations of ``model``'s cables' rod joints in Newton's builder ``nb`` (after its joints, those
+    of every world: each world's cables have records of their own)."""
     for j, rotation in rod_rest_rotations(model.cables).items():
         q0 = int(nb.joint_q_start[j])
         nb.joint_rest_q[q0 + 3 : q0 + 7] = [float(x) for x in rotation]

@@ -65,7 +65,7 @@ class SolverVBD(SolverNewton):
         after the last world's, the builder's coloring."""
         m = self.model
         if world == 0:
-            bridge_rods(nb, m)  # (the cables' rod joints: their rest rotations; one world only)
+            bridge_rods(nb, m)  # (the cables' rod joints of every world: their rest rotations)
         q, qd = m.particle_q.numpy(), m.particle_qd.numpy()
         mass, radius = m.particle_mass.numpy(), m.particle_radius.numpy()
         runs = {first: end for _, first, end, w in m.particle_runs if w == world}

@@ -1,0 +1,93 @@
+"""Cables in several worlds (issue 49): ``worlds=N`` replicates a cable's segment bodies and rod joints, each world's
+cable a record of its own, run by Newton's VBD world by world: two worlds run as one, a kick to world 1's cable
+leaves world 0's as it was; world 0 is written onto the curve, with ``write_worlds="all"`` each other world's points
+onto its copy of the environment; against Newton's own loop on its replicated builder."""
+
+from __future__ import annotations
+
+import newton
+import numpy as np
+from pxr import Usd, UsdGeom
+from test_cables import FPS, ITERATIONS, SUBSTEPS, N, cable_stage
+
+from newton_usd.sim import Simulation
+
+
+def cable_run(path, worlds, frames=3, kick=None, **kw):
+    """``frames`` frames of the cable stage in ``worlds`` worlds; ``kick``: world 1's segments start with this
+    velocity added (m/s)."""
+    sim = Simulation.open(path, fps=FPS, substeps=SUBSTEPS, solver_options={"iterations": ITERATIONS},
+                          worlds=worlds, device="cpu", **kw)  # fmt: skip
+    if kick is not None:
+        qd = sim.physics.state.body_qd.numpy()
+        qd[sim.model.cables[1].bodies, :3] += np.asarray(kick, dtype=np.float32)
+        sim.physics.state.body_qd.assign(qd)
+    for _ in range(frames):
+        sim.step_frame()
+    return sim, sim.physics.state.body_q.numpy()
+
+
+def test_two_worlds_of_a_cable_run_as_one_and_do_not_touch(tmp_path):
+    path = cable_stage(tmp_path / "cable.usda")
+    _, one = cable_run(path, 1)
+    sim, two = cable_run(path, 2)
+    n = len(one)
+    cables = sim.model.cables
+    assert [(c.label, c.world) for c in cables] == [("/World/Cable/sim", 0), ("/World/Cable/sim", 1)]
+    assert cables[1].bodies == [b + n for b in cables[0].bodies]
+    assert np.array_equal(sim.model.body_world.numpy()[cables[1].bodies], np.ones(N - 1))
+    assert one[-1, 2] < 1.0 - 0.02  # (the free end swings down)
+    np.testing.assert_allclose(two[:n], one, atol=1e-6)
+    np.testing.assert_allclose(two[n:], one, atol=1e-6)
+    _, kicked = cable_run(path, 2, kick=(0.0, 0.0, 3.0))  # (world 1's cable thrown up: world 0's as before)
+    np.testing.assert_allclose(kicked[:n], one, atol=1e-6)
+    assert np.abs(kicked[n:, :3] - one[:, :3]).max() > 0.1
+    sim.reset()
+    np.testing.assert_array_equal(sim.physics.state.body_q.numpy(), sim.model.body_q.numpy())
+
+
+def test_each_world_of_a_cable_is_written_onto_its_copy(tmp_path):
+    path = cable_stage(tmp_path / "copies.usda")
+    sim, q = cable_run(path, 2, frames=2, kick=(0.0, 0.0, 3.0), write_worlds="all")
+    stage, t = sim.stage, sim.time_code
+    source = stage.GetPrimAtPath("/World/Cable/sim")
+    copy = stage.GetPrimAtPath("/World/Cable_world1/sim")
+    assert copy and not copy.HasAPI("PhysicsCurvesDeformableSimAPI")  # (a picture of world 1, not simulated)
+    for k in range(N - 1):  # (no segment body is written onto a prim of its own)
+        assert not stage.GetPrimAtPath(f"/World/Cable_world1/sim_edge_body_{k}")
+        assert not stage.GetPrimAtPath(f"/World/Cable/sim_edge_body_{k}")
+
+    def world_points(prim):  # (the prim's written points placed by its transform: m, Z up stage)
+        local = np.array(UsdGeom.BasisCurves(prim).GetPointsAttr().Get(t), dtype=np.float64)
+        m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
+        return local @ m[:3, :3] + m[3, :3]
+
+    cables = sim.model.cables
+    np.testing.assert_allclose(world_points(source), cables[0].points(q), atol=1e-5)
+    offset = np.array(stage.GetPrimAtPath("/World/Cable_world1").GetAttribute("xformOp:translate:worldOffset").Get())
+    assert np.linalg.norm(offset) > 0.3  # (shown beside world 0)
+    np.testing.assert_allclose(world_points(copy), cables[1].points(q) + offset, atol=1e-5)
+    assert np.abs(cables[1].points(q) - cables[0].points(q)).max() > 0.05  # (the kicked world's own points)
+
+
+def test_three_worlds_of_a_cable_as_newtons_replicated_loop(tmp_path):
+    """Newton 1.8's own loop on ``ModelBuilder.replicate`` of its ``add_usd`` of the stage (a world per copy)."""
+    path = cable_stage(tmp_path / "cable.usda")
+    _, ours = cable_run(path, 3, frames=2)
+    one, builder = newton.ModelBuilder(), newton.ModelBuilder()
+    one.add_usd(path)
+    builder.replicate(one, 3)
+    builder.color(include_bending=True)
+    model = builder.finalize(device="cpu")
+    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1, control = model.state(), model.state(), model.control()
+    for _ in range(2 * SUBSTEPS):
+        s0.clear_forces()
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, 1.0 / (FPS * SUBSTEPS))
+        s0, s1 = s1, s0
+    theirs = s0.body_q.numpy()
+    assert theirs.shape == ours.shape
+    np.testing.assert_allclose(ours[:, :3], theirs[:, :3], atol=1e-5)
