@@ -47,11 +47,12 @@ def chosen_engine(imported, asked: str | None = None) -> str:
     if soft and scene is None and mjc_scene:
         scene = "mujoco"  # (a MuJoCo scene: its rigid bodies under MuJoCo, coupled with vbd)
     grains = list(getattr(getattr(imported, "grains", None), "groups", None) or ())
-    if soft and grains:
+    if soft and grains:  # (together under Newton's VBD + MPM coupling, whichever of the two is asked)
+        if asked in (None, "vbd", "implicit_mpm") and not imported.deformables.cables:
+            return "vbd_mpm"
         raise NewtonUsdError(f"{imported.file}: {', '.join(grains + list(soft))}: grains and deformable bodies in one "
-                             "PhysicsScene are not simulated together yet (Newton 1.8 couples them in its VBD + MPM "
-                             "example; not here yet): own the deformables by another PhysicsScene "
-                             "(physics:simulationOwner) to run each in its own engine, not coupled")  # fmt: skip
+                             f"PhysicsScene run together under vbd and implicit_mpm coupled (no --solver), not "
+                             f"{asked or 'with cables'}")  # fmt: skip
     solver = asked or scene or ("vbd" if soft else "mujoco")
     if solver not in SOLVERS:
         raise NewtonUsdError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
@@ -127,7 +128,7 @@ def open_scene(cls, stage, file, output_layer, scene, asked: dict, run: dict, ov
     solver = settings["solver"] = chosen_engine(imported, asked.get("solver"))
     soft = imported.deformables.simulated
     model = builder.finalize(asked.get("device"))
-    if len(model.particle_groups) > len(soft) and solver != "implicit_mpm":  # (grains: Newton's implicit MPM only)
+    if len(model.particle_groups) > len(soft) and solver not in ("implicit_mpm", "vbd_mpm"):  # (grains: implicit MPM)
         raise NewtonUsdError(
             f"{file}: {', '.join(model.particle_groups)}: grains (NewtonPointsDeformableSimAPI) are simulated by the "
             f"implicit_mpm solver, not by {solver}: run it with --solver implicit_mpm (or no --solver)"

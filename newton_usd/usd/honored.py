@@ -20,8 +20,9 @@ from dataclasses import dataclass
 ENGINES = ("mujoco", "xpbd", "featherstone", "semi_implicit", "kamino", "vbd")
 """The engines (``newton:usd:solver``, ``usdsim --solver``) the table speaks of."""
 
-COUPLED_ENGINES = ("mujoco_vbd", "xpbd_vbd")
-"""The coupled engines a scene with deformables runs where it asks for mujoco or xpbd
+COUPLED_ENGINES = ("mujoco_vbd", "xpbd_vbd", "vbd_mpm")
+"""The coupled engines a scene with deformables runs where it asks for mujoco or xpbd, and where it owns grains too
+(vbd_mpm)
 (``solvers/newton/coupled.py``): they honor the VBD scene's settings and the actuators, not the rigid engine's scene
 settings (its own keywords come through ``solver_options`` ``rigid_options``); messages name the engines above only."""
 
@@ -58,7 +59,7 @@ HONORED: dict[str, Honored] = {
         scene=True,
     ),
     "NewtonVbdSceneAPI": Honored(("vbd", *COUPLED_ENGINES), "its VBD settings are not used", scene=True),
-    "NewtonMPMSceneAPI": Honored(("implicit_mpm",), "its MPM settings are not used", scene=True),
+    "NewtonMPMSceneAPI": Honored(("implicit_mpm", "vbd_mpm"), "its MPM settings are not used", scene=True),
     "MjcSceneAPI": Honored(
         ("mujoco",), "its MuJoCo options and flags are not used beyond the time step and the gravity flag", scene=True
     ),
@@ -67,8 +68,8 @@ HONORED: dict[str, Honored] = {
         ("xpbd", "featherstone", "semi_implicit", "kamino", "vbd"),
         "the shape collides as its ordinary mesh collider; its SDF and hydroelastic settings are not used",
     ),
-    "NewtonPointsDeformableSimAPI": Honored(("implicit_mpm",), "the points are not simulated"),
-    "NewtonMPMMaterialAPI": Honored(("implicit_mpm",), "its MPM material is not used"),
+    "NewtonPointsDeformableSimAPI": Honored(("implicit_mpm", "vbd_mpm"), "the points are not simulated"),
+    "NewtonMPMMaterialAPI": Honored(("implicit_mpm", "vbd_mpm"), "its MPM material is not used"),
     "NewtonCurvesDeformableMaterialAPI": Honored(("vbd",), "its curve dampings are not used"),
     # ---- actuators: the prim, then its parts (said on their own only where the engine drives actuators). Every
     # engine steps PD and PID laws, clampings and delays (solvers/actuators.py), both MuJoCo backends included.

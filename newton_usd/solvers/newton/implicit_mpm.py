@@ -43,6 +43,24 @@ def _config_fields() -> set:
     return {f.name for f in dataclasses.fields(newton.solvers.SolverImplicitMPM.Config)}
 
 
+def add_grains(nb, model, lo: int, hi: int) -> None:
+    """Our particles ``lo:hi`` (grains) and their MPM material into Newton's builder ``nb`` (its MPM attributes
+    registered), Newton's default where a grain has no value."""
+    attributes = {}
+    for name, values in model.particle_attributes.items():
+        if name not in nb.custom_attributes:
+            raise NewtonUsdError(f"implicit_mpm solver: Newton {newton.__version__} has no particle attribute {name}")
+        default = float(nb.custom_attributes[name].default)
+        attributes[name] = np.where(np.isnan(values[lo:hi]), default, values[lo:hi]).tolist()
+    nb.add_particles(
+        pos=[wp.vec3(*p) for p in model.particle_q.numpy()[lo:hi]],
+        vel=[wp.vec3(*v) for v in model.particle_qd.numpy()[lo:hi]],
+        mass=model.particle_mass.numpy()[lo:hi].tolist(),
+        radius=model.particle_radius.numpy()[lo:hi].tolist(),
+        custom_attributes=attributes,
+    )
+
+
 class SolverImplicitMPM(SolverBase):
     """Newton's implicit MPM stepping the grains of a bridged copy of our Model.
 
@@ -140,21 +158,7 @@ class SolverImplicitMPM(SolverBase):
             newton.solvers.SolverImplicitMPM.register_custom_attributes(nb)
         model = self.model
         lo, hi = model.world_ranges(world)["particle"] if model.num_worlds > 1 else (0, model.particle_count)
-        attributes = {}
-        for name, values in model.particle_attributes.items():
-            if name not in nb.custom_attributes:
-                raise NewtonUsdError(
-                    f"implicit_mpm solver: Newton {newton.__version__} has no particle attribute {name}"
-                )
-            default = float(nb.custom_attributes[name].default)
-            attributes[name] = np.where(np.isnan(values[lo:hi]), default, values[lo:hi]).tolist()
-        nb.add_particles(
-            pos=[wp.vec3(*p) for p in model.particle_q.numpy()[lo:hi]],
-            vel=[wp.vec3(*v) for v in model.particle_qd.numpy()[lo:hi]],
-            mass=model.particle_mass.numpy()[lo:hi].tolist(),
-            radius=model.particle_radius.numpy()[lo:hi].tolist(),
-            custom_attributes=attributes,
-        )
+        add_grains(nb, model, lo, hi)
 
     @property
     def kinematic_joint_q(self) -> bool:
