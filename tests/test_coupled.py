@@ -226,6 +226,18 @@ def test_poses_and_points_are_written_back(coupled):
     np.testing.assert_allclose(np.asarray(box.ExtractTranslation()), poses["/World/Box"][:3], atol=1e-5)
 
 
+@pytest.mark.parametrize("solver", ["mujoco", "xpbd"])
+def test_a_reset_starts_the_coupled_run_over(tmp_path, solver):
+    """Newton's coupled solver is reset with the simulation (its entries, the lagged forces): the run repeats."""
+    sim, poses, points = our_run(arm_and_cloth(tmp_path / "r.usda"), 6, solver=solver)  # (0.05 m apart unreset)
+    sim.reset()
+    for _ in range(6):
+        sim.step_frame()
+    np.testing.assert_array_equal(sim.physics.state.particle_q.numpy(), points)
+    for label, pose in zip(sim.model.body_label, sim.physics.state.body_q.numpy(), strict=True):
+        np.testing.assert_array_equal(pose, poses[label])
+
+
 def test_a_driven_arm_holds_its_targets_as_under_mujoco(tmp_path):
     """The robot's joint drives (UsdPhysics DriveAPI: the first joint to -30 deg, the second to 0) reach MuJoCo
     through the coupling: its joint angles as under the mujoco engine on the stage without the cloth."""

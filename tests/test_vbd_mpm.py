@@ -126,6 +126,14 @@ def test_grains_and_a_soft_body_run_coupled_as_newton_runs_them(tmp_path):
     assert grains[under, 2].max() < alone[under, 2].max() - 0.005
 
 
+def test_a_reset_starts_it_over(tmp_path):
+    sim, first = our_run(sand_and_soft(tmp_path / "r.usda"), 4)
+    sim.reset()
+    for _ in range(4):
+        sim.step_frame()
+    np.testing.assert_array_equal(sim.physics.state.particle_q.numpy(), first)
+
+
 @pytest.mark.parametrize("solver", ["mujoco", "xpbd", "featherstone"])
 def test_other_engines_are_refused_naming_the_grains_and_the_soft_body(tmp_path, solver):
     with pytest.raises(NewtonUsdError) as e:

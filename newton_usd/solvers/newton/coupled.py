@@ -52,6 +52,12 @@ class SolverCoupledVBD(SolverVBD):
     def _rigid_kwargs(self, newton_model) -> dict:
         return dict(self.rigid_options)
 
+    def reset_actuators(self, worlds=None) -> None:
+        """A reset: the actuators, and Newton's coupled solver (its entries' solvers and the lagged coupling forces)
+        from the model's start."""
+        super().reset_actuators(worlds)
+        reset_coupled(self.newton_solver, self.newton_model, worlds)
+
     def _make_solver(self, newton_model, options):
         if not newton_model.body_count:  # (no rigid body: VBD alone, as under vbd)
             return super()._make_solver(newton_model, options)
@@ -100,6 +106,16 @@ class SolverXPBDVBD(SolverCoupledVBD):
         else Newton's default (the scene's ``newton:maxSolverIterations`` is VBD's here); ``rigid_options`` win."""
         chosen = xpbd_iterations(self.model)
         return {**({} if chosen is None else {"iterations": chosen}), **self.rigid_options}
+
+
+def reset_coupled(newton_solver, newton_model, worlds=None) -> None:
+    """Newton's coupled solver ``newton_solver`` back to the start of ``newton_model`` (``worlds``: a bool Warp array,
+    one per world; None: every world): each entry's solver reset, the lagged coupling forces cleared (VBD alone, where
+    the model has no rigid body: its own reset)."""
+    mask = None
+    if worlds is not None:  # (Newton's mask has one more entry, for the global entities: kept)
+        mask = wp.array([*worlds.numpy().astype(bool), False], dtype=wp.bool, device=newton_model.device)
+    newton_solver.reset(newton_model.state(), world_mask=mask)
 
 
 COUPLED_WITH_VBD = {cls.rigid: cls for cls in (SolverMuJoCoVBD, SolverXPBDVBD)}

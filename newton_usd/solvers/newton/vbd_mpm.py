@@ -22,6 +22,7 @@ import numpy as np
 import warp as wp
 
 from ...errors import NewtonUsdError
+from .coupled import reset_coupled
 from .implicit_mpm import add_grains
 from .solver_newton import SolverNewton
 from .vbd import SolverVBD
@@ -60,6 +61,11 @@ class SolverVBDMPM(SolverVBD):
         newton.solvers.SolverImplicitMPM.register_custom_attributes(nb)
         add_grains(nb, self.model, 0, self.grain_count)
         super()._bridge_particles(nb, world)
+
+    def reset_actuators(self, worlds=None) -> None:
+        """A reset: Newton's coupled solver (VBD's and MPM's history, the lagged coupling forces) from the start."""
+        super().reset_actuators(worlds)
+        reset_coupled(self.newton_solver, self.newton_model, worlds)
 
     def _mpm_config(self):
         config = newton.solvers.SolverImplicitMPM.Config()
