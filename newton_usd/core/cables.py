@@ -207,20 +207,38 @@ def _rod_joint(builder, label, k, bodies, parent, child, rest_length, rest_frame
     shared = parent + 1 if forward else parent
     x_p = _anchor(rest_length[parent], forward, not forward)
     x_c = _anchor(rest_length[child], not forward, not forward)
-    j = builder.add_joint(JointType.ROD, bodies[parent], bodies[child], x_p, x_c, label=f"{label}_cable_{k}")
-    rp = quat_multiply(rest_frames[parent], x_p[1])
-    rc = quat_multiply(rest_frames[child], x_c[1])
-    rests.append(_unit(quat_multiply(quat_conjugate(rp), rc)))
-    x_wp = transform_multiply(builder.body_q[bodies[parent]], x_p)
-    x_wc = transform_multiply(builder.body_q[bodies[child]], x_c)
+    j, rest = add_rod_joint(builder, f"{label}_cable_{k}", bodies[parent], bodies[child], x_p, x_c,
+                            rest_frames[parent], rest_frames[child])  # fmt: skip
+    rests.append(rest)
+    set_rod_gains(builder, material, float(rest_length[parent]), float(rest_length[child]), float(radius[parent]),
+                  float(radius[child]), float(point_radius[shared]))  # fmt: skip
+    return j
+
+
+def add_rod_joint(builder, label, parent, child, x_p, x_c, rest_p, rest_c) -> tuple:
+    """A rod joint from body ``parent`` to ``child`` at their anchor frames ``x_p``, ``x_c`` (body frames), its
+    coordinates the relative pose now; returns (joint, rest rotation: the child's anchor frame relative to the
+    parent's with the bodies at their rest frames ``rest_p``, ``rest_c``)."""
+    j = builder.add_joint(JointType.ROD, parent, child, x_p, x_c, label=label)
+    rp = quat_multiply(rest_p, x_p[1])
+    rc = quat_multiply(rest_c, x_c[1])
+    x_wp = transform_multiply(builder.body_q[parent], x_p)
+    x_wc = transform_multiply(builder.body_q[child], x_c)
     rel = transform_multiply(transform_inverse(x_wp), x_wc)
     builder.joint_q[j] = np.concatenate([rel[0], _unit(rel[1])])
-    lp, lc = float(rest_length[parent]), float(rest_length[child])
+    return j, _unit(quat_multiply(quat_conjugate(rp), rc))
+
+
+def set_rod_gains(builder, material, lp, lc, rp, rc, r_joint) -> None:
+    """The last added rod joint's six gains (shear, shear, stretch, bend, bend, twist) from ``material`` (None:
+    Newton's defaults) between segments of rest lengths ``lp``, ``lc`` and radii ``rp``, ``rc``, at a point of radius
+    ``r_joint``: stretch and shear two springs in series (half of each segment), bend and twist the point's over the
+    joint's dual length, the dampings over it too, as Newton's importer discretizes them."""
     if material is None:
         ke, kd = (DEFAULT_STRETCH, DEFAULT_STRETCH, DEFAULT_STRETCH, 0.0, 0.0, 0.0), (0.0,) * 6
     else:
-        sp, sc = material.section(float(radius[parent])), material.section(float(radius[child]))
-        sj, dual = material.section(float(point_radius[shared])), 0.5 * (lp + lc)
+        sp, sc = material.section(rp), material.section(rc)
+        sj, dual = material.section(r_joint), 0.5 * (lp + lc)
 
         def series(a, b):
             return 0.0 if a == 0.0 or b == 0.0 else 1.0 / (0.5 * lp / a + 0.5 * lc / b)
@@ -232,7 +250,6 @@ def _rod_joint(builder, label, k, bodies, parent, child, rest_length, rest_frame
     d0 = len(builder.joint_target_ke) - 6  # (its DOFs: the last added)
     builder.joint_target_ke[d0 : d0 + 6] = [float(x) for x in ke]
     builder.joint_target_kd[d0 : d0 + 6] = [float(x) for x in kd]
-    return j
 
 
 def add_cable(builder, cable: Cable) -> Cable:

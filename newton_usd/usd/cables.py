@@ -24,7 +24,8 @@
 - a ``PhysicsAttachment`` with ``physics:src0`` the cable (or its body prim), ``type0 = "point"``, ``type1 =
   "xform"``, one of ``indices0`` an end point of a one-curve cable, hard (``physics:stiffness`` unauthored or inf)
   pins that end at ``physics:coords1[0]`` (in ``physics:src1``'s frame: none, the world; a rigid body or a prim in
-  one: to that body) by a ball joint, the chain's root. Other attachments of a cable are said, not simulated.
+  one: to that body) by a ball joint, the chain's root; a hard point-to-point attachment between two cables welds
+  them into one rod graph (:mod:`.cable_graphs`). Other attachments of a cable are said, not simulated.
 
 Bad input is a one-line :class:`~newton_usd.errors.UsdInputError` naming the prim and attribute.
 """
@@ -39,6 +40,7 @@ from pxr import Usd, UsdGeom, UsdShade
 from ..core.cables import Cable, CableMaterial, add_cable, add_cable_curve
 from ..core.quat import quat_rotate, transform_inverse, transform_multiply
 from ..errors import UsdInputError
+from .cable_graphs import CurvesRecord, import_graphs, junction
 from .granular import applied
 
 MATERIAL_API = "PhysicsCurvesDeformableMaterialAPI"
@@ -66,19 +68,25 @@ def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, d
     :class:`~newton_usd.core.cables.Cable`."""
     if not cables:
         return {}
-    pins = _pins(stage, cables, file, diag)
-    out = {}
+    records, welds = {}, []
     for path, body_path in cables.items():
         prim = stage.GetPrimAtPath(path)
-        cable = _import_cable(builder, prim, stage.GetPrimAtPath(body_path), frame, file, pins.get(path), body_index,
-                              diag)  # fmt: skip
-        material = _material(prim, file) if cable is not None and used is not None else None
+        rec = _read_cable(prim, stage.GetPrimAtPath(body_path), frame, file, diag)
+        material = _material(prim, file) if rec is not None and used is not None else None
         for name, _ in DAMPING if material is not None else ():  # (the newton:* attributes it read)
             if _authored(material, name) is not None:
                 used.add((str(material.GetPath()), name))
-        if cable is not None:
-            out[path] = add_cable(builder, cable)
-    return out
+        if rec is not None:
+            records[path] = rec
+    pins = _pins(stage, cables, records, welds, file, diag)
+    out = import_graphs(builder, records, welds, diag)  # (welded graphs first, as Newton's importer builds them)
+    for path in out:
+        if path in pins:
+            diag.add(f"pins {path}, which is welded into a cable graph: not simulated", str(pins[path].GetPath()))
+    for path, rec in records.items():
+        if path not in out:
+            out[path] = _import_cable(builder, rec, frame, file, pins.get(path), body_index, diag)
+    return {path: add_cable(builder, cable) for path, cable in out.items()}
 
 
 def _authored(prim, name):
@@ -98,8 +106,9 @@ def _number(prim, name, file, *, positive=False):
     return v
 
 
-def _pins(stage, cables, file, diag) -> dict:
-    """Cable path -> its pinning attachment prim (see the module); other attachments of cables said."""
+def _pins(stage, cables, records, welds, file, diag) -> dict:
+    """Cable path -> its pinning attachment prim (see the module); curve-to-curve junctions appended to ``welds``
+    ((attachment path, src0, src1, indices0, indices1): :mod:`.cable_graphs`); other attachments of cables said."""
     body_of = {b: p for p, b in cables.items()}
     out = {}
     for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
@@ -110,8 +119,14 @@ def _pins(stage, cables, file, diag) -> dict:
         src0 = body_of.get(targets[0], targets[0]) if targets else None
         rel1 = prim.GetRelationship("physics:src1")
         targets1 = [str(t) for t in (rel1.GetForwardedTargets() if rel1 else [])]
-        if targets1 and body_of.get(targets1[0], targets1[0]) in cables:
-            diag.add("an attachment to a cable (physics:src1) is not simulated", str(prim.GetPath()))
+        src1 = body_of.get(targets1[0], targets1[0]) if targets1 else None
+        if src1 in cables:
+            why = junction(prim, src0, src1, records) if src0 in cables and src0 != src1 else (
+                "an attachment to a cable (physics:src1) from other than another cable is not simulated")  # fmt: skip
+            if isinstance(why, tuple):
+                welds.append((str(prim.GetPath()), src0, src1, *why))
+            elif why:
+                diag.add(f"{why}: the junction of cables is not simulated", str(prim.GetPath()))
             continue
         if src0 not in cables:
             continue
@@ -144,7 +159,8 @@ def _not_a_pin(prim, file) -> str | None:
     return None
 
 
-def _import_cable(builder, prim, body, frame, file, pin, body_index, diag):
+def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
+    """A cable prim's curves as read (SI, world), or None where it is not simulated (said)."""
     path = str(prim.GetPath())
     if not prim.IsA(UsdGeom.BasisCurves):
         raise UsdInputError(f"PhysicsCurvesDeformableSimAPI applies to BasisCurves prims, not to a "
@@ -202,16 +218,22 @@ def _import_cable(builder, prim, body, frame, file, pin, body_index, diag):
                             prim=path, attribute="points" if rest is None else "physics:restShapePoints")  # fmt: skip
     volume = np.pi * seg_radius**2 * np.concatenate(lengths)
     seg_mass = _masses(prim, body, density * volume, volume, counts, starts, frame, file, path, diag)
-    collide = _collides(prim)
-    root = _root(pin, prim, counts, pos, frame, file, body_index, builder, diag) if pin is not None else None
-    cable = Cable(path, radius=0.5 * point_h)
+    return CurvesRecord(path, counts, starts, pos, rest, seg_radius, 0.5 * point_h, seg_mass, material, friction,
+                        _collides(prim))  # fmt: skip
+
+
+def _import_cable(builder, rec, frame, file, pin, body_index, diag) -> Cable:
+    """The record ``rec``'s curves as chains of segments (the first from its end pinned by ``pin``, if any)."""
+    path, counts, pos, rest = rec.path, rec.counts, rec.pos, rec.rest
+    root = _root(pin, counts, pos, frame, file, body_index, builder, diag) if pin is not None else None
+    cable = Cable(path, radius=rec.point_radius)
     rests, point_bodies, point_offsets, s0 = [], [], [], 0
-    for k, (start, count) in enumerate(zip(starts.tolist(), counts.tolist(), strict=True)):
+    for k, (start, count) in enumerate(zip(rec.starts.tolist(), counts.tolist(), strict=True)):
         label = path if len(counts) == 1 else f"{path}_curve{k}"
-        sl = slice(start, start + count)
+        sl, segs = slice(start, start + count), slice(s0, s0 + count - 1)
         bodies, joints, rest_q, (pb, po) = add_cable_curve(
-            builder, label, pos[sl], None if rest is None else rest[sl], seg_radius[s0 : s0 + count - 1],
-            0.5 * point_h[sl], seg_mass[s0 : s0 + count - 1], material, friction=friction, root=root, collide=collide,
+            builder, label, pos[sl], None if rest is None else rest[sl], rec.seg_radius[segs], rec.point_radius[sl],
+            rec.seg_mass[segs], rec.material, friction=rec.friction, root=root, collide=rec.collide,
         )  # fmt: skip
         s0 += count - 1
         cable.bodies += bodies
@@ -362,7 +384,7 @@ def _collides(prim) -> bool:
     return True if enabled is None else bool(enabled)
 
 
-def _root(pin, prim, counts, pos, frame, file, body_index, builder, diag):
+def _root(pin, counts, pos, frame, file, body_index, builder, diag):
     """The ``root`` of :func:`~newton_usd.core.cables.add_cable_curve` from the pinning attachment ``pin``: (end
     point, parent body, anchor in the parent's frame (m), joint label); None where it pins no end (said)."""
     path = str(pin.GetPath())
@@ -380,7 +402,7 @@ def _root(pin, prim, counts, pos, frame, file, body_index, builder, diag):
     target = targets[0] if targets else "/"
     parent, world = -1, anchor
     if target != "/":
-        target_prim = prim.GetStage().GetPrimAtPath(target)
+        target_prim = pin.GetStage().GetPrimAtPath(target)
         if not target_prim:
             raise UsdInputError(f"names {target}, which is not a prim", file=file, prim=path,
                                 attribute="physics:src1")  # fmt: skip
