@@ -316,6 +316,19 @@ def test_grains_cloth_and_rigid_bodies_in_one_scene_are_refused_naming_them(tmp_
         assert "\n" not in said and words in said
 
 
+def test_worlds_under_c_mujoco_are_refused_in_one_line(tmp_path):
+    with pytest.raises(NewtonUsdError, match=r"2 worlds: the mujoco_vbd engine on the CPU steps its bodies with C Mu"):
+        Simulation.open(arm_and_cloth(tmp_path / "w.usda", across=4, along=3), worlds=2)
+
+
+def test_two_worlds_under_xpbd_run_alike(tmp_path):
+    sim, _, points = our_run(arm_and_cloth(tmp_path / "w.usda", across=10, along=4), 6, solver="xpbd", worlds=2)
+    q, half = sim.physics.state.body_q.numpy(), len(points) // 2
+    np.testing.assert_array_equal(points[:half], points[half:])
+    np.testing.assert_array_equal(q[: len(q) // 2], q[len(q) // 2 :])
+    assert np.abs(points[:half] - sim.model.particle_q.numpy()[:half]).max() > 0.05  # (moved)
+
+
 def test_another_rigid_engine_is_refused_naming_the_cloth(tmp_path, capsys):
     path = arm_and_cloth(tmp_path / "x.usda", across=4, along=3)
     with pytest.raises(NewtonUsdError, match=r"/World/Cloth/sim: deformable bodies .* not by kamino \(vbd couples"):

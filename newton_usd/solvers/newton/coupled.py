@@ -27,6 +27,7 @@ from __future__ import annotations
 import newton
 import warp as wp
 
+from ...errors import NewtonUsdError
 from .solver_newton import xpbd_iterations
 from .vbd import SolverVBD
 
@@ -87,6 +88,10 @@ class SolverMuJoCoVBD(SolverCoupledVBD):
 
     def _rigid_kwargs(self, newton_model) -> dict:
         cpu = not wp.get_device(newton_model.device).is_cuda
+        if cpu and self.model.num_worlds > 1 and not self.rigid_options.get("separate_worlds"):
+            raise NewtonUsdError(f"{self.model.source or 'the model'}: {self.model.num_worlds} worlds: the mujoco_vbd "
+                                 "engine on the CPU steps its bodies with C MuJoCo, one world only: run it on a CUDA "
+                                 "device (MuJoCo-Warp) or with --solver xpbd")  # fmt: skip
         kw = {"use_mujoco_cpu": cpu, "use_mujoco_contacts": True}  # (C MuJoCo takes only its own contacts)
         return {**kw, **self.rigid_options}
 
