@@ -17,7 +17,8 @@ class JointType(IntEnum):
     quaternion; its ``joint_qd`` is the linear velocity of the body origin and the angular velocity,
     both in world coordinates. A ball joint's ``joint_q`` is the rotation of the child joint frame
     relative to the parent joint frame, and ``joint_qd`` the angular velocity in the child joint frame.
-    A rod joint (a cable's segments, :mod:`.cables`; Newton's ``JointType.ROD``, simulated by VBD only) has 7/6: the
+    A rod joint (a cable's segments, :mod:`~newton_usd.core.cables`; Newton's ``JointType.ROD``, simulated by VBD
+    only) has 7/6: the
     child joint frame's position and rotation relative to the parent joint frame, its DOFs the X, Y, Z translations
     (shear, shear, stretch) and rotations (bend, bend, twist) with a stiffness and damping each (``joint_target_ke``,
     ``joint_target_kd``, no drive mode).

@@ -32,7 +32,8 @@ to each corner.
 Authored velocities are read (Newton 1.8 drops them). A rest shape other than the authored shape
 (``physics:restShapePoints``) and a cloth's ``physics:restBendAnglesDefault`` are read by :mod:`.deformable_rest`
 (a rest shape of another topology is not read yet: said). Cables (``BasisCurves`` with
-``PhysicsCurvesDeformableSimAPI``) are found here and imported by :mod:`.cables` once the rigid bodies are.
+``PhysicsCurvesDeformableSimAPI``) are found here and imported by :mod:`~newton_usd.usd.cables` once the rigid
+bodies are.
 
 Bad input is a one-line :class:`~newton_usd.errors.UsdInputError` naming the prim and attribute: indices out of
 range, a face of fewer than three points, a zero-area triangle, an inverted or degenerate tetrahedron, a negative
@@ -97,7 +98,7 @@ class Deformables:
         cloth: cloth prim path -> its run of the builder's particles ``(first, end)``.
         volumes: soft volume prim path -> its run of particles.
         not_imported: prim path -> its family for deformables not simulated yet.
-        cables: cable prim path -> its body prim's path (imported by :mod:`.cables` once the bodies are).
+        cables: cable prim path -> its body prim's path (imported by :mod:`~newton_usd.usd.cables` once the bodies are).
         elsewhere: prim path -> its scene, for deformables of another scene (not imported here).
         bodies: body prim path -> its simulation prim's path, where the body prim is the simulation prim's parent.
     """

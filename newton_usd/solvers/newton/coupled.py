@@ -16,10 +16,11 @@ gets two entries on it:
   "lagged" mode of Newton's example).
 
 So the rigid bodies feel the cloth (a box falls into it and is held) and the cloth feels the bodies. Each step
-aliases our State into Newton's, as every Newton engine here (:mod:`.exchange`); the written-back poses, joint states
-and points are the single engines'. Options (``solver_options``): ``coupling_iterations`` (proxy passes a step,
-default 1), ``coupling_mode`` (``"lagged"`` or ``"staggered"``), ``mass_scale`` (of the proxies' mass, default 1),
-``rigid_options`` (a dict of the rigid engine's own keywords); the rest are SolverVBD's, as under vbd.
+aliases our State into Newton's, as every Newton engine here (:mod:`~newton_usd.solvers.newton.exchange`); the
+written-back poses, joint states and points are the single engines'. Options (``solver_options``):
+``coupling_iterations`` (proxy passes a step, default 1), ``coupling_mode`` (``"lagged"`` or ``"staggered"``),
+``mass_scale`` (of the proxies' mass, default 1), ``rigid_options`` (a dict of the rigid engine's own keywords); the
+rest are SolverVBD's, as under vbd.
 """
 
 from __future__ import annotations
