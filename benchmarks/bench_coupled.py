@@ -1,17 +1,17 @@
 """A robot arm, a box and a cloth under newton_usd's mujoco_vbd engine against Newton's own coupled loop on the same
 stage, side by side.
 
-    python benchmarks/bench_coupled.py [--cloth 19x7,38x13] [--frames 2] [--repeat 3] [--fps 30] [--substeps 4]
-        [--iterations 10] [--device cpu|cuda]
+    python benchmarks/bench_coupled.py [--cloth 19x7,38x13] [--rigid mujoco|xpbd] [--frames 2] [--repeat 3]
+        [--fps 30] [--substeps 4] [--iterations 10] [--device cpu|cuda]
 
 Per cloth size (points across x along), tests/test_coupled.py's stage (``arm_and_cloth``: a two-link arm, a 2 kg
-box and a 1.8 x 0.6 m cloth across two tables; the scene asks for mujoco), written to a temporary stage. Two sides,
-each from its own import of that stage:
+box and a 1.8 x 0.6 m cloth across two tables; the scene asks for ``--rigid``), written to a temporary stage. Two
+sides, each from its own import of that stage:
 
-- ``ours``: ``Simulation.open`` (the mujoco_vbd engine, ``live=False``) and ``step_frame`` frame after frame, the
-  poses and points written onto the stage every frame as ``usdsim run`` writes them;
+- ``ours``: ``Simulation.open`` (the mujoco_vbd or xpbd_vbd engine, ``live=False``) and ``step_frame`` frame after
+  frame, the poses and points written onto the stage every frame as ``usdsim run`` writes them;
 - ``newton``: Newton 1.8's own coupled loop (tests/test_coupled.py's ``newton_coupled_run``: ``add_usd``,
-  ``SolverCoupledProxy`` of SolverMuJoCo, C MuJoCo on the CPU, and SolverVBD, as its
+  ``SolverCoupledProxy`` of SolverMuJoCo, C MuJoCo on the CPU, or SolverXPBD, and SolverVBD, as its
   ``example_mujoco_vbd_coupled_solver``), per step ``clear_forces``, ``collide`` and ``step``, nothing written.
 
 Timed as ``side_by_side.row``: thread time on the CPU (C MuJoCo and Warp's CPU kernels run in the calling thread),
@@ -49,7 +49,7 @@ class Ours:
 
 
 class Newton:
-    def __init__(self, path, device, fps, substeps, iterations):
+    def __init__(self, path, device, fps, substeps, iterations, rigid="mujoco"):
         import newton
         from newton.solvers.experimental.coupled import SolverCoupledProxy
 
@@ -60,10 +60,11 @@ class Newton:
         self.device = model.device
         bodies = list(range(model.body_count))
         cpu = not self.device.is_cuda
-        rigid = SolverCoupledProxy.Entry(
-            name="mjc", solver=lambda v: newton.solvers.SolverMuJoCo(model=v, use_mujoco_cpu=cpu),
-            bodies=bodies, joints=list(range(model.joint_count)),
-        )  # fmt: skip
+        if rigid == "mujoco":
+            make = lambda v: newton.solvers.SolverMuJoCo(model=v, use_mujoco_cpu=cpu)  # noqa: E731
+        else:
+            make = lambda v: newton.solvers.SolverXPBD(model=v)  # noqa: E731
+        rigid = SolverCoupledProxy.Entry(name="mjc", solver=make, bodies=bodies, joints=list(range(model.joint_count)))
         vbd = SolverCoupledProxy.Entry(
             name="vbd", solver=lambda v: newton.solvers.SolverVBD(model=v, iterations=iterations),
             particles=list(range(model.particle_count)),
@@ -91,6 +92,7 @@ class Newton:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cloth", default="19x7,38x13")
+    parser.add_argument("--rigid", default="mujoco", choices=("mujoco", "xpbd"))
     parser.add_argument("--frames", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--fps", type=float, default=30.0)
@@ -107,9 +109,9 @@ def main(argv=None) -> int:
     for size in args.cloth.split(","):
         across, along = (int(v) for v in size.split("x"))
         with tempfile.TemporaryDirectory() as tmp:
-            path = arm_and_cloth(os.path.join(tmp, "arm_and_cloth.usda"), across=across, along=along)
+            path = arm_and_cloth(os.path.join(tmp, "arm_and_cloth.usda"), across=across, along=along, solver=args.rigid)
             kw = (args.device, args.fps, args.substeps, args.iterations)
-            sides = {"ours": Ours(path, *kw), "newton": Newton(path, *kw)}
+            sides = {"ours": Ours(path, *kw), "newton": Newton(path, *kw, rigid=args.rigid)}
             print(row(across * along, sides, args.frames, args.repeat), flush=True)
     return 0
 
