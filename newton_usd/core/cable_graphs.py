@@ -22,7 +22,7 @@ from .types import JointType
 
 
 def add_cable_graph(builder, label, nodes, edges, rest_vectors, radius, node_radius, mass, material, *, friction=None,
-                    collide=True) -> tuple:  # fmt: skip
+                    collide=True, frames=None, rest_frames=None) -> tuple:  # fmt: skip
     """Add a rod graph to ``builder`` (SI, world).
 
     Args:
@@ -34,6 +34,8 @@ def add_cable_graph(builder, label, nodes, edges, rest_vectors, radius, node_rad
         radius, mass: per edge: the capsule's radius and the segment's mass.
         node_radius: per node: the radius at a joint there (its bend and twist rigidities).
         material: a :class:`~newton_usd.core.cables.CableMaterial` (None: Newton's default gains).
+        frames, rest_frames: per edge, its material frame now and at rest (None: turned from +Z onto the edge; the
+            frames turned onto the rest tangents).
 
     Returns ``(bodies (per edge), rod joints, their rest rotations, the child edge of each joint)``.
     """
@@ -45,8 +47,9 @@ def add_cable_graph(builder, label, nodes, edges, rest_vectors, radius, node_rad
     rest_length = np.linalg.norm(rv, axis=1)
     tr = rv / rest_length[:, None]
     z = np.array([0.0, 0.0, 1.0])
-    frames = [quat_between(z, ti) for ti in t]
-    rest_frames = [_unit(quat_multiply(quat_between(ti, ri), f)) for ti, ri, f in zip(t, tr, frames, strict=True)]
+    frames = [quat_between(z, ti) for ti in t] if frames is None else list(frames)
+    if rest_frames is None:
+        rest_frames = [_unit(quat_multiply(quat_between(ti, ri), f)) for ti, ri, f in zip(t, tr, frames, strict=True)]
     bodies = []
     kw = {} if friction is None else {"mu": float(friction)}
     for e in range(len(edges)):

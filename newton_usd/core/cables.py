@@ -120,7 +120,7 @@ def capsule_inertia(mass: float, radius: float, half_height: float) -> np.ndarra
 
 
 def add_cable_curve(builder, label, points, rest_points, radius, point_radius, mass, material, *, friction=None,
-                    root=None, collide=True) -> tuple:  # fmt: skip
+                    root=None, collide=True, frames=None, rest_frames=None) -> tuple:  # fmt: skip
     """Add one open curve as a chain of segment bodies and rod joints to ``builder`` (SI, world).
 
     Args:
@@ -132,6 +132,9 @@ def add_cable_curve(builder, label, points, rest_points, radius, point_radius, m
         friction: the capsules' friction (None: the builder's default).
         root: None (a free joint) or ``(point, parent body, anchor in the parent's frame, label)``: the chain hangs
             from that end point (0 or n - 1) by a ball joint.
+        frames, rest_frames: per segment, its frame now and at rest (xyzw, +Z along the segment: the authored material
+            frames, :func:`frames_from_normals`); None: parallel transport from +Z (a pinned chain: each segment's
+            turned from +Z alone, as Newton assembles one), the rest frames the frames turned onto the rest tangents.
 
     Returns ``(bodies, rod joints, rest rotations, per point (bodies, offsets))``.
     """
@@ -141,12 +144,13 @@ def add_cable_curve(builder, label, points, rest_points, radius, point_radius, m
     d, dr = np.diff(p, axis=0), np.diff(rest, axis=0)
     length, rest_length = np.linalg.norm(d, axis=1), np.linalg.norm(dr, axis=1)
     t, tr = d / length[:, None], dr / rest_length[:, None]
-    frames, rest_frames, previous = [], [], np.array([0.0, 0.0, 1.0])
-    for i in range(n - 1):  # (parallel transport)
-        turn = quat_between(previous, t[i])
-        frames.append(turn if i == 0 else _unit(quat_multiply(turn, frames[-1])))
-        rest_frames.append(_unit(quat_multiply(quat_between(t[i], tr[i]), frames[-1])))
-        previous = t[i]
+    z = np.array([0.0, 0.0, 1.0])
+    if frames is None and root is not None:  # (Newton's graph assembly of a pinned chain: no transport)
+        frames = [quat_between(z, ti) for ti in t]
+    elif frames is None:
+        frames = transport_frames(t)
+    if rest_frames is None:
+        rest_frames = [_unit(quat_multiply(quat_between(t[i], tr[i]), frames[i])) for i in range(n - 1)]
     bodies = []
     for i in range(n - 1):
         half = 0.5 * float(rest_length[i])
@@ -186,6 +190,40 @@ def add_cable_curve(builder, label, points, rest_points, radius, point_radius, m
         point_bodies[i] = [bodies[e] for e, _ in ends]
         point_offsets[i] = [z for _, z in ends]
     return bodies, joints, np.array(rests).reshape(-1, 4), (point_bodies, point_offsets)
+
+
+def transport_frames(tangents) -> list:
+    """Per segment of unit ``tangents`` (in order along a curve), its frame by parallel transport: the first turned
+    from +Z onto it, each next turned from the one before by the shortest rotation between their tangents."""
+    frames, previous = [], np.array([0.0, 0.0, 1.0])
+    for i, t in enumerate(np.asarray(tangents, dtype=np.float64)):
+        turn = quat_between(previous, t)
+        frames.append(turn if i == 0 else _unit(quat_multiply(turn, frames[-1])))
+        previous = t
+    return frames
+
+
+def frames_from_normals(points, normals, strict: bool = False) -> np.ndarray | None:
+    """Per segment of the polyline ``points`` (n, 3), its material frame (xyzw) from the normals (n, 3, world; each
+    segment takes its first point's): +Z along the segment, +Y toward the normal's part across it; a normal along the
+    segment (or zero) leaves the segment's frame turned from +Z alone (``strict``: None for the whole curve), as
+    Newton's importer builds them."""
+    p, nrm = np.asarray(points, dtype=np.float64), np.asarray(normals, dtype=np.float64)
+    out = []
+    for i in range(len(p) - 1):
+        t = p[i + 1] - p[i]
+        t = t / np.linalg.norm(t)
+        q = quat_between(np.array([0.0, 0.0, 1.0]), t)
+        across = nrm[i] - (nrm[i] @ t) * t
+        length = float(np.linalg.norm(across))
+        if not length > 1.0e-8 and strict:
+            return None
+        if length > 1.0e-8:
+            y0 = quat_rotate(q, np.array([0.0, 1.0, 0.0]))
+            roll = math.atan2(float(np.cross(y0, across / length) @ t), float(y0 @ (across / length)))
+            q = _unit(quat_multiply(np.append(t * math.sin(0.5 * roll), math.cos(0.5 * roll)), q))
+        out.append(q)
+    return np.array(out).reshape(-1, 4)
 
 
 def _unit(q) -> np.ndarray:

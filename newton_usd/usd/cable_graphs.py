@@ -22,14 +22,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.cable_graphs import add_cable_graph
-from ..core.cables import Cable, add_cable_curve
+from ..core.cables import Cable, add_cable_curve, frames_from_normals, quat_between, transport_frames
+from ..core.quat import quat_multiply
 
 
 @dataclass
 class CurvesRecord:
     """A cable prim's curves as read (SI, world): ``counts``/``starts`` of its curves, ``pos`` (n, 3) its points,
     ``rest`` its rest points (None: ``pos``), per segment ``seg_radius`` and ``seg_mass``, per point
-    ``point_radius``; its :class:`~newton_usd.core.cables.CableMaterial` (or None), friction, whether it collides."""
+    ``point_radius``; its :class:`~newton_usd.core.cables.CableMaterial` (or None), friction, whether it collides;
+    its authored ``normals`` and ``physics:restNormals`` (world directions, per point; None: not read)."""
 
     path: str
     counts: np.ndarray
@@ -42,6 +44,8 @@ class CurvesRecord:
     material: object
     friction: float | None
     collide: bool
+    normals: np.ndarray | None = None
+    rest_normals: np.ndarray | None = None
 
 
 class _UnionFind:
@@ -155,8 +159,10 @@ def _graph(builder, cid, paths, welds, records, diag) -> dict:
     radius = np.concatenate([records[p].seg_radius for p in paths])
     mass = np.concatenate([records[p].seg_mass for p in paths])
     rest_vectors = np.concatenate(rest_vectors)
-    kw = {"friction": first.friction, "collide": any(records[p].collide for p in paths)}
-    if edges == [(i, i + 1) for i in range(len(nodes) - 1)]:  # (an ordered chain: Newton assembles it as one curve)
+    chain = edges == [(i, i + 1) for i in range(len(nodes) - 1)]
+    kw = {"friction": first.friction, "collide": any(records[p].collide for p in paths),
+          **_graph_frames(nodes, edges, rest_vectors, paths, records, node, chain, diag)}  # fmt: skip
+    if chain:  # (an ordered chain: Newton assembles it as one curve)
         rest = np.concatenate([nodes[:1], nodes[0] + np.cumsum(rest_vectors, axis=0)])
         bodies, joints, rests, _ = add_cable_curve(builder, cid, nodes, rest, radius, node_radius / hits, mass,
                                                    first.material, **kw)  # fmt: skip
@@ -188,6 +194,50 @@ def _graph(builder, cid, paths, welds, records, diag) -> dict:
         for p in paths[1:]:
             diag.add(f"welded curves of differing materials or friction take {paths[0]}'s (as Newton)", p)
     return out
+
+
+def curve_frames(points, rest, normals, rest_normals, path, diag) -> tuple:
+    """One curve's (frames, rest frames) from its authored directors (None: not authored, the assembly's own), as
+    Newton's importer: the frames from ``normals``, a bad one turned from +Z alone; the rest frames (where a rest
+    shape or rest normals are authored) from ``physics:restNormals`` along the rest tangents, else from ``normals``
+    there (a bad one: said, the frames turned onto the rest tangents)."""
+    frames = None if normals is None else frames_from_normals(points, normals)
+    if rest is None and rest_normals is None:
+        return frames, None
+    at = points if rest is None else rest
+    for name, values in (("physics:restNormals", rest_normals), ("normals", normals)):
+        if values is not None:
+            rest_frames = frames_from_normals(at, values, strict=True)
+            if rest_frames is not None:
+                return frames, rest_frames
+            diag.add(f"{name} along a rest segment (or zero) gives no rest frame: not read", path)
+    return frames, None
+
+
+def _graph_frames(nodes, edges, rest_vectors, paths, records, node, chain, diag) -> dict:
+    """A welded component's ``frames`` and ``rest_frames`` per edge where a curve authors directors (else none: the
+    assembly's own), as Newton's importer: a curve's frames from its normals along its welded points, the others the
+    assembly's (a chain's transported, a graph's turned from +Z); rest frames likewise, the others turned onto their
+    rest tangents."""
+    per = []
+    for path in paths:
+        rec = records[path]
+        merged = nodes[[node((path, i)) for i in range(len(rec.pos))]]
+        per.append(curve_frames(merged, rec.rest, rec.normals, rec.rest_normals, path, diag))
+    if all(f is None and r is None for f, r in per):
+        return {}
+    e = np.asarray(edges)
+    t = nodes[e[:, 1]] - nodes[e[:, 0]]
+    t /= np.linalg.norm(t, axis=1)[:, None]
+    own = transport_frames(t) if chain else [quat_between(np.array([0.0, 0.0, 1.0]), ti) for ti in t]
+    tr = rest_vectors / np.linalg.norm(rest_vectors, axis=1)[:, None]
+    frames, rest_frames, e0 = [], [], 0
+    for path, (f, r) in zip(paths, per, strict=True):
+        mine = range(e0, e0 + len(records[path].pos) - 1)
+        e0 = mine.stop
+        frames += list(f) if f is not None else [own[i] for i in mine]
+        rest_frames += list(r) if r is not None else [quat_multiply(quat_between(t[i], tr[i]), frames[i]) for i in mine]
+    return {"frames": frames, "rest_frames": rest_frames}
 
 
 def _say(diag, why, welds) -> None:

@@ -40,7 +40,7 @@ from pxr import Usd, UsdGeom, UsdShade
 from ..core.cables import Cable, CableMaterial, add_cable, add_cable_curve
 from ..core.quat import quat_rotate, transform_inverse, transform_multiply
 from ..errors import UsdInputError
-from .cable_graphs import CurvesRecord, import_graphs, junction
+from .cable_graphs import CurvesRecord, curve_frames, import_graphs, junction
 from .granular import applied
 
 MATERIAL_API = "PhysicsCurvesDeformableMaterialAPI"
@@ -198,9 +198,13 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
         raise UsdInputError(f"{len(rest)} points for {n}: one per point", file=file, prim=path,
                             attribute="physics:restShapePoints")  # fmt: skip
     rest = None if rest is None else world(np.asarray(rest, dtype=np.float64).reshape(-1, 3))
-    for name in ("normals", "physics:restNormals", "velocities"):
-        if _authored(prim, name) is not None:
-            diag.add(f"{name} is not read: a cable's segment frames follow its points", path)
+    if _authored(prim, "velocities") is not None:
+        diag.add("velocities is not read: a cable starts at rest (as Newton)", path)
+
+    def direction(v):  # (a material director: the prim's linear map, Z up)
+        return quat_rotate(frame.rotation, np.asarray(v, dtype=np.float64).reshape(-1, 3) @ m[:3, :3])
+
+    normals, rest_normals = (None if v is None else direction(v) for v in _normals(prim, curves, n, path, diag))
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     seg_h, point_h = _thicknesses(prim, counts, starts, frame, file, path, diag)
     widths = _authored(prim, "widths")
@@ -219,7 +223,28 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
     volume = np.pi * seg_radius**2 * np.concatenate(lengths)
     seg_mass = _masses(prim, body, density * volume, volume, counts, starts, frame, file, path, diag)
     return CurvesRecord(path, counts, starts, pos, rest, seg_radius, 0.5 * point_h, seg_mass, material, friction,
-                        _collides(prim))  # fmt: skip
+                        _collides(prim), normals, rest_normals)  # fmt: skip
+
+
+def _normals(prim, curves, n, path, diag) -> tuple:
+    """(normals, physics:restNormals) as authored (one per point; None: unauthored, or not per point: said), as
+    Newton reads them: the ``normals`` primvar (vertex or varying), else the attribute."""
+    rest_normals = _authored(prim, "physics:restNormals")
+    primvar = UsdGeom.PrimvarsAPI(prim).GetPrimvar("normals")
+    if primvar and primvar.HasValue():
+        normals, interpolation = primvar.ComputeFlattened(), primvar.GetInterpolation()
+    else:
+        normals, interpolation = curves.GetNormalsAttr().Get(), curves.GetNormalsInterpolation()
+    if normals is not None and interpolation not in (UsdGeom.Tokens.vertex, UsdGeom.Tokens.varying):
+        diag.add(f"normals of {interpolation} interpolation are not read (a cable's are per point)", path)
+        normals = None
+    out = []
+    for name, values in (("normals", normals), ("physics:restNormals", rest_normals)):
+        if values is not None and len(values) != n:
+            diag.add(f"{name}: {len(values)} values for {n} points are not read (one per point)", path)
+            values = None
+        out.append(None if values is None or len(values) == 0 else values)
+    return tuple(out)
 
 
 def _import_cable(builder, rec, frame, file, pin, body_index, diag) -> Cable:
@@ -231,9 +256,12 @@ def _import_cable(builder, rec, frame, file, pin, body_index, diag) -> Cable:
     for k, (start, count) in enumerate(zip(rec.starts.tolist(), counts.tolist(), strict=True)):
         label = path if len(counts) == 1 else f"{path}_curve{k}"
         sl, segs = slice(start, start + count), slice(s0, s0 + count - 1)
+        frames, rest_frames = curve_frames(pos[sl], None if rest is None else rest[sl], _part(rec.normals, sl),
+                                           _part(rec.rest_normals, sl), path, diag)  # fmt: skip
         bodies, joints, rest_q, (pb, po) = add_cable_curve(
             builder, label, pos[sl], None if rest is None else rest[sl], rec.seg_radius[segs], rec.point_radius[sl],
-            rec.seg_mass[segs], rec.material, friction=rec.friction, root=root, collide=rec.collide,
+            rec.seg_mass[segs], rec.material, friction=rec.friction, root=root, collide=rec.collide, frames=frames,
+            rest_frames=rest_frames,
         )  # fmt: skip
         s0 += count - 1
         cable.bodies += bodies
@@ -244,6 +272,10 @@ def _import_cable(builder, rec, frame, file, pin, body_index, diag) -> Cable:
     cable.rest_rotations = np.concatenate(rests)
     cable.point_bodies, cable.point_offsets = np.concatenate(point_bodies), np.concatenate(point_offsets)
     return cable
+
+
+def _part(values, sl):
+    return None if values is None else values[sl]
 
 
 def _thicknesses(prim, counts, starts, frame, file, path, diag):
