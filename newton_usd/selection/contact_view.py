@@ -57,6 +57,13 @@ def accumulate_contact_forces(
         add_force(shape_row[s0], s1, -f, shape_filter, net, matrix)
 
 
+def _want_forces(solver) -> None:
+    """A solver that computes its contact forces only once asked (vbd: ``want_contact_forces``) asked to."""
+    want = getattr(solver, "want_contact_forces", None)
+    if want is not None:
+        want()
+
+
 class RigidContactView(RigidBodyView):
     """Contact forces on the bodies matched by ``pattern`` (a row per body and world), from the solver's
     ``update_contacts`` at each read.
@@ -97,6 +104,7 @@ class RigidContactView(RigidBodyView):
         self._shape_filter = wp.array(shape_filter, dtype=wp.int32, device=model.device)
         capacity = self._capacity or max(1024, 64 * model.num_worlds)
         self.contacts = model.contacts(capacity)
+        _want_forces(getattr(self._source, "solver", None))
 
     def update(self):
         """Read the solver's contacts (done by the getters): a sync point (they are read on the host)."""
@@ -106,6 +114,7 @@ class RigidContactView(RigidBodyView):
         if solver is None:
             raise NewtonUsdError("a contact view needs a solver")
         solver.update_contacts(self.contacts)
+        _want_forces(solver)
         return self.contacts
 
     def _forces(self):

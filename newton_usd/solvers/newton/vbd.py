@@ -59,6 +59,20 @@ class SolverVBD(SolverNewton):
             if self.contact_forces is not None:
                 self.contact_forces = self.newton_solver.observables({_CONTACT_F}, contacts=self.newton_contacts)
         filter_soft_contacts(self.collision_pipeline, model, self.shape_map)  # (filtered points: no contacts)
+        self._asked_contact_forces, self.contact_forces = self.contact_forces, None  # (see want_contact_forces)
+
+    def want_contact_forces(self) -> None:
+        """Compute the contact forces in each step from now on (Newton's ``CONTACT_F`` observable), for
+        :meth:`update_contacts`. VBD evaluates them inside its step (a kernel over the contact buffer, about 5% of a
+        step of a small scene), so they are computed only once asked for: by a
+        :class:`~newton_usd.selection.RigidContactView`, or by the first :meth:`update_contacts` (whose forces are
+        then unknown, NaN, never a false zero: the next step's are known)."""
+        if self.contact_forces is None:
+            self.contact_forces = self._asked_contact_forces
+
+    def update_contacts(self, contacts) -> None:
+        super().update_contacts(contacts)
+        self.want_contact_forces()
 
     def _bridge_particles(self, nb, world: int) -> None:
         """World ``world``'s cloth and soft volumes into Newton's builder, in its world context (see the module);
