@@ -26,29 +26,13 @@ import os
 import sys
 import tempfile
 
-from side_by_side import header, row
+from side_by_side import NewtonFrames, OursFrames, header, row
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 
-class Ours:
-    def __init__(self, path, device, fps, substeps, iterations):
-        from newton_usd import Simulation
-
-        self.sim = Simulation.open(path, device=device, fps=fps, substeps=substeps, live=False,
-                                   solver_options={"iterations": iterations})  # fmt: skip
-        self.device = self.sim.model.device
-
-    def frames(self, n):
-        for _ in range(n):
-            self.sim.step_frame()
-
-    def positions(self):
-        return self.sim.physics.state.particle_q.numpy()
-
-
-class Newton:
+class Newton(NewtonFrames):
     def __init__(self, path, device, fps, substeps, iterations, rigid="mujoco"):
         import newton
         from newton.solvers.experimental.coupled import SolverCoupledProxy
@@ -56,10 +40,9 @@ class Newton:
         builder = newton.ModelBuilder()
         builder.add_usd(path)
         builder.color(include_bending=True)
-        model = self.model = builder.finalize(device=device)
-        self.device = model.device
+        model = builder.finalize(device=device)
         bodies = list(range(model.body_count))
-        cpu = not self.device.is_cuda
+        cpu = not model.device.is_cuda
         if rigid == "mujoco":
             make = lambda v: newton.solvers.SolverMuJoCo(model=v, use_mujoco_cpu=cpu)  # noqa: E731
         else:
@@ -71,22 +54,8 @@ class Newton:
         )  # fmt: skip
         proxy = SolverCoupledProxy.Proxy(source="mjc", destination="vbd", bodies=bodies,
                                          collision_pipeline=newton.CollisionPipeline, collide_interval=1)  # fmt: skip
-        self.solver = SolverCoupledProxy(model, [rigid, vbd], SolverCoupledProxy.Config([proxy], 1))
-        self.pipeline = newton.CollisionPipeline(model)
-        self.contacts = self.pipeline.contacts()
-        self.s0, self.s1, self.control = model.state(), model.state(), model.control()
-        newton.eval_fk(model, model.joint_q, model.joint_qd, self.s0)
-        self.dt, self.substeps = 1.0 / (fps * substeps), substeps
-
-    def frames(self, n):
-        for _ in range(n * self.substeps):
-            self.s0.clear_forces()
-            self.pipeline.collide(self.s0, self.contacts)
-            self.solver.step(self.s0, self.s1, self.control, self.contacts, self.dt)
-            self.s0, self.s1 = self.s1, self.s0
-
-    def positions(self):
-        return self.s0.particle_q.numpy()
+        solver = SolverCoupledProxy(model, [rigid, vbd], SolverCoupledProxy.Config([proxy], 1))
+        super().__init__(model, solver, fps, substeps, fk=True)
 
 
 def main(argv=None) -> int:
@@ -111,7 +80,7 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             path = arm_and_cloth(os.path.join(tmp, "arm_and_cloth.usda"), across=across, along=along, solver=args.rigid)
             kw = (args.device, args.fps, args.substeps, args.iterations)
-            sides = {"ours": Ours(path, *kw), "newton": Newton(path, *kw, rigid=args.rigid)}
+            sides = {"ours": OursFrames(path, *kw), "newton": Newton(path, *kw, rigid=args.rigid)}
             print(row(across * along, sides, args.frames, args.repeat), flush=True)
     return 0
 

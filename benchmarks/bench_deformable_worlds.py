@@ -22,35 +22,8 @@ import argparse
 import os
 import tempfile
 
-from bench_deformables import Newton, Ours, cloth_stage
-from side_by_side import header, row
-
-
-class OursWorlds(Ours):
-    def __init__(self, path, device, fps, substeps, iterations, worlds):
-        from newton_usd import Simulation
-
-        self.sim = Simulation.open(path, device=device, fps=fps, substeps=substeps, live=False, worlds=worlds,
-                                   solver_options={"iterations": iterations})  # fmt: skip
-        self.device = self.sim.model.device
-
-
-class NewtonWorlds(Newton):
-    def __init__(self, path, device, fps, substeps, iterations, worlds):
-        import newton
-
-        one = newton.ModelBuilder()
-        one.add_usd(path)
-        builder = newton.ModelBuilder()
-        builder.replicate(one, worlds)
-        builder.color(include_bending=True)
-        self.model = builder.finalize(device=device)
-        self.device = self.model.device
-        self.solver = newton.solvers.SolverVBD(self.model, iterations=iterations)
-        self.pipeline = newton.CollisionPipeline(self.model)
-        self.contacts = self.pipeline.contacts()
-        self.s0, self.s1, self.control = self.model.state(), self.model.state(), self.model.control()
-        self.dt, self.substeps = 1.0 / (fps * substeps), substeps
+from bench_deformables import cloth_stage, newton_side
+from side_by_side import OursFrames, header, row
 
 
 def main(argv=None) -> int:
@@ -73,7 +46,10 @@ def main(argv=None) -> int:
         cloth_stage(path, args.vertices)
         for worlds in (int(w) for w in args.worlds.split(",")):
             kw = (args.device, args.fps, args.substeps, args.iterations, worlds)
-            sides = {"ours": OursWorlds(path, *kw), "newton": NewtonWorlds(path, *kw)}
+            sides = {
+                "ours": OursFrames(path, *kw[:4], worlds=worlds),
+                "newton": newton_side(path, *kw[:4], worlds=worlds),
+            }
             print(row(worlds, sides, args.frames, args.repeat))
     return 0
 

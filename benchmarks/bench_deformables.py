@@ -26,7 +26,7 @@ import argparse
 import os
 import tempfile
 
-from side_by_side import header, row
+from side_by_side import NewtonFrames, OursFrames, header, row
 
 
 def cloth_stage(path: str, vertices: int) -> int:
@@ -74,46 +74,16 @@ def cloth_stage(path: str, vertices: int) -> int:
     return len(points)
 
 
-class Ours:
-    def __init__(self, path, device, fps, substeps, iterations):
-        from newton_usd import Simulation
+def newton_side(path, device, fps, substeps, iterations, worlds=None) -> NewtonFrames:
+    """Newton's own VBD loop on the stage (``worlds``: its import replicated that many times)."""
+    import newton
 
-        self.sim = Simulation.open(path, device=device, fps=fps, substeps=substeps, live=False,
-                                   solver_options={"iterations": iterations})  # fmt: skip
-        self.device = self.sim.model.device
-
-    def frames(self, n):
-        for _ in range(n):
-            self.sim.step_frame()
-
-    def positions(self):
-        return self.sim.physics.state.particle_q.numpy()
-
-
-class Newton:
-    def __init__(self, path, device, fps, substeps, iterations):
-        import newton
-
-        builder = newton.ModelBuilder()
-        builder.add_usd(path)
-        builder.color(include_bending=True)
-        self.model = builder.finalize(device=device)
-        self.device = self.model.device
-        self.solver = newton.solvers.SolverVBD(self.model, iterations=iterations)
-        self.pipeline = newton.CollisionPipeline(self.model)
-        self.contacts = self.pipeline.contacts()
-        self.s0, self.s1, self.control = self.model.state(), self.model.state(), self.model.control()
-        self.dt, self.substeps = 1.0 / (fps * substeps), substeps
-
-    def frames(self, n):
-        for _ in range(n * self.substeps):
-            self.s0.clear_forces()
-            self.pipeline.collide(self.s0, self.contacts)
-            self.solver.step(self.s0, self.s1, self.control, self.contacts, self.dt)
-            self.s0, self.s1 = self.s1, self.s0
-
-    def positions(self):
-        return self.s0.particle_q.numpy()
+    builder = newton.ModelBuilder()
+    builder.add_usd(path)
+    if worlds is not None:
+        one, builder = builder, newton.ModelBuilder()
+        builder.replicate(one, worlds)
+    return NewtonFrames.vbd(builder, device, fps, substeps, iterations)
 
 
 def main(argv=None) -> int:
@@ -135,7 +105,7 @@ def main(argv=None) -> int:
             path = os.path.join(tmp, "cloth.usda")
             n = cloth_stage(path, asked)
             kw = (args.device, args.fps, args.substeps, args.iterations)
-            sides = {"ours": Ours(path, *kw), "newton": Newton(path, *kw)}
+            sides = {"ours": OursFrames(path, *kw), "newton": newton_side(path, *kw)}
             print(row(n, sides, args.frames, args.repeat))
     return 0
 

@@ -52,3 +52,60 @@ def row(n: int, sides: dict, frames: int, repeat: int) -> str:
         f"{n:>8} {1e3 * statistics.median(times['ours']):>14.1f} {1e3 * statistics.median(times['newton']):>16.1f}"
         f" {statistics.median(ratios):>12.3f} {f'{q[0]:.3f}-{q[1]:.3f}':>14} {diff:>11.3g}"
     )
+
+
+class OursFrames:
+    """Our side: ``Simulation.open`` of the stage (``live=False``, the solver's iterations, ``open_kw``) stepped
+    frame by frame with ``step_frame``, its points written every frame as ``usdsim run`` writes them. ``positions``:
+    the particles' (``what="particles"``) or the bodies' origins (``"bodies"``)."""
+
+    def __init__(self, path, device, fps, substeps, iterations, what="particles", **open_kw):
+        from newton_usd import Simulation
+
+        self.sim = Simulation.open(path, device=device, fps=fps, substeps=substeps, live=False,
+                                   solver_options={"iterations": iterations}, **open_kw)  # fmt: skip
+        self.device = self.sim.model.device
+        self.what = what
+
+    def frames(self, n):
+        for _ in range(n):
+            self.sim.step_frame()
+
+    def positions(self):
+        state = self.sim.physics.state
+        return state.particle_q.numpy() if self.what == "particles" else state.body_q.numpy()[:, :3]
+
+
+class NewtonFrames:
+    """Newton's side: its own loop as its examples write it, each step clearing the forces, colliding, stepping
+    ``solver`` and swapping the states, nothing written (``fk``: the bodies placed from the joints first)."""
+
+    def __init__(self, model, solver, fps, substeps, what="particles", fk=False):
+        import newton
+
+        self.model, self.solver, self.device, self.what = model, solver, model.device, what
+        self.pipeline = newton.CollisionPipeline(model)
+        self.contacts = self.pipeline.contacts()
+        self.s0, self.s1, self.control = model.state(), model.state(), model.control()
+        if fk:
+            newton.eval_fk(model, model.joint_q, model.joint_qd, self.s0)
+        self.dt, self.substeps = 1.0 / (fps * substeps), substeps
+
+    @classmethod
+    def vbd(cls, builder, device, fps, substeps, iterations, what="particles"):
+        """Newton's SolverVBD on ``builder`` (colored with its bending edges, finalized on ``device``)."""
+        import newton
+
+        builder.color(include_bending=True)
+        model = builder.finalize(device=device)
+        return cls(model, newton.solvers.SolverVBD(model, iterations=iterations), fps, substeps, what)
+
+    def frames(self, n):
+        for _ in range(n * self.substeps):
+            self.s0.clear_forces()
+            self.pipeline.collide(self.s0, self.contacts)
+            self.solver.step(self.s0, self.s1, self.control, self.contacts, self.dt)
+            self.s0, self.s1 = self.s1, self.s0
+
+    def positions(self):
+        return self.s0.particle_q.numpy() if self.what == "particles" else self.s0.body_q.numpy()[:, :3]

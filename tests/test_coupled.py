@@ -10,6 +10,7 @@ import newton
 import numpy as np
 import pytest
 from newton.solvers.experimental.coupled import SolverCoupledProxy
+from newton_loops import newton_loop
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from newton_usd.cli import main
@@ -149,16 +150,7 @@ def newton_coupled_run(path, frames=FRAMES, rigid="mujoco"):
             iterations=1,
         ),
     )
-    pipeline = newton.CollisionPipeline(model)
-    contacts = pipeline.contacts()
-    s0, s1, control = model.state(), model.state(), model.control()
-    newton.eval_fk(model, model.joint_q, model.joint_qd, s0)
-    dt = 1.0 / (FPS * SUBSTEPS)
-    for _ in range(frames * SUBSTEPS):
-        s0.clear_forces()
-        pipeline.collide(s0, contacts)
-        solver.step(s0, s1, control, contacts, dt)
-        s0, s1 = s1, s0
+    s0 = newton_loop(model, solver, frames * SUBSTEPS, 1.0 / (FPS * SUBSTEPS), fk=True)
     return dict(zip(model.body_label, s0.body_q.numpy(), strict=True)), s0.particle_q.numpy()
 
 

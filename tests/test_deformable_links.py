@@ -8,6 +8,8 @@ import warnings
 import newton
 import numpy as np
 import pytest
+from newton_loops import newton_loop as newtons_loop
+from newton_loops import vbd_model
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 from test_deformables import FPS, ITERATIONS, SIDE, SUBSTEPS, cloth_stage, our_run
 
@@ -55,18 +57,8 @@ def newton_loop(path, frames, pinned=(), visuals=False):
     for i in pinned:
         nb.particle_flags[i] = int(nb.particle_flags[i]) & ~int(newton.ParticleFlags.ACTIVE)
         nb.particle_mass[i] = 0.0
-    nb.color(include_bending=True)
-    model = nb.finalize(device="cpu")
-    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
-    pipeline = newton.CollisionPipeline(model)
-    contacts = pipeline.contacts()
-    s0, s1, control = model.state(), model.state(), model.control()
-    dt = 1.0 / (FPS * SUBSTEPS)
-    for _ in range(frames * SUBSTEPS):
-        s0.clear_forces()
-        pipeline.collide(s0, contacts)
-        solver.step(s0, s1, control, contacts, dt)
-        s0, s1 = s1, s0
+    model, solver = vbd_model(nb, ITERATIONS)
+    s0 = newtons_loop(model, solver, frames * SUBSTEPS, 1.0 / (FPS * SUBSTEPS))
     out = s0.particle_q.numpy(), s0.body_q.numpy() if model.body_count else None
     if visuals:
         return *out, newton.geometry.DeformableVisuals(model).update(s0).get_points(0).numpy()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import newton
 import numpy as np
 import pytest
+from newton_loops import newton_loop, vbd_model
 from pxr import Sdf, Usd, UsdGeom
 from test_deformable_links import CORNERS, _rotate, attach, corner_points, element_filter, falling_box_stage
 from test_deformables import FPS, ITERATIONS, SUBSTEPS, cloth_stage
@@ -98,18 +99,8 @@ def newton_replicated(path, worlds, frames, substeps, grains=False) -> np.ndarra
             solver.project_outside(s1, s1, dt)
             s0, s1 = s1, s0
         return s0.particle_q.numpy()
-    builder.color(include_bending=True)
-    model = builder.finalize(device="cpu")
-    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
-    pipeline = newton.CollisionPipeline(model)
-    contacts = pipeline.contacts()
-    s0, s1, control = model.state(), model.state(), model.control()
-    for _ in range(frames * substeps):
-        s0.clear_forces()
-        pipeline.collide(s0, contacts)
-        solver.step(s0, s1, control, contacts, dt)
-        s0, s1 = s1, s0
-    return s0.particle_q.numpy()
+    model, solver = vbd_model(builder, ITERATIONS)
+    return newton_loop(model, solver, frames * substeps, dt).particle_q.numpy()
 
 
 def test_worlds_of_cloth_and_grains_run_as_newtons_own_replicated_loop(tmp_path):

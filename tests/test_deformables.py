@@ -11,6 +11,7 @@ from pathlib import Path
 import newton
 import numpy as np
 import pytest
+from newton_loops import newton_loop, vbd_model
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from newton_usd.cli import main
@@ -84,19 +85,8 @@ def newton_run(path, frames=FRAMES) -> np.ndarray:
     """Newton 1.8's own loop on the stage: add_usd, SolverVBD, CollisionPipeline, the same step and iterations."""
     nb = newton.ModelBuilder()
     nb.add_usd(path)
-    nb.color(include_bending=True)
-    model = nb.finalize(device="cpu")
-    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
-    pipeline = newton.CollisionPipeline(model)
-    contacts = pipeline.contacts()
-    s0, s1, control = model.state(), model.state(), model.control()
-    dt = 1.0 / (FPS * SUBSTEPS)
-    for _ in range(frames * SUBSTEPS):
-        s0.clear_forces()
-        pipeline.collide(s0, contacts)
-        solver.step(s0, s1, control, contacts, dt)
-        s0, s1 = s1, s0
-    return s0.particle_q.numpy()
+    model, solver = vbd_model(nb, ITERATIONS)
+    return newton_loop(model, solver, frames * SUBSTEPS, 1.0 / (FPS * SUBSTEPS)).particle_q.numpy()
 
 
 def our_run(path, frames=FRAMES, **kw) -> tuple[Simulation, np.ndarray]:
@@ -311,8 +301,10 @@ def test_a_rigid_box_on_a_soft_block_in_centimetres(tmp_path):
 @pytest.mark.parametrize(
     ("stage", "simulated"),
     [
-        ("deformables_mixed.usda",
-         ["/World/Cloth/sim", "/World/SoftA/sim", "/World/SoftB/sim", "/World/CableA/sim", "/World/CableB/sim"]),
+        (
+            "deformables_mixed.usda",
+            ["/World/Cloth/sim", "/World/SoftA/sim", "/World/SoftB/sim", "/World/CableA/sim", "/World/CableB/sim"],
+        ),
         ("tetmesh_with_material.usda", ["/World/SoftBody"]),
         ("tetmesh_multi.usda", ["/Root/TetA", "/Root/TetB"]),
         ("tetmesh_simple.usda", ["/SimpleTetMesh"]),
