@@ -1,26 +1,29 @@
 """PhysX's bounds on a body's speeds: ``physxRigidBody:maxLinearVelocity`` (stage units per second) and
 ``maxAngularVelocity`` (degrees per second) where authored, and PhysX's own 100 rad/s angular bound on a stage PhysX
-wrote; kept by C MuJoCo, XPBD and semi-implicit, said once by the engines that do not keep them."""
+wrote; kept by C MuJoCo, XPBD, semi-implicit, Featherstone and Kamino, said once by the engines that do not keep
+them (vbd)."""
 
 from __future__ import annotations
 
 import logging
 import math
+from types import SimpleNamespace
 
 import mujoco
 import numpy as np
 import pytest
-from pxr import Gf, Sdf, UsdPhysics
+import warp as wp
+from pxr import Gf, Sdf, Usd, UsdPhysics
 from test_newton_solvers import usdsim
 from test_stability import _whip
 
 from newton_usd import Simulation
 from newton_usd.cli import main
-from newton_usd.solvers.velocity_limits import MuJoCoSpeedBounds
+from newton_usd.solvers.velocity_limits import ENGINES_KEEPING, MuJoCoSpeedBounds, unkept_message
 
 from stages import add_box, new_stage
 
-KEEPING = ("mujoco", "xpbd", "semi_implicit")
+KEEPING = ("mujoco", "xpbd", "semi_implicit", "featherstone", "kamino")
 
 
 def _max_spin(path, frames, solver="mujoco", worlds=1, **options):
@@ -181,11 +184,11 @@ def test_a_stage_phsyx_did_not_write_is_not_bounded(tmp_path):
 
 
 def test_an_engine_that_does_not_keep_the_bounds_says_so_once(tmp_path, caplog):
-    """featherstone does not keep them: said once, naming the body, and the run goes on."""
+    """vbd does not keep them: said once, naming the body, and the run goes on."""
     _free_box(tmp_path / "spin.usda", spin=math.degrees(20.0), maxAngularVelocity=572.958)
     with caplog.at_level(logging.WARNING, logger="newton_usd"):
-        assert usdsim(tmp_path / "spin.usda", "--solver", "featherstone", "-n", 3, "-o", tmp_path / "out.usda") == 0
-    said = [r.getMessage() for r in caplog.records if "not kept by the featherstone solver" in r.getMessage()]
+        assert usdsim(tmp_path / "spin.usda", "--solver", "vbd", "-n", 3, "-o", tmp_path / "out.usda") == 0
+    said = [r.getMessage() for r in caplog.records if "not kept by the vbd solver" in r.getMessage()]
     assert len(said) == 1, caplog.text
     assert "physxRigidBody:maxAngularVelocity" in said[0] or "maxAngularVelocity" in said[0]
     assert "/Box" in said[0]
@@ -204,3 +207,74 @@ def test_explain_shows_physx_s_own_bound_where_it_holds(tmp_path, capsys):
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if "max_angular_velocity" in line)
     assert " 100 " in row and "PhysX's own bound" in row, row
+
+
+def test_the_unkept_message_names_the_engine_the_bounded_bodies_and_those_that_keep_them():
+    bounds = [(math.inf, math.inf), (math.inf, 10.0), (2.0, math.inf)]
+    model = SimpleNamespace(
+        body_count=3, body_label=["/A", "/B", "/C"], body_max_velocity=wp.array(bounds, dtype=wp.vec2, device="cpu")
+    )
+    message, labels = unkept_message(model, "vbd")
+    assert labels == ["/B", "/C"]
+    assert "not kept by the vbd solver" in message and f"(kept by {', '.join(ENGINES_KEEPING)})" in message, message
+    assert "featherstone" in ENGINES_KEEPING and "kamino" in ENGINES_KEEPING and "vbd" not in ENGINES_KEEPING
+    unbounded = SimpleNamespace(body_count=1, body_label=["/A"], body_max_velocity=wp.array(bounds[:1], dtype=wp.vec2))
+    assert unkept_message(unbounded, "vbd") is None
+
+
+def _bound_links(path, angular: float, linear: float) -> None:
+    """Author ``angular`` rad/s and ``linear`` m/s on each of the whip's links."""
+    stage = Usd.Stage.Open(str(path))
+    for i in range(5):
+        prim = stage.GetPrimAtPath(f"/Chain/Link{i}")
+        prim.CreateAttribute("physxRigidBody:maxAngularVelocity", Sdf.ValueTypeNames.Float).Set(math.degrees(angular))
+        prim.CreateAttribute("physxRigidBody:maxLinearVelocity", Sdf.ValueTypeNames.Float).Set(linear)
+    stage.Save()
+
+
+def test_featherstone_keeps_the_whip_within_physx_s_bound_by_its_joint_velocities(tmp_path):
+    """Unbounded the whip blows up under featherstone at frame 7; on the stage as PhysX writes it (100 rad/s) a second
+    runs, no link faster than the bound, each frame's fastest link as under C MuJoCo (88.52 rad/s in the first second
+    under both). With 20 rad/s on each link the bound holds at every frame end and the bodies' velocities are those
+    of the scaled joint velocities (Newton's forward kinematics of them)."""
+    _whip(tmp_path / "bare.usda", physx=False)
+    _whip(tmp_path / "physx.usda", physx=True)
+    assert usdsim(tmp_path / "bare.usda", "--solver", "featherstone", "-n", 10, "--fps", 24) == 3
+    spins = {solver: _max_spin(tmp_path / "physx.usda", 24, solver=solver) for solver in ("featherstone", "mujoco")}
+    assert spins["featherstone"] <= 100.0 * (1 + 1e-4), spins
+    assert spins["featherstone"] == pytest.approx(spins["mujoco"], rel=1e-2), spins
+    _whip(tmp_path / "tight.usda", physx=True)
+    _bound_links(tmp_path / "tight.usda", 20.0, 100.0)
+    sim = Simulation.open(str(tmp_path / "tight.usda"), solver="featherstone", device="cpu", record=False, fps=24)
+    top, mismatch = 0.0, 0.0
+    for _ in range(12):
+        sim.step_frame()
+        qd = sim.state.body_qd.numpy()
+        top = max(top, float(np.linalg.norm(qd[:, 3:], axis=1).max()))
+        sim.solver.exchange.bodies_from_joints(sim.state)  # (the body velocities from the joint velocities)
+        mismatch = max(mismatch, float(np.abs(sim.state.body_qd.numpy() - qd).max()))
+    sim.close()
+    assert 20.0 * (1 - 1e-3) <= top <= 20.0 * (1 + 1e-4), top
+    assert mismatch < 1e-4, mismatch
+
+
+def test_kamino_keeps_the_bounds_on_its_bodies_and_reports_the_joint_velocities_of_them(tmp_path):
+    """Kamino's state is its bodies' twists: each bounded body's scaled (the whip's links within 5 rad/s and 10 m/s
+    at every frame end), and the joint velocities it reports are those of the scaled bodies (Newton's inverse
+    kinematics of them), not those it computed before the scaling (which differ by up to 8 rad/s here)."""
+    _whip(tmp_path / "tight.usda", physx=True)
+    _bound_links(tmp_path / "tight.usda", 5.0, 10.0)
+    sim = Simulation.open(str(tmp_path / "tight.usda"), solver="kamino", device="cpu", record=False, fps=24)
+    spin, speed, mismatch = 0.0, 0.0, 0.0
+    for _ in range(6):
+        sim.step_frame()
+        qd = sim.state.body_qd.numpy()
+        spin = max(spin, float(np.linalg.norm(qd[:, 3:], axis=1).max()))
+        speed = max(speed, float(np.linalg.norm(qd[:, :3], axis=1).max()))
+        joint_qd = sim.state.joint_qd.numpy().copy()
+        sim.solver.exchange.joints_from_bodies(sim.state)
+        mismatch = max(mismatch, float(np.abs(sim.state.joint_qd.numpy() - joint_qd).max()))
+    sim.close()
+    assert spin <= 5.0 * (1 + 1e-4) and speed <= 10.0 * (1 + 1e-4), (spin, speed)
+    assert spin > 4.99 and speed > 9.99, (spin, speed)  # (the bounds were reached: the scaling ran)
+    assert mismatch < 1e-3, mismatch

@@ -13,9 +13,13 @@ the bound holds in the engine's own coordinates without touching the rest of the
 - :class:`MuJoCoWarpSpeedBounds`: the same on MuJoCo-Warp (the warp backend), one kernel after each step (a thread a
   world), the step taken in one phase so that the next starts from the scaled velocities.
 - :class:`BodySpeedBounds`: Newton's maximal-coordinate solvers (XPBD, semi-implicit), one kernel on each step's
-  output body velocities (center of mass linear, angular), captured with the frame on CUDA.
+  output body velocities (center of mass linear, angular), captured with the frame on CUDA; on Kamino (whose joint
+  velocities are reported from its bodies') followed by the joint velocities of what it scaled
+  (:class:`~.joint_speed_bounds.BodyJointSpeedBounds`).
+- :class:`~.joint_speed_bounds.JointSpeedBounds`: Newton's Featherstone (joint coordinates), the articulation links'
+  own joint velocities scaled from the root outward as on C MuJoCo, in one kernel (a thread an articulation).
 
-The other engines (featherstone and kamino) do not keep them yet: :func:`unkept_message` is what they
+The other engines (vbd and the engines coupled with it) do not keep them yet: :func:`unkept_message` is what they
 say once.
 """
 
@@ -26,7 +30,7 @@ import warp as wp
 
 from .kernel_loading import modules_named
 
-ENGINES_KEEPING = ("mujoco", "xpbd", "semi_implicit")
+ENGINES_KEEPING = ("mujoco", "xpbd", "semi_implicit", "featherstone", "kamino")
 """The engines that keep the bounds (for the message of those that do not)."""
 
 
@@ -292,21 +296,24 @@ class MuJoCoWarpSpeedBounds:
         )  # fmt: skip
 
 
-@wp.kernel
-def _bound_body_velocities(bodies: wp.array[wp.int32], bounds: wp.array[wp.vec2], body_qd: wp.array[wp.spatial_vector]):
-    i = wp.tid()
-    b = bodies[i]
-    qd = body_qd[b]
+@wp.func
+def _within(qd: wp.spatial_vector, bound: wp.vec2) -> wp.spatial_vector:
+    """A body velocity (center of mass linear, angular) with each part scaled down to its bound (linear, angular)."""
     v = wp.spatial_top(qd)
     w = wp.spatial_bottom(qd)
-    bound = bounds[b]
     speed = wp.length(v)
     if speed > bound[0]:
         v = v * (bound[0] / speed)
     spin = wp.length(w)
     if spin > bound[1]:
         w = w * (bound[1] / spin)
-    body_qd[b] = wp.spatial_vector(v, w)
+    return wp.spatial_vector(v, w)
+
+
+@wp.kernel
+def _bound_body_velocities(bodies: wp.array[wp.int32], bounds: wp.array[wp.vec2], body_qd: wp.array[wp.spatial_vector]):
+    b = bodies[wp.tid()]
+    body_qd[b] = _within(body_qd[b], bounds[b])
 
 
 class BodySpeedBounds:
@@ -329,6 +336,10 @@ class BodySpeedBounds:
     def apply(self, body_qd) -> None:
         wp.launch(_bound_body_velocities, len(self.bodies), inputs=(self.bodies, self.bounds, body_qd),
                   device=body_qd.device)  # fmt: skip
+
+    def apply_to(self, state) -> None:
+        """:meth:`apply` on a step's output ``state`` (Newton's)."""
+        self.apply(state.body_qd)
 
 
 def report_unkept_speed_bounds(model, solver, diagnostics) -> None:

@@ -19,8 +19,8 @@ from ...core.types import JointType
 from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from ..frame import FrameCapture
+from ..joint_speed_bounds import speed_bounds_of
 from ..solver import SolverBase
-from ..velocity_limits import BodySpeedBounds
 from .actuation import ACTUATED_RELAXATION, Actuation
 from .contact_hold import say_soft_contacts
 from .contact_pairs import SwitchedPairs
@@ -100,8 +100,8 @@ class SolverNewton(SolverBase):
     """Whether a body switched between kinematic and dynamic (``body_kinematic``) is taken in place: its Newton flag
     flipped and the solver told (False: Kamino, which decides which bodies are immovable once, when it is made)."""
     keeps_speed_bounds = False
-    """Whether the bodies' speed bounds (PhysX's; :mod:`~newton_usd.solvers.velocity_limits`) are kept: by the solvers
-    whose body velocities are their state, each step's output scaled to them."""
+    """How the bodies' speed bounds (PhysX's; :mod:`~newton_usd.solvers.velocity_limits`) are kept after each step:
+    "bodies", "bodies and joints" (kamino), "joints" (featherstone), False: not kept (see ``speed_bounds_of``)."""
     stable_dt = math.inf
     """s: the longest step estimated stable on this model (inf: no estimate; see :meth:`step_diagnostics`)."""
     _said_dt = None
@@ -168,7 +168,7 @@ class SolverNewton(SolverBase):
         self.actuators = Actuation.of(model)
         """The model's joint actuators, their efforts added to ``joint_f`` each step (:mod:`.actuation`); None
         without."""
-        self._speed_bounds = BodySpeedBounds.of(model) if self.keeps_speed_bounds else None
+        self._speed_bounds = speed_bounds_of(self.keeps_speed_bounds, model, self.newton_model)
         self._cone_dofs = _cone_dofs(model, bridge)
         self._dof_order = bridge.dof_order  # (our DOF of each of Newton's)
         self.exchange.initial_state()
@@ -253,7 +253,7 @@ class SolverNewton(SolverBase):
         else:
             self.newton_solver.step(ns_in, ns_out, nc, self.newton_contacts, dt, observables=self.contact_forces)
         if self._speed_bounds is not None:
-            self._speed_bounds.apply(ns_out.body_qd)
+            self._speed_bounds.apply_to(ns_out)
         self.exchange.outputs(state_out, joints_written=self.writes_joint_state)
 
     simulates_frames = True
@@ -489,7 +489,7 @@ class SolverXPBD(SolverNewton):
     restitution when enabled; no armature, joint friction or effort limits)."""
 
     name = "xpbd"
-    keeps_speed_bounds = True
+    keeps_speed_bounds = "bodies"
     newton_class = newton.solvers.SolverXPBD
     writes_joint_state = False
     ball_torque_in_world = True
@@ -563,10 +563,10 @@ def xpbd_iterations(model) -> int | None:
 
 
 class SolverFeatherstone(SolverNewton):
-    """Newton's SolverFeatherstone: articulations in generalized coordinates (CRBA, symplectic Euler),
-    penalty contacts and limits."""
+    """Newton's SolverFeatherstone: generalized coordinates (CRBA, symplectic Euler), penalty contacts, limits."""
 
     name = "featherstone"
+    keeps_speed_bounds = "joints"
     penalty_contacts = True
     newton_class = newton.solvers.SolverFeatherstone
     kinematic_joint_q = True  # (its state is the joint coordinates: a kinematic root's free joint is pinned there)
@@ -626,7 +626,7 @@ class SolverSemiImplicit(SolverNewton):
     size, naming the joint that sets it."""
 
     name = "semi_implicit"
-    keeps_speed_bounds = True
+    keeps_speed_bounds = "bodies"
     penalty_contacts = True
     newton_class = newton.solvers.SolverSemiImplicit
     writes_joint_state = False  # (it integrates body states only: its joint_q/joint_qd are left as they were)
@@ -657,10 +657,10 @@ class SolverSemiImplicit(SolverNewton):
 
 
 class SolverKamino(SolverNewton):
-    """Newton's SolverKamino (beta upstream): maximal coordinates with loop closures, hard frictional
-    contacts and restitution (PADMM)."""
+    """Newton's SolverKamino (beta upstream): maximal coordinates, loop closures, frictional contacts, restitution."""
 
     name = "kamino"
+    keeps_speed_bounds = "bodies and joints"  # (its state is the bodies' twists, its joint velocities from them)
     newton_class = newton.solvers.SolverKamino
     beta = True
     switches_in_place = False
