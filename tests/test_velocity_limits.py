@@ -21,7 +21,7 @@ from newton_usd import Simulation
 from newton_usd.cli import main
 from newton_usd.solvers.velocity_limits import ENGINES_KEEPING, MuJoCoSpeedBounds, unkept_message
 
-from stages import add_box, new_stage
+from stages import add_box, add_hinge, new_stage
 
 KEEPING = ("mujoco", "xpbd", "semi_implicit", "featherstone", "kamino")
 
@@ -256,6 +256,46 @@ def test_featherstone_keeps_the_whip_within_physx_s_bound_by_its_joint_velocitie
     sim.close()
     assert 20.0 * (1 - 1e-3) <= top <= 20.0 * (1 + 1e-4), top
     assert mismatch < 1e-4, mismatch
+
+
+def _cart_pole(path):
+    """A 1 kg cart on a slider along X from the world, bounded to 0.3 m/s, with a 0.5 kg pole hinged about Y on it,
+    level at the start, bounded to 2 rad/s: the pole swings down and pushes the cart."""
+    stage = new_stage(path)
+    cart = add_box(stage, "/Cart", 0.2, (0, 0, 2), mass=1.0)
+    pole = add_box(stage, "/Pole", 0.2, (0.5, 0, 2), mass=0.5)
+    for body in (cart, pole):
+        body.GetPrim().RemoveAPI(UsdPhysics.CollisionAPI)
+        UsdPhysics.MassAPI(body.GetPrim()).CreateDiagonalInertiaAttr(Gf.Vec3f(0.01, 0.01, 0.01))
+        body.GetPrim().AddAppliedSchema("PhysxRigidBodyAPI")
+    cart.GetPrim().CreateAttribute("physxRigidBody:maxLinearVelocity", Sdf.ValueTypeNames.Float).Set(0.3)
+    pole.GetPrim().CreateAttribute("physxRigidBody:maxAngularVelocity", Sdf.ValueTypeNames.Float).Set(math.degrees(2))
+    slider = UsdPhysics.PrismaticJoint.Define(stage, "/Slider")
+    slider.CreateAxisAttr("X")
+    slider.CreateBody1Rel().SetTargets([Sdf.Path("/Cart")])
+    slider.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 2))
+    add_hinge(stage, "/Hinge", "/Cart", "/Pole", (0, 0, 0), (-0.5, 0, 0))
+    stage.Save()
+
+
+def test_featherstone_scales_a_slider_and_a_hinge_as_c_mujoco_does(tmp_path):
+    """The cart's translating DOF and the pole's rotating one each held to their body's bound (the cart reaches 0.3
+    m/s at frame 8, the pole 2 rad/s at frame 2): every body velocity and joint velocity at every frame end as C
+    MuJoCo's (same bounds, same scaling) within 1e-3."""
+    _cart_pole(tmp_path / "cart.usda")
+    runs = {}
+    for solver in ("featherstone", "mujoco"):
+        sim = Simulation.open(str(tmp_path / "cart.usda"), solver=solver, device="cpu", record=False, fps=24)
+        frames = []
+        for _ in range(12):
+            sim.step_frame()
+            frames.append(np.concatenate([sim.state.body_qd.numpy().ravel(), sim.state.joint_qd.numpy()]))
+        sim.close()
+        runs[solver] = np.array(frames)
+    feather = runs["featherstone"]
+    assert np.abs(feather - runs["mujoco"]).max() < 1e-3, np.abs(feather - runs["mujoco"]).max()
+    cart, pole = feather[:, 0], np.linalg.norm(feather[:, 9:12], axis=1)
+    assert cart.max() == pytest.approx(0.3, rel=1e-5) and pole.max() == pytest.approx(2.0, rel=1e-5), (cart, pole)
 
 
 def test_kamino_keeps_the_bounds_on_its_bodies_and_reports_the_joint_velocities_of_them(tmp_path):
