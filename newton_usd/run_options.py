@@ -49,7 +49,8 @@ def run_parser() -> argparse.ArgumentParser:
         help="mujoco, xpbd, featherstone, semi_implicit or kamino (Newton's Warp solvers; kamino is beta); vbd (cloth "
         "and soft volumes) or implicit_mpm (grains) (default: the stage's newton:usd:solver; the engine of the scene's "
         "NewtonXpbdSceneAPI, NewtonKaminoSceneAPI, NewtonVbdSceneAPI or NewtonMPMSceneAPI; vbd for a stage with "
-        "deformables; else mujoco)",
+        "deformables; else mujoco). On a stage with cloth or soft volumes, mujoco and xpbd run its rigid bodies "
+        "coupled with vbd for its deformables (mujoco_vbd, xpbd_vbd)",
     )
     p.add_argument(
         "--backend",
