@@ -120,8 +120,8 @@ def capsule_inertia(mass: float, radius: float, half_height: float) -> np.ndarra
 
 
 def add_cable_curve(builder, label, points, rest_points, radius, point_radius, mass, material, *, friction=None,
-                    root=None, collide=True, frames=None, rest_frames=None) -> tuple:  # fmt: skip
-    """Add one open curve as a chain of segment bodies and rod joints to ``builder`` (SI, world).
+                    root=None, collide=True, frames=None, rest_frames=None, closed=False) -> tuple:  # fmt: skip
+    """Add one curve as a chain of segment bodies and rod joints to ``builder`` (SI, world).
 
     Args:
         label: the name its bodies and joints are labelled from (the prim path, ``_curveN`` for a curve of several).
@@ -135,11 +135,16 @@ def add_cable_curve(builder, label, points, rest_points, radius, point_radius, m
         frames, rest_frames: per segment, its frame now and at rest (xyzw, +Z along the segment: the authored material
             frames, :func:`frames_from_normals`); None: parallel transport from +Z (a pinned chain: each segment's
             turned from +Z alone, as Newton assembles one), the rest frames the frames turned onto the rest tangents.
+        closed: a periodic curve: its last point joined to its first by a segment too (n segments, n >= 2), its last
+            segment's end joined to its first's start by a rod joint that closes the loop (left out of the
+            articulation, as Newton's builder leaves it); no ``root``.
 
-    Returns ``(bodies, rod joints, rest rotations, per point (bodies, offsets))``.
+    Returns ``(bodies, rod joints (a closed curve's loop joint last), rest rotations, per point (bodies, offsets))``.
     """
     p = np.asarray(points, dtype=np.float64)
     rest = p if rest_points is None else np.asarray(rest_points, dtype=np.float64)
+    if closed:  # (the closing segment: the first point again at the end)
+        p, rest = np.vstack([p, p[:1]]), np.vstack([rest, rest[:1]])
     n = len(p)
     d, dr = np.diff(p, axis=0), np.diff(rest, axis=0)
     length, rest_length = np.linalg.norm(d, axis=1), np.linalg.norm(dr, axis=1)
@@ -182,10 +187,19 @@ def add_cable_curve(builder, label, points, rest_points, radius, point_radius, m
         joints.append(_rod_joint(builder, label, k + 1, bodies, a, c, rest_length, rest_frames, radius, point_radius,
                                  material, rests))  # fmt: skip
     builder.add_articulation([root_joint, *joints], label=label)
+    if closed:  # (the loop: the last segment's end to the first's start, at point 0)
+        j, rest_q = add_rod_joint(builder, f"{label}_cable_{len(joints) + 1}", bodies[-1], bodies[0],
+                                  _anchor(rest_length[-1], True, False), _anchor(rest_length[0], False, False),
+                                  rest_frames[-1], rest_frames[0])  # fmt: skip
+        set_rod_gains(builder, material, float(rest_length[-1]), float(rest_length[0]), float(radius[n - 2]),
+                      float(radius[0]), float(point_radius[0]))  # fmt: skip
+        joints.append(j)
+        rests.append(rest_q)
+        n -= 1  # (the authored points: the last is the first)
     point_bodies, point_offsets = np.zeros((n, 2), dtype=np.int64), np.zeros((n, 2))
     for i in range(n):  # (a point: the end of the segment before it and the start of the one after)
-        ends = ([(i - 1, 0.5 * rest_length[i - 1])] if i > 0 else []) + ([(i, -0.5 * rest_length[i])] if i < n - 1
-                                                                         else [])  # fmt: skip
+        before = [(i - 1, 0.5 * rest_length[i - 1])] if i > 0 or closed else []
+        ends = before + ([(i, -0.5 * rest_length[i])] if i < len(bodies) else [])
         ends = ends * 2 if len(ends) == 1 else ends
         point_bodies[i] = [bodies[e] for e, _ in ends]
         point_offsets[i] = [z for _, z in ends]

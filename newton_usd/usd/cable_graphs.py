@@ -31,7 +31,8 @@ class CurvesRecord:
     """A cable prim's curves as read (SI, world): ``counts``/``starts`` of its curves, ``pos`` (n, 3) its points,
     ``rest`` its rest points (None: ``pos``), per segment ``seg_radius`` and ``seg_mass``, per point
     ``point_radius``; its :class:`~newton_usd.core.cables.CableMaterial` (or None), friction, whether it collides;
-    its authored ``normals`` and ``physics:restNormals`` (world directions, per point; None: not read)."""
+    its authored ``normals`` and ``physics:restNormals`` (world directions, per point; None: not read); ``closed``:
+    periodic curves (each with a segment from its last point back to its first)."""
 
     path: str
     counts: np.ndarray
@@ -46,6 +47,7 @@ class CurvesRecord:
     collide: bool
     normals: np.ndarray | None = None
     rest_normals: np.ndarray | None = None
+    closed: bool = False
 
 
 class _UnionFind:
@@ -77,8 +79,8 @@ def junction(prim, src0: str, src1: str, records: dict) -> tuple | str:
     if enabled is not None and not bool(enabled):
         return ""
     a, b = records.get(src0), records.get(src1)
-    if a is None or b is None or len(a.counts) != 1 or len(b.counts) != 1:
-        return "a curve-to-curve junction welds two simulated cables of one curve each"
+    if a is None or b is None or len(a.counts) != 1 or len(b.counts) != 1 or a.closed or b.closed:
+        return "a curve-to-curve junction welds two simulated cables of one open curve each"
     types = str(_authored(prim, "physics:type0") or ""), str(_authored(prim, "physics:type1") or "")
     if types != ("point", "point"):
         return f"type0 {types[0] or '(none)'} to type1 {types[1] or '(none)'} (a junction is point to point)"

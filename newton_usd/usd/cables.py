@@ -21,11 +21,12 @@
   segments' shares of each point's volume) replaces it; else the body prim's ``physics:mass`` scales it to that total;
 - collisions: its capsules collide where the prim applies ``PhysicsCollisionAPI`` (``physics:collisionEnabled`` not
   false);
-- a ``PhysicsAttachment`` with ``physics:src0`` the cable (or its body prim), ``type0 = "point"``, ``type1 =
-  "xform"``, one of ``indices0`` an end point of a one-curve cable, hard (``physics:stiffness`` unauthored or inf)
-  pins that end at ``physics:coords1[0]`` (in ``physics:src1``'s frame: none, the world; a rigid body or a prim in
-  one: to that body) by a ball joint, the chain's root; a hard point-to-point attachment between two cables welds
-  them into one rod graph (:mod:`.cable_graphs`). Other attachments of a cable are said, not simulated.
+- ``wrap = "periodic"``: each curve closed, its last point joined to its first by a segment too and the loop closed by
+  a rod joint (at least 2 points a curve);
+- a hard ``PhysicsAttachment`` from the cable's points to an xform holds them there (:mod:`.cable_pins`: the chain's
+  root where it is the only attachment and holds one end, else ball joints closing loops); a hard point-to-point
+  attachment between two cables welds them into one rod graph (:mod:`.cable_graphs`). Other attachments of a cable
+  are said, not simulated.
 
 Bad input is a one-line :class:`~newton_usd.errors.UsdInputError` naming the prim and attribute.
 """
@@ -38,9 +39,11 @@ import numpy as np
 from pxr import Usd, UsdGeom, UsdShade
 
 from ..core.cables import Cable, CableMaterial, add_cable, add_cable_curve
-from ..core.quat import quat_rotate, transform_inverse, transform_multiply
+from ..core.quat import quat_rotate
 from ..errors import UsdInputError
+from . import cable_pins
 from .cable_graphs import CurvesRecord, curve_frames, import_graphs, junction
+from .cable_pins import hold, is_root, not_a_hold
 from .granular import applied
 
 MATERIAL_API = "PhysicsCurvesDeformableMaterialAPI"
@@ -78,14 +81,18 @@ def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, d
                 used.add((str(material.GetPath()), name))
         if rec is not None:
             records[path] = rec
-    pins = _pins(stage, cables, records, welds, file, diag)
+    holds, touching = _attachments(stage, cables, records, welds, file, diag)
     out = import_graphs(builder, records, welds, diag)  # (welded graphs first, as Newton's importer builds them)
-    for path in out:
-        if path in pins:
-            diag.add(f"pins {path}, which is welded into a cable graph: not simulated", str(pins[path].GetPath()))
     for path, rec in records.items():
         if path not in out:
-            out[path] = _import_cable(builder, rec, frame, file, pins.get(path), body_index, diag)
+            pins = holds.get(path, [])
+            pin = pins[0] if len(pins) == 1 and is_root(pins[0], rec, touching.get(path, 0)) else None
+            if pin is not None:
+                holds[path] = []
+            out[path] = _import_cable(builder, rec, frame, file, pin, body_index, diag)
+    for path, cable in out.items():  # (the other holds: ball joints closing loops through the cables' roots)
+        for pin in holds.get(path, []):
+            hold(builder, cable, pin, frame, file, body_index, diag)
     return {path: add_cable(builder, cable) for path, cable in out.items()}
 
 
@@ -106,11 +113,12 @@ def _number(prim, name, file, *, positive=False):
     return v
 
 
-def _pins(stage, cables, records, welds, file, diag) -> dict:
-    """Cable path -> its pinning attachment prim (see the module); curve-to-curve junctions appended to ``welds``
-    ((attachment path, src0, src1, indices0, indices1): :mod:`.cable_graphs`); other attachments of cables said."""
+def _attachments(stage, cables, records, welds, file, diag) -> tuple:
+    """(cable path -> the attachments holding its points (:mod:`.cable_pins`), cable path -> how many enabled
+    attachments touch it); curve-to-curve junctions appended to ``welds`` ((attachment path, src0, src1, indices0,
+    indices1): :mod:`.cable_graphs`); other attachments of cables said."""
     body_of = {b: p for p, b in cables.items()}
-    out = {}
+    holds, touching = {}, {}
     for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
         if prim.GetTypeName() != "PhysicsAttachment":
             continue
@@ -120,6 +128,9 @@ def _pins(stage, cables, records, welds, file, diag) -> dict:
         rel1 = prim.GetRelationship("physics:src1")
         targets1 = [str(t) for t in (rel1.GetForwardedTargets() if rel1 else [])]
         src1 = body_of.get(targets1[0], targets1[0]) if targets1 else None
+        enabled = _authored(prim, "physics:attachmentEnabled")
+        for src in {src0, src1} & set(cables) if enabled is None or bool(enabled) else ():
+            touching[src] = touching.get(src, 0) + 1
         if src1 in cables:
             why = junction(prim, src0, src1, records) if src0 in cables and src0 != src1 else (
                 "an attachment to a cable (physics:src1) from other than another cable is not simulated")  # fmt: skip
@@ -130,33 +141,12 @@ def _pins(stage, cables, records, welds, file, diag) -> dict:
             continue
         if src0 not in cables:
             continue
-        why = _not_a_pin(prim, file)
-        if why is None and src0 in out:
-            why = f"{src0} is pinned by {out[src0].GetPath()} already: one pinned end is simulated"
+        why = not_a_hold(prim, file)
         if why is None:
-            out[src0] = prim
+            holds.setdefault(src0, []).append(prim)
         elif why:
             diag.add(f"{why}: the attachment of the cable is not simulated", str(prim.GetPath()))
-    return out
-
-
-def _not_a_pin(prim, file) -> str | None:
-    """Why the attachment ``prim`` does not pin a cable's end ("" where it is disabled), None where it does."""
-    enabled = _authored(prim, "physics:attachmentEnabled")
-    if enabled is not None and not bool(enabled):
-        return ""
-    types = str(_authored(prim, "physics:type0") or ""), str(_authored(prim, "physics:type1") or "")
-    if types != ("point", "xform"):
-        return f"type0 {types[0] or '(none)'} to type1 {types[1] or '(none)'} (a cable's end point to an xform is)"
-    if len(_authored(prim, "physics:indices0") or []) != 1 or _authored(prim, "physics:indices1"):
-        return "physics:indices0 names more than one point (one end point is pinned)"
-    stiffness = _authored(prim, "physics:stiffness")
-    if stiffness is not None and float(stiffness) != math.inf:
-        if math.isnan(float(stiffness)) or float(stiffness) < 0:
-            raise UsdInputError(f"must be at least 0 (inf: hard), got {stiffness}", file=file,
-                                prim=str(prim.GetPath()), attribute="physics:stiffness")  # fmt: skip
-        return "a compliant attachment (finite physics:stiffness)"
-    return None
+    return holds, touching
 
 
 def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
@@ -169,9 +159,7 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
     if curves.GetTypeAttr().Get() != UsdGeom.Tokens.linear:
         diag.add("only linear BasisCurves are simulated as cables (as Newton): the prim stays as authored", path)
         return None
-    if curves.GetWrapAttr().Get() == UsdGeom.Tokens.periodic:
-        diag.add("closed (periodic) cables are not simulated yet: the prim stays as authored", path)
-        return None
+    closed = curves.GetWrapAttr().Get() == UsdGeom.Tokens.periodic  # (its last point joined to its first)
     points, counts = curves.GetPointsAttr().Get(), curves.GetCurveVertexCountsAttr().Get()
     if not points or not counts:
         what = "points" if not points else "curveVertexCounts"
@@ -179,9 +167,11 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
     points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     counts = np.asarray(counts, dtype=np.int64)
     n = len(points)
-    if counts.sum() != n or np.any(counts < 3):
-        i = int(np.argmax(counts < 3)) if np.any(counts < 3) else None
-        why = (f"curve {i} has {counts[i]} points: a cable's curve has at least 3 (two segments)" if i is not None
+    least = 2 if closed else 3  # (two segments)
+    if counts.sum() != n or np.any(counts < least):
+        i = int(np.argmax(counts < least)) if np.any(counts < least) else None
+        why = (f"curve {i} has {counts[i]} points: a{' closed' if closed else 'n open'} cable's curve has at least "
+               f"{least} (two segments)" if i is not None
                else f"the curves count {counts.sum()} points, points holds {n}")  # fmt: skip
         raise UsdInputError(why, file=file, prim=path, attribute="curveVertexCounts")
     if not np.all(np.isfinite(points)):
@@ -206,7 +196,7 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
 
     normals, rest_normals = (None if v is None else direction(v) for v in _normals(prim, curves, n, path, diag))
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    seg_h, point_h = _thicknesses(prim, counts, starts, frame, file, path, diag)
+    seg_h, point_h = _thicknesses(prim, counts, starts, closed, frame, file, path, diag)
     widths = _authored(prim, "widths")
     if widths is not None and np.any(np.asarray(widths, dtype=np.float64) < 0):
         raise UsdInputError("a width is at least 0", file=file, prim=path, attribute="widths")
@@ -215,15 +205,16 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
     density = _number(body, "physics:density", file)
     density = density * kpu / mpu**3 if density else material_density or DEFAULT_DENSITY
     seg_radius = 0.5 * seg_h
-    lengths = [np.linalg.norm(np.diff((pos if rest is None else rest)[s : s + c], axis=0), axis=1)
-               for s, c in zip(starts, counts, strict=True)]  # fmt: skip
+    at_rest = pos if rest is None else rest
+    first, second, _ = _segments(counts, starts, closed)
+    lengths = [np.linalg.norm(at_rest[second] - at_rest[first], axis=1)]
     if any(np.any(L <= 1e-8) for L in lengths):
         raise UsdInputError("two consecutive points coincide: a cable's segments have a length", file=file,
                             prim=path, attribute="points" if rest is None else "physics:restShapePoints")  # fmt: skip
     volume = np.pi * seg_radius**2 * np.concatenate(lengths)
-    seg_mass = _masses(prim, body, density * volume, volume, counts, starts, frame, file, path, diag)
+    seg_mass = _masses(prim, body, density * volume, volume, counts, starts, closed, frame, file, path, diag)
     return CurvesRecord(path, counts, starts, pos, rest, seg_radius, 0.5 * point_h, seg_mass, material, friction,
-                        _collides(prim), normals, rest_normals)  # fmt: skip
+                        _collides(prim), normals, rest_normals, closed)  # fmt: skip
 
 
 def _normals(prim, curves, n, path, diag) -> tuple:
@@ -248,22 +239,23 @@ def _normals(prim, curves, n, path, diag) -> tuple:
 
 
 def _import_cable(builder, rec, frame, file, pin, body_index, diag) -> Cable:
-    """The record ``rec``'s curves as chains of segments (the first from its end pinned by ``pin``, if any)."""
+    """The record ``rec``'s curves as chains of segments (the first rooted at its end held by ``pin``, if any)."""
     path, counts, pos, rest = rec.path, rec.counts, rec.pos, rec.rest
-    root = _root(pin, counts, pos, frame, file, body_index, builder, diag) if pin is not None else None
+    root = None if pin is None else cable_pins.root(pin, rec, frame, file, body_index, builder, diag)
     cable = Cable(path, radius=rec.point_radius)
     rests, point_bodies, point_offsets, s0 = [], [], [], 0
     for k, (start, count) in enumerate(zip(rec.starts.tolist(), counts.tolist(), strict=True)):
         label = path if len(counts) == 1 else f"{path}_curve{k}"
-        sl, segs = slice(start, start + count), slice(s0, s0 + count - 1)
-        frames, rest_frames = curve_frames(pos[sl], None if rest is None else rest[sl], _part(rec.normals, sl),
+        sl, segs = slice(start, start + count), slice(s0, s0 + count - 1 + rec.closed)
+        loop = [*range(start, start + count), start][: count + rec.closed]  # (a closed curve: back to its first)
+        frames, rest_frames = curve_frames(pos[loop], None if rest is None else rest[loop], _part(rec.normals, sl),
                                            _part(rec.rest_normals, sl), path, diag)  # fmt: skip
         bodies, joints, rest_q, (pb, po) = add_cable_curve(
             builder, label, pos[sl], None if rest is None else rest[sl], rec.seg_radius[segs], rec.point_radius[sl],
             rec.seg_mass[segs], rec.material, friction=rec.friction, root=root, collide=rec.collide, frames=frames,
-            rest_frames=rest_frames,
+            rest_frames=rest_frames, closed=rec.closed,
         )  # fmt: skip
-        s0 += count - 1
+        s0 = segs.stop
         cable.bodies += bodies
         cable.joints += joints
         rests.append(rest_q)
@@ -278,10 +270,11 @@ def _part(values, sl):
     return None if values is None else values[sl]
 
 
-def _thicknesses(prim, counts, starts, frame, file, path, diag):
+def _thicknesses(prim, counts, starts, closed, frame, file, path, diag):
     """(per segment, per point) thickness in m."""
     name = "physics:thicknesses"
-    n_seg, n = int(np.sum(counts - 1)), int(np.sum(counts))
+    first, second, curve_of_seg = _segments(counts, starts, closed)
+    n_seg, n = len(first), int(np.sum(counts))
     values = _authored(prim, name)
     kind = _authored(prim, name + ":elementType")
     if values is None or len(values) == 0 or kind is None:
@@ -305,22 +298,29 @@ def _thicknesses(prim, counts, starts, frame, file, path, diag):
         raise UsdInputError(f"{len(v)} values for elementType {kind}: {expected[kind]} expected", file=file,
                             prim=path, attribute=name)  # fmt: skip
     v = v * frame.meters_per_unit
-    curve_of_seg = np.repeat(np.arange(len(counts)), counts - 1)
     if kind == "constant":
         return np.full(n_seg, v[0]), np.full(n, v[0])
     if kind == "curve":
         return v[curve_of_seg], np.repeat(v, counts)
-    first = (
-        np.repeat(starts, counts - 1) + np.arange(n_seg) - np.repeat(np.cumsum(counts - 1) - (counts - 1), counts - 1)
-    )
     if kind == "point":  # (a segment: the mean of its two points')
-        return 0.5 * (v[first] + v[first + 1]), v
+        return 0.5 * (v[first] + v[second]), v
     point = np.zeros(n)  # (a segment's: a point between two takes their mean, an end its one)
     hits = np.zeros(n)
-    for a in (first, first + 1):
+    for a in (first, second):
         np.add.at(point, a, v)
         np.add.at(hits, a, 1.0)
     return v, point / hits
+
+
+def _segments(counts, starts, closed) -> tuple:
+    """Per segment of the curves (``counts`` points from ``starts``; ``closed``: each with its closing segment from
+    its last point to its first), its (first point, second point, curve)."""
+    per = counts - (0 if closed else 1)
+    curve = np.repeat(np.arange(len(counts)), per)
+    k = np.arange(int(per.sum())) - np.repeat(np.cumsum(per) - per, per)  # (the segment's index in its curve)
+    first = np.repeat(starts, per) + k
+    second = np.repeat(starts, per) + (k + 1) % np.repeat(counts, per)
+    return first, second, curve
 
 
 def _material(prim, file):
@@ -364,7 +364,7 @@ def _cable_material(mat, frame, file):
     return out, friction, density
 
 
-def _masses(prim, body, element_mass, volume, counts, starts, frame, file, path, diag):
+def _masses(prim, body, element_mass, volume, counts, starts, closed, frame, file, path, diag):
     """Per segment masses (kg): ``physics:masses`` where authored (see the module), else ``element_mass`` scaled to
     the body prim's ``physics:mass`` where authored."""
     name = "physics:masses"
@@ -381,31 +381,29 @@ def _masses(prim, body, element_mass, volume, counts, starts, frame, file, path,
     kind = _authored(prim, name + ":elementType")
     legacy = kind is None  # (an earlier revision's per-point masses, lumped as Newton 1.8 still lumps them: said)
     kind = "point" if legacy else str(kind)
-    n_seg, n = int(np.sum(counts - 1)), int(np.sum(counts))
+    first, second, curve_of_seg = _segments(counts, starts, closed)
+    n_seg, n = len(first), int(np.sum(counts))
     expected = {"constant": 1, "curve": len(counts), "segment": n_seg, "point": n}
     if kind not in expected or len(v) != expected[kind]:
         raise UsdInputError(f"{len(v)} values for elementType {kind}: {expected.get(kind, 'a valid type')} expected "
                             "(constant, curve, segment, point)", file=file, prim=path, attribute=name)  # fmt: skip
-    curve_of_seg = np.repeat(np.arange(len(counts)), counts - 1)
     if kind == "constant":
         return v[0] * volume / volume.sum()
     if kind == "curve":
         return v[curve_of_seg] * volume / np.bincount(curve_of_seg, weights=volume)[curve_of_seg]
     if kind == "segment":
         return v
-    first = (
-        np.repeat(starts, counts - 1) + np.arange(n_seg) - np.repeat(np.cumsum(counts - 1) - (counts - 1), counts - 1)
-    )
     if legacy:  # (half of each end point's mass to its segment, the curve's own end points whole)
         diag.add(f"{name} without {name}:elementType is an earlier proposal's per-point masses: lumped onto the "
                  f"segments as Newton does (author {name}:elementType = point for the proposal's)", path)  # fmt: skip
         end = np.zeros(n, dtype=bool)
-        end[starts], end[starts + counts - 1] = True, True
-        return np.where(end[first], 1.0, 0.5) * v[first] + np.where(end[first + 1], 1.0, 0.5) * v[first + 1]
+        if not closed:
+            end[starts], end[starts + counts - 1] = True, True
+        return np.where(end[first], 1.0, 0.5) * v[first] + np.where(end[second], 1.0, 0.5) * v[second]
     share = np.zeros(n)  # (a point's volume: half of each segment at it; a segment: its shares of its points' masses)
     np.add.at(share, first, 0.5 * volume)
-    np.add.at(share, first + 1, 0.5 * volume)
-    return 0.5 * volume * (v[first] / share[first] + v[first + 1] / share[first + 1])
+    np.add.at(share, second, 0.5 * volume)
+    return 0.5 * volume * (v[first] / share[first] + v[second] / share[second])
 
 
 def _collides(prim) -> bool:
@@ -414,41 +412,3 @@ def _collides(prim) -> bool:
         return False
     enabled = _authored(prim, "physics:collisionEnabled")
     return True if enabled is None else bool(enabled)
-
-
-def _root(pin, counts, pos, frame, file, body_index, builder, diag):
-    """The ``root`` of :func:`~newton_usd.core.cables.add_cable_curve` from the pinning attachment ``pin``: (end
-    point, parent body, anchor in the parent's frame (m), joint label); None where it pins no end (said)."""
-    path = str(pin.GetPath())
-    index = int(_authored(pin, "physics:indices0")[0])
-    n = int(counts[0])
-    if len(counts) != 1 or index not in (0, n - 1):
-        diag.add("pins a point that is not an end of a one-curve cable: not simulated", path)
-        return None
-    coords = _authored(pin, "physics:coords1")
-    anchor = np.zeros(3) if not coords else np.asarray(coords[0], dtype=np.float64)
-    if coords and len(coords) > 1:
-        raise UsdInputError(f"{len(coords)} anchors for one point", file=file, prim=path, attribute="physics:coords1")
-    rel = pin.GetRelationship("physics:src1")
-    targets = [str(t) for t in (rel.GetForwardedTargets() if rel else [])]
-    target = targets[0] if targets else "/"
-    parent, world = -1, anchor
-    if target != "/":
-        target_prim = pin.GetStage().GetPrimAtPath(target)
-        if not target_prim:
-            raise UsdInputError(f"names {target}, which is not a prim", file=file, prim=path,
-                                attribute="physics:src1")  # fmt: skip
-        m = np.array(UsdGeom.XformCache(TIME).GetLocalToWorldTransform(target_prim))
-        world = anchor @ m[:3, :3] + m[3, :3]
-        up = target_prim
-        while up and not up.IsPseudoRoot() and str(up.GetPath()) not in body_index:
-            up = up.GetParent()
-        parent = body_index.get(str(up.GetPath()), -1) if up else -1
-    world = frame.meters_per_unit * quat_rotate(frame.rotation, world)
-    moved = float(np.linalg.norm(world - pos[index]))
-    if moved > 1e-6 + 1e-4 * float(np.linalg.norm(pos[1] - pos[0])):
-        diag.add(f"pins its point {moved:.3g} m from where the cable's end is authored: the end hangs from the "
-                 "anchor (physics:coords1)", path)  # fmt: skip
-    if parent >= 0:  # (the anchor in the body's frame)
-        world = transform_multiply(transform_inverse(builder.body_q[parent]), (world, np.array([0, 0, 0, 1.0])))[0]
-    return index, parent, world, f"{path}_site0"

@@ -28,6 +28,7 @@ import warp as wp
 
 from ...core.types import DriveMode, GeoType, JointType
 from ...errors import NewtonUsdError
+from .articulations import add_articulations
 from .support import UNLIMITED, report_unsupported
 
 _GEO = {
@@ -126,7 +127,7 @@ def bridge_model(
     for w in range(model.num_worlds):
         nb.begin_world(label=f"world_{w}")
         _add_shapes(nb, model, a, np.nonzero(a["shape_world"] == w)[0], contact, diagnostics, shape_map, solver_name)
-        _add_articulations(nb, model, a, np.nonzero(a["joint_world"] == w)[0])
+        add_articulations(nb, model, a, np.nonzero(a["joint_world"] == w)[0])
         if particles is not None:  # (in the world's context: Newton's particle_world keeps worlds apart)
             particles(nb, w)
         nb.end_world()
@@ -633,33 +634,6 @@ def _child_inertia_about(a, j, d, n_lin) -> float:
     r = a["body_com"][child].astype(np.float64) - xc[:3]
     r_perp = r - axis * float(axis @ r)
     return float(axis @ inertia @ axis) + mass * float(r_perp @ r_perp)
-
-
-def _add_articulations(nb, model, a, joints) -> None:
-    """One Newton articulation per tree of joints (bodies connected through joints; our articulations are
-    such trees), as Newton's solvers need: every joint in one, a tree's joints contiguous."""
-    root = {}
-
-    def find(x):
-        while root.get(x, x) != x:
-            root[x] = root.get(root[x], root[x])
-            x = root[x]
-        return x
-
-    for j in joints:
-        p, c = int(a["joint_parent"][j]), int(a["joint_child"][j])
-        if p >= 0:
-            root[find(p)] = find(c)
-    groups = {}
-    for j in joints:
-        groups.setdefault(find(int(a["joint_child"][j])), []).append(int(j))
-    for members in sorted(groups.values()):
-        if members[-1] - members[0] + 1 != len(members):
-            raise NewtonUsdError(
-                f"{model.source or 'the model'}: the joints of the tree of {model.joint_label[members[0]]} are not "
-                "contiguous in the model: Newton's articulations cannot be built from it"
-            )
-        nb.add_articulation(members)
 
 
 def _filter_collisions(nb, model, a, shape_map) -> None:
