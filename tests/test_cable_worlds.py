@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import newton
 import numpy as np
-from pxr import Usd, UsdGeom
+from pxr import Gf, Sdf, Usd, UsdGeom
 from test_cables import FPS, ITERATIONS, SUBSTEPS, N, cable_stage
 
 from newton_usd.sim import Simulation
@@ -91,3 +91,45 @@ def test_three_worlds_of_a_cable_as_newtons_replicated_loop(tmp_path):
     theirs = s0.body_q.numpy()
     assert theirs.shape == ours.shape
     np.testing.assert_allclose(ours[:, :3], theirs[:, :3], atol=1e-5)
+
+
+def env_cable_stage(path, envs=2, spacing=2.0):
+    """The pinned cable and its pin moved into ``/World/envs/env_0`` and authored again in env_1 .. (each environment
+    ``spacing`` m further along x; the pin's anchor in the world: moved with it)."""
+    src = cable_stage(path)
+    layer = Sdf.Layer.FindOrOpen(src)
+    for prim_path in ("/World/envs", "/World/envs/env_0"):
+        spec = Sdf.CreatePrimInLayer(layer, prim_path)
+        spec.specifier, spec.typeName = Sdf.SpecifierDef, "Xform"
+    for name in ("Cable", "Pin"):
+        Sdf.CopySpec(layer, f"/World/{name}", layer, f"/World/envs/env_0/{name}")
+        del layer.GetPrimAtPath("/World").nameChildren[name]
+    stage = Usd.Stage.Open(layer)
+    for k in range(1, envs):
+        Sdf.CopySpec(layer, "/World/envs/env_0", layer, f"/World/envs/env_{k}")
+        UsdGeom.Xformable(stage.GetPrimAtPath(f"/World/envs/env_{k}")).AddTranslateOp().Set((spacing * k, 0.0, 0.0))
+    for k in range(envs):
+        pin = stage.GetPrimAtPath(f"/World/envs/env_{k}/Pin")
+        pin.GetRelationship("physics:src0").SetTargets([Sdf.Path(f"/World/envs/env_{k}/Cable/sim")])
+        pin.GetAttribute("physics:coords1").Set([Gf.Vec3f(spacing * k, 0.0, 1.0)])
+    layer.Save()
+    return src
+
+
+def test_environments_with_cables_import_as_worlds_each_written_onto_its_own(tmp_path):
+    """env_* clones each holding the pinned cable: one world per environment, each cable written onto its own prim;
+    they run as the same stage run in one world without env_root (both cables imported, 2 m apart)."""
+    path = env_cable_stage(tmp_path / "envs.usda")
+    flat, q_flat = cable_run(path, 1)
+    sim, q = cable_run(path, 1, env_root="/World/envs")
+    cables = ["/World/envs/env_0/Cable/sim", "/World/envs/env_1/Cable/sim"]
+    assert sim.worlds == 2 and [(c.label, c.world) for c in sim.model.cables] == [(cables[0], 0), (cables[1], 1)]
+    np.testing.assert_allclose(q, q_flat, atol=1e-5)
+    t = sim.time_code
+    for k, cable in enumerate(sim.model.cables):
+        prim = sim.stage.GetPrimAtPath(cables[k])
+        local = np.array(UsdGeom.BasisCurves(prim).GetPointsAttr().Get(t), dtype=np.float64)
+        m = np.array(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()))
+        world = local @ m[:3, :3] + m[3, :3]
+        np.testing.assert_allclose(world, cable.points(q), atol=1e-5)
+        assert abs(world[0, 0] - 2.0 * k) < 1e-3 and world[-1, 2] < 1.0 - 0.02  # (pinned in its place, swinging)
