@@ -23,7 +23,7 @@ from newton_usd.solvers.velocity_limits import ENGINES_KEEPING, MuJoCoSpeedBound
 
 from stages import add_box, add_hinge, new_stage
 
-KEEPING = ("mujoco", "xpbd", "semi_implicit", "featherstone", "kamino")
+KEEPING = ("mujoco", "xpbd", "semi_implicit", "featherstone", "kamino", "vbd")
 
 
 def _max_spin(path, frames, solver="mujoco", worlds=1, **options):
@@ -129,8 +129,10 @@ def test_a_spinning_body_is_held_to_its_angular_bound(tmp_path, solver):
         sim.step_frame()
         spin = np.linalg.norm(sim.state.body_qd.numpy()[0, 3:])
         sim.close()
-        # (at the bound, less what the solver's own angular damping took in the frame's last step: semi_implicit's)
-        assert expected * (1 - 2e-3) <= spin <= expected * (1 + 1e-5), (name, spin)
+        # (at the bound, less what the solver's own angular damping took in the frame's last step: semi_implicit's;
+        # VBD's rotation update loses spin on its own: an unbounded box spun at 100 rad/s has 97.2 after a frame)
+        slack = 3e-2 if solver == "vbd" else 2e-3
+        assert expected * (1 - slack) <= spin <= expected * (1 + 1e-5), (name, spin)
 
 
 def test_mujoco_warp_keeps_the_bounds_as_c_mujoco_does(tmp_path):
@@ -184,14 +186,22 @@ def test_a_stage_phsyx_did_not_write_is_not_bounded(tmp_path):
 
 
 def test_an_engine_that_does_not_keep_the_bounds_says_so_once(tmp_path, caplog):
-    """vbd does not keep them: said once, naming the body, and the run goes on."""
-    _free_box(tmp_path / "spin.usda", spin=math.degrees(20.0), maxAngularVelocity=572.958)
+    """mujoco_vbd (MuJoCo coupled with VBD by Newton's coupled solver) does not keep them: said once, naming the
+    body, and the run goes on."""
+    from test_coupled import arm_and_cloth  # noqa: PLC0415
+
+    path = tmp_path / "coupled.usda"
+    arm_and_cloth(path, across=5, along=3)
+    stage = Usd.Stage.Open(str(path))
+    stage.GetPrimAtPath("/World/Box").CreateAttribute(
+        "physxRigidBody:maxAngularVelocity", Sdf.ValueTypeNames.Float
+    ).Set(572.958)
+    stage.Save()
     with caplog.at_level(logging.WARNING, logger="newton_usd"):
-        assert usdsim(tmp_path / "spin.usda", "--solver", "vbd", "-n", 3, "-o", tmp_path / "out.usda") == 0
-    said = [r.getMessage() for r in caplog.records if "not kept by the vbd solver" in r.getMessage()]
+        assert usdsim(path, "-n", 2, "-o", tmp_path / "out.usda") == 0
+    said = [r.getMessage() for r in caplog.records if "not kept by the mujoco_vbd solver" in r.getMessage()]
     assert len(said) == 1, caplog.text
-    assert "physxRigidBody:maxAngularVelocity" in said[0] or "maxAngularVelocity" in said[0]
-    assert "/Box" in said[0]
+    assert "maxAngularVelocity" in said[0] and "/World/Box" in said[0]
 
 
 def test_a_negative_bound_is_a_one_line_error_naming_the_attribute(tmp_path, capsys):
@@ -217,7 +227,7 @@ def test_the_unkept_message_names_the_engine_the_bounded_bodies_and_those_that_k
     message, labels = unkept_message(model, "vbd")
     assert labels == ["/B", "/C"]
     assert "not kept by the vbd solver" in message and f"(kept by {', '.join(ENGINES_KEEPING)})" in message, message
-    assert "featherstone" in ENGINES_KEEPING and "kamino" in ENGINES_KEEPING and "vbd" not in ENGINES_KEEPING
+    assert "featherstone" in ENGINES_KEEPING and "kamino" in ENGINES_KEEPING and "mujoco_vbd" not in ENGINES_KEEPING
     unbounded = SimpleNamespace(body_count=1, body_label=["/A"], body_max_velocity=wp.array(bounds[:1], dtype=wp.vec2))
     assert unkept_message(unbounded, "vbd") is None
 

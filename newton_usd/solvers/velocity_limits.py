@@ -12,14 +12,14 @@ the bound holds in the engine's own coordinates without touching the rest of the
   few numpy operations on the bounded bodies.
 - :class:`MuJoCoWarpSpeedBounds`: the same on MuJoCo-Warp (the warp backend), one kernel after each step (a thread a
   world), the step taken in one phase so that the next starts from the scaled velocities.
-- :class:`BodySpeedBounds`: Newton's maximal-coordinate solvers (XPBD, semi-implicit), one kernel on each step's
+- :class:`BodySpeedBounds`: Newton's maximal-coordinate solvers (XPBD, semi-implicit, VBD), one kernel on each step's
   output body velocities (center of mass linear, angular), captured with the frame on CUDA; on Kamino (whose joint
   velocities are reported from its bodies') followed by the joint velocities of what it scaled
   (:class:`~.joint_speed_bounds.BodyJointSpeedBounds`).
 - :class:`~.joint_speed_bounds.JointSpeedBounds`: Newton's Featherstone (joint coordinates), the articulation links'
   own joint velocities scaled from the root outward as on C MuJoCo, in one kernel (a thread an articulation).
 
-The other engines (vbd and the engines coupled with it) do not keep them yet: :func:`unkept_message` is what they
+The other engines (those coupling a rigid engine with vbd) do not keep them yet: :func:`unkept_message` is what they
 say once.
 """
 
@@ -30,7 +30,7 @@ import warp as wp
 
 from .kernel_loading import modules_named
 
-ENGINES_KEEPING = ("mujoco", "xpbd", "semi_implicit", "featherstone", "kamino")
+ENGINES_KEEPING = ("mujoco", "xpbd", "semi_implicit", "featherstone", "kamino", "vbd")
 """The engines that keep the bounds (for the message of those that do not)."""
 
 

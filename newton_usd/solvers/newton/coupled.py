@@ -41,6 +41,7 @@ class SolverCoupledVBD(SolverVBD):
 
     name = ""
     writes_joint_state = True  # (the rigid engine's joint states, reconciled into the output by Newton's coupling)
+    keeps_speed_bounds = False  # (the rigid engine's own state, inside Newton's coupled solver, is not scaled)
     rigid = ""
     """The rigid engine's name (``usdsim --solver``)."""
     rigid_class = None

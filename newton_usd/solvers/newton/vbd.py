@@ -34,6 +34,7 @@ class SolverVBD(SolverNewton):
     name = "vbd"
     newton_class = newton.solvers.SolverVBD
     writes_joint_state = False  # (VBD steps body states: joint states are computed from them when read)
+    keeps_speed_bounds = "bodies"  # (its next step predicts from the body velocities scaled: positions keep it too)
     OPTIONS = {"newton.iterations": "iterations"}
 
     def __init__(self, model, **options):
