@@ -95,3 +95,20 @@ def test_a_cable_held_at_both_ends_and_its_middle_as_under_newton(tmp_path):
     assert np.max(np.abs(ours - theirs)) < 1e-4
     points = sim.model.cables[0].points(ours)
     assert np.linalg.norm(points[3] - [0.3, 0.0, 1.0]) < 2e-3 and points[1, 2] < 1.0 - 0.002  # (sags between)
+
+
+def test_a_cable_held_by_a_segment_site_as_under_newton(tmp_path):
+    """A ``segment`` site (``coords0`` (u, s, t)): the cable held at a point of its segment 2, off its axis, as
+    Newton places it; the only attachment, yet no root (Newton roots at end points only)."""
+    path = cable_stage(tmp_path / "segment.usda", pin=False, points=[Gf.Vec3f(0.1 * i, 0, 0) for i in range(6)])
+    stage = Usd.Stage.Open(path)
+    hold_point(stage, "Site", 2, anchor=(0.25, 0.0, 1.0), **{
+        "physics:coords0": (Sdf.ValueTypeNames.Vector3fArray, [Gf.Vec3f(0.5, 0.0, 0.005)])})  # fmt: skip
+    stage.GetPrimAtPath("/World/Site").GetAttribute("physics:type0").Set("segment")
+    stage.GetRootLayer().Save()
+    sim = our_run(path)
+    assert "/World/Cable/sim_free_joint" in sim.model.joint_label
+    ours, theirs = sim.physics.state.body_q.numpy(), newton_run(path)
+    assert np.max(np.abs(ours - theirs)) < 1e-4
+    middle = sim.model.cables[0].points(ours)[2:4].mean(axis=0)  # (segment 2's middle hangs at the anchor)
+    assert np.linalg.norm(middle - [0.25, 0.0, 1.0]) < 0.02 and ours[:, 2].min() < 1.0 - 0.02

@@ -75,6 +75,7 @@ class Cable:
             (an end point: its one segment twice): the body and the end's Z in the body frame (m).
         radius: (points,) m, each point's radius (half its thickness), for drawing.
         world: the world it is in (a replicated world's copy of a prim keeps its label, or takes its environment's).
+        segment_length: (len(bodies),) m, each segment's rest length.
     """
 
     label: str
@@ -85,6 +86,7 @@ class Cable:
     point_offsets: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
     world: int = 0
+    segment_length: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def points(self, body_q) -> np.ndarray:
         """The cable's points (world, m) from the segment poses ``body_q`` ((bodies, 7): position, xyzw)."""

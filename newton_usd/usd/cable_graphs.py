@@ -32,7 +32,8 @@ class CurvesRecord:
     ``rest`` its rest points (None: ``pos``), per segment ``seg_radius`` and ``seg_mass``, per point
     ``point_radius``; its :class:`~newton_usd.core.cables.CableMaterial` (or None), friction, whether it collides;
     its authored ``normals`` and ``physics:restNormals`` (world directions, per point; None: not read); ``closed``:
-    periodic curves (each with a segment from its last point back to its first)."""
+    periodic curves (each with a segment from its last point back to its first); ``seg_length`` its segments' rest
+    lengths (m)."""
 
     path: str
     counts: np.ndarray
@@ -48,6 +49,7 @@ class CurvesRecord:
     normals: np.ndarray | None = None
     rest_normals: np.ndarray | None = None
     closed: bool = False
+    seg_length: np.ndarray | None = None
 
 
 class _UnionFind:
@@ -182,7 +184,7 @@ def _graph(builder, cid, paths, welds, records, diag) -> dict:
         picked = [k for k, c in enumerate(children) if c in mine]  # (a joint is its child segment's curve's)
         cable.joints = [joints[k] for k in picked]
         cable.rest_rotations = rests[picked].reshape(-1, 4)
-        length = np.linalg.norm(rest_vectors[mine], axis=1)
+        length = cable.segment_length = np.linalg.norm(rest_vectors[mine], axis=1)
         pb, po = np.zeros((n, 2), dtype=np.int64), np.zeros((n, 2))
         for i in range(n):  # (a point: the end of its curve's segment before it, the start of the one after)
             ends = ([(i - 1, 0.5 * length[i - 1])] if i > 0 else []) + ([(i, -0.5 * length[i])] if i < n - 1 else [])

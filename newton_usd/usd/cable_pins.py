@@ -8,7 +8,10 @@ in one: that body). Where it is the only attachment touching an open one-curve c
 the chain's root: a ball joint from which the chain hangs (:func:`root`). Any other holds each point by a ball joint
 from the target to the point's incoming segment end (the segment before it; point 0 of an open curve: the first
 segment's start), which closes a loop through the cable's own root (left out of the articulation, :func:`hold`).
-Compliant attachments, ``segment`` sites and targets other than xforms are said, not simulated (as Newton).
+A ``segment`` site (``type0 = "segment"``, ``coords0`` one ``(u, s, t)`` per segment) is held the same way at the
+point ``(-t, s, (0.5 - u) L)`` of its segment's body (L its rest length; +Z along the segment, +Y its normal), as
+Newton places it; never a root. Compliant attachments and targets other than xforms are said, not simulated (as
+Newton).
 """
 
 from __future__ import annotations
@@ -38,11 +41,15 @@ def not_a_hold(prim, file) -> str | None:
     if enabled is not None and not bool(enabled):
         return ""
     types = str(_authored(prim, "physics:type0") or ""), str(_authored(prim, "physics:type1") or "")
-    if types != ("point", "xform"):
-        return f"type0 {types[0] or '(none)'} to type1 {types[1] or '(none)'} (a cable's point to an xform is)"
+    if types not in (("point", "xform"), ("segment", "xform")):
+        return f"type0 {types[0] or '(none)'} to type1 {types[1] or '(none)'} (a cable's point or segment to an " \
+               "xform is)"  # fmt: skip
     indices = _authored(prim, "physics:indices0") or []
     if not len(indices) or _authored(prim, "physics:indices1"):
-        return "physics:indices0 names no point, or physics:indices1 is authored (a point to an xform names none)"
+        return "physics:indices0 names no site, or physics:indices1 is authored (a site to an xform names none)"
+    coords0 = _authored(prim, "physics:coords0") or []
+    if types[0] == "segment" and len(coords0) != len(indices):
+        return f"{len(coords0)} physics:coords0 for {len(indices)} segment sites (one (u, s, t) each)"
     coords = _authored(prim, "physics:coords1")
     if coords and len(coords) != len(indices):
         return f"{len(coords)} physics:coords1 anchors for {len(indices)} points"
@@ -61,8 +68,9 @@ def is_root(prim, record, touching: int) -> bool:
     one open curve."""
     indices = [int(i) for i in _authored(prim, "physics:indices0")]
     n = len(record.pos)
-    return touching == 1 and len(record.counts) == 1 and not record.closed and len(indices) == 1 and (
-        indices[0] in (0, n - 1))  # fmt: skip
+    point = str(_authored(prim, "physics:type0")) == "point"
+    one_curve = len(record.counts) == 1 and not record.closed
+    return touching == 1 and point and one_curve and len(indices) == 1 and indices[0] in (0, n - 1)
 
 
 def _anchors(pin, frame, file, body_index, builder) -> list:
@@ -113,12 +121,23 @@ def hold(builder, cable, pin, frame, file, body_index, diag) -> list:
     """Ball joints holding the points ``pin`` names of ``cable`` (:class:`~newton_usd.core.cables.Cable`) at their
     anchors (see the module), in the builder and in no articulation; returns them."""
     joints = []
+    segment = str(_authored(pin, "physics:type0")) == "segment"
+    coords0 = _authored(pin, "physics:coords0") or []
     for site, (index, parent, anchor, _) in enumerate(_anchors(pin, frame, file, body_index, builder)):
-        if not 0 <= index < len(cable.point_bodies):
-            diag.add(f"names point {index}, which the cable has not: that point is not held", str(pin.GetPath()))
+        count = len(cable.bodies) if segment else len(cable.point_bodies)
+        if not 0 <= index < count:
+            diag.add(f"names {'segment' if segment else 'point'} {index}, which the cable has not: not held",
+                     str(pin.GetPath()))  # fmt: skip
             continue
-        body, z = int(cable.point_bodies[index][0]), float(cable.point_offsets[index][0])
-        x_p, x_c = (np.asarray(anchor, dtype=np.float64), _IDENTITY), (np.array([0.0, 0.0, z]), _IDENTITY)
+        if segment:  # ((u, s, t): along the segment from its end, across it along its +Y, and its -X)
+            u, s_, t = (float(c) for c in coords0[site])
+            body = int(cable.bodies[index])
+            local = np.array([-t * frame.meters_per_unit, s_ * frame.meters_per_unit,
+                              (0.5 - u) * float(cable.segment_length[index])])  # fmt: skip
+        else:
+            body = int(cable.point_bodies[index][0])
+            local = np.array([0.0, 0.0, float(cable.point_offsets[index][0])])
+        x_p, x_c = (np.asarray(anchor, dtype=np.float64), _IDENTITY), (local, _IDENTITY)
         j = builder.add_joint(JointType.BALL, int(parent), body, x_p, x_c, label=f"{pin.GetPath()}_site{site}")
         parent_q = builder.body_q[parent] if parent >= 0 else (np.zeros(3), _IDENTITY)
         rel = transform_multiply(transform_inverse(transform_multiply(parent_q, x_p)),

@@ -214,7 +214,7 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
     volume = np.pi * seg_radius**2 * np.concatenate(lengths)
     seg_mass = _masses(prim, body, density * volume, volume, counts, starts, closed, frame, file, path, diag)
     return CurvesRecord(path, counts, starts, pos, rest, seg_radius, 0.5 * point_h, seg_mass, material, friction,
-                        _collides(prim), normals, rest_normals, closed)  # fmt: skip
+                        _collides(prim), normals, rest_normals, closed, np.concatenate(lengths))  # fmt: skip
 
 
 def _normals(prim, curves, n, path, diag) -> tuple:
@@ -242,7 +242,7 @@ def _import_cable(builder, rec, frame, file, pin, body_index, diag) -> Cable:
     """The record ``rec``'s curves as chains of segments (the first rooted at its end held by ``pin``, if any)."""
     path, counts, pos, rest = rec.path, rec.counts, rec.pos, rec.rest
     root = None if pin is None else cable_pins.root(pin, rec, frame, file, body_index, builder, diag)
-    cable = Cable(path, radius=rec.point_radius)
+    cable = Cable(path, radius=rec.point_radius, segment_length=rec.seg_length)
     rests, point_bodies, point_offsets, s0 = [], [], [], 0
     for k, (start, count) in enumerate(zip(rec.starts.tolist(), counts.tolist(), strict=True)):
         label = path if len(counts) == 1 else f"{path}_curve{k}"
