@@ -22,51 +22,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from side_by_side import header, row
+from side_by_side import NewtonFrames, OursFrames, header, row
 
 STAGE = os.path.join(os.path.dirname(__file__), "..", "sample_stages", "deformables", "cable_hanging.usda")
-
-
-class Ours:
-    def __init__(self, path, device, fps, substeps, iterations):
-        from newton_usd import Simulation
-
-        self.sim = Simulation.open(path, device=device, fps=fps, substeps=substeps, live=False,
-                                   solver_options={"iterations": iterations})  # fmt: skip
-        self.device = self.sim.model.device
-
-    def frames(self, n):
-        for _ in range(n):
-            self.sim.step_frame()
-
-    def positions(self):
-        return self.sim.physics.state.body_q.numpy()[:, :3]
-
-
-class Newton:
-    def __init__(self, path, device, fps, substeps, iterations):
-        import newton
-
-        builder = newton.ModelBuilder()
-        builder.add_usd(path)
-        builder.color(include_bending=True)
-        self.model = builder.finalize(device=device)
-        self.device = self.model.device
-        self.solver = newton.solvers.SolverVBD(self.model, iterations=iterations)
-        self.pipeline = newton.CollisionPipeline(self.model)
-        self.contacts = self.pipeline.contacts()
-        self.s0, self.s1, self.control = self.model.state(), self.model.state(), self.model.control()
-        self.dt, self.substeps = 1.0 / (fps * substeps), substeps
-
-    def frames(self, n):
-        for _ in range(n * self.substeps):
-            self.s0.clear_forces()
-            self.pipeline.collide(self.s0, self.contacts)
-            self.solver.step(self.s0, self.s1, self.control, self.contacts, self.dt)
-            self.s0, self.s1 = self.s1, self.s0
-
-    def positions(self):
-        return self.s0.body_q.numpy()[:, :3]
 
 
 def main(argv=None) -> int:
@@ -80,10 +38,15 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
 
+    import newton
+
     import newton_usd  # noqa: F401  (its schemas registered before the stage is opened)
 
     kw = (args.device, args.fps, args.substeps, args.iterations)
-    sides = {"ours": Ours(args.stage, *kw), "newton": Newton(args.stage, *kw)}
+    builder = newton.ModelBuilder()
+    builder.add_usd(args.stage)
+    sides = {"ours": OursFrames(args.stage, *kw, what="bodies"),
+             "newton": NewtonFrames.vbd(builder, *kw, what="bodies")}  # fmt: skip
     print(header("bodies"))
     print(row(sides["ours"].sim.model.body_count, sides, args.frames, args.repeat))
     return 0
