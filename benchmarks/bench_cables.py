@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from side_by_side import NewtonFrames, OursFrames, header, row
+from side_by_side import NewtonFrames, OursFrames, header, row, side_by_side_arguments
 
 STAGE = os.path.join(os.path.dirname(__file__), "..", "sample_stages", "deformables", "cable_hanging.usda")
 
@@ -30,12 +30,7 @@ STAGE = os.path.join(os.path.dirname(__file__), "..", "sample_stages", "deformab
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stage", default=STAGE)
-    parser.add_argument("--frames", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--fps", type=float, default=30.0)
-    parser.add_argument("--substeps", type=int, default=4)
-    parser.add_argument("--iterations", type=int, default=10)
-    parser.add_argument("--device", default="cpu")
+    side_by_side_arguments(parser)
     args = parser.parse_args(argv)
 
     import newton

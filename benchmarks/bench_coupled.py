@@ -26,7 +26,7 @@ import os
 import sys
 import tempfile
 
-from side_by_side import NewtonFrames, OursFrames, header, row
+from side_by_side import NewtonFrames, OursFrames, header, row, side_by_side_arguments
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
@@ -62,12 +62,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cloth", default="19x7,38x13")
     parser.add_argument("--rigid", default="mujoco", choices=("mujoco", "xpbd"))
-    parser.add_argument("--frames", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--fps", type=float, default=30.0)
-    parser.add_argument("--substeps", type=int, default=4)
-    parser.add_argument("--iterations", type=int, default=10)
-    parser.add_argument("--device", default="cpu")
+    side_by_side_arguments(parser, frames=2)
     args = parser.parse_args(argv)
 
     from test_coupled import arm_and_cloth

@@ -23,19 +23,14 @@ import os
 import tempfile
 
 from bench_deformables import cloth_stage, newton_side
-from side_by_side import OursFrames, header, row
+from side_by_side import OursFrames, header, row, side_by_side_arguments
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worlds", default="1,4,16")
     parser.add_argument("--vertices", type=int, default=100)
-    parser.add_argument("--frames", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--fps", type=float, default=30.0)
-    parser.add_argument("--substeps", type=int, default=4)
-    parser.add_argument("--iterations", type=int, default=10)
-    parser.add_argument("--device", default="cpu")
+    side_by_side_arguments(parser)
     args = parser.parse_args(argv)
 
     import newton_usd  # noqa: F401  (its schemas registered before a stage is made)

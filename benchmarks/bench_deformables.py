@@ -26,7 +26,7 @@ import argparse
 import os
 import tempfile
 
-from side_by_side import NewtonFrames, OursFrames, header, row
+from side_by_side import NewtonFrames, OursFrames, header, row, side_by_side_arguments
 
 
 def cloth_stage(path: str, vertices: int) -> int:
@@ -89,12 +89,7 @@ def newton_side(path, device, fps, substeps, iterations, worlds=None) -> NewtonF
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vertices", default="100,625,10000")
-    parser.add_argument("--frames", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--fps", type=float, default=30.0)
-    parser.add_argument("--substeps", type=int, default=4)
-    parser.add_argument("--iterations", type=int, default=10)
-    parser.add_argument("--device", default="cpu")
+    side_by_side_arguments(parser)
     args = parser.parse_args(argv)
 
     import newton_usd  # noqa: F401  (its schemas registered before a stage is made)

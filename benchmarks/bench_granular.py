@@ -26,7 +26,7 @@ import argparse
 import os
 import tempfile
 
-from side_by_side import header, row
+from side_by_side import header, row, side_by_side_arguments
 
 SPACING = 0.05  # m between grains, and their width
 
@@ -119,11 +119,7 @@ class Newton:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--grains", default="1000,10000")
-    parser.add_argument("--frames", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--fps", type=float, default=30.0)
-    parser.add_argument("--substeps", type=int, default=2)
-    parser.add_argument("--device", default="cpu")
+    side_by_side_arguments(parser, substeps=2, iterations=None)
     args = parser.parse_args(argv)
 
     import newton_usd  # noqa: F401  (its schemas registered before a stage is made)

@@ -109,3 +109,16 @@ class NewtonFrames:
 
     def positions(self):
         return self.s0.particle_q.numpy() if self.what == "particles" else self.s0.body_q.numpy()[:, :3]
+
+
+def side_by_side_arguments(parser, frames: int = 3, substeps: int = 4, iterations: int | None = 10):
+    """The options every side-by-side benchmark takes: ``--frames`` a timed block, ``--repeat`` rounds, ``--fps``,
+    ``--substeps``, the solver's ``--iterations`` (where it has them) and ``--device``."""
+    parser.add_argument("--frames", type=int, default=frames)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--fps", type=float, default=30.0)
+    parser.add_argument("--substeps", type=int, default=substeps)
+    if iterations is not None:
+        parser.add_argument("--iterations", type=int, default=iterations)
+    parser.add_argument("--device", default="cpu")
+    return parser
