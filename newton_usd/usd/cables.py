@@ -25,8 +25,8 @@
   a rod joint (at least 2 points a curve);
 - a hard ``PhysicsAttachment`` from the cable's points to an xform holds them there (:mod:`.cable_pins`: the chain's
   root where it is the only attachment and holds one end, else ball joints closing loops); a hard point-to-point
-  attachment between two cables welds them into one rod graph (:mod:`.cable_graphs`). Other attachments of a cable
-  are said, not simulated.
+  attachment between two cables welds them into one rod graph (:mod:`~newton_usd.usd.cable_graphs`). Other
+  attachments of a cable are said, not simulated.
 
 Bad input is a one-line :class:`~newton_usd.errors.UsdInputError` naming the prim and attribute.
 """
@@ -116,7 +116,7 @@ def _number(prim, name, file, *, positive=False):
 def _attachments(stage, cables, records, welds, file, diag) -> tuple:
     """(cable path -> the attachments holding its points (:mod:`.cable_pins`), cable path -> how many enabled
     attachments touch it); curve-to-curve junctions appended to ``welds`` ((attachment path, src0, src1, indices0,
-    indices1): :mod:`.cable_graphs`); other attachments of cables said."""
+    indices1): :mod:`~newton_usd.usd.cable_graphs`); other attachments of cables said."""
     body_of = {b: p for p, b in cables.items()}
     holds, touching = {}, {}
     for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
