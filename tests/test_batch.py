@@ -119,7 +119,8 @@ def test_resume_reruns_nothing_unchanged_and_reruns_an_edited_stage(tmp_path):
 
 def _hanging_pendulum(tmp_path):
     """The pendulum with MuJoCo's time step authorable: 2e-7 s (83,333 steps a frame, under usdsim's limit of
-    100,000) makes a run of 60 frames (5 million steps) take minutes."""
+    100,000) makes a run of 600 frames (50 million steps) take minutes (C MuJoCo steps it at about 290,000 steps a
+    second on this machine: 60 frames were done in 17 s, within the test's 20 s timeout on a quiet machine)."""
     scene = 'def PhysicsScene "PhysicsScene"'
     text = open(PENDULUM).read().replace(scene, scene + ' (prepend apiSchemas = ["MjcSceneAPI"])')
     path = tmp_path / "pendulum_mjc.usda"
@@ -133,7 +134,7 @@ def test_failed_and_hung_runs_get_their_rows_and_the_others_finish(tmp_path):
     garbage.write_text("#usda 1.0\ndef Xform (\n")
     step = "/World/PhysicsScene.mjc:option:timestep"
     sweep = {"stages": [str(_hanging_pendulum(tmp_path)), str(garbage)], "grid": {step: [0.002, 2e-7, 0.001]},
-             "frames": 60}  # fmt: skip
+             "frames": 600}  # fmt: skip
     result = run_sweep(sweep, tmp_path / "out", jobs=2, timeout=20)
     rows = {(r["stage"].rsplit("/", 1)[-1], r[step]): r for r in result.rows}
     assert len(rows) == 6
@@ -163,7 +164,7 @@ def _processes_writing(log_path: str) -> list:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the run's process in /proc")
 def test_a_crashed_run_gets_its_row_and_the_others_finish(tmp_path):
     step = "/World/PhysicsScene.mjc:option:timestep"
-    sweep = {"stages": [str(_hanging_pendulum(tmp_path))], "grid": {step: [0.002, 2e-7, 0.001]}, "frames": 60}
+    sweep = {"stages": [str(_hanging_pendulum(tmp_path))], "grid": {step: [0.002, 2e-7, 0.001]}, "frames": 600}
     out = tmp_path / "out"
     done = {}
     thread = threading.Thread(target=lambda: done.setdefault("result", run_sweep(sweep, out, jobs=1)))
@@ -304,7 +305,7 @@ def test_ctrl_c_kills_the_runs_going_on_and_keeps_the_finished_rows(tmp_path):
     step = "/World/PhysicsScene.mjc:option:timestep"
     stage = str(_hanging_pendulum(tmp_path))
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "newton_usd.cli", "batch", stage, "--vary", f"{step}=0.002,2e-7", "-n", "60",
+    argv = [sys.executable, "-m", "newton_usd.cli", "batch", stage, "--vary", f"{step}=0.002,2e-7", "-n", "600",
             "-o", str(out), "-j", "1", "-q"]  # fmt: skip
     from conftest import _default_sigint  # noqa: PLC0415  (SIGINT not inherited as ignored: a background job's)
 
@@ -314,7 +315,7 @@ def test_ctrl_c_kills_the_runs_going_on_and_keeps_the_finished_rows(tmp_path):
     from newton_usd.batch import sweep_from_dict  # noqa: PLC0415
     from newton_usd.batch.plan import expand  # noqa: PLC0415
 
-    sweep = sweep_from_dict({"stages": [stage], "grid": {step: ["0.002", "2e-7"]}, "frames": 60})
+    sweep = sweep_from_dict({"stages": [stage], "grid": {step: ["0.002", "2e-7"]}, "frames": 600})
     hanging = expand(sweep, str(out))[1]
     log = os.path.join(hanging.run_dir, "usdsim.log")
     deadline = time.monotonic() + 300
