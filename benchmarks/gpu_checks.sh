@@ -93,7 +93,7 @@ files=(tests/test_frame_capture.py tests/test_device_check.py tests/test_newton_
     tests/test_solver_mujoco.py tests/test_newton_ball_joints.py tests/test_warp_backend.py tests/test_live_edits.py
     tests/test_gym_capture.py tests/test_sdf_colliders.py tests/test_newton_actuators.py tests/test_neural_actuators.py
     tests/test_grain_coupling.py tests/test_particle_recording.py tests/test_particle_views.py
-    tests/test_granular_grid.py)
+    tests/test_granular_grid.py tests/test_velocity_limits.py)
 RESERVE=30
 part tests_known 60 "$PY" -m pytest -v -rfE --tb=long -p no:cacheprovider \
     "tests/test_newton_solvers.py::test_position_drive_reaches_its_target[cuda-xpbd]" \
