@@ -22,6 +22,7 @@ from newton_usd.core.types import DriveMode, GeoType, JointType
 from newton_usd.diagnostics import Diagnostics
 from newton_usd.solvers.newton import bridge_model
 from newton_usd.solvers.newton import model_bridge as mb
+from newton_usd.solvers.newton.articulations import add_articulations
 
 BOX = np.diag([0.02, 0.03, 0.04])
 
@@ -152,7 +153,7 @@ def _replayed(model, limits) -> newton.Model:
                          parent_xform=wp.transform(*a["joint_X_p"][j].tolist()),
                          child_xform=wp.transform(*a["joint_X_c"][j].tolist()), collision_filter_parent=False,
                          label=model.joint_label[j])  # fmt: skip
-        mb._add_articulations(nb, model, a, joints)
+        add_articulations(nb, model, a, joints)
         nb.end_world()
     mb._filter_collisions(nb, model, a, shape_map)
     newton_model = nb.finalize(device=model.device)
