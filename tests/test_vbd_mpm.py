@@ -140,3 +140,13 @@ def test_other_engines_are_refused_naming_the_grains_and_the_soft_body(tmp_path,
         Simulation.open(sand_and_soft(tmp_path / "s.usda"), solver=solver)
     said = str(e.value)
     assert "\n" not in said and f"/World/Pile, {SOFT}: grains and deformable bodies in one PhysicsScene" in said
+
+
+def test_contact_forces_can_be_asked_for(tmp_path):
+    """SolverVBD's contact forces are computed once asked (a contact view, update_contacts): vbd_mpm, built past
+    SolverVBD's constructor, takes the same request (it raised AttributeError)."""
+    sim = Simulation.open(sand_and_soft(tmp_path / "s.usda"), fps=FPS, substeps=SUBSTEPS, device="cpu")
+    assert type(sim.solver).__name__ == "SolverVBDMPM"
+    sim.solver.want_contact_forces()
+    sim.step_frame()
+    sim.close()

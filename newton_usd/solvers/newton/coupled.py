@@ -28,12 +28,24 @@ from __future__ import annotations
 import newton
 import warp as wp
 
+from ...diagnostics import Diagnostics
 from ...errors import NewtonUsdError
 from .solver_newton import xpbd_iterations
 from .vbd import SolverVBD
 
 COUPLING_KEYS = ("coupling_iterations", "coupling_mode", "mass_scale", "rigid_options")
 """``solver_options`` the coupling takes (the others are VBD's)."""
+
+
+def say_unfiltered(model, engine: str) -> None:
+    """Said once, naming the prims: the deformables' collision filters are not applied under ``engine`` (a coupled
+    engine, whose VBD takes its contacts from a collision pipeline of Newton's coupling, not the one filtered)."""
+    filtered = sorted({d.label for d in (*model.cloth, *model.volumes) if d.links.filtered})
+    said = Diagnostics()
+    for label in filtered:
+        said.add(f"collision filters of deformables (PhysicsElementCollisionFilter, physics:filteredPairs) are not "
+                 f"applied under {engine}: they are under vbd", label)  # fmt: skip
+    said.emit(model.source)
 
 
 class SolverCoupledVBD(SolverVBD):
@@ -51,6 +63,8 @@ class SolverCoupledVBD(SolverVBD):
         self.coupling = {k: options.pop(k) for k in COUPLING_KEYS if k in options}
         self.rigid_options = dict(self.coupling.get("rigid_options") or {})
         super().__init__(model, **options)
+        if model.body_count:  # (VBD's contacts come from the pipeline Newton's coupling builds)
+            say_unfiltered(model, self.name)
 
     def _rigid_kwargs(self, newton_model) -> dict:
         return dict(self.rigid_options)

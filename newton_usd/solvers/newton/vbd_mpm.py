@@ -22,7 +22,7 @@ import numpy as np
 import warp as wp
 
 from ...errors import NewtonUsdError
-from .coupled import reset_coupled
+from .coupled import reset_coupled, say_unfiltered
 from .implicit_mpm import add_grains
 from .solver_newton import SolverNewton
 from .vbd import SolverVBD
@@ -55,6 +55,8 @@ class SolverVBDMPM(SolverVBD):
         self.soft_rows = list(range(self.grain_count, model.particle_count))
         options = {**model.vbd_config, **{k: v for k, v in options.items() if v is not None}}
         SolverNewton.__init__(self, model, **options)  # (not SolverVBD's: it refuses grains)
+        self._asked_contact_forces, self.contact_forces = self.contact_forces, None  # (SolverVBD.want_contact_forces)
+        say_unfiltered(model, self.name)
 
     def _bridge_particles(self, nb, world: int) -> None:
         """The grains and their MPM material first, then the deformables as under vbd (and the builder's coloring)."""
