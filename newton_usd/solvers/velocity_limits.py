@@ -223,16 +223,12 @@ def _bound_mujoco_warp(
     cdof: wp.array2d(dtype=wp.spatial_vector),
     xipos: wp.array2d(dtype=wp.vec3),
     subtree_com: wp.array2d(dtype=wp.vec3),
-    vel: wp.array2d(dtype=wp.spatial_vector),
 ):
     """One world (a thread): :meth:`MuJoCoSpeedBounds.apply` on MuJoCo-Warp's data, the bodies from the first bounded
     one outward; ``cvel`` is rewritten with the scaled velocities (what the state is pulled from)."""
     w = wp.tid()
     for b in range(first, parent.shape[0]):
-        p = parent[b]
-        pv = cvel[w, p]
-        if p >= first:
-            pv = vel[w, p]
+        pv = cvel[w, parent[b]]  # (a parent comes before its children: as scaled, where it was)
         rot = wp.spatial_vector()
         trans = wp.spatial_vector()
         translating = int(0)
@@ -262,7 +258,6 @@ def _bound_mujoco_warp(
                     else:
                         qvel[w, j] = qvel[w, j] * s_trans
         v = pv + rot * s_rot + trans * s_trans
-        vel[w, b] = v
         cvel[w, b] = v
 
 
@@ -280,7 +275,7 @@ class MuJoCoWarpSpeedBounds:
         self.lin = wp.array(host.lin.astype(np.float32), dtype=float, device=device)
         self.ang = wp.array(host.ang.astype(np.float32), dtype=float, device=device)
         self.bounded = ints(np.isfinite(host.lin) | np.isfinite(host.ang))
-        self.vel = wp.zeros((num_worlds, host.nbody), dtype=wp.spatial_vector, device=device)
+        self.device = device
         self.num_worlds = num_worlds
 
     def kernel_modules(self) -> list:
@@ -290,9 +285,9 @@ class MuJoCoWarpSpeedBounds:
         """Scale MuJoCo-Warp's ``d.qvel`` so every bounded body is within its bounds (``d``'s kinematics and
         velocities computed at the state), ``d.cvel`` rewritten to match."""
         wp.launch(
-            _bound_mujoco_warp, self.num_worlds, device=self.vel.device,
+            _bound_mujoco_warp, self.num_worlds, device=self.device,
             inputs=(self.first, self.parent, self.root, self.dofadr, self.dofnum, self.lin, self.ang, self.bounded,
-                    d.qvel, d.cvel, d.cdof, d.xipos, d.subtree_com, self.vel),
+                    d.qvel, d.cvel, d.cdof, d.xipos, d.subtree_com),
         )  # fmt: skip
 
 

@@ -120,7 +120,7 @@ def render_model(scene: Scene, size: tuple, colliders: bool = False, grid: Floor
         if key not in meshes:
             meshes[key] = f"m{len(meshes)}"
             mesh = spec.add_mesh(name=meshes[key])
-            vertices, faces = (part.vertices, part.faces) if i not in scene.deforming else _shape(scene, i, 0)
+            vertices, faces = (part.vertices, part.faces) if i not in scene.deforming else _shape(scene, i, 0)[:2]
             mesh.uservert = vertices.reshape(-1).astype(np.float64)
             mesh.userface = faces.reshape(-1)
             mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL  # a flat mesh has no volume
@@ -147,16 +147,18 @@ compiler merges vertices that coincide)."""
 
 
 def _shape(scene: Scene, i: int, frame: int) -> tuple:
-    """(vertices, faces) of deforming part ``i`` at ``frame``: two sides (cloth is seen from both, and MuJoCo's
-    renderer culls back faces): one vertex per point of its USD mesh, then the same points a little behind them
-    (:data:`BACK_OFFSET`) for the faces turned the other way."""
+    """(vertices, faces, vertex normals) of deforming part ``i`` at ``frame``: two sides (cloth is seen from both, and
+    MuJoCo's renderer culls back faces): one vertex per point of its USD mesh, then the same points a little behind
+    them (:data:`BACK_OFFSET`) for the faces turned the other way, their normals turned too."""
     part = scene.parts[i]
     used, first, inverse = np.unique(part.source, return_index=True, return_inverse=True)
     front = scene.deforming[i][frame][first].astype(np.float64)
     faces = inverse.reshape(-1)[part.faces].astype(np.int32)
     size = float(np.ptp(front, axis=0).max()) if len(front) else 0.0
-    back = front - (BACK_OFFSET * max(size, 1e-6)) * _vertex_normals(front, faces)
-    return np.concatenate([front, back]), np.concatenate([faces, faces[:, ::-1] + len(front)])
+    normals = _vertex_normals(front, faces)
+    back = front - (BACK_OFFSET * max(size, 1e-6)) * normals
+    both = np.concatenate([faces, faces[:, ::-1] + len(front)])
+    return np.concatenate([front, back]), both, np.concatenate([normals, -normals])
 
 
 class _Shapes:
@@ -170,7 +172,7 @@ class _Shapes:
                 continue
             geom = model.body_geomadr[n + 1]
             mesh = model.geom_dataid[geom]
-            vertices, faces = _shape(scene, i, 0)
+            vertices, faces, _ = _shape(scene, i, 0)
             if model.mesh_vertnum[mesh] != len(vertices) or model.mesh_facenum[mesh] != len(faces):
                 raise UsdInputError(
                     "MuJoCo's renderer merged or dropped some of this deforming mesh's points or faces: "
@@ -189,12 +191,11 @@ class _Shapes:
 
         m = self.model
         for i, mesh in self.meshes:
-            vertices, faces = _shape(self.scene, i, min(frame, len(self.scene.deforming[i]) - 1))
+            vertices, faces, normals = _shape(self.scene, i, min(frame, len(self.scene.deforming[i]) - 1))
             v0, f0 = m.mesh_vertadr[mesh], m.mesh_faceadr[mesh]
             n0 = m.mesh_normaladr[mesh]
             m.mesh_vert[v0 : v0 + len(vertices)] = vertices
             m.mesh_face[f0 : f0 + len(faces)] = faces
-            normals = _vertex_normals(vertices, faces)
             if m.mesh_normalnum[mesh] == len(vertices):
                 m.mesh_normal[n0 : n0 + len(vertices)] = normals
                 m.mesh_facenormal[f0 : f0 + len(faces)] = faces
