@@ -11,21 +11,12 @@ from .pattern import match_prims, under
 from .view import View
 
 
-def particle_runs(model) -> list:
-    """``[(label, first, end, world)]``: every world's run of every particle prim (``model.particle_runs`` where the
-    model has several worlds of particles; else its ``particle_groups``, world 0's)."""
-    runs = getattr(model, "particle_runs", None)
-    if runs:
-        return list(runs)
-    return [(label, first, end, 0) for label, (first, end) in model.particle_groups.items()]
-
-
 class ParticleRows:
     """The rows of a particle view: one per matched prim and world (worlds first, as the other views), its particles
     (every particle prim at or below the matched prim, in model order) as its columns."""
 
     def __init__(self, model, pattern: str):
-        runs = particle_runs(model)
+        runs = model.particle_runs
         labels = list(dict.fromkeys(label for label, *_ in runs))
         paths = match_prims(pattern, labels)
         if not paths:

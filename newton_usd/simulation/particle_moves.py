@@ -15,14 +15,8 @@ from ..core.quat import quat_conjugate, quat_rotate
 def placed_particles(model, path: str) -> list:
     """The particle prims whose place ``path`` sets: the prim itself, or its children (a deformable's body prim and
     its simulation mesh); empty where ``path`` is no such prim."""
-    labels = dict.fromkeys(label for label, *_ in _runs(model))
+    labels = dict.fromkeys(label for label, *_ in model.particle_runs)
     return [label for label in labels if label == path or label.rsplit("/", 1)[0] == path]
-
-
-def _runs(model) -> list:
-    """``[(label, first, end, world)]``: every world's run of every particle prim."""
-    runs = getattr(model, "particle_runs", None)
-    return list(runs) if runs else [(label, f, e, 0) for label, (f, e) in model.particle_groups.items()]
 
 
 def world_matrix(stage, path: str) -> np.ndarray:
@@ -53,7 +47,7 @@ def move_particles(stage, model, state, points_sync, paths, frame, first_world: 
         return []
     q, qd = state.particle_q.numpy().astype(np.float64), state.particle_qd.numpy().astype(np.float64)
     r, s = frame.rotation, frame.meters_per_unit
-    for label, first, end, world in _runs(model):
+    for label, first, end, world in model.particle_runs:
         change = moved.get(label)
         if change is None or (first_world and world != 0):
             continue
