@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import newton
 import numpy as np
+from newton_loops import newton_loop, vbd_model
 from pxr import Gf, Sdf, Usd, UsdGeom
 from test_cables import FPS, ITERATIONS, SUBSTEPS, N, cable_stage
 
@@ -77,18 +78,8 @@ def test_three_worlds_of_a_cable_as_newtons_replicated_loop(tmp_path):
     one, builder = newton.ModelBuilder(), newton.ModelBuilder()
     one.add_usd(path)
     builder.replicate(one, 3)
-    builder.color(include_bending=True)
-    model = builder.finalize(device="cpu")
-    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
-    pipeline = newton.CollisionPipeline(model)
-    contacts = pipeline.contacts()
-    s0, s1, control = model.state(), model.state(), model.control()
-    for _ in range(2 * SUBSTEPS):
-        s0.clear_forces()
-        pipeline.collide(s0, contacts)
-        solver.step(s0, s1, control, contacts, 1.0 / (FPS * SUBSTEPS))
-        s0, s1 = s1, s0
-    theirs = s0.body_q.numpy()
+    model, solver = vbd_model(builder, ITERATIONS)
+    theirs = newton_loop(model, solver, 2 * SUBSTEPS, 1.0 / (FPS * SUBSTEPS)).body_q.numpy()
     assert theirs.shape == ours.shape
     np.testing.assert_allclose(ours[:, :3], theirs[:, :3], atol=1e-5)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import newton
 import numpy as np
 import pytest
+from newton_loops import newton_loop, vbd_model
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from newton_usd.cli import main
@@ -79,19 +80,8 @@ def newton_run(path, frames=FRAMES) -> np.ndarray:
     segment bodies' poses at the end."""
     nb = newton.ModelBuilder()
     nb.add_usd(path)
-    nb.color(include_bending=True)
-    model = nb.finalize(device="cpu")
-    solver = newton.solvers.SolverVBD(model, iterations=ITERATIONS)
-    pipeline = newton.CollisionPipeline(model)
-    contacts = pipeline.contacts()
-    s0, s1, control = model.state(), model.state(), model.control()
-    dt = 1.0 / (FPS * SUBSTEPS)
-    for _ in range(frames * SUBSTEPS):
-        s0.clear_forces()
-        pipeline.collide(s0, contacts)
-        solver.step(s0, s1, control, contacts, dt)
-        s0, s1 = s1, s0
-    return s0.body_q.numpy()
+    model, solver = vbd_model(nb, ITERATIONS)
+    return newton_loop(model, solver, frames * SUBSTEPS, 1.0 / (FPS * SUBSTEPS)).body_q.numpy()
 
 
 def our_run(path, frames=FRAMES, **kw) -> Simulation:

@@ -1,7 +1,7 @@
 """PhysX's bounds on a body's speeds: ``physxRigidBody:maxLinearVelocity`` (stage units per second) and
 ``maxAngularVelocity`` (degrees per second) where authored, and PhysX's own 100 rad/s angular bound on a stage PhysX
-wrote; kept by C MuJoCo, XPBD, semi-implicit, Featherstone and Kamino, said once by the engines that do not keep
-them (vbd)."""
+wrote; kept by C MuJoCo, MuJoCo-Warp, XPBD, semi-implicit, Featherstone, Kamino and VBD, said once by the engines
+that do not keep them (mujoco_vbd, xpbd_vbd)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ from test_stability import _whip
 
 from newton_usd import Simulation
 from newton_usd.cli import main
+from newton_usd.solvers.newton import SolverFeatherstone, SolverKamino, SolverSemiImplicit, SolverXPBD
+from newton_usd.solvers.newton.coupled import SolverMuJoCoVBD
+from newton_usd.solvers.newton.vbd import SolverVBD
 from newton_usd.solvers.velocity_limits import ENGINES_KEEPING, MuJoCoSpeedBounds, unkept_message
 
 from stages import add_box, add_hinge, new_stage
@@ -227,7 +230,13 @@ def test_the_unkept_message_names_the_engine_the_bounded_bodies_and_those_that_k
     message, labels = unkept_message(model, "vbd")
     assert labels == ["/B", "/C"]
     assert "not kept by the vbd solver" in message and f"(kept by {', '.join(ENGINES_KEEPING)})" in message, message
-    assert "featherstone" in ENGINES_KEEPING and "kamino" in ENGINES_KEEPING and "mujoco_vbd" not in ENGINES_KEEPING
+    # (the message's list is what the engines say of themselves: each listed one keeps them, the coupled one not)
+    kept = {
+        "featherstone": SolverFeatherstone, "kamino": SolverKamino, "vbd": SolverVBD, "xpbd": SolverXPBD,
+        "semi_implicit": SolverSemiImplicit,
+    }  # fmt: skip
+    assert all(kept[name].keeps_speed_bounds for name in kept) and set(kept) <= set(ENGINES_KEEPING)
+    assert not SolverMuJoCoVBD.keeps_speed_bounds and "mujoco_vbd" not in ENGINES_KEEPING
     unbounded = SimpleNamespace(body_count=1, body_label=["/A"], body_max_velocity=wp.array(bounds[:1], dtype=wp.vec2))
     assert unkept_message(unbounded, "vbd") is None
 
