@@ -31,6 +31,7 @@ from pxr import Usd, UsdGeom
 from ..core.deformables import Attachment
 from ..core.quat import quat_rotate
 from ..errors import UsdInputError
+from .stage import authored_value
 
 TIME = Usd.TimeCode.Default()
 
@@ -42,11 +43,6 @@ def first_target(prim, name):
     if not targets:
         return None
     return str(targets[0])
-
-
-def authored(prim, name):
-    attr = prim.GetAttribute(name)
-    return attr.Get() if attr and attr.HasAuthoredValue() else None
 
 
 def deformable_of(builder, deformables, path):
@@ -74,13 +70,14 @@ def import_attachments(builder, stage, prims, frame, file, result) -> None:
                 diag.add(f"physics:src0 {src0 or '(none)'} is not a cloth or soft volume of this scene: the "
                          "attachment is not simulated", path)  # fmt: skip
             continue
-        type0, type1 = str(authored(prim, "physics:type0") or ""), str(authored(prim, "physics:type1") or "")
+        type0 = str(authored_value(prim, "physics:type0") or "")
+        type1 = str(authored_value(prim, "physics:type1") or "")
         if type0 != "point" or type1 != "xform":
             diag.add(f"attachments of type0 {type0 or '(none)'} to type1 {type1 or '(none)'} are not simulated "
                      "(a cloth's or volume's points to an xform are)", path)  # fmt: skip
             continue
         first, end = builder.particle_groups[record.label]
-        indices = np.asarray(authored(prim, "physics:indices0") or [], dtype=np.int64).reshape(-1)
+        indices = np.asarray(authored_value(prim, "physics:indices0") or [], dtype=np.int64).reshape(-1)
         bad = (indices < 0) | (indices >= end - first)
         if bad.any():
             i = int(np.argmax(bad))
@@ -89,9 +86,9 @@ def import_attachments(builder, stage, prims, frame, file, result) -> None:
         if len(indices) == 0:
             diag.add("no physics:indices0: the attachment ties nothing", path)
             continue
-        if authored(prim, "physics:indices1"):
+        if authored_value(prim, "physics:indices1"):
             raise UsdInputError("an xform target takes no indices", file=file, prim=path, attribute="physics:indices1")
-        coords = authored(prim, "physics:coords1")
+        coords = authored_value(prim, "physics:coords1")
         coords = np.zeros((len(indices), 3)) if not coords else np.asarray(coords, dtype=np.float64).reshape(-1, 3)
         if len(coords) != len(indices):
             raise UsdInputError(f"{len(coords)} anchors for {len(indices)} points: one per physics:indices0 entry",
@@ -99,7 +96,7 @@ def import_attachments(builder, stage, prims, frame, file, result) -> None:
         if not np.all(np.isfinite(coords)):
             raise UsdInputError("holds a value that is not finite", file=file, prim=path, attribute="physics:coords1")
         stiffness, damping = _gains(prim, frame, file, path)
-        enabled = authored(prim, "physics:attachmentEnabled")
+        enabled = authored_value(prim, "physics:attachmentEnabled")
         enabled = True if enabled is None else bool(enabled)
         src1 = first_target(prim, "physics:src1")
         world = _anchors_in_world(stage, src1, coords, file, path)  # (stage units and axes)
@@ -135,7 +132,7 @@ def _gains(prim, frame, file, path):
     """(stiffness N/m, inf: hard; damping N*s/m) of an attachment, from stage units."""
     out = []
     for name, fallback in (("physics:stiffness", math.inf), ("physics:damping", 0.0)):
-        value = authored(prim, name)
+        value = authored_value(prim, name)
         v = fallback if value is None else float(value)
         if math.isnan(v) or v < 0 or (name == "physics:damping" and not math.isfinite(v)):
             need = "at least 0 (inf: hard)" if name == "physics:stiffness" else "finite and at least 0"

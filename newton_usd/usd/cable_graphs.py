@@ -24,6 +24,7 @@ import numpy as np
 from ..core.cable_graphs import add_cable_graph
 from ..core.cables import Cable, add_cable_curve, frames_from_normals, quat_between, transport_frames
 from ..core.quat import quat_multiply
+from .stage import authored_value
 
 
 @dataclass
@@ -69,29 +70,24 @@ class _UnionFind:
             self.parent[rb] = ra
 
 
-def _authored(prim, name):
-    attr = prim.GetAttribute(name)
-    return attr.Get() if attr and attr.HasAuthoredValue() else None
-
-
 def junction(prim, src0: str, src1: str, records: dict) -> tuple | str:
     """The welded point pairs ``(indices0, indices1)`` of the curve-to-curve attachment ``prim`` between cables
     ``src0`` and ``src1`` (see the module), or why it welds none ("" where it is disabled)."""
-    enabled = _authored(prim, "physics:attachmentEnabled")
+    enabled = authored_value(prim, "physics:attachmentEnabled")
     if enabled is not None and not bool(enabled):
         return ""
     a, b = records.get(src0), records.get(src1)
     if a is None or b is None or len(a.counts) != 1 or len(b.counts) != 1 or a.closed or b.closed:
         return "a curve-to-curve junction welds two simulated cables of one open curve each"
-    types = str(_authored(prim, "physics:type0") or ""), str(_authored(prim, "physics:type1") or "")
+    types = str(authored_value(prim, "physics:type0") or ""), str(authored_value(prim, "physics:type1") or "")
     if types != ("point", "point"):
         return f"type0 {types[0] or '(none)'} to type1 {types[1] or '(none)'} (a junction is point to point)"
-    i0 = [int(i) for i in (_authored(prim, "physics:indices0") or [])]
-    i1 = [int(i) for i in (_authored(prim, "physics:indices1") or [])]
+    i0 = [int(i) for i in (authored_value(prim, "physics:indices0") or [])]
+    i1 = [int(i) for i in (authored_value(prim, "physics:indices1") or [])]
     if not i0 or len(i0) != len(i1) or not all(0 <= i < len(a.pos) for i in i0) or not all(
             0 <= i < len(b.pos) for i in i1):  # fmt: skip
         return "physics:indices0 and physics:indices1 are not pairs of the two curves' points"
-    stiffness = _authored(prim, "physics:stiffness")
+    stiffness = authored_value(prim, "physics:stiffness")
     if stiffness is not None and float(stiffness) != math.inf:
         return "a compliant junction (finite physics:stiffness) is not welded"
     for p, q in zip(i0, i1, strict=True):

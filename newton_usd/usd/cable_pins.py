@@ -24,36 +24,32 @@ from pxr import Usd, UsdGeom
 from ..core.quat import quat_rotate, transform_inverse, transform_multiply
 from ..core.types import JointType
 from ..errors import UsdInputError
+from .stage import authored_value
 
 TIME = Usd.TimeCode.Default()
 _IDENTITY = np.array([0.0, 0.0, 0.0, 1.0])
 
 
-def _authored(prim, name):
-    attr = prim.GetAttribute(name)
-    return attr.Get() if attr and attr.HasAuthoredValue() else None
-
-
 def not_a_hold(prim, file) -> str | None:
     """Why the attachment ``prim`` of a cable holds none of its points ("" where it is disabled), None where it
     does (see the module)."""
-    enabled = _authored(prim, "physics:attachmentEnabled")
+    enabled = authored_value(prim, "physics:attachmentEnabled")
     if enabled is not None and not bool(enabled):
         return ""
-    types = str(_authored(prim, "physics:type0") or ""), str(_authored(prim, "physics:type1") or "")
+    types = str(authored_value(prim, "physics:type0") or ""), str(authored_value(prim, "physics:type1") or "")
     if types not in (("point", "xform"), ("segment", "xform")):
         return f"type0 {types[0] or '(none)'} to type1 {types[1] or '(none)'} (a cable's point or segment to an " \
                "xform is)"  # fmt: skip
-    indices = _authored(prim, "physics:indices0") or []
-    if not len(indices) or _authored(prim, "physics:indices1"):
+    indices = authored_value(prim, "physics:indices0") or []
+    if not len(indices) or authored_value(prim, "physics:indices1"):
         return "physics:indices0 names no site, or physics:indices1 is authored (a site to an xform names none)"
-    coords0 = _authored(prim, "physics:coords0") or []
+    coords0 = authored_value(prim, "physics:coords0") or []
     if types[0] == "segment" and len(coords0) != len(indices):
         return f"{len(coords0)} physics:coords0 for {len(indices)} segment sites (one (u, s, t) each)"
-    coords = _authored(prim, "physics:coords1")
+    coords = authored_value(prim, "physics:coords1")
     if coords and len(coords) != len(indices):
         return f"{len(coords)} physics:coords1 anchors for {len(indices)} points"
-    stiffness = _authored(prim, "physics:stiffness")
+    stiffness = authored_value(prim, "physics:stiffness")
     if stiffness is not None and float(stiffness) != math.inf:
         if math.isnan(float(stiffness)) or float(stiffness) < 0:
             raise UsdInputError(f"must be at least 0 (inf: hard), got {stiffness}", file=file,
@@ -66,9 +62,9 @@ def is_root(prim, record, touching: int) -> bool:
     """Whether the holding attachment ``prim`` roots the chain of the cable ``record``
     (:class:`~newton_usd.usd.cable_graphs.CurvesRecord`): the only attachment ``touching`` it, one end point of its
     one open curve."""
-    indices = [int(i) for i in _authored(prim, "physics:indices0")]
+    indices = [int(i) for i in authored_value(prim, "physics:indices0")]
     n = len(record.pos)
-    point = str(_authored(prim, "physics:type0")) == "point"
+    point = str(authored_value(prim, "physics:type0")) == "point"
     one_curve = len(record.counts) == 1 and not record.closed
     return touching == 1 and point and one_curve and len(indices) == 1 and indices[0] in (0, n - 1)
 
@@ -77,8 +73,8 @@ def _anchors(pin, frame, file, body_index, builder) -> list:
     """Per point the attachment ``pin`` holds: (point, parent body (-1: the world), anchor in the parent's frame (m),
     anchor in the world (m))."""
     path = str(pin.GetPath())
-    indices = [int(i) for i in _authored(pin, "physics:indices0")]
-    coords = _authored(pin, "physics:coords1")
+    indices = [int(i) for i in authored_value(pin, "physics:indices0")]
+    coords = authored_value(pin, "physics:coords1")
     local = np.zeros((len(indices), 3)) if not coords else np.asarray(coords, dtype=np.float64).reshape(-1, 3)
     rel = pin.GetRelationship("physics:src1")
     targets = [str(t) for t in (rel.GetForwardedTargets() if rel else [])]
@@ -121,8 +117,8 @@ def hold(builder, cable, pin, frame, file, body_index, diag) -> list:
     """Ball joints holding the points ``pin`` names of ``cable`` (:class:`~newton_usd.core.cables.Cable`) at their
     anchors (see the module), in the builder and in no articulation; returns them."""
     joints = []
-    segment = str(_authored(pin, "physics:type0")) == "segment"
-    coords0 = _authored(pin, "physics:coords0") or []
+    segment = str(authored_value(pin, "physics:type0")) == "segment"
+    coords0 = authored_value(pin, "physics:coords0") or []
     for site, (index, parent, anchor, _) in enumerate(_anchors(pin, frame, file, body_index, builder)):
         count = len(cable.bodies) if segment else len(cable.point_bodies)
         if not 0 <= index < count:

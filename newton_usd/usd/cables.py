@@ -45,6 +45,7 @@ from . import cable_pins
 from .cable_graphs import CurvesRecord, curve_frames, import_graphs, junction
 from .cable_pins import hold, is_root, not_a_hold
 from .granular import applied
+from .stage import authored_value
 
 MATERIAL_API = "PhysicsCurvesDeformableMaterialAPI"
 OTHER_MATERIALS = ("PhysicsSurfaceDeformableMaterialAPI", "PhysicsVolumeDeformableMaterialAPI")
@@ -77,7 +78,7 @@ def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, d
         rec = _read_cable(prim, stage.GetPrimAtPath(body_path), frame, file, diag)
         material = _material(prim, file) if rec is not None and used is not None else None
         for name, _ in DAMPING if material is not None else ():  # (the newton:* attributes it read)
-            if _authored(material, name) is not None:
+            if authored_value(material, name) is not None:
                 used.add((str(material.GetPath()), name))
         if rec is not None:
             records[path] = rec
@@ -96,14 +97,9 @@ def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, d
     return {path: add_cable(builder, cable) for path, cable in out.items()}
 
 
-def _authored(prim, name):
-    attr = prim.GetAttribute(name)
-    return attr.Get() if attr and attr.HasAuthoredValue() else None
-
-
 def _number(prim, name, file, *, positive=False):
     """An authored non-negative scalar (None: not authored, or the ``-inf`` default sentinel)."""
-    value = _authored(prim, name)
+    value = authored_value(prim, name)
     if value is None or float(value) == -math.inf:
         return None
     v = float(value)
@@ -128,7 +124,7 @@ def _attachments(stage, cables, records, welds, file, diag) -> tuple:
         rel1 = prim.GetRelationship("physics:src1")
         targets1 = [str(t) for t in (rel1.GetForwardedTargets() if rel1 else [])]
         src1 = body_of.get(targets1[0], targets1[0]) if targets1 else None
-        enabled = _authored(prim, "physics:attachmentEnabled")
+        enabled = authored_value(prim, "physics:attachmentEnabled")
         for src in {src0, src1} & set(cables) if enabled is None or bool(enabled) else ():
             touching[src] = touching.get(src, 0) + 1
         if src1 in cables:
@@ -183,12 +179,12 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
         return mpu * quat_rotate(frame.rotation, p @ m[:3, :3] + m[3, :3])
 
     pos = world(points)
-    rest = _authored(prim, "physics:restShapePoints")
+    rest = authored_value(prim, "physics:restShapePoints")
     if rest is not None and len(rest) != n:
         raise UsdInputError(f"{len(rest)} points for {n}: one per point", file=file, prim=path,
                             attribute="physics:restShapePoints")  # fmt: skip
     rest = None if rest is None else world(np.asarray(rest, dtype=np.float64).reshape(-1, 3))
-    if _authored(prim, "velocities") is not None:
+    if authored_value(prim, "velocities") is not None:
         diag.add("velocities is not read: a cable starts at rest (as Newton)", path)
 
     def direction(v):  # (a material director: the prim's linear map, Z up)
@@ -197,7 +193,7 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
     normals, rest_normals = (None if v is None else direction(v) for v in _normals(prim, curves, n, path, diag))
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     seg_h, point_h = _thicknesses(prim, counts, starts, closed, frame, file, path, diag)
-    widths = _authored(prim, "widths")
+    widths = authored_value(prim, "widths")
     if widths is not None and np.any(np.asarray(widths, dtype=np.float64) < 0):
         raise UsdInputError("a width is at least 0", file=file, prim=path, attribute="widths")
     material_prim = _material(prim, file)
@@ -220,7 +216,7 @@ def _read_cable(prim, body, frame, file, diag) -> CurvesRecord | None:
 def _normals(prim, curves, n, path, diag) -> tuple:
     """(normals, physics:restNormals) as authored (one per point; None: unauthored, or not per point: said), as
     Newton reads them: the ``normals`` primvar (vertex or varying), else the attribute."""
-    rest_normals = _authored(prim, "physics:restNormals")
+    rest_normals = authored_value(prim, "physics:restNormals")
     primvar = UsdGeom.PrimvarsAPI(prim).GetPrimvar("normals")
     if primvar and primvar.HasValue():
         normals, interpolation = primvar.ComputeFlattened(), primvar.GetInterpolation()
@@ -275,13 +271,13 @@ def _thicknesses(prim, counts, starts, closed, frame, file, path, diag):
     name = "physics:thicknesses"
     first, second, curve_of_seg = _segments(counts, starts, closed)
     n_seg, n = len(first), int(np.sum(counts))
-    values = _authored(prim, name)
-    kind = _authored(prim, name + ":elementType")
+    values = authored_value(prim, name)
+    kind = authored_value(prim, name + ":elementType")
     if values is None or len(values) == 0 or kind is None:
         if values is not None and len(values) and kind is None:
             diag.add(f"{name} without {name}:elementType (constant, curve, segment or point) is not read (as "
                      f"Newton): the thickness is {DEFAULT_THICKNESS * 1e3:g} mm", path)  # fmt: skip
-        elif _authored(prim, "widths") is not None:
+        elif authored_value(prim, "widths") is not None:
             diag.add(f"widths are drawn, not simulated: without {name} the cable is {DEFAULT_THICKNESS * 1e3:g} mm "
                      "thick", path)  # fmt: skip
         return np.full(n_seg, DEFAULT_THICKNESS), np.full(n, DEFAULT_THICKNESS)
@@ -350,7 +346,7 @@ def _cable_material(mat, frame, file):
         return None, friction, density
     young = _number(mat, "physics:youngsModulus", file)
     young = DEFAULT_YOUNGS_MODULUS if young is None else young * kpu / mpu
-    nu = _authored(mat, "physics:poissonsRatio")
+    nu = authored_value(mat, "physics:poissonsRatio")
     nu = DEFAULT_POISSONS_RATIO if nu is None else float(nu)
     if not -1.0 < nu < 0.5:
         raise UsdInputError(f"must be in (-1, 0.5), got {nu}", file=file, prim=str(mat.GetPath()),
@@ -368,7 +364,7 @@ def _masses(prim, body, element_mass, volume, counts, starts, closed, frame, fil
     """Per segment masses (kg): ``physics:masses`` where authored (see the module), else ``element_mass`` scaled to
     the body prim's ``physics:mass`` where authored."""
     name = "physics:masses"
-    values = _authored(prim, name)
+    values = authored_value(prim, name)
     kpu = frame.kilograms_per_unit
     if values is None or len(values) == 0:
         total = _number(body, "physics:mass", file)
@@ -378,7 +374,7 @@ def _masses(prim, body, element_mass, volume, counts, starts, closed, frame, fil
     v = np.asarray(values, dtype=np.float64).reshape(-1) * kpu
     if not np.all(np.isfinite(v)) or np.any(v <= 0):
         raise UsdInputError("a mass is finite and positive", file=file, prim=path, attribute=name)
-    kind = _authored(prim, name + ":elementType")
+    kind = authored_value(prim, name + ":elementType")
     legacy = kind is None  # (an earlier revision's per-point masses, lumped as Newton 1.8 still lumps them: said)
     kind = "point" if legacy else str(kind)
     first, second, curve_of_seg = _segments(counts, starts, closed)
@@ -410,5 +406,5 @@ def _collides(prim) -> bool:
     """Whether the cable's capsules collide (an enabled PhysicsCollisionAPI on the prim)."""
     if "PhysicsCollisionAPI" not in applied(prim):
         return False
-    enabled = _authored(prim, "physics:collisionEnabled")
+    enabled = authored_value(prim, "physics:collisionEnabled")
     return True if enabled is None else bool(enabled)

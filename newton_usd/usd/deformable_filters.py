@@ -23,8 +23,9 @@ import numpy as np
 from pxr import UsdGeom
 
 from ..errors import UsdInputError
-from .attachments import authored, deformable_of, first_target
+from .attachments import deformable_of, first_target
 from .descriptors import OT, SHAPE_TYPES
+from .stage import authored_value
 
 
 def import_deformable_filters(builder, stage, filter_prims, descs, result) -> None:
@@ -33,7 +34,7 @@ def import_deformable_filters(builder, stage, filter_prims, descs, result) -> No
     file, diag = result.file, result.diagnostics
     for prim in filter_prims:
         path = str(prim.GetPath())
-        enabled = authored(prim, "physics:filterEnabled")
+        enabled = authored_value(prim, "physics:filterEnabled")
         if enabled is not None and not bool(enabled):
             continue
         src = [first_target(prim, f"physics:src{k}") for k in (0, 1)]
@@ -71,8 +72,8 @@ def import_deformable_filters(builder, stage, filter_prims, descs, result) -> No
 def _groups(prim, k, file, path):
     """(groups of element indices, broadcast): ``groupElemIndices{k}`` cut by ``groupElemCounts{k}``; an empty group
     is every element; no counts: one such group, paired with every group of the other side (``broadcast``)."""
-    counts = [int(c) for c in authored(prim, f"physics:groupElemCounts{k}") or []]
-    indices = [int(i) for i in authored(prim, f"physics:groupElemIndices{k}") or []]
+    counts = [int(c) for c in authored_value(prim, f"physics:groupElemCounts{k}") or []]
+    indices = [int(i) for i in authored_value(prim, f"physics:groupElemIndices{k}") or []]
     if not counts:
         return [[]], True
     if any(c < 0 for c in counts) or sum(counts) != len(indices):

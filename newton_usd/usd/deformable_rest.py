@@ -28,13 +28,9 @@ import numpy as np
 
 from ..core.quat import quat_rotate
 from ..errors import UsdInputError
+from .stage import authored_value
 
 BEND_DEFAULTS = ("flat", "restShape")
-
-
-def _authored(prim, name):
-    attr = prim.GetAttribute(name)
-    return attr.Get() if attr and attr.HasAuthoredValue() else None
 
 
 def rest_shape(prim, n, m, frame, cells, index_name, file, path, diag, panels=False):
@@ -42,8 +38,8 @@ def rest_shape(prim, n, m, frame, cells, index_name, file, path, diag, panels=Fa
     ``n`` points, or None (the authored shape), and, for a rest shape of its own topology (``panels``: a cloth's),
     its elements' rest points (``index_name``, one row per element of ``cells``, the elements as authored), else
     None. ``m``: the prim's local-to-world matrix."""
-    value = _authored(prim, "physics:restShapePoints")
-    indices = _authored(prim, index_name)
+    value = authored_value(prim, "physics:restShapePoints")
+    indices = authored_value(prim, index_name)
     rest_cells = None
     if indices is not None and len(indices):
         rest_cells = np.asarray(indices, dtype=np.int64)
@@ -80,8 +76,8 @@ def bend_default(prim, shape, file, path, diag) -> str:
     """The cloth's ``physics:restBendAnglesDefault`` (``flat`` where unauthored: said where ``shape``, its rest
     points, is not flat)."""
     name = "physics:restBendAnglesDefault"
-    value = _authored(prim, name)
-    if value is None and _authored(prim, "physics:restAdjTriPairs"):
+    value = authored_value(prim, name)
+    if value is None and authored_value(prim, "physics:restAdjTriPairs"):
         return "flat"  # (its edges' angles authored, the others flat: nothing to say)
     if value is None:
         centred = shape - shape.mean(axis=0)
@@ -99,7 +95,7 @@ def bend_angles(prim, tris, face, n_faces, file, path) -> dict:
     """``physics:restAdjTriPairs`` (pairs of the cloth's faces) and ``physics:restBendAngles`` (degrees) as
     ``{(face, face): radians}``: the rest angle of every bending edge between the two faces (``tris``: its
     triangles, ``face``: each one's face). A pair of faces that share no edge is bad input."""
-    pairs, angles = _authored(prim, "physics:restAdjTriPairs"), _authored(prim, "physics:restBendAngles")
+    pairs, angles = authored_value(prim, "physics:restAdjTriPairs"), authored_value(prim, "physics:restBendAngles")
     if not pairs and not angles:
         return {}
     pairs = np.asarray(pairs if pairs else [], dtype=np.int64).reshape(-1, 2)
@@ -132,11 +128,11 @@ def point_masses(prim, cells, volumes, sources, n_sources, n, element, frame, fi
     element's authored element (a cloth's face of each triangle; None: the elements themselves), of ``n_sources``
     named ``element``."""
     name = "physics:masses"
-    values = _authored(prim, name)
+    values = authored_value(prim, name)
     if values is None or len(values) == 0:
         return None
     v = np.asarray(values, dtype=np.float64).reshape(-1)
-    kind = _authored(prim, name + ":elementType")
+    kind = authored_value(prim, name + ":elementType")
     legacy = kind is None
     kind = "point" if legacy else str(kind)
     counts = {"constant": 1, element: n_sources, "point": n}

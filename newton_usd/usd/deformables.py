@@ -53,6 +53,7 @@ from ..core.quat import quat_rotate
 from ..errors import UsdInputError
 from .deformable_rest import bend_angles, bend_default, point_masses, rest_shape
 from .granular import applied
+from .stage import authored_value
 
 BODY_API = "PhysicsDeformableBodyAPI"
 SURFACE_SIM_API = "PhysicsSurfaceDeformableSimAPI"
@@ -238,14 +239,9 @@ def _owner(body, default_scene, file):
     return str(targets[0])
 
 
-def _authored(prim, name):
-    attr = prim.GetAttribute(name)
-    return attr.Get() if attr and attr.HasAuthoredValue() else None
-
-
 def _number(prim, name, file, *, minimum=0.0, positive=False):
     """An authored scalar (None: not authored, or the ``-inf`` simulator-default sentinel)."""
-    value = _authored(prim, name)
+    value = authored_value(prim, name)
     if value is None:
         return None
     v = float(value)
@@ -391,7 +387,7 @@ def _import_volume(builder, prim, body, frame, file, diag) -> None:
 
 def _velocities(prim, n, m, frame, file, path):
     """The prim's authored ``velocities`` in SI world axes (none: zeros)."""
-    velocities = _authored(prim, "velocities")
+    velocities = authored_value(prim, "velocities")
     if velocities is None or len(velocities) == 0:
         return np.zeros((n, 3))
     if len(velocities) != n:
@@ -402,7 +398,7 @@ def _velocities(prim, n, m, frame, file, path):
 
 
 def _poisson(material, file) -> float:
-    nu = _authored(material, "physics:poissonsRatio")
+    nu = authored_value(material, "physics:poissonsRatio")
     nu = DEFAULT_POISSONS_RATIO if nu is None else float(nu)
     if not -1.0 < nu < 0.5:
         raise UsdInputError(f"must be in (-1, 0.5), got {nu}", file=file, prim=str(material.GetPath()),
@@ -413,7 +409,7 @@ def _poisson(material, file) -> float:
 def _thicknesses(prim, n_faces, n_points, face, tris, frame, file, path, diag, unread=False):
     """Per triangle and per point thickness in stage units."""
     name = "physics:thicknesses"
-    values = None if unread else _authored(prim, name)
+    values = None if unread else authored_value(prim, name)
     if values is None or len(values) == 0:
         h = DEFAULT_THICKNESS / frame.meters_per_unit
         return np.full(len(tris), h), np.full(n_points, h)
@@ -421,7 +417,7 @@ def _thicknesses(prim, n_faces, n_points, face, tris, frame, file, path, diag, u
     if not np.all(np.isfinite(v)) or np.any(v <= 0):
         i = int(np.argmax(~(np.isfinite(v) & (v > 0))))
         raise UsdInputError(f"value {i} is {v[i]:g}: a thickness is positive", file=file, prim=path, attribute=name)
-    kind = _authored(prim, name + ":elementType")
+    kind = authored_value(prim, name + ":elementType")
     if kind is None:  # (as Newton 1.8: the array is read with its element type only)
         diag.add(f"{name} without {name}:elementType (constant, face or point) is not read: the thickness is "
                  f"{DEFAULT_THICKNESS * 1e3:g} mm", path)  # fmt: skip
@@ -500,7 +496,7 @@ def vbd_scene_settings(scene, frame, file) -> dict:
             raise UsdInputError(f"unknown attribute of {VBD_SCENE_API}; known: {', '.join(VBD_SETTINGS)}", file=file,
                                 prim=path, attribute=name)  # fmt: skip
     for name, (key, unit) in VBD_SETTINGS.items():
-        value = _authored(scene, name)
+        value = authored_value(scene, name)
         if value is None:
             continue
         if unit is None:
@@ -509,7 +505,7 @@ def vbd_scene_settings(scene, frame, file) -> dict:
         v = _number(scene, name, file)
         if v is not None:
             out[key] = v * frame.kilograms_per_unit ** unit[0] * frame.meters_per_unit ** unit[1]
-    iterations = _authored(scene, "newton:maxSolverIterations")
+    iterations = authored_value(scene, "newton:maxSolverIterations")
     if iterations is not None and int(iterations) != -1:
         if int(iterations) < 1:
             raise UsdInputError(f"must be positive (or -1: the solver's default), got {iterations}", file=file,

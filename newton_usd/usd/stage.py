@@ -99,3 +99,10 @@ _UP_ROTATION = {False: np.array([0.0, 0.0, 0.0, 1.0]), True: np.array([np.sqrt(0
 for _r in _UP_ROTATION.values():
     _r.flags.writeable = False
 _UP_FLOATS = {k: tuple(r.tolist()) for k, r in _UP_ROTATION.items()}
+
+
+def authored_value(prim, name: str):
+    """The value of ``prim``'s attribute ``name`` where it is authored (None where it is not, or there is none: a
+    schema's fallback is not a value the stage gives)."""
+    attr = prim.GetAttribute(name)
+    return attr.Get() if attr and attr.HasAuthoredValue() else None
