@@ -404,12 +404,13 @@ class Simulation:
             rows = self.recorder.rows  # (the simulated prims' rows of the state)
             positions = rows.positions(self.physics.state)
             self.blow_up_check.check_frame(positions, last, rows)
-        particles = self.recorder.particle_rows
+        particles, read = self.recorder.particle_rows, None
         if particles is not None and (write or not as_frame):  # (NaN, too far or too fast, named by their prim; a
             # frame function's device check covers bodies: its particles are checked where read, when written)
-            self.blow_up_check.check_bounds(particles.positions(self.physics.state), rows=particles)
+            read = particles.positions(self.physics.state), particles.velocities(self.physics.state)
+            self.blow_up_check.check_bounds(read[0], velocities=read[1], rows=particles)
         if write:
-            self.recorder.write_frame(positions)
+            self.recorder.write_frame(positions, particles=read)  # (the particles as read for the check: once)
         with self._own_writes():
             for other in self.scenes:
                 other.record_every, other.write = self.record_every, self.write

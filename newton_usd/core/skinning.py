@@ -37,7 +37,8 @@ class GraphicsMesh:
     def skinned(self, x: np.ndarray, first: int = 0) -> np.ndarray:
         """Its points from the rows ``x`` of the deformable's points (positions or velocities; its first at row
         ``first``)."""
-        return np.einsum("nk,nkj->nj", self.weights, np.asarray(x, dtype=np.float64)[self.parents + first])
+        rows = self.parents if first == 0 else self.parents + first
+        return np.einsum("nk,nkj->nj", self.weights, np.asarray(x)[rows].astype(np.float64))  # (its rows only)
 
 
 def embed_in_triangles(points, triangles, vertices) -> tuple[np.ndarray, np.ndarray]:
