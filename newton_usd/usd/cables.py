@@ -65,7 +65,8 @@ DAMPING = (("newton:curvesStretchDamping", 1), ("newton:curvesShearDamping", 1),
 TIME = Usd.TimeCode.Default()
 
 
-def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, diag, used: set | None = None) -> dict:
+def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, diag, used: set | None = None,
+                  attachments=()) -> dict:  # fmt: skip
     """Add the cable prims ``cables`` (prim path -> its body prim path) to ``builder`` (see the module), pinned ends
     to the bodies of ``body_index`` (prim path -> body). ``used``: the import's record of the attributes it read
     (``Resolver.used``: ``usdsim check`` lists the others). Returns prim path -> its
@@ -82,7 +83,7 @@ def import_cables(builder, stage, frame, file, cables: dict, body_index: dict, d
                 used.add((str(material.GetPath()), name))
         if rec is not None:
             records[path] = rec
-    holds, touching = _attachments(stage, cables, records, welds, file, diag)
+    holds, touching = _attachments(attachments, cables, records, welds, file, diag)
     out = import_graphs(builder, records, welds, diag)  # (welded graphs first, as Newton's importer builds them)
     for path, rec in records.items():
         if path not in out:
@@ -109,15 +110,13 @@ def _number(prim, name, file, *, positive=False):
     return v
 
 
-def _attachments(stage, cables, records, welds, file, diag) -> tuple:
+def _attachments(attachments, cables, records, welds, file, diag) -> tuple:
     """(cable path -> the attachments holding its points (:mod:`.cable_pins`), cable path -> how many enabled
     attachments touch it); curve-to-curve junctions appended to ``welds`` ((attachment path, src0, src1, indices0,
     indices1): :mod:`~newton_usd.usd.cable_graphs`); other attachments of cables said."""
     body_of = {b: p for p, b in cables.items()}
     holds, touching = {}, {}
-    for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
-        if prim.GetTypeName() != "PhysicsAttachment":
-            continue
+    for prim in attachments:  # (the stage's PhysicsAttachment prims, from the import's scan)
         rel = prim.GetRelationship("physics:src0")
         targets = [str(t) for t in (rel.GetForwardedTargets() if rel else [])]
         src0 = body_of.get(targets[0], targets[0]) if targets else None

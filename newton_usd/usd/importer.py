@@ -36,7 +36,7 @@ from .bodies import import_bodies
 from .cables import import_cables
 from .colliders import import_shape
 from .collision_filters import import_collision_filters
-from .deformable_links import import_deformable_links
+from .deformable_links import ATTACHMENT_TYPE, FILTER_TYPE, import_deformable_links
 from .deformables import Deformables, import_deformables
 from .descriptors import OT, SHAPE_TYPES
 from .envs import Environments, check_identical, find_environments, replicate_environments
@@ -200,7 +200,7 @@ def add_usd(
         builder.source = file
     joint_paths = {p for t in JOINT_OBJECT_TYPES for p, _ in descs.get(t, [])}
     body_paths = {p for p, _ in descs.get(OT.RigidBody, [])}
-    types = MJC_TYPED + ("MjcKeyframe", "PointInstancer", ACTUATOR_TYPE)
+    types = MJC_TYPED + ("MjcKeyframe", "PointInstancer", ACTUATOR_TYPE, ATTACHMENT_TYPE, FILTER_TYPE)
     order, typed = scan_stage(stage, joint_paths | body_paths, types, exclude=others, resolver=result.resolver)
     result.schemas = typed["schemas"]
     if owners is not None:
@@ -268,8 +268,8 @@ def add_usd(
         builder.body_q_from_joint_q()
     result.placed_links = place_articulation_links(builder, result)
     import_cables(builder, stage, frame, file, result.deformables.cables, result.body_index, diag,
-                  result.resolver.used)  # (pinned to bodies)
-    import_deformable_links(builder, stage, descs, frame, result)  # (their attachments to bodies, filters, meshes)
+                  result.resolver.used, typed[ATTACHMENT_TYPE])  # (pinned to bodies)
+    import_deformable_links(builder, stage, descs, frame, result, typed)  # (their attachments to bodies, filters, ...)
     import_collision_filters(builder, stage, descs, result)
     record_display_names(builder, typed["display_names"], labels_before)
     if result.environments is not None:
